@@ -1,0 +1,8 @@
+// Package metadata holds the pico_* conventions every PicoMQ sink shares:
+// the field names for record metadata, the topic:partition:offset record
+// id, and how keys and headers are turned into strings.
+//
+// Use it wherever a sink adds metadata columns or fields, so that every
+// destination spells them the same way and a replayed record gets the same
+// id whichever sink wrote it.
+package metadata

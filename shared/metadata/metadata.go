@@ -1,0 +1,67 @@
+package metadata
+
+import (
+	"encoding/base64"
+	"strconv"
+	"unicode/utf8"
+)
+
+// Field names for the metadata a sink adds next to the payload.
+const (
+	// Topic holds the topic the record came from.
+	Topic = "pico_topic"
+	// Partition holds the record's partition. A PicoMQ topic has a single
+	// partition, so the value is always 0; sinks still write the batch's
+	// partition rather than a literal 0, so that ids stay right if that
+	// ever changes.
+	Partition = "pico_partition"
+	// Offset holds the record's offset in its topic.
+	Offset = "pico_offset"
+	// Timestamp holds the record timestamp in epoch milliseconds.
+	Timestamp = "pico_timestamp"
+	// Key holds the record key when there is one, base64-encoded (see
+	// KeyBase64) where the destination has no binary type.
+	Key = "pico_key"
+)
+
+// RecordID returns the id topic:partition:offset, which identifies a record
+// across replays, so sinks with primary keys can skip rows already written.
+func RecordID(topic string, partition uint32, offset uint64) string {
+	// Room for a typical topic and both numbers, so only the string allocates.
+	var buf [96]byte
+	return string(AppendRecordID(buf[:0], topic, partition, offset))
+}
+
+// AppendRecordID appends the RecordID to dst, for callers that build many
+// ids into one reused buffer.
+func AppendRecordID(dst []byte, topic string, partition uint32, offset uint64) []byte {
+	dst = append(dst, topic...)
+	dst = append(dst, ':')
+	dst = strconv.AppendUint(dst, uint64(partition), 10)
+	dst = append(dst, ':')
+	return strconv.AppendUint(dst, offset, 10)
+}
+
+// KeyBase64 returns the key in standard, padded base64. ok is false when
+// the record has no key (key == nil), which sinks store as NULL or omit; an
+// empty but non-nil key is a key, and encodes to "".
+func KeyBase64(key []byte) (s string, ok bool) {
+	if key == nil {
+		return "", false
+	}
+	return base64.StdEncoding.EncodeToString(key), true
+}
+
+// HeaderValue returns a header value as a string: the bytes themselves when
+// they are valid UTF-8, standard padded base64 otherwise.
+//
+// The result does not say which encoding was used, so a reader cannot tell
+// the text "/w==" from the single byte 0xff. That ambiguity is the runtime
+// specification's rule, shared by every sink that keeps headers; do not
+// work around it in one sink alone.
+func HeaderValue(v []byte) string {
+	if utf8.Valid(v) {
+		return string(v)
+	}
+	return base64.StdEncoding.EncodeToString(v)
+}
