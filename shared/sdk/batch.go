@@ -1,0 +1,132 @@
+package sdk
+
+import (
+	"encoding/json"
+	"fmt"
+	"unicode/utf8"
+)
+
+// Batch is one flush of one topic partition, as the host handed it over.
+//
+// Keys, headers and payloads are borrowed: they point into host memory that
+// is valid only until Consume returns. A sink copies whatever it keeps (see
+// Clone); Topic and Schema are Go strings and may be kept.
+type Batch struct {
+	Topic     string
+	Partition uint32
+	Schema    string // json, raw, text, proto, flatbuffer, avro
+	Attempt   uint32 // 1 on first delivery, up to 5 for the same batch
+	Records   []Record
+}
+
+// Record is one message of a batch.
+type Record struct {
+	Offset    uint64
+	Timestamp int64  // epoch milliseconds
+	Key       []byte // nil when the record has no key; empty but non-nil when the key is empty
+	Headers   []Header
+	Payload   []byte
+}
+
+// Header is one record header, bytes as sent.
+type Header struct {
+	Key, Value []byte
+}
+
+// Payload schemas the SDK checks before a sink sees a batch.
+const (
+	SchemaJSON = "json"
+	SchemaText = "text"
+	SchemaRaw  = "raw"
+)
+
+// FirstOffset and LastOffset return the offsets of the first and last record
+// (0 for an empty batch).
+func (b *Batch) FirstOffset() uint64 {
+	if len(b.Records) == 0 {
+		return 0
+	}
+	return b.Records[0].Offset
+}
+
+// LastOffset returns the offset of the last record, 0 for an empty batch.
+func (b *Batch) LastOffset() uint64 {
+	if len(b.Records) == 0 {
+		return 0
+	}
+	return b.Records[len(b.Records)-1].Offset
+}
+
+// PayloadBytes is the sum of payload lengths.
+func (b *Batch) PayloadBytes() int {
+	n := 0
+	for i := range b.Records {
+		n += len(b.Records[i].Payload)
+	}
+	return n
+}
+
+// Clone returns a deep copy that owns all its memory and may outlive the
+// call that delivered b.
+func (b *Batch) Clone() *Batch {
+	size := 0
+	for i := range b.Records {
+		r := &b.Records[i]
+		size += len(r.Key) + len(r.Payload)
+		for _, h := range r.Headers {
+			size += len(h.Key) + len(h.Value)
+		}
+	}
+	arena := make([]byte, 0, size)
+	take := func(p []byte) []byte {
+		if p == nil {
+			return nil
+		}
+		start := len(arena)
+		arena = append(arena, p...)
+		return arena[start:len(arena):len(arena)]
+	}
+	c := *b
+	c.Records = make([]Record, len(b.Records))
+	for i := range b.Records {
+		r := b.Records[i]
+		r.Key, r.Payload = take(r.Key), take(r.Payload)
+		if r.Headers != nil {
+			hs := make([]Header, len(r.Headers))
+			for j, h := range r.Headers {
+				hs[j] = Header{Key: take(h.Key), Value: take(h.Value)}
+			}
+			r.Headers = hs
+		}
+		c.Records[i] = r
+	}
+	return &c
+}
+
+// CheckPayloads verifies every payload against the batch schema: a json
+// batch must carry one JSON value per record and a text batch valid UTF-8.
+// Other schemas are opaque bytes. A failure is Fatal: the same batch can
+// never pass.
+func (b *Batch) CheckPayloads() error {
+	switch b.Schema {
+	case SchemaJSON:
+		for i := range b.Records {
+			p := b.Records[i].Payload
+			if !json.Valid(p) {
+				return Fatalf("topic %q offset %d: payload is not a JSON value (schema json)", b.Topic, b.Records[i].Offset)
+			}
+		}
+	case SchemaText:
+		for i := range b.Records {
+			if !utf8.Valid(b.Records[i].Payload) {
+				return Fatalf("topic %q offset %d: payload is not valid UTF-8 (schema text)", b.Topic, b.Records[i].Offset)
+			}
+		}
+	}
+	return nil
+}
+
+func (b *Batch) String() string {
+	return fmt.Sprintf("batch topic=%q partition=%d records=%d offsets=%d..%d attempt=%d",
+		b.Topic, b.Partition, len(b.Records), b.FirstOffset(), b.LastOffset(), b.Attempt)
+}

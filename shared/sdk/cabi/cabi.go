@@ -1,0 +1,184 @@
+package cabi
+
+/*
+#cgo CFLAGS: -I${SRCDIR}/../../../include -Wall -Werror
+#include <stdlib.h>
+#include "picomq_sink.h"
+
+void picomq_cabi_call_log(picomq_log_fn fn, void *ctx, int32_t level, const char *msg, size_t len);
+*/
+import "C"
+
+import (
+	"log/slog"
+	"unicode/utf8"
+	"unsafe"
+
+	"github.com/picomq/heavy-sinks/shared/sdk"
+)
+
+//export picomq_sink_v1_describe
+func picomq_sink_v1_describe(out *C.char, outCap C.size_t, outLen *C.size_t) (st C.picomq_status) {
+	defer guard(&st, nil, 0)
+	doc, err := sdk.Describe()
+	if err != nil {
+		return status(err)
+	}
+	return writeOut(doc, out, outCap, outLen)
+}
+
+//export picomq_sink_v1_open
+func picomq_sink_v1_open(config *C.char, configLen C.size_t, logFn C.picomq_log_fn, logCtx unsafe.Pointer,
+	out *C.picomq_instance, errBuf *C.char, errCap C.size_t) (st C.picomq_status) {
+	defer guard(&st, errBuf, errCap)
+	if out == nil || (config == nil && configLen > 0) {
+		writeErr(errBuf, errCap, "open: NULL argument")
+		return C.PICOMQ_FATAL
+	}
+	*out = 0
+	var log sdk.LogFunc
+	if logFn != nil {
+		log = func(level slog.Level, line string) {
+			C.picomq_cabi_call_log(logFn, logCtx, C.int32_t(level), (*C.char)(unsafe.Pointer(unsafe.StringData(line))), C.size_t(len(line)))
+		}
+	}
+	def := C.GoBytes(unsafe.Pointer(config), C.int(configLen))
+	h, err := sdk.Open(def, log)
+	if err != nil {
+		writeErr(errBuf, errCap, err.Error())
+		return status(err)
+	}
+	*out = C.picomq_instance(h)
+	return C.PICOMQ_OK
+}
+
+//export picomq_sink_v1_consume
+func picomq_sink_v1_consume(inst C.picomq_instance, cb *C.picomq_batch, errBuf *C.char, errCap C.size_t) (st C.picomq_status) {
+	defer guard(&st, errBuf, errCap)
+	b, err := batchFromC(cb)
+	if err == nil {
+		err = sdk.Consume(uint64(inst), b)
+	}
+	if err != nil {
+		writeErr(errBuf, errCap, err.Error())
+		return status(err)
+	}
+	return C.PICOMQ_OK
+}
+
+//export picomq_sink_v1_metrics
+func picomq_sink_v1_metrics(inst C.picomq_instance, out *C.char, outCap C.size_t, outLen *C.size_t) (st C.picomq_status) {
+	defer guard(&st, nil, 0)
+	doc, err := sdk.Metrics(uint64(inst))
+	if err != nil {
+		return status(err)
+	}
+	return writeOut(doc, out, outCap, outLen)
+}
+
+//export picomq_sink_v1_close
+func picomq_sink_v1_close(inst C.picomq_instance, errBuf *C.char, errCap C.size_t) (st C.picomq_status) {
+	defer guard(&st, errBuf, errCap)
+	if err := sdk.Close(uint64(inst)); err != nil {
+		writeErr(errBuf, errCap, err.Error())
+		return status(err)
+	}
+	return C.PICOMQ_OK
+}
+
+// guard turns a panic in the shim itself into a FATAL result.
+func guard(st *C.picomq_status, errBuf *C.char, errCap C.size_t) {
+	if p := recover(); p != nil {
+		writeErr(errBuf, errCap, (&sdk.PanicError{Value: p}).Error())
+		*st = C.PICOMQ_FATAL
+	}
+}
+
+func status(err error) C.picomq_status { return C.picomq_status(sdk.StatusOf(err)) }
+
+// batchFromC views the host's batch without copying payloads, keys or
+// headers: they stay in host memory for the duration of the call.
+func batchFromC(cb *C.picomq_batch) (*sdk.Batch, error) {
+	if cb == nil {
+		return nil, sdk.Fatalf("consume: NULL batch")
+	}
+	if uintptr(cb.struct_size) < unsafe.Sizeof(*cb) {
+		return nil, sdk.Fatalf("consume: batch struct_size %d is smaller than this plugin's %d", cb.struct_size, unsafe.Sizeof(*cb))
+	}
+	n := int(cb.record_count)
+	if n > 0 && cb.records == nil {
+		return nil, sdk.Fatalf("consume: NULL records with record_count %d", n)
+	}
+	b := &sdk.Batch{
+		Topic:     string(view(cb.topic)),
+		Partition: uint32(cb.partition),
+		Schema:    string(view(cb.schema)),
+		Attempt:   uint32(cb.attempt),
+		Records:   make([]sdk.Record, n),
+	}
+	if n == 0 {
+		return b, nil
+	}
+	crs := unsafe.Slice(cb.records, n)
+	headerCount := 0
+	for i := range crs {
+		headerCount += int(crs[i].header_count)
+	}
+	headers := make([]sdk.Header, headerCount)
+	for i := range crs {
+		cr := &crs[i]
+		r := &b.Records[i]
+		r.Offset = uint64(cr.offset)
+		r.Timestamp = int64(cr.timestamp_ms)
+		r.Key = view(cr.key)
+		r.Payload = view(cr.payload)
+		if hc := int(cr.header_count); hc > 0 {
+			if cr.headers == nil {
+				return nil, sdk.Fatalf("consume: record %d has NULL headers with header_count %d", i, hc)
+			}
+			r.Headers = headers[:hc:hc]
+			headers = headers[hc:]
+			for j, ch := range unsafe.Slice(cr.headers, hc) {
+				r.Headers[j] = sdk.Header{Key: view(ch.key), Value: view(ch.value)}
+			}
+		}
+	}
+	return b, nil
+}
+
+// view returns host bytes without copying; nil for an absent value.
+func view(p C.picomq_bytes) []byte {
+	if p.ptr == nil {
+		return nil
+	}
+	return unsafe.Slice((*byte)(unsafe.Pointer(p.ptr)), int(p.len))
+}
+
+// writeOut copies a document into a host buffer, snprintf-style.
+func writeOut(doc []byte, out *C.char, outCap C.size_t, outLen *C.size_t) C.picomq_status {
+	if outLen != nil {
+		*outLen = C.size_t(len(doc))
+	}
+	if out == nil || int(outCap) < len(doc)+1 {
+		return C.PICOMQ_BUFFER_TOO_SMALL
+	}
+	dst := unsafe.Slice((*byte)(unsafe.Pointer(out)), int(outCap))
+	copy(dst, doc)
+	dst[len(doc)] = 0
+	return C.PICOMQ_OK
+}
+
+// writeErr copies msg into the host's error buffer, NUL-terminated and cut
+// on a UTF-8 boundary.
+func writeErr(buf *C.char, bufCap C.size_t, msg string) {
+	if buf == nil || bufCap == 0 {
+		return
+	}
+	n := min(len(msg), int(bufCap)-1)
+	for n > 0 && n < len(msg) && !utf8.RuneStart(msg[n]) {
+		n--
+	}
+	dst := unsafe.Slice((*byte)(unsafe.Pointer(buf)), int(bufCap))
+	copy(dst, msg[:n])
+	dst[n] = 0
+}

@@ -1,0 +1,422 @@
+package sdk
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// A plugin declares its plugin_config once, as a struct with tags:
+//
+//	type Config struct {
+//		TableURI  string  `config:"table_uri,required,template" doc:"Table location as a URL"`
+//		SecretKey string  `config:"aws_s3_secret_key,secret" doc:"S3 secret key"`
+//		AllowHTTP *bool   `config:"aws_s3_allow_http" doc:"Allow http:// endpoints"`
+//		BatchSize int     `config:"batch_size" default:"100" doc:"Rows per file"`
+//	}
+//
+// Options after the key: required, secret, template (a string shown as type
+// "template" in describe). Supported field types: string, bool, int, int64,
+// float64, time.Duration, and pointers to them; a pointer stays nil when the
+// key is absent and has no default. The same declaration drives decoding,
+// environment overrides, describe() and the generated config reference.
+
+// Field is one declared plugin_config key.
+type Field struct {
+	Key         string  `json:"key"`
+	Type        string  `json:"type"`
+	Default     *string `json:"default"`
+	Required    bool    `json:"required"`
+	Secret      bool    `json:"secret"`
+	Description string  `json:"description"`
+
+	index []int
+	kind  reflect.Kind // of the value, pointers removed
+	isDur bool
+	isPtr bool
+}
+
+// Schema is the parsed declaration of a config struct.
+type Schema struct {
+	typ    reflect.Type
+	Fields []Field
+	byKey  map[string]int
+}
+
+var durationType = reflect.TypeOf(time.Duration(0))
+
+// SchemaOf reads the declaration of the struct type T.
+func SchemaOf[T any]() (*Schema, error) {
+	return schemaOfType(reflect.TypeOf((*T)(nil)).Elem())
+}
+
+func schemaOfType(t reflect.Type) (*Schema, error) {
+	if t.Kind() != reflect.Struct {
+		return nil, fmt.Errorf("config type %s is not a struct", t)
+	}
+	s := &Schema{typ: t, byKey: map[string]int{}}
+	for i := 0; i < t.NumField(); i++ {
+		sf := t.Field(i)
+		tag, ok := sf.Tag.Lookup("config")
+		if !ok || tag == "-" {
+			continue
+		}
+		parts := strings.Split(tag, ",")
+		f := Field{Key: parts[0], Description: sf.Tag.Get("doc"), index: sf.Index}
+		if f.Key == "" {
+			return nil, fmt.Errorf("config field %s has an empty key", sf.Name)
+		}
+		ft := sf.Type
+		if ft.Kind() == reflect.Pointer {
+			f.isPtr = true
+			ft = ft.Elem()
+		}
+		f.kind, f.isDur = ft.Kind(), ft == durationType
+		switch {
+		case f.isDur:
+			f.Type = "duration"
+		case f.kind == reflect.String:
+			f.Type = "string"
+		case f.kind == reflect.Bool:
+			f.Type = "bool"
+		case f.kind == reflect.Int || f.kind == reflect.Int64:
+			f.Type = "int"
+		case f.kind == reflect.Float64:
+			f.Type = "float"
+		default:
+			return nil, fmt.Errorf("config field %s: unsupported type %s", sf.Name, sf.Type)
+		}
+		for _, opt := range parts[1:] {
+			switch opt {
+			case "required":
+				f.Required = true
+			case "secret":
+				f.Secret = true
+			case "template":
+				if f.Type != "string" {
+					return nil, fmt.Errorf("config field %s: template needs a string", sf.Name)
+				}
+				f.Type = "template"
+			default:
+				return nil, fmt.Errorf("config field %s: unknown option %q", sf.Name, opt)
+			}
+		}
+		if d, ok := sf.Tag.Lookup("default"); ok {
+			f.Default = &d
+			if _, err := parseString(&f, d); err != nil {
+				return nil, fmt.Errorf("config field %s: bad default: %v", sf.Name, err)
+			}
+		}
+		if _, dup := s.byKey[f.Key]; dup {
+			return nil, fmt.Errorf("config key %q declared twice", f.Key)
+		}
+		s.byKey[f.Key] = len(s.Fields)
+		s.Fields = append(s.Fields, f)
+	}
+	return s, nil
+}
+
+// Env is how Decode reads the environment: a lookup and the full list (to
+// warn about overrides that name no known key).
+type Env struct {
+	Lookup  func(string) (string, bool)
+	Environ []string
+}
+
+// EnvPrefix is the prefix of the environment overrides for a sink key:
+// PICOMQ_CONNECTORS_SINK_<KEY>_PLUGIN_CONFIG_. The key is upper-cased and
+// anything outside [A-Z0-9_] becomes '_' so every key yields a valid name.
+func EnvPrefix(sinkKey string) string {
+	return "PICOMQ_CONNECTORS_SINK_" + envName(sinkKey) + "_PLUGIN_CONFIG_"
+}
+
+func envName(s string) string {
+	b := []byte(strings.ToUpper(s))
+	for i, c := range b {
+		if !(c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_') {
+			b[i] = '_'
+		}
+	}
+	return string(b)
+}
+
+// Decoded is the outcome of Decode besides the filled struct.
+type Decoded struct {
+	Warnings []string // unknown keys and overrides, to be logged
+	Secrets  []string // values of secret keys, to be redacted everywhere
+}
+
+// Decode fills dst (a pointer to the schema's struct) from defaults, then the
+// plugin_config JSON object, then environment overrides (env wins). A value
+// of the wrong type is an error naming the key; secret values never appear
+// in errors.
+func (s *Schema) Decode(raw json.RawMessage, sinkKey string, env Env, dst any) (Decoded, error) {
+	var out Decoded
+	v := reflect.ValueOf(dst)
+	if v.Kind() != reflect.Pointer || v.Elem().Type() != s.typ {
+		return out, fmt.Errorf("Decode: dst must be *%s", s.typ)
+	}
+	v = v.Elem()
+	obj := map[string]json.RawMessage{}
+	if len(bytes.TrimSpace(raw)) > 0 && !bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
+		if err := json.Unmarshal(raw, &obj); err != nil {
+			return out, BadConfigf("plugin_config must be a JSON object")
+		}
+	}
+	set := make([]bool, len(s.Fields))
+	for i := range s.Fields {
+		f := &s.Fields[i]
+		if f.Default != nil {
+			val, _ := parseString(f, *f.Default)
+			assign(v, f, val)
+			set[i] = true
+		}
+	}
+	for _, k := range sortedKeys(obj) {
+		i, ok := s.byKey[k]
+		if !ok {
+			out.Warnings = append(out.Warnings, fmt.Sprintf("plugin_config key %q is not known to this plugin; ignored", k))
+			continue
+		}
+		f := &s.Fields[i]
+		val, present, err := parseJSON(f, obj[k])
+		if err != nil {
+			return out, BadConfig(err)
+		}
+		if present {
+			assign(v, f, val)
+			set[i] = true
+		}
+	}
+	prefix := EnvPrefix(sinkKey)
+	if env.Lookup != nil {
+		for i := range s.Fields {
+			f := &s.Fields[i]
+			name := prefix + envName(f.Key)
+			str, ok := env.Lookup(name)
+			if !ok {
+				continue
+			}
+			val, err := parseString(f, str)
+			if err != nil {
+				return out, BadConfigf("environment override %s for plugin_config key %q: %v", name, f.Key, redactValue(f, err))
+			}
+			assign(v, f, val)
+			set[i] = true
+		}
+	}
+	for _, kv := range env.Environ {
+		name, _, _ := strings.Cut(kv, "=")
+		rest, ok := strings.CutPrefix(name, prefix)
+		if !ok {
+			continue
+		}
+		known := false
+		for i := range s.Fields {
+			if envName(s.Fields[i].Key) == rest {
+				known = true
+				break
+			}
+		}
+		if !known {
+			out.Warnings = append(out.Warnings, fmt.Sprintf("environment override %s names no plugin_config key; ignored", name))
+		}
+	}
+	for i := range s.Fields {
+		f := &s.Fields[i]
+		fv := v.FieldByIndex(f.index)
+		if f.Required && (!set[i] || isEmpty(fv)) {
+			return out, BadConfigf("plugin_config key %q is required", f.Key)
+		}
+		if f.Secret && set[i] {
+			if str := stringOf(fv); str != "" {
+				out.Secrets = append(out.Secrets, str)
+			}
+		}
+	}
+	return out, nil
+}
+
+func sortedKeys(m map[string]json.RawMessage) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// parseJSON reads one plugin_config value strictly by the declared type.
+// JSON null counts as absent.
+func parseJSON(f *Field, raw json.RawMessage) (any, bool, error) {
+	raw = bytes.TrimSpace(raw)
+	if bytes.Equal(raw, []byte("null")) {
+		return nil, false, nil
+	}
+	wrong := func() error {
+		return fmt.Errorf("plugin_config key %q: expected %s, got %s", f.Key, f.Type, jsonKind(raw))
+	}
+	switch {
+	case f.kind == reflect.String || f.isDur:
+		var str string
+		if json.Unmarshal(raw, &str) != nil {
+			return nil, false, wrong()
+		}
+		if f.isDur {
+			d, err := time.ParseDuration(str)
+			if err != nil {
+				return nil, false, fmt.Errorf("plugin_config key %q: %v", f.Key, redactValue(f, err))
+			}
+			return d, true, nil
+		}
+		return str, true, nil
+	case f.kind == reflect.Bool:
+		var b bool
+		if json.Unmarshal(raw, &b) != nil {
+			return nil, false, wrong()
+		}
+		return b, true, nil
+	case f.kind == reflect.Float64:
+		var x float64
+		if json.Unmarshal(raw, &x) != nil {
+			return nil, false, wrong()
+		}
+		return x, true, nil
+	default: // int
+		// json.Number would also accept "10" in quotes; a config that
+		// says a string where an int belongs is wrong and should say so.
+		var n json.Number
+		if jsonKind(raw) != "number" || json.Unmarshal(raw, &n) != nil {
+			return nil, false, wrong()
+		}
+		i, err := strconv.ParseInt(n.String(), 10, 64)
+		if err != nil {
+			return nil, false, fmt.Errorf("plugin_config key %q: expected int, got %s", f.Key, n.String())
+		}
+		return i, true, nil
+	}
+}
+
+func jsonKind(raw json.RawMessage) string {
+	if len(raw) == 0 {
+		return "nothing"
+	}
+	switch raw[0] {
+	case '"':
+		return "string"
+	case 't', 'f':
+		return "bool"
+	case '{':
+		return "object"
+	case '[':
+		return "array"
+	}
+	return "number"
+}
+
+// parseString reads a default or an environment override.
+func parseString(f *Field, s string) (any, error) {
+	switch {
+	case f.isDur:
+		return time.ParseDuration(s)
+	case f.kind == reflect.String:
+		return s, nil
+	case f.kind == reflect.Bool:
+		b, err := strconv.ParseBool(s)
+		if err != nil {
+			return nil, fmt.Errorf("cannot parse %q as bool", s)
+		}
+		return b, nil
+	case f.kind == reflect.Float64:
+		x, err := strconv.ParseFloat(s, 64)
+		if err != nil {
+			return nil, fmt.Errorf("cannot parse %q as float", s)
+		}
+		return x, nil
+	default:
+		i, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("cannot parse %q as int", s)
+		}
+		return i, nil
+	}
+}
+
+// redactValue hides the offending value of a secret key from a parse error.
+func redactValue(f *Field, err error) error {
+	if f.Secret {
+		return fmt.Errorf("cannot parse the value as %s", f.Type)
+	}
+	return err
+}
+
+func assign(v reflect.Value, f *Field, val any) {
+	fv := v.FieldByIndex(f.index)
+	target := fv
+	if f.isPtr {
+		target = reflect.New(fv.Type().Elem())
+		fv.Set(target)
+		target = target.Elem()
+	}
+	switch x := val.(type) {
+	case string:
+		target.SetString(x)
+	case bool:
+		target.SetBool(x)
+	case int64:
+		target.SetInt(x)
+	case float64:
+		target.SetFloat(x)
+	case time.Duration:
+		target.SetInt(int64(x))
+	}
+}
+
+func isEmpty(v reflect.Value) bool {
+	if v.Kind() == reflect.Pointer {
+		return v.IsNil()
+	}
+	return v.Kind() == reflect.String && v.Len() == 0
+}
+
+func stringOf(v reflect.Value) string {
+	if v.Kind() == reflect.Pointer {
+		if v.IsNil() {
+			return ""
+		}
+		v = v.Elem()
+	}
+	if v.Kind() == reflect.String {
+		return v.String()
+	}
+	return ""
+}
+
+// Markdown renders the declaration as the config reference table used in
+// the docs; a test in each plugin keeps its docs in sync with it.
+func (s *Schema) Markdown() string {
+	var b strings.Builder
+	b.WriteString("| Key | Type | Default | Required | Secret | Meaning |\n")
+	b.WriteString("|---|---|---|---|---|---|\n")
+	for _, f := range s.Fields {
+		def := "none"
+		if f.Default != nil {
+			def = "`" + *f.Default + "`"
+		}
+		fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s | %s |\n", f.Key, f.Type, def,
+			yesNo(f.Required), yesNo(f.Secret), strings.ReplaceAll(f.Description, "|", "\\|"))
+	}
+	return b.String()
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}

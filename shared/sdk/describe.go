@@ -1,0 +1,63 @@
+package sdk
+
+import (
+	"encoding/json"
+	"runtime"
+	"runtime/debug"
+	"strconv"
+)
+
+// ABI version implemented by this SDK (picomq_sink.h).
+const (
+	ABIMajor = 1
+	ABIMinor = 0
+)
+
+// Version is the plugin version, stamped at build time with
+// -ldflags "-X github.com/picomq/heavy-sinks/shared/sdk.Version=v1.2.3".
+// Unstamped builds report the VCS revision Go recorded, or "devel".
+var Version string
+
+func version() string {
+	if Version != "" {
+		return Version
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, s := range bi.Settings {
+			if s.Key == "vcs.revision" {
+				return "devel+" + s.Value
+			}
+		}
+	}
+	return "devel"
+}
+
+// Description is the document describe() returns.
+type Description struct {
+	Name       string  `json:"name"`
+	Version    string  `json:"version"`
+	ABIVersion string  `json:"abi_version"`
+	ABIMajor   int     `json:"abi_major"`
+	ABIMinor   int     `json:"abi_minor"`
+	GoVersion  string  `json:"go_version"`
+	Config     []Field `json:"plugin_config"`
+}
+
+// Describe returns the static description of the registered plugin. Secret
+// keys are flagged; no value other than declared defaults appears.
+func Describe() ([]byte, error) {
+	reg := currentRegistration()
+	if reg == nil {
+		return nil, Fatalf("no sink is registered in this library")
+	}
+	d := Description{
+		Name:       reg.name,
+		Version:    version(),
+		ABIVersion: strconv.Itoa(ABIMajor) + "." + strconv.Itoa(ABIMinor),
+		ABIMajor:   ABIMajor,
+		ABIMinor:   ABIMinor,
+		GoVersion:  runtime.Version(),
+		Config:     reg.schema.Fields,
+	}
+	return json.Marshal(d)
+}

@@ -1,0 +1,23 @@
+// Package sdk is the Go side of the PicoMQ sink plugin ABI (include/picomq_sink.h).
+//
+// A plugin implements [Sink] for its typed config struct and registers it once
+// from its package main:
+//
+//	func init() { sdk.Register(sdk.Plugin[Config]{Name: "delta_sink", New: newSink}) }
+//
+// and imports shared/sdk/cabi for the C exports. Everything else lives here
+// and is plain Go, testable without cgo:
+//
+//   - sink.go      the Sink interface, Plugin registration and the per-instance Host
+//   - errors.go    the error taxonomy and the one function mapping errors to ABI results
+//   - config.go    config declared once in struct tags: decoding, env overrides,
+//     defaults, secrets, and the schema describe() prints
+//   - batch.go     batches and records as the host lends them, payload checks by schema
+//   - log.go       the slog handler that forwards to the host's log callback
+//   - instance.go  open instances, serialised calls, panics recovered, metrics
+//   - describe.go  the static describe() document
+//
+// Secrets declared in the config (and any the plugin adds with Host.Redact)
+// are scrubbed from every log line, error text and metrics snapshot that
+// leaves an instance.
+package sdk

@@ -1,0 +1,264 @@
+package sdk
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// The functions in this file are the ABI operations in plain Go; the cgo
+// package shared/sdk/cabi only converts C types and calls them.
+
+// Definition is the sink definition JSON that open receives.
+type Definition struct {
+	Key          string          `json:"key"`
+	Name         string          `json:"name"`
+	Version      int64           `json:"version"`
+	PluginConfig json.RawMessage `json:"plugin_config"`
+}
+
+// LogLevelEnv sets the lowest level forwarded to the host (debug, info,
+// warn, error); info by default.
+const LogLevelEnv = "PICOMQ_SINK_LOG_LEVEL"
+
+type instance struct {
+	handle uint64
+	reg    *registration
+	host   *Host
+	sink   erasedSink
+	logs   *logSink
+	redact *redactor
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // goroutines started with Host.Go
+
+	mu     sync.Mutex // serialises Consume and Close
+	closed bool
+
+	poisoned atomic.Pointer[error]
+
+	batches, records, bytes   atomic.Uint64
+	failures, retries, fatals atomic.Uint64
+	lastErrorUnixNano         atomic.Int64
+	lastError                 atomic.Pointer[string]
+}
+
+func (in *instance) poison(err error) { in.poisoned.CompareAndSwap(nil, &err) }
+
+// Instances are found by handle. Handles carry a random per-library salt in
+// the high bits so a handle passed to the wrong library is refused rather
+// than mistaken for one of its own instances.
+var (
+	instMu     sync.RWMutex
+	instances  = map[uint64]*instance{}
+	nextHandle atomic.Uint64
+	handleSalt = func() uint64 {
+		var b [4]byte
+		_, _ = rand.Read(b[:])
+		return uint64(binary.LittleEndian.Uint32(b[:])|1) << 32
+	}()
+)
+
+func lookup(h uint64) *instance {
+	instMu.RLock()
+	defer instMu.RUnlock()
+	return instances[h]
+}
+
+var errUnknownInstance = Fatalf("unknown instance (closed or never opened)")
+
+// Open decodes the sink definition, applies environment overrides, and opens
+// a new instance of the registered sink. log may be nil: lines then go to
+// stderr.
+func Open(definition []byte, log LogFunc) (uint64, error) {
+	reg := currentRegistration()
+	if reg == nil {
+		return 0, Fatalf("no sink is registered in this library")
+	}
+	var def Definition
+	if err := json.Unmarshal(definition, &def); err != nil {
+		return 0, BadConfigf("sink definition is not valid JSON: %v", err)
+	}
+	if def.Key == "" {
+		return 0, BadConfigf("sink definition: \"key\" is required")
+	}
+	in := &instance{reg: reg, redact: &redactor{}}
+	if log == nil {
+		log = stderrLog(reg.name, def.Key)
+	}
+	in.logs = &logSink{out: log, minLevel: slog.LevelInfo, redact: in.redact}
+	if lv, ok := os.LookupEnv(LogLevelEnv); ok {
+		if l, ok := ParseLevel(lv); ok {
+			in.logs.minLevel = l
+		}
+	}
+	in.ctx, in.cancel = context.WithCancel(context.Background())
+	in.host = &Host{Key: def.Key, Name: def.Name, Version: def.Version, Logger: newLogger(in.logs), inst: in}
+
+	env := Env{Lookup: os.LookupEnv, Environ: os.Environ()}
+	sink, err := safeCall(func() (erasedSink, error) {
+		s, _, err := reg.open(in.ctx, def.PluginConfig, def.Key, env, in.host)
+		return s, err
+	})
+	if err != nil {
+		in.shutdown()
+		return 0, in.scrub(err)
+	}
+	in.sink = sink
+	in.handle = handleSalt | nextHandle.Add(1)
+	instMu.Lock()
+	instances[in.handle] = in
+	instMu.Unlock()
+	return in.handle, nil
+}
+
+// Consume hands one batch to the instance's sink.
+func Consume(h uint64, b *Batch) error {
+	in := lookup(h)
+	if in == nil {
+		return errUnknownInstance
+	}
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if in.closed {
+		return errUnknownInstance
+	}
+	err := in.consume(b)
+	if err != nil {
+		in.failures.Add(1)
+		if StatusOf(err) == StatusFatal {
+			in.fatals.Add(1)
+		} else {
+			in.retries.Add(1)
+		}
+		in.lastErrorUnixNano.Store(time.Now().UnixNano())
+		err = in.scrub(err)
+		msg := err.Error()
+		in.lastError.Store(&msg)
+		return err
+	}
+	in.batches.Add(1)
+	in.records.Add(uint64(len(b.Records)))
+	in.bytes.Add(uint64(b.PayloadBytes()))
+	return nil
+}
+
+func (in *instance) consume(b *Batch) error {
+	if p := in.poisoned.Load(); p != nil {
+		return Fatalf("instance is unusable after an earlier failure: %w", *p)
+	}
+	if !in.reg.validatesPayloads {
+		if err := b.CheckPayloads(); err != nil {
+			return err
+		}
+	}
+	_, err := safeCall(func() (struct{}, error) {
+		return struct{}{}, in.sink.Consume(in.ctx, b)
+	})
+	return err
+}
+
+// Metrics returns the JSON snapshot of an instance's counters.
+func Metrics(h uint64) ([]byte, error) {
+	in := lookup(h)
+	if in == nil {
+		return nil, errUnknownInstance
+	}
+	m := map[string]any{
+		"plugin":          in.reg.name,
+		"key":             in.host.Key,
+		"batches":         in.batches.Load(),
+		"records":         in.records.Load(),
+		"bytes":           in.bytes.Load(),
+		"failures":        in.failures.Load(),
+		"retry_failures":  in.retries.Load(),
+		"fatal_failures":  in.fatals.Load(),
+		"last_error_time": nil,
+		"last_error":      nil,
+	}
+	if ns := in.lastErrorUnixNano.Load(); ns != 0 {
+		m["last_error_time"] = time.Unix(0, ns).UTC().Format(time.RFC3339Nano)
+	}
+	if msg := in.lastError.Load(); msg != nil {
+		m["last_error"] = *msg
+	}
+	if r, ok := in.sink.(MetricsReporter); ok {
+		extra, err := safeCall(func() (map[string]any, error) { return r.Metrics(), nil })
+		if err != nil {
+			return nil, in.scrub(err)
+		}
+		m["sink"] = extra
+	}
+	out, err := json.Marshal(m)
+	if err != nil {
+		return nil, Fatalf("metrics: %v", err)
+	}
+	return []byte(in.redact.apply(string(out))), nil
+}
+
+// Close flushes and closes an instance. The handle is invalid afterwards,
+// even when Close returns an error.
+func Close(h uint64) error {
+	instMu.Lock()
+	in := instances[h]
+	delete(instances, h)
+	instMu.Unlock()
+	if in == nil {
+		return errUnknownInstance
+	}
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	in.closed = true
+	_, err := safeCall(func() (struct{}, error) { return struct{}{}, in.sink.Close(in.ctx) })
+	in.shutdown()
+	return in.scrub(err)
+}
+
+// shutdown stops the instance's goroutines and then its logging: nothing is
+// logged after it returns.
+func (in *instance) shutdown() {
+	in.cancel()
+	in.wg.Wait()
+	in.logs.close()
+}
+
+// scrub removes secrets from an error's text while keeping its status.
+func (in *instance) scrub(err error) error {
+	if err == nil {
+		return nil
+	}
+	msg := err.Error()
+	clean := in.redact.apply(msg)
+	if clean == msg {
+		return err
+	}
+	return &Error{Status: StatusOf(err), Err: errors.New(clean)}
+}
+
+// safeCall runs fn, turning a panic into a FATAL error.
+func safeCall[T any](fn func() (T, error)) (v T, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = panicError(p)
+		}
+	}()
+	return fn()
+}
+
+func stderrLog(plugin, key string) LogFunc {
+	var mu sync.Mutex
+	return func(level slog.Level, line string) {
+		mu.Lock()
+		defer mu.Unlock()
+		fmt.Fprintf(os.Stderr, "%s %s %s[%s] %s\n", time.Now().UTC().Format(time.RFC3339Nano), level, plugin, key, line)
+	}
+}

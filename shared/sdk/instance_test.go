@@ -1,0 +1,393 @@
+package sdk_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/picomq/heavy-sinks/shared/sdk"
+)
+
+// probeConfig configures probeSink, a sink that does what the test asks.
+type probeConfig struct {
+	Mode     string `config:"mode" doc:"what Consume does"`
+	Password string `config:"password,secret"`
+	DSN      string `config:"dsn"`
+}
+
+type probeSink struct {
+	cfg    probeConfig
+	host   *sdk.Host
+	mu     sync.Mutex
+	seen   []string
+	closed bool
+}
+
+var (
+	probesMu sync.Mutex
+	probes   = map[string]*probeSink{} // by sink key, so tests can look inside
+)
+
+func init() {
+	sdk.Register(sdk.Plugin[probeConfig]{Name: "probe_sink", New: func() sdk.Sink[probeConfig] { return &probeSink{} }})
+}
+
+func (p *probeSink) Open(ctx context.Context, cfg *probeConfig, host *sdk.Host) error {
+	p.cfg, p.host = *cfg, host
+	if cfg.DSN != "" {
+		// A plugin that finds a password inside another value registers it.
+		if _, pw, ok := strings.Cut(cfg.DSN, ":"); ok {
+			host.Redact(pw)
+		}
+	}
+	switch cfg.Mode {
+	case "open_fails":
+		return sdk.BadConfigf("cannot use password %s with dsn %s", cfg.Password, cfg.DSN)
+	case "open_panics":
+		panic("open exploded")
+	case "log_after_close":
+		// A goroutine the SDK does not know about outlives Close.
+		go func() {
+			<-ctx.Done()
+			time.Sleep(10 * time.Millisecond)
+			host.Logger.Info("goroutine still here after close")
+		}()
+	}
+	probesMu.Lock()
+	probes[host.Key] = p
+	probesMu.Unlock()
+	host.Logger.Info("opened", "password", cfg.Password)
+	return nil
+}
+
+func (p *probeSink) Consume(ctx context.Context, b *sdk.Batch) error {
+	switch p.cfg.Mode {
+	case "retry":
+		return fmt.Errorf("plain error mentioning %s", p.cfg.Password)
+	case "fatal":
+		return sdk.Fatalf("cannot fit offset %d", b.LastOffset())
+	case "panic":
+		var m map[string]int
+		m["x"]++ // nil map write: a runtime panic
+	case "background_panic":
+		done := make(chan struct{})
+		p.host.Go(func(context.Context) { defer close(done); panic("bg boom") })
+		<-done
+		return nil
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, r := range b.Records {
+		p.seen = append(p.seen, string(r.Payload))
+	}
+	return nil
+}
+
+func (p *probeSink) Close(ctx context.Context) error {
+	p.mu.Lock()
+	p.closed = true
+	p.mu.Unlock()
+	if p.cfg.Mode == "close_fails" {
+		return sdk.Retryf("flush failed for %s", p.cfg.Password)
+	}
+	return nil
+}
+
+func (p *probeSink) Metrics() map[string]any {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return map[string]any{"seen": len(p.seen), "dsn": p.cfg.DSN}
+}
+
+type logLines struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (l *logLines) fn(level slog.Level, line string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.lines = append(l.lines, level.String()+" "+line)
+}
+
+func (l *logLines) all() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.Join(l.lines, "\n")
+}
+
+func definition(key string, cfg map[string]any) []byte {
+	b, _ := json.Marshal(map[string]any{"key": key, "name": "n", "version": 3, "plugin_config": cfg})
+	return b
+}
+
+func open(t *testing.T, key string, cfg map[string]any, logs *logLines) uint64 {
+	t.Helper()
+	var fn sdk.LogFunc
+	if logs != nil {
+		fn = logs.fn
+	}
+	h, err := sdk.Open(definition(key, cfg), fn)
+	if err != nil {
+		t.Fatalf("open: %v", err)
+	}
+	t.Cleanup(func() { _ = sdk.Close(h) })
+	return h
+}
+
+func jsonBatch(payloads ...string) *sdk.Batch {
+	b := &sdk.Batch{Topic: "orders.eu", Schema: "json", Attempt: 1}
+	for i, p := range payloads {
+		b.Records = append(b.Records, sdk.Record{Offset: uint64(10 + i), Timestamp: 1000, Payload: []byte(p)})
+	}
+	return b
+}
+
+func TestOpenConsumeMetricsClose(t *testing.T) {
+	logs := &logLines{}
+	h := open(t, "happy", map[string]any{"password": "pa55word"}, logs)
+	if err := sdk.Consume(h, jsonBatch(`{"a":1}`, `[2]`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := sdk.Consume(h, jsonBatch(`"x"`)); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := sdk.Metrics(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(raw, &m); err != nil {
+		t.Fatal(err)
+	}
+	if m["batches"] != 2.0 || m["records"] != 3.0 || m["bytes"] != 13.0 || m["failures"] != 0.0 || m["last_error_time"] != nil {
+		t.Fatalf("metrics %s", raw)
+	}
+	if sink := m["sink"].(map[string]any); sink["seen"] != 3.0 {
+		t.Fatalf("sink metrics %s", raw)
+	}
+	if err := sdk.Close(h); err != nil {
+		t.Fatal(err)
+	}
+	if !probes["happy"].closed {
+		t.Fatal("sink Close not called")
+	}
+	if got := logs.all(); !strings.Contains(got, "INFO opened password=[REDACTED]") || strings.Contains(got, "pa55word") {
+		t.Fatalf("logs %q", got)
+	}
+}
+
+func TestCallsOnClosedOrUnknownHandlesFail(t *testing.T) {
+	h := open(t, "closed", nil, nil)
+	if err := sdk.Close(h); err != nil {
+		t.Fatal(err)
+	}
+	for name, err := range map[string]error{
+		"consume": sdk.Consume(h, jsonBatch(`1`)),
+		"close":   sdk.Close(h),
+		"unknown": sdk.Consume(12345, jsonBatch(`1`)),
+	} {
+		if sdk.StatusOf(err) != sdk.StatusFatal || !strings.Contains(err.Error(), "unknown instance") {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	if _, err := sdk.Metrics(h); sdk.StatusOf(err) != sdk.StatusFatal {
+		t.Errorf("metrics: %v", err)
+	}
+}
+
+func TestErrorsMapToStatusesAndAreRedacted(t *testing.T) {
+	cases := []struct {
+		mode   string
+		status sdk.Status
+		want   string
+	}{
+		{"retry", sdk.StatusRetry, "plain error mentioning [REDACTED]"},
+		{"fatal", sdk.StatusFatal, "cannot fit offset 10"},
+		{"panic", sdk.StatusFatal, "panic: assignment to entry in nil map"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.mode, func(t *testing.T) {
+			h := open(t, "err_"+tc.mode, map[string]any{"mode": tc.mode, "password": "topsecret"}, nil)
+			err := sdk.Consume(h, jsonBatch(`{}`))
+			if sdk.StatusOf(err) != tc.status || err.Error() != tc.want {
+				t.Fatalf("got %v (%v), want %v %q", err, sdk.StatusOf(err), tc.status, tc.want)
+			}
+			raw, _ := sdk.Metrics(h)
+			if !strings.Contains(string(raw), `"failures":1`) || !strings.Contains(string(raw), `"last_error":"`+tc.want) || strings.Contains(string(raw), "topsecret") {
+				t.Fatalf("metrics %s", raw)
+			}
+		})
+	}
+}
+
+func TestOpenFailures(t *testing.T) {
+	_, err := sdk.Open(definition("of", map[string]any{"mode": "open_fails", "password": "hunter22", "dsn": "user:dsnpass"}), nil)
+	if sdk.StatusOf(err) != sdk.StatusBadConfig || err.Error() != "cannot use password [REDACTED] with dsn user:[REDACTED]" {
+		t.Fatalf("%v", err)
+	}
+	_, err = sdk.Open(definition("op", map[string]any{"mode": "open_panics"}), nil)
+	if sdk.StatusOf(err) != sdk.StatusFatal || !strings.Contains(err.Error(), "open exploded") {
+		t.Fatalf("%v", err)
+	}
+	_, err = sdk.Open([]byte(`{"key":`), nil)
+	if sdk.StatusOf(err) != sdk.StatusBadConfig {
+		t.Fatalf("%v", err)
+	}
+	_, err = sdk.Open([]byte(`{"name":"no key"}`), nil)
+	if sdk.StatusOf(err) != sdk.StatusBadConfig || !strings.Contains(err.Error(), `"key" is required`) {
+		t.Fatalf("%v", err)
+	}
+	_, err = sdk.Open(definition("wt", map[string]any{"mode": 5}), nil)
+	if sdk.StatusOf(err) != sdk.StatusBadConfig || !strings.Contains(err.Error(), `"mode"`) {
+		t.Fatalf("%v", err)
+	}
+}
+
+func TestPayloadsAreCheckedBySchema(t *testing.T) {
+	h := open(t, "payloads", nil, nil)
+	err := sdk.Consume(h, jsonBatch(`{"ok":1}`, `{not json`))
+	if sdk.StatusOf(err) != sdk.StatusFatal || err.Error() != `topic "orders.eu" offset 11: payload is not a JSON value (schema json)` {
+		t.Fatalf("%v", err)
+	}
+	text := &sdk.Batch{Topic: "t", Schema: "text", Records: []sdk.Record{{Offset: 4, Payload: []byte{0xff, 'a'}}}}
+	if err := sdk.Consume(h, text); sdk.StatusOf(err) != sdk.StatusFatal || !strings.Contains(err.Error(), "offset 4: payload is not valid UTF-8") {
+		t.Fatalf("%v", err)
+	}
+	raw := &sdk.Batch{Topic: "t", Schema: "raw", Records: []sdk.Record{{Offset: 4, Payload: []byte{0xff}}}}
+	if err := sdk.Consume(h, raw); err != nil {
+		t.Fatal(err)
+	}
+	if got := probes["payloads"].seen; len(got) != 1 {
+		t.Fatalf("sink saw %q; a failed batch must not reach it", got)
+	}
+}
+
+func TestBackgroundPanicPoisonsInstance(t *testing.T) {
+	logs := &logLines{}
+	h := open(t, "bg", map[string]any{"mode": "background_panic"}, logs)
+	if err := sdk.Consume(h, jsonBatch(`1`)); err != nil {
+		t.Fatal(err)
+	}
+	err := sdk.Consume(h, jsonBatch(`1`))
+	if sdk.StatusOf(err) != sdk.StatusFatal || !strings.Contains(err.Error(), "bg boom") {
+		t.Fatalf("%v", err)
+	}
+	if !strings.Contains(logs.all(), "ERROR background goroutine panicked") {
+		t.Fatalf("logs %q", logs.all())
+	}
+}
+
+func TestNothingIsLoggedAfterClose(t *testing.T) {
+	logs := &logLines{}
+	h, err := sdk.Open(definition("lac", map[string]any{"mode": "log_after_close"}), logs.fn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sdk.Close(h); err != nil {
+		t.Fatal(err)
+	}
+	before := logs.all()
+	time.Sleep(30 * time.Millisecond)
+	if after := logs.all(); after != before || strings.Contains(after, "after close") {
+		t.Fatalf("logged after close: %q", after)
+	}
+}
+
+func TestCloseErrorStillInvalidatesHandle(t *testing.T) {
+	h, err := sdk.Open(definition("cf", map[string]any{"mode": "close_fails", "password": "closepw1"}), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = sdk.Close(h)
+	if sdk.StatusOf(err) != sdk.StatusRetry || err.Error() != "flush failed for [REDACTED]" {
+		t.Fatalf("%v", err)
+	}
+	if err := sdk.Consume(h, jsonBatch(`1`)); !strings.Contains(fmt.Sprint(err), "unknown instance") {
+		t.Fatalf("%v", err)
+	}
+}
+
+func TestManyInstancesConcurrently(t *testing.T) {
+	const instances, batches = 8, 200
+	var wg sync.WaitGroup
+	errs := make(chan error, instances)
+	for i := range instances {
+		key := fmt.Sprintf("conc%d", i)
+		h := open(t, key, nil, nil)
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			for j := range batches {
+				if err := sdk.Consume(h, jsonBatch(fmt.Sprint(j))); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+		go func() { // metrics never waits for or races with consume
+			defer wg.Done()
+			for range batches {
+				if _, err := sdk.Metrics(h); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	for i := range instances {
+		if n := len(probes[fmt.Sprintf("conc%d", i)].seen); n != batches {
+			t.Fatalf("instance %d saw %d batches", i, n)
+		}
+	}
+}
+
+func TestDescribe(t *testing.T) {
+	raw, err := sdk.Describe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d sdk.Description
+	if err := json.Unmarshal(raw, &d); err != nil {
+		t.Fatal(err)
+	}
+	if d.Name != "probe_sink" || d.ABIVersion != "1.0" || !strings.HasPrefix(d.GoVersion, "go") || d.Version == "" || len(d.Config) != 3 || !d.Config[1].Secret {
+		t.Fatalf("%s", raw)
+	}
+}
+
+func TestStatusOf(t *testing.T) {
+	base := errors.New("x")
+	cases := map[string]struct {
+		err  error
+		want sdk.Status
+	}{
+		"nil":            {nil, sdk.StatusOK},
+		"plain":          {base, sdk.StatusRetry},
+		"retry":          {sdk.Retry(base), sdk.StatusRetry},
+		"fatal":          {sdk.Fatal(base), sdk.StatusFatal},
+		"bad config":     {sdk.BadConfig(base), sdk.StatusBadConfig},
+		"wrapped fatal":  {fmt.Errorf("ctx: %w", sdk.Fatal(base)), sdk.StatusFatal},
+		"outermost wins": {sdk.Retry(sdk.Fatal(base)), sdk.StatusRetry},
+		"canceled":       {context.Canceled, sdk.StatusRetry},
+	}
+	for name, tc := range cases {
+		if got := sdk.StatusOf(tc.err); got != tc.want {
+			t.Errorf("%s: %v, want %v", name, got, tc.want)
+		}
+	}
+	if sdk.Fatal(nil) != nil {
+		t.Error("Fatal(nil) is not nil")
+	}
+}

@@ -1,0 +1,181 @@
+package sdk
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"sync"
+)
+
+// Sink is what a plugin implements, for its config struct C.
+//
+// Open receives the decoded config and the instance's Host; when it fails it
+// must release what it acquired (Close is not called). Consume writes one
+// batch and returns nil only when every record is durably written. Close
+// flushes and releases everything. The SDK never calls Consume and Close of
+// one instance concurrently.
+type Sink[C any] interface {
+	Open(ctx context.Context, cfg *C, host *Host) error
+	Consume(ctx context.Context, b *Batch) error
+	Close(ctx context.Context) error
+}
+
+// MetricsReporter is implemented by sinks with counters of their own. It is
+// called concurrently with Consume and must be safe for that.
+type MetricsReporter interface {
+	Metrics() map[string]any
+}
+
+// Plugin is the registration of a sink library.
+type Plugin[C any] struct {
+	Name string         // e.g. "delta_sink"
+	New  func() Sink[C] // a fresh, unopened sink per instance
+
+	// ValidatesPayloads tells the SDK the sink checks payloads itself (its
+	// decoder rejects bad JSON anyway), which saves a second pass. Otherwise
+	// the SDK runs Batch.CheckPayloads before Consume.
+	ValidatesPayloads bool
+}
+
+// registration is the type-erased plugin the C exports drive.
+type registration struct {
+	name              string
+	schema            *Schema
+	validatesPayloads bool
+	open              func(ctx context.Context, raw []byte, key string, env Env, host *Host) (erasedSink, Decoded, error)
+}
+
+type erasedSink interface {
+	Consume(ctx context.Context, b *Batch) error
+	Close(ctx context.Context) error
+}
+
+var (
+	regMu      sync.Mutex
+	registered *registration
+)
+
+// Register installs the library's one plugin. Call it from an init function
+// of the plugin's package main. A second call panics: one library, one sink.
+func Register[C any](p Plugin[C]) {
+	schema, err := SchemaOf[C]()
+	if err != nil {
+		panic(fmt.Sprintf("sdk.Register(%s): %v", p.Name, err))
+	}
+	r := &registration{
+		name:              p.Name,
+		schema:            schema,
+		validatesPayloads: p.ValidatesPayloads,
+		open: func(ctx context.Context, raw []byte, key string, env Env, host *Host) (erasedSink, Decoded, error) {
+			var cfg C
+			dec, err := schema.Decode(raw, key, env, &cfg)
+			if err != nil {
+				return nil, dec, err
+			}
+			for _, s := range dec.Secrets {
+				host.Redact(s)
+			}
+			for _, w := range dec.Warnings {
+				host.Logger.Warn(w)
+			}
+			s := p.New()
+			if err := s.Open(ctx, &cfg, host); err != nil {
+				return nil, dec, err
+			}
+			return s, dec, nil
+		},
+	}
+	regMu.Lock()
+	defer regMu.Unlock()
+	if registered != nil {
+		panic(fmt.Sprintf("sdk.Register(%s): %s is already registered", p.Name, registered.name))
+	}
+	registered = r
+}
+
+func currentRegistration() *registration {
+	regMu.Lock()
+	defer regMu.Unlock()
+	return registered
+}
+
+// Host is an instance's view of the runtime: its identity, its logger and
+// the goroutines it may start.
+type Host struct {
+	Key     string // sink key from the definition
+	Name    string // sink name from the definition
+	Version int64  // definition version
+	Logger  *slog.Logger
+
+	inst *instance
+}
+
+// Redact adds a value (a password found inside a connection string, say)
+// that must never leave the instance in a log line, error or metric.
+func (h *Host) Redact(secret string) { h.inst.redact.add(secret) }
+
+// Go starts a background goroutine that lives until the instance closes.
+// Its context is cancelled once the sink's own Close has returned, and the
+// instance's close then waits for it. A panic in fn is recovered, logged, and makes
+// every later Consume fail with FATAL: the instance's state is unknown.
+func (h *Host) Go(fn func(ctx context.Context)) {
+	inst := h.inst
+	inst.wg.Add(1)
+	go func() {
+		defer inst.wg.Done()
+		defer func() {
+			if p := recover(); p != nil {
+				err := panicError(p)
+				inst.poison(err)
+				h.Logger.Error("background goroutine panicked", "error", err)
+			}
+		}()
+		fn(inst.ctx)
+	}()
+}
+
+// Group runs goroutines whose results a call waits for, converting panics
+// into errors (an unrecovered panic would crash the host process).
+type Group struct {
+	wg   sync.WaitGroup
+	once sync.Once
+	err  error
+}
+
+// Go runs fn in a goroutine.
+func (g *Group) Go(fn func() error) {
+	g.wg.Add(1)
+	go func() {
+		defer g.wg.Done()
+		err := func() (err error) {
+			defer func() {
+				if p := recover(); p != nil {
+					err = panicError(p)
+				}
+			}()
+			return fn()
+		}()
+		if err != nil {
+			g.once.Do(func() { g.err = err })
+		}
+	}()
+}
+
+// Wait waits for every goroutine and returns the first error.
+func (g *Group) Wait() error {
+	g.wg.Wait()
+	return g.err
+}
+
+// PanicError is a recovered panic turned into a FATAL error.
+type PanicError struct {
+	Value any
+	Stack []byte
+}
+
+func (p *PanicError) Error() string { return fmt.Sprintf("panic: %v", p.Value) }
+
+func panicError(v any) error {
+	return Fatal(&PanicError{Value: v, Stack: debug.Stack()})
+}
