@@ -1,0 +1,238 @@
+package hostdriver
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+)
+
+// CallOption configures one call.
+type CallOption func(*callConfig)
+
+type callConfig struct {
+	ctx       context.Context
+	worker    int // -1: the least busy worker
+	errCap    int
+	outCap    int
+	tableSize int
+	noLog     bool
+	calls     *int
+}
+
+func newCallConfig(opts []CallOption) *callConfig {
+	cc := &callConfig{ctx: context.Background(), worker: -1, errCap: 1024, outCap: 64}
+	for _, o := range opts {
+		o(cc)
+	}
+	return cc
+}
+
+// OnWorker runs the call on host worker thread i (0 <= i < Host.Workers).
+// By default a call runs on the worker with the fewest requests in flight.
+func OnWorker(i int) CallOption { return func(c *callConfig) { c.worker = i } }
+
+// ErrCap sets err_cap, the size of the error buffer the host passes to
+// open, consume and close. Default 1024; 0 passes err == NULL, err_cap 0.
+func ErrCap(n int) CallOption { return func(c *callConfig) { c.errCap = n } }
+
+// OutCap sets the size of the first output buffer for describe and metrics;
+// the host grows it to *out_len + 1 on BUFFER_TOO_SMALL. Default 64.
+func OutCap(n int) CallOption { return func(c *callConfig) { c.outCap = n } }
+
+// CallCount stores in *n how many times describe or metrics was called:
+// 1, or more after BUFFER_TOO_SMALL.
+func CallCount(n *int) CallOption { return func(c *callConfig) { c.calls = n } }
+
+// TableSize sets the table_size Load passes to picomq_sink_plugin_init,
+// as an older or newer host would. Default sizeof(picomq_sink_api).
+func TableSize(n int) CallOption { return func(c *callConfig) { c.tableSize = n } }
+
+// NoLog makes Open pass log == NULL, so the plugin logs to stderr.
+func NoLog() CallOption { return func(c *callConfig) { c.noLog = true } }
+
+// WithContext bounds the wait for the call's response. A call abandoned this
+// way still runs in the host.
+func WithContext(ctx context.Context) CallOption { return func(c *callConfig) { c.ctx = ctx } }
+
+// result turns a response into an error for any status but OK.
+func result(o op, r response) error {
+	if r.status == StatusOK {
+		return nil
+	}
+	return &StatusError{Op: o.String(), Code: r.status, Message: r.text}
+}
+
+// Lib is a plugin library loaded into the host.
+type Lib struct {
+	h                  *Host
+	id                 uint32
+	path               string
+	abiMajor, abiMinor uint32
+}
+
+// Load dlopens the library at path and calls picomq_sink_plugin_init with
+// the host's ABI version (Host.ABI). Loading a library already loaded
+// returns a Lib with the same ID. A refusal by init is a *StatusError with
+// the code init returned; a failed dlopen has Code StatusHostError.
+func (h *Host) Load(path string, opts ...CallOption) (*Lib, error) {
+	return h.LoadWithABI(path, h.abiMajor, h.abiMinor, opts...)
+}
+
+// LoadWithABI is Load passing the given ABI version to init instead, as a
+// host built against another version of the header would.
+func (h *Host) LoadWithABI(path string, major, minor uint32, opts ...CallOption) (*Lib, error) {
+	cc := newCallConfig(opts)
+	r, err := h.call(opLoad, cc, func(e *encoder, _ uint64) {
+		e.str(path)
+		e.u32(major)
+		e.u32(minor)
+		e.size("table size", cc.tableSize)
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := result(opLoad, r); err != nil {
+		return nil, err
+	}
+	var v struct {
+		Major uint32 `json:"abi_major"`
+		Minor uint32 `json:"abi_minor"`
+	}
+	if err := json.Unmarshal([]byte(r.text), &v); err != nil {
+		return nil, fmt.Errorf("hostdriver: load: bad response %q: %w", r.text, err)
+	}
+	return &Lib{h: h, id: uint32(r.value), path: path, abiMajor: v.Major, abiMinor: v.Minor}, nil
+}
+
+// ID returns the host's id for the library.
+func (l *Lib) ID() uint32 { return l.id }
+
+// Path returns the path the library was loaded from.
+func (l *Lib) Path() string { return l.path }
+
+// ABI returns the ABI version the plugin wrote into the table.
+func (l *Lib) ABI() (major, minor uint32) { return l.abiMajor, l.abiMinor }
+
+// Describe calls describe and returns its JSON.
+func (l *Lib) Describe(opts ...CallOption) (string, error) {
+	cc := newCallConfig(opts)
+	r, err := l.h.call(opDescribe, cc, func(e *encoder, _ uint64) {
+		e.u32(l.id)
+		e.size("out cap", cc.outCap)
+	})
+	return outText(opDescribe, cc, r, err)
+}
+
+func outText(o op, cc *callConfig, r response, err error) (string, error) {
+	if err != nil {
+		return "", err
+	}
+	if cc.calls != nil {
+		*cc.calls = int(r.value)
+	}
+	if err := result(o, r); err != nil {
+		return "", err
+	}
+	return r.text, nil
+}
+
+// Open opens an instance with the given JSON sink definition. The log lines
+// the plugin emits for it carry Instance.Ctx, also those logged during
+// open.
+func (l *Lib) Open(config string, opts ...CallOption) (*Instance, error) {
+	cc := newCallConfig(opts)
+	var ctx uint64
+	r, err := l.h.call(opOpen, cc, func(e *encoder, id uint64) {
+		ctx = id
+		e.u32(l.id)
+		e.u64(ctx)
+		if cc.noLog {
+			e.u8(openNoLog)
+		} else {
+			e.u8(0)
+		}
+		e.size("err cap", cc.errCap)
+		e.str(config)
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := result(opOpen, r); err != nil {
+		return nil, err
+	}
+	return &Instance{lib: l, handle: r.value, ctx: ctx}, nil
+}
+
+// Instance returns an Instance for a raw handle, which need not be valid:
+// for testing calls with unknown or closed handles.
+func (l *Lib) Instance(handle uint64) *Instance {
+	return &Instance{lib: l, handle: handle}
+}
+
+// Instance is an instance handle of one library.
+type Instance struct {
+	lib    *Lib
+	handle uint64
+	ctx    uint64
+}
+
+// Lib returns the instance's library.
+func (i *Instance) Lib() *Lib { return i.lib }
+
+// Handle returns the picomq_instance handle open returned.
+func (i *Instance) Handle() uint64 { return i.handle }
+
+// Ctx returns the log context passed to open (0 for Lib.Instance).
+func (i *Instance) Ctx() uint64 { return i.ctx }
+
+// Consume calls consume with b; any status but OK is a *StatusError.
+func (i *Instance) Consume(b Batch, opts ...CallOption) error {
+	cc := newCallConfig(opts)
+	r, err := i.lib.h.call(opConsume, cc, func(e *encoder, _ uint64) {
+		e.u32(i.lib.id)
+		e.u64(i.handle)
+		e.size("err cap", cc.errCap)
+		b.encode(e)
+	})
+	if err != nil {
+		return err
+	}
+	return result(opConsume, r)
+}
+
+// ConsumeOn is Consume on host worker thread worker.
+func (i *Instance) ConsumeOn(worker int, b Batch) error {
+	return i.Consume(b, OnWorker(worker))
+}
+
+// Metrics calls metrics and returns its JSON.
+func (i *Instance) Metrics(opts ...CallOption) (string, error) {
+	cc := newCallConfig(opts)
+	r, err := i.lib.h.call(opMetrics, cc, func(e *encoder, _ uint64) {
+		e.u32(i.lib.id)
+		e.u64(i.handle)
+		e.size("out cap", cc.outCap)
+	})
+	return outText(opMetrics, cc, r, err)
+}
+
+// Close calls close. The handle is invalid afterwards whatever it returns.
+func (i *Instance) Close(opts ...CallOption) error {
+	cc := newCallConfig(opts)
+	r, err := i.lib.h.call(opClose, cc, func(e *encoder, _ uint64) {
+		e.u32(i.lib.id)
+		e.u64(i.handle)
+		e.size("err cap", cc.errCap)
+	})
+	if err != nil {
+		return err
+	}
+	return result(opClose, r)
+}
+
+// Logs returns the captured log lines of this instance, including those
+// logged during its open.
+func (i *Instance) Logs() []LogLine {
+	l, _ := i.lib.h.logs.snapshot(func(l LogLine) bool { return l.Ctx == i.ctx })
+	return l
+}
