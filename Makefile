@@ -1,0 +1,39 @@
+# PicoMQ heavy sink bundle. `make test` is what CI runs (see .ci/run).
+SHELL := /bin/bash
+GO ?= go
+# Packages without cgo-heavy process spawning run under the race detector.
+UNIT_PKGS := ./shared/... ./plugins/...
+
+.PHONY: all build test unit e2e bench services services-stop fmt-check vet clean
+
+all: build
+
+build:
+	buildscripts/build.sh
+
+fmt-check:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+vet:
+	$(GO) vet ./...
+
+unit:
+	$(GO) test -race -count=1 $(UNIT_PKGS)
+
+# Starts PostgreSQL and MinIO (installing them when missing) and writes .services.env.
+services:
+	buildscripts/services.sh start
+
+services-stop:
+	buildscripts/services.sh stop
+
+e2e: build
+	PICOMQ_DIST=$(CURDIR)/dist $(GO) test -count=1 -timeout 20m ./e2e/abi/ ./e2e/hostdriver/
+
+test: fmt-check vet unit e2e
+
+bench: build services
+	@echo "benchmarks arrive with the sinks: make bench-delta, make bench-redshift"
+
+clean:
+	rm -rf dist

@@ -1,0 +1,138 @@
+// Command testplugin is a sink plugin for the ABI tests, built as a c-shared
+// library like the real sinks. It records every batch it receives, one JSON
+// line per batch, to a file, and can be told to fail, panic or stall, so the
+// e2e tests can check what crossed the ABI and how failures come back. It is
+// never shipped.
+package main
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"sync/atomic"
+	"time"
+
+	"github.com/picomq/heavy-sinks/shared/sdk"
+	_ "github.com/picomq/heavy-sinks/shared/sdk/cabi"
+)
+
+// Config is the test plugin's plugin_config.
+type Config struct {
+	RecordPath string        `config:"record_path,required" doc:"File that receives one JSON line per batch"`
+	Token      string        `config:"token,secret" doc:"A secret; logged on purpose at open so tests can check redaction"`
+	FailMode   string        `config:"fail_mode" doc:"retry, fatal, panic, panic_goroutine, panic_open or empty"`
+	FailTopic  string        `config:"fail_topic" doc:"Only batches of this topic fail; empty means all"`
+	Delay      time.Duration `config:"delay" default:"0s" doc:"Sleep per consume"`
+	MaxBatch   int           `config:"max_batch" default:"100000" doc:"Batches larger than this fail as FATAL"`
+	Verbose    bool          `config:"verbose" doc:"Log every batch at info"`
+}
+
+func main() {}
+
+func init() {
+	sdk.Register(sdk.Plugin[Config]{Name: "test_sink", New: func() sdk.Sink[Config] { return &sink{} }})
+}
+
+type sink struct {
+	cfg    Config
+	host   *sdk.Host
+	file   *os.File
+	writes atomic.Int64
+}
+
+// recorded is one line of the record file.
+type recorded struct {
+	Topic     string           `json:"topic"`
+	Partition uint32           `json:"partition"`
+	Schema    string           `json:"schema"`
+	Attempt   uint32           `json:"attempt"`
+	Records   []recordedRecord `json:"records"`
+}
+
+type recordedRecord struct {
+	Offset    uint64      `json:"offset"`
+	Timestamp int64       `json:"timestamp"`
+	Key       *string     `json:"key"` // base64, null when absent
+	Headers   [][2]string `json:"headers"`
+	Payload   string      `json:"payload"` // base64
+}
+
+func (s *sink) Open(ctx context.Context, cfg *Config, host *sdk.Host) error {
+	if cfg.FailMode == "panic_open" {
+		panic("test plugin: panic in open")
+	}
+	if cfg.MaxBatch <= 0 {
+		return sdk.BadConfigf("plugin_config key %q must be above 0", "max_batch")
+	}
+	f, err := os.OpenFile(cfg.RecordPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return sdk.BadConfigf("plugin_config key %q: %v", "record_path", err)
+	}
+	s.cfg, s.host, s.file = *cfg, host, f
+	host.Logger.Info("test sink opened", "record_path", cfg.RecordPath, "token", cfg.Token)
+	return nil
+}
+
+func (s *sink) Consume(ctx context.Context, b *sdk.Batch) error {
+	if s.cfg.Delay > 0 {
+		time.Sleep(s.cfg.Delay)
+	}
+	if s.cfg.FailTopic == "" || s.cfg.FailTopic == b.Topic {
+		switch s.cfg.FailMode {
+		case "retry":
+			return sdk.Retryf("test plugin: asked to fail %s with RETRY (token %s)", b, s.cfg.Token)
+		case "fatal":
+			return sdk.Fatalf("test plugin: asked to fail %s with FATAL", b)
+		case "panic":
+			panic("test plugin: panic in consume")
+		case "panic_goroutine":
+			var g sdk.Group
+			g.Go(func() error { panic("test plugin: panic in a goroutine") })
+			return g.Wait()
+		case "panic_background":
+			done := make(chan struct{})
+			s.host.Go(func(context.Context) { defer close(done); panic("test plugin: panic in a background goroutine") })
+			<-done
+			return nil
+		}
+	}
+	if len(b.Records) > s.cfg.MaxBatch {
+		return sdk.Fatalf("batch of %d records exceeds max_batch %d", len(b.Records), s.cfg.MaxBatch)
+	}
+	line := recorded{Topic: b.Topic, Partition: b.Partition, Schema: b.Schema, Attempt: b.Attempt, Records: make([]recordedRecord, len(b.Records))}
+	for i, r := range b.Records {
+		rr := recordedRecord{Offset: r.Offset, Timestamp: r.Timestamp, Payload: base64.StdEncoding.EncodeToString(r.Payload), Headers: [][2]string{}}
+		if r.Key != nil {
+			k := base64.StdEncoding.EncodeToString(r.Key)
+			rr.Key = &k
+		}
+		for _, h := range r.Headers {
+			rr.Headers = append(rr.Headers, [2]string{string(h.Key), string(h.Value)})
+		}
+		line.Records[i] = rr
+	}
+	data, err := json.Marshal(line)
+	if err != nil {
+		return sdk.Fatal(err)
+	}
+	if _, err := s.file.Write(append(data, '\n')); err != nil {
+		return sdk.Retry(fmt.Errorf("write record file: %w", err))
+	}
+	s.writes.Add(1)
+	if s.cfg.Verbose {
+		s.host.Logger.Info("batch recorded", "topic", b.Topic, "records", len(b.Records), "last_offset", b.LastOffset())
+	}
+	return nil
+}
+
+func (s *sink) Metrics() map[string]any {
+	return map[string]any{"lines_written": s.writes.Load()}
+}
+
+func (s *sink) Close(ctx context.Context) error {
+	s.host.Logger.Info("test sink closing", "lines_written", s.writes.Load())
+	return errors.Join(s.file.Sync(), s.file.Close())
+}
