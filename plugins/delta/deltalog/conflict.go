@@ -1,0 +1,124 @@
+package deltalog
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Conflict resolution for a blind append that lost the race for a version
+// (pure logic: the caller reads the winning commits). A blind append reads
+// no data, so concurrent adds, removes, CDC files and domain changes never
+// invalidate it. What does:
+//
+//   - a winner that changed protocol or metaData: the files were written
+//     against a table definition that may no longer hold — abort;
+//   - a winner that recorded our application transaction at our version or
+//     later: the batch is already in the table — stop, successfully;
+//   - a winner that is our own commit (same commitInfo.txnId): an earlier
+//     attempt landed after all — done.
+//
+// Anything else: retry at the version after the last winner.
+
+// Resolution is the verdict of ResolveConflict.
+type Resolution int
+
+const (
+	// ResolutionRetry: rebuild the commit at the next free version.
+	ResolutionRetry Resolution = iota + 1
+	// ResolutionCommitted: one of the winners is our own commit.
+	ResolutionCommitted
+	// ResolutionAlreadyCommitted: a winner recorded our appId at our
+	// version or later; nothing more to write.
+	ResolutionAlreadyCommitted
+	// ResolutionAbort: a winner changed protocol or metadata; Err says which.
+	ResolutionAbort
+)
+
+func (r Resolution) String() string {
+	switch r {
+	case ResolutionRetry:
+		return "retry"
+	case ResolutionCommitted:
+		return "committed"
+	case ResolutionAlreadyCommitted:
+		return "already-committed"
+	case ResolutionAbort:
+		return "abort"
+	}
+	return "unknown"
+}
+
+// ConflictResult is returned by ResolveConflict.
+type ConflictResult struct {
+	Resolution Resolution
+	// Version is the winning commit that decided the result (for Retry, the
+	// last winner: retry at Version+1).
+	Version int64
+	// Err is set for ResolutionAbort (a *ConcurrentModificationError).
+	Err error
+}
+
+// ErrConcurrentModification is matched by *ConcurrentModificationError.
+var ErrConcurrentModification = errors.New("deltalog: concurrent commit changed the table definition")
+
+// ConcurrentModificationError names the winning commit and the action that
+// makes our pending append invalid.
+type ConcurrentModificationError struct {
+	Version int64
+	Action  string // "protocol" or "metaData"
+}
+
+func (e *ConcurrentModificationError) Error() string {
+	return fmt.Sprintf("deltalog: concurrent commit %d changed the table's %s; the batch must be rebuilt against the new snapshot", e.Version, e.Action)
+}
+
+func (e *ConcurrentModificationError) Unwrap() error { return ErrConcurrentModification }
+
+// ResolveConflict decides what a pending blind append — identified by its
+// application transaction (appID may be "" for none) and commitInfo txnID —
+// does after losing a race to winners (ascending, contiguous commits).
+func ResolveConflict(appID string, appVersion int64, txnID string, winners []Commit) ConflictResult {
+	last := int64(-1)
+	for _, w := range winners {
+		last = w.Version
+		for _, a := range w.Actions {
+			if ci, ok := a.(*CommitInfo); ok && txnID != "" && ci.TxnID == txnID {
+				return ConflictResult{Resolution: ResolutionCommitted, Version: w.Version}
+			}
+		}
+		for _, a := range w.Actions {
+			switch a := a.(type) {
+			case *Txn:
+				if appID != "" && a.AppID == appID && a.Version >= appVersion {
+					return ConflictResult{Resolution: ResolutionAlreadyCommitted, Version: w.Version}
+				}
+			case *Protocol:
+				return ConflictResult{Resolution: ResolutionAbort, Version: w.Version,
+					Err: &ConcurrentModificationError{Version: w.Version, Action: KindProtocol}}
+			case *Metadata:
+				return ConflictResult{Resolution: ResolutionAbort, Version: w.Version,
+					Err: &ConcurrentModificationError{Version: w.Version, Action: KindMetadata}}
+			}
+		}
+	}
+	return ConflictResult{Resolution: ResolutionRetry, Version: last}
+}
+
+// IsOurCommit reports whether a commit file's commitInfo.txnId is txnID —
+// the check after an ambiguous write failure: read the version back and see
+// whose commit is there.
+func IsOurCommit(commit []byte, txnID string) bool {
+	if txnID == "" {
+		return false
+	}
+	found := false
+	errStop := errors.New("stop")
+	_ = scanJSONActionsOpt(commit, true, func(a Action) error {
+		if ci, ok := a.(*CommitInfo); ok {
+			found = ci.TxnID == txnID
+			return errStop
+		}
+		return nil
+	})
+	return found
+}

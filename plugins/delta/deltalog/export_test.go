@@ -1,0 +1,9 @@
+package deltalog
+
+// SetWholeFileLimit lets black-box tests force ranged checkpoint reads on
+// small files; it returns a function restoring the previous limit.
+func SetWholeFileLimit(n int64) (restore func()) {
+	old := wholeFileLimit
+	wholeFileLimit = n
+	return func() { wholeFileLimit = old }
+}

@@ -1,0 +1,443 @@
+package deltalog
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"time"
+)
+
+// Snapshot is the table state a blind-append writer needs at one version:
+// protocol, metadata and schema, application transactions and domain
+// metadata. It deliberately holds no file list. A Snapshot is immutable:
+// Apply and Update return a new one, so it may be shared between goroutines.
+// Callers must not modify the maps and slices it exposes.
+type Snapshot struct {
+	// Version is the table version (the highest commit in the log).
+	Version int64
+	// CheckpointVersion is the checkpoint the snapshot was loaded from, or -1
+	// when the whole log was replayed from version 0.
+	CheckpointVersion int64
+	Protocol          Protocol
+	Metadata          Metadata
+	// Schema is Metadata.SchemaString parsed.
+	Schema           *StructType
+	PartitionColumns []string
+	// Txns holds the latest txn per appId, minus those expired under
+	// delta.setTransactionRetentionDuration at load time.
+	Txns map[string]Txn
+	// Domains holds the live (not removed) domainMetadata per domain.
+	Domains map[string]DomainMetadata
+	// CommitInfo is the commitInfo of the commit at Version, when that commit
+	// was read and had one (nil otherwise).
+	CommitInfo *CommitInfo
+	// InCommitTimestamp is commitInfo.inCommitTimestamp of the commit at
+	// Version, or 0 when unknown (feature off, or the commit file is gone).
+	InCommitTimestamp int64
+
+	state    *replayState
+	opts     LoadOptions
+	writeErr error
+}
+
+// LoadOptions tunes Load. The zero value is ready to use.
+type LoadOptions struct {
+	// Now is the clock used to expire txn actions under
+	// delta.setTransactionRetentionDuration. Default time.Now.
+	Now func() time.Time
+	// Logger receives debug notes about the log (an ignored or stale
+	// _last_checkpoint, and the like). Default: discard.
+	Logger *slog.Logger
+}
+
+func (o *LoadOptions) now() time.Time {
+	if o.Now != nil {
+		return o.Now()
+	}
+	return time.Now()
+}
+
+func (o *LoadOptions) logger() *slog.Logger {
+	if o.Logger != nil {
+		return o.Logger
+	}
+	return slog.New(slog.DiscardHandler)
+}
+
+// Errors from Load and Update.
+var (
+	// ErrNoTable means _delta_log holds no commit or checkpoint: there is no
+	// Delta table at this location (this package never creates one).
+	ErrNoTable = errors.New("deltalog: no Delta table (empty or missing _delta_log)")
+	// ErrCorruptLog means the log cannot be reconciled: a missing protocol or
+	// metaData action, an unreadable checkpoint, an unparsable commit.
+	ErrCorruptLog = errors.New("deltalog: corrupt Delta log")
+)
+
+// LogGapError reports a commit missing between the checkpoint (or version
+// 0) and the newest commit. Snapshots are never built across a gap.
+type LogGapError struct {
+	Missing int64 // first missing version
+	Latest  int64 // newest commit seen
+}
+
+func (e *LogGapError) Error() string {
+	return fmt.Sprintf("deltalog: commit %d is missing from the log (latest is %d)", e.Missing, e.Latest)
+}
+
+// Writable returns CheckWritable's verdict for this snapshot: nil, or why
+// this package's writer refuses to append to the table.
+func (s *Snapshot) Writable() error { return s.writeErr }
+
+// TxnVersion returns the latest committed version for an application id.
+func (s *Snapshot) TxnVersion(appID string) (int64, bool) {
+	t, ok := s.Txns[appID]
+	return t.Version, ok
+}
+
+// InCommitTimestampEnabled reports whether commits to this table must carry
+// a monotonic commitInfo.inCommitTimestamp.
+func (s *Snapshot) InCommitTimestampEnabled() bool {
+	return inCommitTimestampEnabled(&s.Protocol, &s.Metadata)
+}
+
+// NextInCommitTimestamp is the inCommitTimestamp (ms since epoch) the next
+// commit must carry: the later of now and one millisecond after the current
+// version's timestamp, as PROTOCOL.md "In-Commit Timestamps" requires.
+func (s *Snapshot) NextInCommitTimestamp(now time.Time) int64 {
+	return max(now.UnixMilli(), s.InCommitTimestamp+1)
+}
+
+// Load builds the latest snapshot of the table in store. It reads
+// _last_checkpoint as a hint only, lists _delta_log from there, starts from
+// the newest complete checkpoint and replays the contiguous commits after it.
+// Tables this package's writer would refuse still load; see CheckWritable.
+func Load(ctx context.Context, store Store, opts *LoadOptions) (*Snapshot, error) {
+	var o LoadOptions
+	if opts != nil {
+		o = *opts
+	}
+	log := o.logger()
+
+	startAfter := ""
+	hint, hasHint, err := readLastCheckpoint(ctx, store)
+	if err != nil {
+		return nil, err
+	}
+	if hasHint {
+		startAfter = versionPrefix(hint)
+	}
+	seg, err := listSegment(ctx, store, startAfter)
+	if hasHint && (err != nil || seg.checkpoint == nil) {
+		// The hint is stale or wrong (no usable checkpoint at or after it):
+		// list the whole log instead of trusting it.
+		log.Debug("deltalog: _last_checkpoint hint not usable, listing whole log", "hint", hint, "err", err)
+		seg, err = listSegment(ctx, store, "")
+	}
+	if err != nil {
+		return nil, err
+	}
+
+	st := newReplayState()
+	cpVersion := int64(-1)
+	if seg.checkpoint != nil {
+		cpVersion = seg.checkpoint[0].version
+		for _, part := range seg.checkpoint {
+			if err := readCheckpointPart(ctx, store, part, func(a Action) error { st.apply(a); return nil }); err != nil {
+				if ctx.Err() != nil || IsTransient(err) {
+					return nil, err
+				}
+				return nil, fmt.Errorf("%w: checkpoint %s: %w", ErrCorruptLog, part.Path, err)
+			}
+		}
+	}
+	var lastInfo *CommitInfo
+	for i, c := range seg.commits {
+		isLast := i == len(seg.commits)-1
+		info, err := replayCommit(ctx, store, c, st, isLast)
+		if err != nil {
+			return nil, err
+		}
+		if isLast {
+			lastInfo = info
+		}
+	}
+	if st.protocol == nil || st.metadata == nil {
+		return nil, fmt.Errorf("%w: no protocol or metaData action up to version %d", ErrCorruptLog, seg.latest)
+	}
+	// Checkpoints drop commitInfo, so when the snapshot version is the
+	// checkpoint itself, its in-commit timestamp lives in the commit file.
+	if len(seg.commits) == 0 && inCommitTimestampEnabled(st.protocol, st.metadata) && seg.atCheckpoint != nil {
+		info, err := readCommitInfo(ctx, store, *seg.atCheckpoint)
+		if err != nil {
+			return nil, err
+		}
+		lastInfo = info
+	}
+	return newSnapshot(seg.latest, cpVersion, st, lastInfo, o)
+}
+
+func newSnapshot(version, cpVersion int64, st *replayState, info *CommitInfo, o LoadOptions) (*Snapshot, error) {
+	schema, err := ParseSchema(st.metadata.SchemaString)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrCorruptLog, err)
+	}
+	s := &Snapshot{
+		Version:           version,
+		CheckpointVersion: cpVersion,
+		Protocol:          *st.protocol,
+		Metadata:          *st.metadata,
+		Schema:            schema,
+		PartitionColumns:  st.metadata.PartitionColumns,
+		Domains:           st.domains,
+		CommitInfo:        info,
+		state:             st,
+		opts:              o,
+	}
+	if info != nil && info.InCommitTimestamp != nil {
+		s.InCommitTimestamp = *info.InCommitTimestamp
+	}
+	s.Txns = liveTxns(st.txns, st.metadata, o)
+	s.writeErr = checkWritable(s.Protocol, s.Metadata, schema)
+	return s, nil
+}
+
+// liveTxns applies delta.setTransactionRetentionDuration to the reconciled
+// txns. Retention is applied after reconciliation, never during it: an
+// expired newest txn must not resurrect an older one for the same appId.
+func liveTxns(all map[string]Txn, md *Metadata, o LoadOptions) map[string]Txn {
+	raw, ok := md.Configuration["delta.setTransactionRetentionDuration"]
+	if !ok {
+		return all
+	}
+	d, err := ParseInterval(raw)
+	if err != nil {
+		// Keeping every txn is the safe failure: it can only make a writer
+		// skip a batch it already committed, never commit one twice.
+		o.logger().Warn("deltalog: ignoring unparsable delta.setTransactionRetentionDuration", "value", raw, "err", err)
+		return all
+	}
+	cutoff := o.now().Add(-d).UnixMilli()
+	live := make(map[string]Txn, len(all))
+	for id, t := range all {
+		if t.LastUpdated != nil && *t.LastUpdated <= cutoff {
+			continue
+		}
+		live[id] = t
+	}
+	return live
+}
+
+// Apply returns the snapshot that results from committing actions as
+// version s.Version+1 — the committer uses it to advance past commits that
+// won a race without reloading the table.
+func (s *Snapshot) Apply(version int64, actions []Action) (*Snapshot, error) {
+	if version != s.Version+1 {
+		return nil, fmt.Errorf("deltalog: cannot apply version %d to snapshot at %d", version, s.Version)
+	}
+	st := s.state.clone()
+	var info *CommitInfo
+	for _, a := range actions {
+		if ci, ok := a.(*CommitInfo); ok && info == nil {
+			info = ci
+		}
+		st.apply(a)
+	}
+	return newSnapshot(version, s.CheckpointVersion, st, info, s.opts)
+}
+
+// Update returns a snapshot advanced to the newest version by reading the
+// commits after s.Version. If there are none, it returns s. If the log no
+// longer holds them contiguously (cleaned up behind a newer checkpoint), it
+// falls back to a full Load.
+func (s *Snapshot) Update(ctx context.Context, store Store) (*Snapshot, error) {
+	commits, err := ReadCommits(ctx, store, s.Version+1)
+	var gap *LogGapError
+	if errors.As(err, &gap) || errors.Is(err, ErrNotFound) {
+		return Load(ctx, store, &s.opts)
+	}
+	if err != nil {
+		return nil, err
+	}
+	cur := s
+	for _, c := range commits {
+		if cur, err = cur.Apply(c.Version, c.Actions); err != nil {
+			return nil, err
+		}
+	}
+	return cur, nil
+}
+
+// replayCommit folds one commit file into st and returns its commitInfo when
+// wantInfo is set.
+func replayCommit(ctx context.Context, store Store, c logFile, st *replayState, wantInfo bool) (*CommitInfo, error) {
+	data, err := store.Get(ctx, c.Path)
+	if err != nil {
+		return nil, err
+	}
+	var info *CommitInfo
+	err = scanJSONActionsOpt(data, wantInfo, func(a Action) error {
+		if ci, ok := a.(*CommitInfo); ok {
+			if info == nil {
+				info = ci
+			}
+			return nil
+		}
+		st.apply(a)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrCorruptLog, c.Path, err)
+	}
+	return info, nil
+}
+
+func readCommitInfo(ctx context.Context, store Store, c logFile) (*CommitInfo, error) {
+	data, err := store.Get(ctx, c.Path)
+	if errors.Is(err, ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var info *CommitInfo
+	err = scanJSONActionsOpt(data, true, func(a Action) error {
+		if ci, ok := a.(*CommitInfo); ok && info == nil {
+			info = ci
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrCorruptLog, c.Path, err)
+	}
+	return info, nil
+}
+
+// lastCheckpoint is the part of _last_checkpoint the loader uses.
+type lastCheckpoint struct {
+	Version *int64 `json:"version"`
+}
+
+// readLastCheckpoint returns the checkpoint version the hint names. A
+// missing or unparsable hint is not an error — the hint is an optimization;
+// a storage failure is.
+func readLastCheckpoint(ctx context.Context, store Store) (int64, bool, error) {
+	data, err := store.Get(ctx, LastCheckpointPath)
+	if errors.Is(err, ErrNotFound) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, err
+	}
+	var lc lastCheckpoint
+	if json.Unmarshal(data, &lc) != nil || lc.Version == nil || *lc.Version < 0 {
+		return 0, false, nil
+	}
+	return *lc.Version, true, nil
+}
+
+// segment is the set of log files a snapshot is built from.
+type segment struct {
+	checkpoint   []logFile // parts of the chosen checkpoint (nil: none)
+	atCheckpoint *logFile  // commit file at the checkpoint version, if listed
+	commits      []logFile // contiguous commits after the checkpoint
+	latest       int64
+}
+
+// listSegment lists _delta_log after startAfter and picks the newest
+// complete checkpoint plus the commits after it.
+func listSegment(ctx context.Context, store Store, startAfter string) (*segment, error) {
+	files, err := store.List(ctx, LogDir, startAfter)
+	if err != nil {
+		return nil, err
+	}
+	commits := map[int64]logFile{}
+	type cpSet struct {
+		classic   *logFile
+		v2        []logFile
+		multipart map[int]map[int]logFile // parts -> part -> file
+	}
+	cps := map[int64]*cpSet{}
+	latest := int64(-1)
+	for _, fi := range files {
+		lf, ok := parseLogFile(fi)
+		if !ok {
+			continue
+		}
+		if lf.kind == fileCommit {
+			commits[lf.version] = lf
+			latest = max(latest, lf.version)
+			continue
+		}
+		cs := cps[lf.version]
+		if cs == nil {
+			cs = &cpSet{}
+			cps[lf.version] = cs
+		}
+		switch lf.kind {
+		case fileCheckpointClassic:
+			cs.classic = &lf
+		case fileCheckpointV2JSON, fileCheckpointV2Parquet:
+			cs.v2 = append(cs.v2, lf)
+		case fileCheckpointMultiPart:
+			if cs.multipart == nil {
+				cs.multipart = map[int]map[int]logFile{}
+			}
+			if cs.multipart[lf.parts] == nil {
+				cs.multipart[lf.parts] = map[int]logFile{}
+			}
+			cs.multipart[lf.parts][lf.part] = lf
+		}
+	}
+
+	// Newest complete checkpoint. Preference within a version: a V2 JSON
+	// checkpoint (no Parquet decoding), V2 Parquet, classic, then multi-part
+	// — any complete one yields the same state.
+	var chosen []logFile
+	versions := slices.Sorted(maps.Keys(cps))
+	for i := len(versions) - 1; i >= 0 && chosen == nil; i-- {
+		cs := cps[versions[i]]
+		slices.SortFunc(cs.v2, func(a, b logFile) int { return int(a.kind) - int(b.kind) })
+		switch {
+		case len(cs.v2) > 0:
+			chosen = []logFile{cs.v2[0]}
+		case cs.classic != nil:
+			chosen = []logFile{*cs.classic}
+		default:
+			for _, n := range slices.Sorted(maps.Keys(cs.multipart)) {
+				if len(cs.multipart[n]) == n {
+					for p := 1; p <= n; p++ {
+						chosen = append(chosen, cs.multipart[n][p])
+					}
+					break
+				}
+			}
+		}
+	}
+
+	seg := &segment{checkpoint: chosen, latest: latest}
+	start := int64(0)
+	if chosen != nil {
+		cpv := chosen[0].version
+		start = cpv + 1
+		seg.latest = max(latest, cpv)
+		if c, ok := commits[cpv]; ok {
+			seg.atCheckpoint = &c
+		}
+	}
+	if seg.latest < 0 {
+		return nil, ErrNoTable
+	}
+	for v := start; v <= seg.latest; v++ {
+		c, ok := commits[v]
+		if !ok {
+			return nil, &LogGapError{Missing: v, Latest: seg.latest}
+		}
+		seg.commits = append(seg.commits, c)
+	}
+	return seg, nil
+}

@@ -1,0 +1,170 @@
+package objstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/picomq/heavy-sinks/plugins/delta/deltalog"
+)
+
+// Local is a table on the local filesystem.
+type Local struct {
+	root string
+}
+
+// NewLocal returns the store for the table directory root.
+func NewLocal(root string) (*Local, error) {
+	if root == "" || !filepath.IsAbs(root) {
+		return nil, fmt.Errorf("Invalid table URI: file path %q is not absolute", root)
+	}
+	return &Local{root: filepath.Clean(root)}, nil
+}
+
+// URI implements Store.
+func (l *Local) URI() string { return "file://" + l.root }
+
+func (l *Local) abs(p string) string { return filepath.Join(l.root, filepath.FromSlash(p)) }
+
+// List implements deltalog.Store. It lists the directory holding prefix (the
+// Delta log is flat) and filters by name.
+func (l *Local) List(ctx context.Context, prefix, startAfter string) ([]deltalog.FileInfo, error) {
+	dir, namePrefix := "", prefix
+	if i := strings.LastIndexByte(prefix, '/'); i >= 0 {
+		dir, namePrefix = prefix[:i+1], prefix[i+1:]
+	}
+	entries, err := os.ReadDir(l.abs(dir))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list %s: %w", l.abs(dir), err)
+	}
+	var out []deltalog.FileInfo
+	for _, e := range entries {
+		p := dir + e.Name()
+		if e.IsDir() || !strings.HasPrefix(e.Name(), namePrefix) || p <= startAfter {
+			continue
+		}
+		info, err := e.Info()
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // removed since ReadDir, e.g. by log cleanup
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, deltalog.FileInfo{Path: p, Size: info.Size(), ModTime: info.ModTime()})
+	}
+	slices.SortFunc(out, func(a, b deltalog.FileInfo) int { return strings.Compare(a.Path, b.Path) })
+	return out, nil
+}
+
+// Get implements deltalog.Store.
+func (l *Local) Get(ctx context.Context, p string) ([]byte, error) {
+	data, err := os.ReadFile(l.abs(p))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("get %s: %w", p, deltalog.ErrNotFound)
+	}
+	return data, err
+}
+
+// GetRange implements deltalog.RangeReader.
+func (l *Local) GetRange(ctx context.Context, p string, offset, length int64) ([]byte, error) {
+	f, err := os.Open(l.abs(p))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("get %s: %w", p, deltalog.ErrNotFound)
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	buf := make([]byte, length)
+	if _, err := f.ReadAt(buf, offset); err != nil && !(errors.Is(err, io.EOF) && length == 0) {
+		return nil, fmt.Errorf("read %s [%d,+%d): %w", p, offset, length, err)
+	}
+	return buf, nil
+}
+
+// Put implements Store: a temporary file renamed into place, so readers never
+// see a partial data file.
+func (l *Local) Put(ctx context.Context, p string, data []byte) error {
+	tmp, err := l.writeTemp(p, data)
+	if err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, l.abs(p)); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return nil
+}
+
+// PutIfAbsent implements deltalog.Store. The data goes to a temporary file
+// first and is then moved into place with renameat2(RENAME_NOREPLACE), or a
+// hard link where the filesystem lacks it: both fail atomically when the
+// name is taken, which a plain rename (silently replacing a commit another
+// writer made) never does.
+func (l *Local) PutIfAbsent(ctx context.Context, p string, data []byte) error {
+	tmp, err := l.writeTemp(p, data)
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp) // after a link the temporary name is left over
+	dst := l.abs(p)
+	err = unix.Renameat2(unix.AT_FDCWD, tmp, unix.AT_FDCWD, dst, unix.RENAME_NOREPLACE)
+	if errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EOPNOTSUPP) {
+		err = os.Link(tmp, dst)
+	}
+	if errors.Is(err, fs.ErrExist) || errors.Is(err, unix.EEXIST) {
+		return fmt.Errorf("put %s: %w", p, deltalog.ErrAlreadyExists)
+	}
+	if err != nil {
+		return fmt.Errorf("put %s: %w", p, err)
+	}
+	return syncDir(filepath.Dir(dst))
+}
+
+func (l *Local) writeTemp(p string, data []byte) (string, error) {
+	dst := l.abs(p)
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return "", err
+	}
+	f, err := os.CreateTemp(filepath.Dir(dst), "."+filepath.Base(dst)+".*.tmp")
+	if err != nil {
+		return "", err
+	}
+	_, werr := f.Write(data)
+	serr := f.Sync()
+	cerr := f.Close()
+	if err := errors.Join(werr, serr, cerr); err != nil {
+		os.Remove(f.Name())
+		return "", fmt.Errorf("write %s: %w", p, err)
+	}
+	return f.Name(), nil
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+// Delete implements deltalog.Store.
+func (l *Local) Delete(ctx context.Context, p string) error {
+	err := os.Remove(l.abs(p))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	return err
+}

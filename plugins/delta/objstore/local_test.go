@@ -1,0 +1,131 @@
+package objstore_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/picomq/heavy-sinks/plugins/delta/deltalog"
+	"github.com/picomq/heavy-sinks/plugins/delta/objstore"
+)
+
+func TestOpenRejectsBadURIs(t *testing.T) {
+	for _, uri := range []string{"/data/delta/orders", "orders", "file://host/x", "ftp://x/y", "s3:///nobucket", "file:relative"} {
+		if _, err := objstore.Open(context.Background(), uri, objstore.Options{}); err == nil || !containsInvalid(err) {
+			t.Errorf("%s: %v", uri, err)
+		}
+	}
+}
+
+func containsInvalid(err error) bool {
+	return len(err.Error()) >= 17 && err.Error()[:17] == "Invalid table URI"
+}
+
+// storeContract exercises any Store; the S3 tests run it against MinIO.
+func storeContract(t *testing.T, s objstore.Store) {
+	ctx := context.Background()
+	if err := s.PutIfAbsent(ctx, "_delta_log/00000000000000000000.json", []byte("v0")); err != nil {
+		t.Fatal(err)
+	}
+	err := s.PutIfAbsent(ctx, "_delta_log/00000000000000000000.json", []byte("other"))
+	if !errors.Is(err, deltalog.ErrAlreadyExists) {
+		t.Fatalf("second put-if-absent: %v", err)
+	}
+	if got, _ := s.Get(ctx, "_delta_log/00000000000000000000.json"); string(got) != "v0" {
+		t.Fatalf("losing put changed the object: %q", got)
+	}
+	if _, err := s.Get(ctx, "_delta_log/missing.json"); !errors.Is(err, deltalog.ErrNotFound) {
+		t.Fatalf("get missing: %v", err)
+	}
+	for i := 1; i <= 3; i++ {
+		if err := s.PutIfAbsent(ctx, fmt.Sprintf("_delta_log/%020d.json", i), []byte(fmt.Sprint(i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Put(ctx, "region=eu/part-1.parquet", []byte("data")); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.List(ctx, "_delta_log/", "_delta_log/00000000000000000001.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[0].Path != "_delta_log/00000000000000000002.json" || got[1].Path != "_delta_log/00000000000000000003.json" || got[1].Size != 1 {
+		t.Fatalf("list: %+v", got)
+	}
+	got, _ = s.List(ctx, "_delta_log/0000000000000000000", "")
+	if len(got) != 4 {
+		t.Fatalf("list by name prefix: %+v", got)
+	}
+	if b, err := s.GetRange(ctx, "region=eu/part-1.parquet", 1, 2); err != nil || string(b) != "at" {
+		t.Fatalf("range: %q %v", b, err)
+	}
+	if err := s.Delete(ctx, "region=eu/part-1.parquet"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Delete(ctx, "region=eu/part-1.parquet"); err != nil {
+		t.Fatalf("deleting a missing object: %v", err)
+	}
+	if _, err := s.Get(ctx, "region=eu/part-1.parquet"); !errors.Is(err, deltalog.ErrNotFound) {
+		t.Fatalf("deleted object still there: %v", err)
+	}
+
+	// Racing writers for one version: exactly one wins.
+	const racers = 8
+	var wg sync.WaitGroup
+	wins := make(chan int, racers)
+	for i := range racers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := s.PutIfAbsent(ctx, "_delta_log/00000000000000000004.json", []byte(fmt.Sprint(i)))
+			if err == nil {
+				wins <- i
+			} else if !errors.Is(err, deltalog.ErrAlreadyExists) && !deltalog.IsTransient(err) {
+				t.Errorf("racer %d: %v", i, err)
+			}
+		}()
+	}
+	wg.Wait()
+	close(wins)
+	var winners []int
+	for w := range wins {
+		winners = append(winners, w)
+	}
+	if len(winners) != 1 {
+		t.Fatalf("winners %v", winners)
+	}
+	if b, _ := s.Get(ctx, "_delta_log/00000000000000000004.json"); string(b) != fmt.Sprint(winners[0]) {
+		t.Fatalf("content %q is not the winner's %d", b, winners[0])
+	}
+}
+
+func TestLocalStoreContract(t *testing.T) {
+	dir := t.TempDir()
+	s, err := objstore.Open(context.Background(), "file://"+dir, objstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	storeContract(t, s)
+	// No temporary files are left behind by put-if-absent.
+	entries, _ := os.ReadDir(filepath.Join(dir, "_delta_log"))
+	for _, e := range entries {
+		if e.Name()[0] == '.' {
+			t.Errorf("left over %s", e.Name())
+		}
+	}
+	if s.URI() != "file://"+dir {
+		t.Errorf("URI %s", s.URI())
+	}
+}
+
+func TestLocalListOfMissingDirectoryIsEmpty(t *testing.T) {
+	s, _ := objstore.NewLocal(t.TempDir())
+	got, err := s.List(context.Background(), "_delta_log/", "")
+	if err != nil || len(got) != 0 {
+		t.Fatalf("%v %v", got, err)
+	}
+}
