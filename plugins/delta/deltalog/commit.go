@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	mrand "math/rand/v2"
 	"strings"
 	"time"
 )
@@ -283,6 +284,15 @@ func PutCommit(ctx context.Context, store Store, pc *PreparedCommit) (CommitOutc
 type CommitOptions struct {
 	// MaxAttempts bounds conflict retries (default 20).
 	MaxAttempts int
+	// Backoff is the pause before retry n (1-based) after a lost race.
+	// Default: full jitter over 10 ms × 2^(n-1), capped at 1 s, so writers
+	// that collided once do not collide again in lockstep.
+	Backoff func(n int) time.Duration
+}
+
+func defaultBackoff(n int) time.Duration {
+	ceiling := min(10*time.Millisecond<<min(n-1, 10), time.Second)
+	return time.Duration(mrand.Int64N(int64(ceiling) + 1))
 }
 
 // CommitResult is the outcome of CommitAppend.
@@ -307,9 +317,12 @@ type CommitResult struct {
 // Transient storage errors are returned as they are; nothing is retried
 // with a delay here — retry policy belongs to the caller.
 func CommitAppend(ctx context.Context, store Store, s *Snapshot, c AppendCommit, opts *CommitOptions) (*CommitResult, error) {
-	maxAttempts := 20
+	maxAttempts, backoff := 20, defaultBackoff
 	if opts != nil && opts.MaxAttempts > 0 {
 		maxAttempts = opts.MaxAttempts
+	}
+	if opts != nil && opts.Backoff != nil {
+		backoff = opts.Backoff
 	}
 	if c.TxnID == "" {
 		c.TxnID = NewUUID()
@@ -358,8 +371,14 @@ func CommitAppend(ctx context.Context, store Store, s *Snapshot, c AppendCommit,
 			case ResolutionAbort:
 				return nil, res.Err
 			}
-			// ResolutionRetry: s now includes the winners; go again. The
-			// clock moves on so lastUpdated and the ICT stay truthful.
+			// ResolutionRetry: s now includes the winners; go again after a
+			// pause. The clock moves on so lastUpdated and the ICT stay
+			// truthful.
+			select {
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			case <-time.After(backoff(attempt)):
+			}
 			c.Now = time.Now()
 		default:
 			return nil, err

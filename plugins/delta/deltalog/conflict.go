@@ -14,6 +14,10 @@ import (
 //     against a table definition that may no longer hold — abort;
 //   - a winner that recorded our application transaction at our version or
 //     later: the batch is already in the table — stop, successfully;
+//   - a winner that recorded our application transaction at an earlier
+//     version: some of our records may be in it (a replay that the runtime
+//     re-batched differently) — abort, so the caller filters the batch again
+//     against the new snapshot instead of appending the overlap twice;
 //   - a winner that is our own commit (same commitInfo.txnId): an earlier
 //     attempt landed after all — done.
 //
@@ -74,6 +78,21 @@ func (e *ConcurrentModificationError) Error() string {
 
 func (e *ConcurrentModificationError) Unwrap() error { return ErrConcurrentModification }
 
+// ConcurrentTxnError: a concurrent commit advanced our application
+// transaction without covering our whole batch. It matches
+// ErrConcurrentModification: the batch must be rebuilt.
+type ConcurrentTxnError struct {
+	Version    int64 // the winning commit
+	AppID      string
+	AppVersion int64 // the application version it recorded
+}
+
+func (e *ConcurrentTxnError) Error() string {
+	return fmt.Sprintf("deltalog: concurrent commit %d recorded application transaction %q at %d; the batch must be filtered again", e.Version, e.AppID, e.AppVersion)
+}
+
+func (e *ConcurrentTxnError) Unwrap() error { return ErrConcurrentModification }
+
 // ResolveConflict decides what a pending blind append — identified by its
 // application transaction (appID may be "" for none) and commitInfo txnID —
 // does after losing a race to winners (ascending, contiguous commits).
@@ -89,9 +108,14 @@ func ResolveConflict(appID string, appVersion int64, txnID string, winners []Com
 		for _, a := range w.Actions {
 			switch a := a.(type) {
 			case *Txn:
-				if appID != "" && a.AppID == appID && a.Version >= appVersion {
+				if appID == "" || a.AppID != appID {
+					continue
+				}
+				if a.Version >= appVersion {
 					return ConflictResult{Resolution: ResolutionAlreadyCommitted, Version: w.Version}
 				}
+				return ConflictResult{Resolution: ResolutionAbort, Version: w.Version,
+					Err: &ConcurrentTxnError{Version: w.Version, AppID: appID, AppVersion: a.Version}}
 			case *Protocol:
 				return ConflictResult{Resolution: ResolutionAbort, Version: w.Version,
 					Err: &ConcurrentModificationError{Version: w.Version, Action: KindProtocol}}
