@@ -1,0 +1,147 @@
+package services
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// Environment variables that name the services. buildscripts/services.sh
+// writes the same keys to .services.env.
+const (
+	EnvPGDSN       = "PICOMQ_TEST_PG_DSN"
+	EnvS3Endpoint  = "PICOMQ_TEST_S3_ENDPOINT"
+	EnvS3AccessKey = "PICOMQ_TEST_S3_ACCESS_KEY"
+	EnvS3SecretKey = "PICOMQ_TEST_S3_SECRET_KEY"
+	EnvS3Region    = "PICOMQ_TEST_S3_REGION"
+)
+
+// EnvFile is the file, at the repository root, that services.sh writes.
+const EnvFile = ".services.env"
+
+var envKeys = []string{EnvPGDSN, EnvS3Endpoint, EnvS3AccessKey, EnvS3SecretKey, EnvS3Region}
+
+// Services describes the running PostgreSQL and S3 endpoints.
+type Services struct {
+	// PGDSN is a libpq URL for an account that may CREATE DATABASE.
+	PGDSN string
+	// S3Endpoint is the base URL of the S3 API, e.g. http://127.0.0.1:9000.
+	S3Endpoint  string
+	S3AccessKey string
+	S3SecretKey string
+	S3Region    string
+}
+
+// Lookup reads the service description from the environment, falling back to
+// the .services.env file at the repository root (found by walking up from the
+// working directory to go.mod) for keys the environment leaves unset.
+// It returns an error naming every missing key.
+func Lookup() (Services, error) {
+	vals := map[string]string{}
+	for _, k := range envKeys {
+		if v := os.Getenv(k); v != "" {
+			vals[k] = v
+		}
+	}
+	var fileErr error
+	if len(vals) < len(envKeys) {
+		var fromFile map[string]string
+		fromFile, fileErr = readEnvFile()
+		for k, v := range fromFile {
+			if _, ok := vals[k]; !ok && v != "" {
+				vals[k] = v
+			}
+		}
+	}
+	var missing []string
+	for _, k := range envKeys {
+		if vals[k] == "" {
+			missing = append(missing, k)
+		}
+	}
+	if len(missing) > 0 {
+		msg := fmt.Sprintf("test services are not configured: %s unset", strings.Join(missing, ", "))
+		if fileErr != nil {
+			msg += " (" + fileErr.Error() + ")"
+		}
+		return Services{}, errors.New(msg)
+	}
+	return Services{
+		PGDSN:       vals[EnvPGDSN],
+		S3Endpoint:  vals[EnvS3Endpoint],
+		S3AccessKey: vals[EnvS3AccessKey],
+		S3SecretKey: vals[EnvS3SecretKey],
+		S3Region:    vals[EnvS3Region],
+	}, nil
+}
+
+// Require returns the running services or fails the test with instructions.
+// It never skips: a test that needs PostgreSQL or S3 and cannot reach them is
+// a failure, in CI and on a laptop alike.
+func Require(t testing.TB) Services {
+	t.Helper()
+	s, err := Lookup()
+	if err != nil {
+		t.Fatalf("%v\n\nStart PostgreSQL and MinIO first:\n\n    make services\n\nor\n\n    buildscripts/services.sh start\n\n"+
+			"which writes %s at the repository root (or export the %s variables yourself).", err, EnvFile, "PICOMQ_TEST_*")
+	}
+	return s
+}
+
+// RepoRoot returns the directory holding go.mod, walking up from the working
+// directory.
+func RepoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("no go.mod above the working directory")
+		}
+		dir = parent
+	}
+}
+
+func readEnvFile() (map[string]string, error) {
+	root, err := RepoRoot()
+	if err != nil {
+		return nil, err
+	}
+	path := filepath.Join(root, EnvFile)
+	f, err := os.Open(path)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("%s does not exist", path)
+		}
+		return nil, err
+	}
+	defer f.Close()
+	vals := map[string]string{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		line = strings.TrimPrefix(line, "export ")
+		k, v, ok := strings.Cut(line, "=")
+		if !ok {
+			continue
+		}
+		v = strings.TrimSpace(v)
+		if len(v) >= 2 && (v[0] == '\'' || v[0] == '"') && v[len(v)-1] == v[0] {
+			v = v[1 : len(v)-1]
+		}
+		vals[strings.TrimSpace(k)] = v
+	}
+	return vals, sc.Err()
+}
