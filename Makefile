@@ -4,7 +4,7 @@ GO ?= go
 # Packages without cgo-heavy process spawning run under the race detector.
 UNIT_PKGS := ./shared/... ./plugins/...
 
-.PHONY: all build test unit e2e bench services services-stop fmt-check vet clean
+.PHONY: all build test unit e2e bench services services-stop pyenv fmt-check vet clean
 
 all: build
 
@@ -27,8 +27,14 @@ services:
 services-stop:
 	buildscripts/services.sh stop
 
-e2e: build
-	PICOMQ_DIST=$(CURDIR)/dist $(GO) test -count=1 -timeout 20m ./e2e/abi/ ./e2e/hostdriver/
+# End-to-end: the real libraries in the C host, PostgreSQL and MinIO from
+# services.sh, delta-rs and pyarrow from the venv buildscripts/pyenv.sh makes.
+e2e: build services pyenv
+	set -a; source .services.env; set +a; \
+	PICOMQ_DIST=$(CURDIR)/dist $(GO) test -count=1 -timeout 25m ./e2e/...
+
+pyenv:
+	buildscripts/pyenv.sh >/dev/null
 
 test: fmt-check vet unit e2e
 
