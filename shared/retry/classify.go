@@ -55,6 +55,10 @@ var rules = []rule{
 	{is(syscall.ECONNRESET), true},
 	{is(syscall.ECONNREFUSED), true},
 	{is(syscall.EPIPE), true},
+	// A connection that died under an earlier statement: pgconn reports
+	// "conn closed" for every later use. The retried operation takes a
+	// fresh connection from the pool.
+	{is(pgconn.ErrConnClosed), true},
 	{isNetOpError, true},
 	{isNetTimeout, true},
 }

@@ -114,6 +114,7 @@ func TestIsTransient(t *testing.T) {
 		{"io.EOF wrapped", wrap(io.EOF), true},
 		{"unexpected EOF", io.ErrUnexpectedEOF, true},
 		{"unexpected EOF in pgconn", &safeToRetryErr{false, io.ErrUnexpectedEOF}, true},
+		{"conn closed", fmt.Errorf("exec: %w", pgconn.ErrConnClosed), true},
 		{"ECONNRESET", syscall.ECONNRESET, true},
 		{"ECONNREFUSED", syscall.ECONNREFUSED, true},
 		{"EPIPE", syscall.EPIPE, true},
