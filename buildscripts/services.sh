@@ -131,6 +131,10 @@ BEGIN
   END IF;
 END
 \$\$;
+-- Tests create and drop a database each; an autovacuum worker (a superuser
+-- backend) inside one makes DROP DATABASE ... WITH (FORCE) fail for picomq.
+ALTER SYSTEM SET autovacuum = off;
+SELECT pg_reload_conf();
 SELECT 'CREATE DATABASE $PG_DB OWNER $PG_USER'
 WHERE NOT EXISTS (SELECT 1 FROM pg_database WHERE datname = '$PG_DB')\gexec
 SQL
