@@ -1,0 +1,13 @@
+// Command sink is built with -buildmode=c-shared into
+// libpicomq_connector_redshift_sink.so; the C ABI lives in shared/sdk/cabi.
+package main
+
+import (
+	"github.com/picomq/heavy-sinks/plugins/redshift"
+	"github.com/picomq/heavy-sinks/shared/sdk"
+	_ "github.com/picomq/heavy-sinks/shared/sdk/cabi"
+)
+
+func main() {}
+
+func init() { sdk.Register(redshift.Plugin()) }

@@ -1,0 +1,155 @@
+package redshift
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/picomq/heavy-sinks/plugins/redshift/rsql"
+	"github.com/picomq/heavy-sinks/shared/sdk"
+	"github.com/picomq/heavy-sinks/shared/template"
+)
+
+// Config is the Redshift sink's plugin_config, declared once: the same tags
+// drive decoding, environment overrides, describe() and
+// docs/redshift-config.md (regenerate with
+// `go test ./plugins/redshift -run TestConfigDocs -update`).
+type Config struct {
+	ConnectionString string `config:"connection_string,required,secret" doc:"A libpq URL to the cluster or workgroup endpoint, e.g. postgres://loader:pass@cluster:5439/analytics. TLS through ?sslmode=require, the schema through ?options=-c%20search_path%3Danalytics. Redacted in the API"`
+	TargetTable      string `config:"target_table,required,template" doc:"Table name. Supports {topic} and {topic_segment[n]}. Quoted verbatim: a dot coming from the topic is part of the name; a dot written here is taken as a schema, which the sink does not support"`
+	AWSIAMRole       string `config:"aws_iam_role,required" doc:"ARN Redshift assumes for COPY. Must be attached to the cluster"`
+	S3Bucket         string `config:"s3_bucket,required" doc:"Bucket for the Parquet files"`
+	// S3Prefix is a pointer so that the key is required yet may be empty.
+	S3Prefix           *string `config:"s3_prefix,required" doc:"Key prefix inside the bucket. May be empty. Each file is named by a version 7 UUID directly under the prefix; archived files move to archive/messages/ under the prefix"`
+	AWSRegion          string  `config:"aws_region,required" doc:"Region of the bucket. With s3_endpoint, any label"`
+	S3Endpoint         string  `config:"s3_endpoint" doc:"Custom S3 endpoint, e.g. http://minio:9000. Turns on path-style addressing"`
+	AWSAccessKeyID     string  `config:"aws_access_key_id,secret" doc:"Static S3 credential for the runtime side. Set both keys or neither; neither uses the default AWS credential chain. Redacted in the API"`
+	AWSSecretAccessKey string  `config:"aws_secret_access_key,secret" doc:"Static S3 credential. Redacted in the API"`
+	BatchSize          int     `config:"batch_size" default:"100" doc:"Rows per Parquet file and per COPY. Must be above 0"`
+	MaxConnections     int     `config:"max_connections" default:"5" doc:"Pool size. Must be above 0"`
+	IncludeMetadata    bool    `config:"include_metadata" default:"true" doc:"Add pico_offset, pico_timestamp, pico_topic and pico_partition"`
+	IncludeKey         bool    `config:"include_key" default:"true" doc:"Add pico_key, the record key in base64, NULL when the record has none"`
+	PayloadFormat      string  `config:"payload_format" default:"varbyte" doc:"Column type for payload: varbyte (VARBYTE(16777216), the bytes) or text (VARCHAR(MAX), 65535 bytes of UTF-8). json is accepted and treated as text; anything else logs a warning and uses varbyte"`
+	MaxRetries         int     `config:"max_retries" default:"3" doc:"Attempts per load transaction (COPY, INSERT, staging cleanup) on transient errors. Values below 1 mean one attempt"`
+	// RetryDelay is a string, not a time.Duration, because the spec wants
+	// an unparsable value to fall back to 1s instead of failing open().
+	RetryDelay     string `config:"retry_delay" default:"1s" doc:"Base delay between attempts, a Go duration such as 500ms, multiplied by the attempt number. An unparsable value falls back to 1s"`
+	Archive        bool   `config:"archive" default:"false" doc:"Keep each Parquet file under archive/messages/ inside s3_prefix instead of deleting it"`
+	VerboseLogging bool   `config:"verbose_logging" default:"false" doc:"Log every batch at info instead of debug"`
+}
+
+// Messages the spec names.
+const (
+	msgStaticKeys = "Choosing to use aws_access_key_id and aws_secret_access_key then both MUST be provided"
+	msgJSON       = "Json is not supported, falling back to Text"
+)
+
+// defaultRetryDelay is what an unparsable retry_delay becomes.
+const defaultRetryDelay = time.Second
+
+// settings is a validated Config in the form the sink uses.
+type settings struct {
+	table      *template.Template
+	layout     *rsql.Layout
+	bucket     string
+	prefix     string // "" or "a/b", no leading or trailing slash
+	role       string
+	region     string
+	endpoint   string
+	accessKey  string
+	secretKey  string
+	batchSize  int
+	maxConns   int
+	attempts   int
+	retryDelay time.Duration
+	archive    bool
+	verbose    bool
+}
+
+// validate checks c without any I/O and returns the settings and the
+// warnings to log. Every error is BAD_CONFIG and names its key.
+func (c *Config) validate() (*settings, []string, error) {
+	var warnings []string
+	s := &settings{
+		bucket:    c.S3Bucket,
+		role:      c.AWSIAMRole,
+		region:    c.AWSRegion,
+		endpoint:  c.S3Endpoint,
+		accessKey: c.AWSAccessKeyID,
+		secretKey: c.AWSSecretAccessKey,
+		batchSize: c.BatchSize,
+		maxConns:  c.MaxConnections,
+		attempts:  c.MaxRetries,
+		archive:   c.Archive,
+		verbose:   c.VerboseLogging,
+	}
+	if (c.AWSAccessKeyID == "") != (c.AWSSecretAccessKey == "") {
+		return nil, nil, sdk.BadConfigf("%s", msgStaticKeys)
+	}
+	if c.BatchSize <= 0 {
+		return nil, nil, sdk.BadConfigf("batch_size must be above 0, got %d", c.BatchSize)
+	}
+	if c.MaxConnections <= 0 {
+		return nil, nil, sdk.BadConfigf("max_connections must be above 0, got %d", c.MaxConnections)
+	}
+	if s.attempts < 1 {
+		warnings = append(warnings, fmt.Sprintf("max_retries = %d, making one attempt per load", c.MaxRetries))
+		s.attempts = 1
+	}
+
+	var format rsql.PayloadFormat
+	switch strings.ToLower(strings.TrimSpace(c.PayloadFormat)) {
+	case "varbyte":
+		format = rsql.PayloadVarbyte
+	case "text":
+		format = rsql.PayloadText
+	case "json":
+		format = rsql.PayloadText
+		warnings = append(warnings, msgJSON)
+	default:
+		format = rsql.PayloadVarbyte
+		warnings = append(warnings, fmt.Sprintf("payload_format %q is not supported, falling back to Varbyte", c.PayloadFormat))
+	}
+	s.layout = rsql.NewLayout(rsql.Options{IncludeMetadata: c.IncludeMetadata, IncludeKey: c.IncludeKey, Payload: format})
+
+	s.retryDelay = defaultRetryDelay
+	if d, err := time.ParseDuration(strings.TrimSpace(c.RetryDelay)); err == nil && d >= 0 {
+		s.retryDelay = d
+	}
+
+	tmpl, err := template.Parse(c.TargetTable)
+	if err != nil {
+		return nil, nil, sdk.BadConfigf("target_table: %v", err)
+	}
+	s.table = tmpl
+	if tmpl.IsStatic() {
+		if err := rsql.CheckTableName(c.TargetTable); err != nil {
+			return nil, nil, sdk.BadConfigf("target_table: %v", err)
+		}
+	}
+
+	if err := rsql.CheckLiteral(c.AWSIAMRole); err != nil {
+		return nil, nil, sdk.BadConfigf("aws_iam_role %s", err)
+	}
+	if err := rsql.CheckLiteral(c.S3Bucket); err != nil {
+		return nil, nil, sdk.BadConfigf("s3_bucket %s", err)
+	}
+	if strings.ContainsAny(c.S3Bucket, "/ ") {
+		return nil, nil, sdk.BadConfigf("s3_bucket %q is not a bucket name: it contains a slash or a space (put key prefixes in s3_prefix)", c.S3Bucket)
+	}
+	if c.S3Prefix != nil {
+		s.prefix = strings.Trim(*c.S3Prefix, "/")
+	}
+	if err := rsql.CheckLiteral(s.prefix); err != nil {
+		return nil, nil, sdk.BadConfigf("s3_prefix %s", err)
+	}
+	return s, warnings, nil
+}
+
+// schemaQualified reports whether target_table itself (not a topic it is
+// resolved against) contains a dot. Placeholders never contain one, so any
+// dot in the template text is one the operator wrote, almost surely meaning
+// schema.table.
+func schemaQualified(t *template.Template) bool {
+	return strings.Contains(t.String(), ".")
+}

@@ -1,0 +1,268 @@
+package redshift
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/picomq/heavy-sinks/plugins/redshift/rsql"
+	"github.com/picomq/heavy-sinks/shared/retry"
+)
+
+// defaultConnectTimeout bounds establishing one connection when the
+// connection string sets no connect_timeout.
+const defaultConnectTimeout = 30 * time.Second
+
+// rollbackTimeout bounds the ROLLBACK after a failed attempt; the batch's
+// own context may already be done.
+const rollbackTimeout = 10 * time.Second
+
+// db is the sink's connection pool and the statements it runs.
+type db struct {
+	pool   *pgxpool.Pool
+	policy retry.Policy
+	log    *slog.Logger
+}
+
+// poolConfig parses the connection string. The password it finds is
+// returned so the caller can register it for redaction before anything can
+// print it.
+func poolConfig(connString string, maxConns int) (*pgxpool.Config, string, error) {
+	cfg, err := pgxpool.ParseConfig(connString)
+	if err != nil {
+		return nil, "", err
+	}
+	cfg.MaxConns = int32(maxConns)
+	cfg.MinConns = 0
+	if cfg.ConnConfig.ConnectTimeout == 0 {
+		cfg.ConnConfig.ConnectTimeout = defaultConnectTimeout
+	}
+	// Unnamed statements only: every COPY text is different, so cached
+	// prepared statements would only pile up on the server. Statements
+	// without arguments go through the simple protocol in any mode.
+	cfg.ConnConfig.DefaultQueryExecMode = pgx.QueryExecModeExec
+	return cfg, cfg.ConnConfig.Password, nil
+}
+
+// table is a resolved target whose tables exist and match the layout.
+type table struct {
+	name    string
+	staging string
+	limits  rsql.Limits // byte limits of the columns, narrowed to what both tables hold
+	lock    string
+	insert  string
+	cleanup string
+}
+
+// errTableCheck marks a table that was not found or does not match, so the
+// caller can classify it as a configuration problem.
+type tableError struct{ err error }
+
+func (e *tableError) Error() string { return e.err.Error() }
+func (e *tableError) Unwrap() error { return e.err }
+
+// ensureTable creates staging_<name> and <name> if they do not exist and
+// checks both against the layout in pg_table_def. Both steps go through
+// the retry policy like every other statement.
+func (d *db) ensureTable(ctx context.Context, name string, l *rsql.Layout) (*table, error) {
+	staging := rsql.Staging(name)
+	err := retry.Do(ctx, d.policy, func(ctx context.Context) error {
+		for _, t := range []string{staging, name} {
+			if _, err := d.pool.Exec(ctx, rsql.CreateTable(t, l)); err != nil {
+				return fmt.Errorf("CREATE TABLE %s: %w", rsql.Ident(t), err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("Redshift table creation failed %s", describeRetry(err))
+	}
+	var limits rsql.Limits
+	for _, t := range []string{name, staging} {
+		var rows []rsql.TableDefRow
+		err := retry.Do(ctx, d.policy, func(ctx context.Context) error {
+			var err error
+			rows, err = d.tableDef(ctx, t)
+			return err
+		})
+		if err != nil {
+			return nil, fmt.Errorf("reading pg_table_def for %s failed %s", rsql.Ident(t), describeRetry(err))
+		}
+		lim, err := rsql.Check(t, l, rows)
+		if err != nil {
+			return nil, &tableError{err}
+		}
+		if limits == nil {
+			limits = lim
+		} else {
+			limits = rsql.Narrow(limits, lim)
+		}
+	}
+	return &table{
+		name:    name,
+		staging: staging,
+		limits:  limits,
+		lock:    rsql.Lock(staging),
+		insert:  rsql.Insert(name, staging, l),
+		cleanup: rsql.DeleteAll(staging),
+	}, nil
+}
+
+// tableDef reads the table's pg_table_def rows. Redshift folds quoted
+// identifiers to lower case unless enable_case_sensitive_identifier is on,
+// so a name with capitals that is not found as written is looked up again
+// in lower case.
+func (d *db) tableDef(ctx context.Context, name string) ([]rsql.TableDefRow, error) {
+	rows, err := d.queryTableDef(ctx, name)
+	if err != nil || len(rows) > 0 {
+		return rows, err
+	}
+	if lower := strings.ToLower(name); lower != name {
+		return d.queryTableDef(ctx, lower)
+	}
+	return nil, nil
+}
+
+func (d *db) queryTableDef(ctx context.Context, name string) ([]rsql.TableDefRow, error) {
+	rows, err := d.pool.Query(ctx, rsql.TableDefQuery, name)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (rsql.TableDefRow, error) {
+		var row rsql.TableDefRow
+		err := r.Scan(&row.Column, &row.Type)
+		return row, err
+	})
+}
+
+// loadResult is what one committed load did.
+type loadResult struct {
+	inserted int64 // rows the INSERT added to the target
+	attempts int   // transactions started, the committed one included
+}
+
+// load runs the load transaction for one uploaded file:
+//
+//	BEGIN
+//	LOCK "staging_<t>"
+//	COPY "staging_<t>" (...) FROM 's3://...' CREDENTIALS 'aws_iam_role=...' FORMAT AS PARQUET
+//	INSERT INTO "<t>" (...) SELECT ... one row per id, ids not in <t> ...
+//	DELETE FROM "staging_<t>"
+//	COMMIT
+//
+// The lock makes writers of one target take turns, so no writer can clear
+// rows another staged but has not inserted yet; the DELETE (not TRUNCATE,
+// which commits in Redshift) keeps cleanup inside the transaction. A crash
+// anywhere before COMMIT rolls everything back; a replay loads again and the
+// INSERT skips ids already present.
+//
+// The whole transaction is the unit of retry: after a transient failure
+// (serialization conflict, dropped connection, ...) the transaction is
+// rolled back and started again from BEGIN.
+func (d *db) load(ctx context.Context, t *table, copySQL string) (loadResult, error) {
+	var res loadResult
+	var step string
+	p := d.policy
+	p.OnRetry = func(attempt int, err error, wait time.Duration) {
+		d.log.Warn("Redshift load transaction failed, retrying", "table", t.name, "step", step,
+			"attempt", attempt, "wait", wait, "error", describeErr(err))
+	}
+	err := retry.Do(ctx, p, func(ctx context.Context) error {
+		res.attempts++
+		var err error
+		step, res.inserted, err = d.loadOnce(ctx, t, copySQL)
+		return err
+	})
+	if err != nil {
+		return res, fmt.Errorf("Redshift %s failed %s", step, describeRetry(err))
+	}
+	return res, nil
+}
+
+// loadOnce runs the transaction once and returns the step it reached.
+func (d *db) loadOnce(ctx context.Context, t *table, copySQL string) (step string, inserted int64, err error) {
+	step = "connection"
+	conn, err := d.pool.Acquire(ctx)
+	if err != nil {
+		return step, 0, err
+	}
+	defer conn.Release()
+	step = "BEGIN"
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		return step, 0, err
+	}
+	committed := false
+	defer func() {
+		if !committed {
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rollbackTimeout)
+			defer cancel()
+			_ = tx.Rollback(rctx)
+		}
+	}()
+	step = "LOCK"
+	if _, err := tx.Exec(ctx, t.lock); err != nil {
+		return step, 0, err
+	}
+	step = "COPY"
+	if _, err := tx.Exec(ctx, copySQL); err != nil {
+		return step, 0, err
+	}
+	step = "INSERT"
+	tag, err := tx.Exec(ctx, t.insert)
+	if err != nil {
+		return step, 0, err
+	}
+	inserted = tag.RowsAffected()
+	step = "staging cleanup"
+	if _, err := tx.Exec(ctx, t.cleanup); err != nil {
+		return step, 0, err
+	}
+	step = "COMMIT"
+	if err := tx.Commit(ctx); err != nil {
+		return step, 0, err
+	}
+	committed = true
+	return step, inserted, nil
+}
+
+// describeRetry renders a retry.Do error as "after N attempts: <error>".
+func describeRetry(err error) string {
+	var re *retry.Error
+	if errors.As(err, &re) {
+		noun := "attempts"
+		if re.Attempts == 1 {
+			noun = "attempt"
+		}
+		msg := fmt.Sprintf("after %d %s: %s", re.Attempts, noun, describeErr(re.Err))
+		if re.CtxErr != nil && !errors.Is(re.Err, re.CtxErr) {
+			msg += " (stopped: " + re.CtxErr.Error() + ")"
+		}
+		return msg
+	}
+	return ": " + describeErr(err)
+}
+
+// describeErr adds a database error's detail and hint, where Redshift puts
+// the useful part of a load error, to its message.
+func describeErr(err error) string {
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) {
+		return err.Error()
+	}
+	msg := err.Error()
+	if pe.Detail != "" {
+		msg += "; detail: " + strings.TrimSpace(pe.Detail)
+	}
+	if pe.Hint != "" {
+		msg += "; hint: " + pe.Hint
+	}
+	return msg
+}

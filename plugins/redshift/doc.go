@@ -1,0 +1,39 @@
+// Package redshift is the PicoMQ Redshift sink: each batch is encoded as
+// Parquet, uploaded to S3, COPYed into a staging table and moved into the
+// target with a deduplicating INSERT, all inside one transaction per chunk.
+// The library libpicomq_connector_redshift_sink.so is built from cmd/sink;
+// docs/redshift.md describes the behaviour and docs/redshift-config.md the
+// configuration.
+//
+// Use Plugin() to register the sink (cmd/sink does) or to open it in-process
+// in tests through the SDK's Go API.
+//
+// Layers, imports pointing down:
+//
+//   - rsql       column table, SQL text, pg_table_def check (no I/O, no SDK)
+//   - rsparquet  pre-flight limit checks and Parquet encoding (no I/O, no SDK)
+//   - this package: configuration, the pgx pool and the load transaction,
+//     the S3 client, and the sdk.Sink wiring
+//   - cmd/sink   the c-shared main
+//
+// Files of this package:
+//
+//   - config.go   Config (the one declaration of plugin_config) and its
+//     validation into settings, with the spec's messages and warnings
+//   - sink.go     Sink: Open, Consume (resolve, check, chunk, load), Close
+//   - db.go       pool configuration, table creation and check, the load
+//     transaction and its retries, error rendering
+//   - store.go    S3 upload (HTTP 200 or an error), delete, archive
+//   - metrics.go  the sink's counters
+//
+// Tests: config_internal_test.go, open_test.go and docs_test.go need no
+// services (docs_test.go keeps docs/redshift-config.md in sync, -update
+// rewrites it); the others run the sink in-process against the Redshift
+// emulator (e2e/rsemu) and MinIO from buildscripts/services.sh, through the
+// helpers in rig_test.go, and fail when those are not running.
+//
+// Error classes: a record that can never fit its column, a text payload that
+// is not text, or a topic the template cannot resolve is FATAL; everything
+// else (connection, S3, COPY rejected, table missing or mismatched) is RETRY,
+// because an operator can fix it and the offset must not move meanwhile.
+package redshift

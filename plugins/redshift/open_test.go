@@ -1,0 +1,184 @@
+package redshift_test
+
+import (
+	"encoding/json"
+	"log/slog"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/picomq/heavy-sinks/shared/sdk"
+)
+
+// logLines collects what an instance logs.
+type logLines struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (l *logLines) fn(level slog.Level, line string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.lines = append(l.lines, level.String()+" "+line)
+}
+
+func (l *logLines) all() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.Join(l.lines, "\n")
+}
+
+func definition(t testing.TB, key string, cfg map[string]any) []byte {
+	t.Helper()
+	b, err := json.Marshal(map[string]any{"key": key, "name": "Orders to Redshift", "version": 0, "plugin_config": cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// closedPort returns a loopback address nothing listens on.
+func closedPort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
+}
+
+func baseConfig(dsn string) map[string]any {
+	return map[string]any{
+		"connection_string": dsn,
+		"target_table":      "orders_{topic_segment[-1]}",
+		"aws_iam_role":      "arn:aws:iam::123456789012:role/RedshiftCopy",
+		"s3_bucket":         "picomq-staging",
+		"s3_prefix":         "redshift/orders",
+		"aws_region":        "eu-west-1",
+	}
+}
+
+func TestOpenRefusesBadConfig(t *testing.T) {
+	dsn := "postgres://loader:hunter2-secret@" + closedPort(t) + "/analytics?sslmode=disable"
+	tests := []struct {
+		name   string
+		change func(map[string]any)
+		want   string
+	}{
+		{"missing connection_string", func(c map[string]any) { delete(c, "connection_string") }, `plugin_config key "connection_string" is required`},
+		{"missing target_table", func(c map[string]any) { delete(c, "target_table") }, `plugin_config key "target_table" is required`},
+		{"missing aws_iam_role", func(c map[string]any) { delete(c, "aws_iam_role") }, `plugin_config key "aws_iam_role" is required`},
+		{"missing s3_bucket", func(c map[string]any) { delete(c, "s3_bucket") }, `plugin_config key "s3_bucket" is required`},
+		{"missing s3_prefix", func(c map[string]any) { delete(c, "s3_prefix") }, `plugin_config key "s3_prefix" is required`},
+		{"missing aws_region", func(c map[string]any) { delete(c, "aws_region") }, `plugin_config key "aws_region" is required`},
+		{"one static key", func(c map[string]any) { c["aws_access_key_id"] = "AKIAEXAMPLE" },
+			"Choosing to use aws_access_key_id and aws_secret_access_key then both MUST be provided"},
+		{"one static key, other empty", func(c map[string]any) { c["aws_access_key_id"] = ""; c["aws_secret_access_key"] = "s3cr3t-value" },
+			"Choosing to use aws_access_key_id and aws_secret_access_key then both MUST be provided"},
+		{"batch_size 0", func(c map[string]any) { c["batch_size"] = 0 }, "batch_size must be above 0, got 0"},
+		{"batch_size wrong type", func(c map[string]any) { c["batch_size"] = "100" }, `plugin_config key "batch_size": expected int, got string`},
+		{"schema-qualified target_table", func(c map[string]any) { c["target_table"] = "analytics.orders" },
+			"Table 'analytics.orders' was not found or has no visible columns"},
+		{"unparsable connection_string", func(c map[string]any) { c["connection_string"] = "postgres://loader:hunter2-secret@host:notaport/db" },
+			"connection_string: "},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := baseConfig(dsn)
+			tt.change(cfg)
+			logs := &logLines{}
+			h, err := sdk.Open(definition(t, "bad_config", cfg), logs.fn)
+			if err == nil {
+				sdk.Close(h)
+				t.Fatal("open succeeded")
+			}
+			if !strings.HasPrefix(err.Error(), tt.want) {
+				t.Fatalf("got  %v\nwant %s", err, tt.want)
+			}
+			if sdk.StatusOf(err) != sdk.StatusBadConfig {
+				t.Fatalf("status %v, want BAD_CONFIG", sdk.StatusOf(err))
+			}
+			if strings.Contains(err.Error()+logs.all(), "hunter2-secret") || strings.Contains(err.Error()+logs.all(), "s3cr3t-value") {
+				t.Fatalf("a secret leaked: %v\n%s", err, logs.all())
+			}
+		})
+	}
+}
+
+func TestOpenFailsToConnectWithoutLeakingThePassword(t *testing.T) {
+	logs := &logLines{}
+	cfg := baseConfig("postgres://loader:hunter2-secret@" + closedPort(t) + "/analytics?sslmode=disable&connect_timeout=5")
+	cfg["payload_format"] = "json"
+	cfg["s3_prefix"] = "" // required, but may be empty
+	cfg["retry_delay"] = "whenever"
+	_, err := sdk.Open(definition(t, "no_db", cfg), logs.fn)
+	if err == nil || !strings.HasPrefix(err.Error(), "Failed to connect to Redshift: ") {
+		t.Fatalf("got %v", err)
+	}
+	if sdk.StatusOf(err) != sdk.StatusRetry {
+		t.Fatalf("status %v, want RETRY (the endpoint may come back)", sdk.StatusOf(err))
+	}
+	all := logs.all()
+	if strings.Contains(err.Error()+all, "hunter2-secret") {
+		t.Fatalf("password leaked: %v\n%s", err, all)
+	}
+	if !strings.Contains(all, "WARN Json is not supported, falling back to Text") {
+		t.Fatalf("json warning missing:\n%s", all)
+	}
+	if strings.Contains(all, "retry_delay") {
+		t.Fatalf("an unparsable retry_delay falls back silently:\n%s", all)
+	}
+}
+
+func TestOpenWarnsAboutUnknownPayloadFormat(t *testing.T) {
+	logs := &logLines{}
+	cfg := baseConfig("postgres://loader:pw-value@" + closedPort(t) + "/analytics?sslmode=disable")
+	cfg["payload_format"] = "parquet"
+	_, err := sdk.Open(definition(t, "unknown_format", cfg), logs.fn)
+	if err == nil {
+		t.Fatal("open succeeded without a database")
+	}
+	if !strings.Contains(logs.all(), `WARN payload_format "parquet" is not supported, falling back to Varbyte`) {
+		t.Fatalf("warning missing:\n%s", logs.all())
+	}
+}
+
+func TestDescribeFlagsSecrets(t *testing.T) {
+	raw, err := sdk.Describe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d sdk.Description
+	if err := json.Unmarshal(raw, &d); err != nil {
+		t.Fatal(err)
+	}
+	if d.Name != "redshift_sink" {
+		t.Fatalf("name %q", d.Name)
+	}
+	secret := map[string]bool{}
+	defaults := map[string]string{}
+	for _, f := range d.Config {
+		secret[f.Key] = f.Secret
+		if f.Default != nil {
+			defaults[f.Key] = *f.Default
+		}
+	}
+	for _, k := range []string{"connection_string", "aws_access_key_id", "aws_secret_access_key"} {
+		if !secret[k] {
+			t.Errorf("%s is not flagged secret", k)
+		}
+	}
+	want := map[string]string{"batch_size": "100", "max_connections": "5", "include_metadata": "true", "include_key": "true",
+		"payload_format": "varbyte", "max_retries": "3", "retry_delay": "1s", "archive": "false", "verbose_logging": "false"}
+	for k, v := range want {
+		if defaults[k] != v {
+			t.Errorf("default of %s is %q, want %q", k, defaults[k], v)
+		}
+	}
+	if len(d.Config) != 18 {
+		t.Errorf("%d keys, the spec has 18", len(d.Config))
+	}
+}

@@ -1,0 +1,188 @@
+package redshift_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/picomq/heavy-sinks/e2e/rsemu"
+	"github.com/picomq/heavy-sinks/shared/sdk"
+)
+
+func TestReplayChangesNothing(t *testing.T) {
+	for _, opts := range []map[string]any{
+		{},
+		{"include_metadata": false, "include_key": false},
+		{"payload_format": "text"},
+	} {
+		t.Run(fmt.Sprint(opts), func(t *testing.T) {
+			r := newRig(t)
+			cfg := r.config(map[string]any{"target_table": "replayed", "batch_size": 7})
+			for k, v := range opts {
+				cfg[k] = v
+			}
+			h, _ := r.open("replay", cfg)
+			meta, key := opts["include_metadata"] != false, opts["include_key"] != false
+			b := batch("orders", 100, 30)
+			mustConsume(t, h, b)
+			before := r.rows("replayed", meta, key)
+			mustConsume(t, h, b) // the runtime redelivers after a crash before the offset commit
+			after := r.rows("replayed", meta, key)
+			if fmt.Sprint(before) != fmt.Sprint(after) {
+				t.Fatalf("replay changed the table:\nbefore %v\nafter  %v", before, after)
+			}
+			if len(after) != 30 {
+				t.Fatalf("%d rows", len(after))
+			}
+			m := metrics(t, h)
+			if m["rows_inserted"] != 30 || m["rows_skipped_duplicates"] != 30 || m["rows_copied"] != 60 {
+				t.Fatalf("metrics %v", m)
+			}
+			// An overlapping redelivery adds only the new records.
+			mustConsume(t, h, batch("orders", 120, 30))
+			if ids, n := r.ids("replayed"); n != 50 || len(ids) != 50 {
+				t.Fatalf("%d rows, %d ids after an overlapping batch", n, len(ids))
+			}
+		})
+	}
+}
+
+// crashPoints are the places a load can die, as the emulator injects them:
+// the connection drops when a statement arrives (before it runs) or right
+// after it ran, before the client sees the result.
+var crashPoints = []struct {
+	name  string
+	after bool // DropAfter; else DropOn
+	stmt  string
+}{
+	{"after upload, before COPY", false, `^LOCK`},
+	{"mid-COPY", false, `^COPY`},
+	{"after COPY", true, `^COPY`},
+	{"after INSERT", true, `^INSERT`},
+	{"after staging cleanup", true, `^DELETE`},
+	{"after COMMIT, unacknowledged", true, `^(?i)commit`},
+}
+
+func TestCrashThenRedeliveryToANewInstance(t *testing.T) {
+	for _, cp := range crashPoints {
+		t.Run(cp.name, func(t *testing.T) {
+			r := newRig(t)
+			cfg := r.config(map[string]any{"target_table": "crash", "batch_size": 10, "max_retries": 1})
+			h1, _ := r.open("crash1", cfg)
+			mustConsume(t, h1, batch("orders", 0, 10)) // an earlier, committed batch
+			if cp.after {
+				r.emu.DropAfter(cp.stmt, 1)
+			} else {
+				r.emu.DropOn(cp.stmt, 1)
+			}
+			b := batch("orders", 5, 25) // overlaps the committed batch, three chunks
+			err := sdk.Consume(h1, b)
+			if err == nil {
+				t.Fatal("the load survived the dropped connection with max_retries = 1")
+			}
+			if sdk.StatusOf(err) != sdk.StatusRetry {
+				t.Fatalf("status %v: %v", sdk.StatusOf(err), err)
+			}
+			// The process "dies": the instance goes away, a new one gets
+			// the same batch again.
+			if err := sdk.Close(h1); err != nil {
+				t.Fatal(err)
+			}
+			h2, _ := r.open("crash2", cfg)
+			mustConsume(t, h2, b)
+			ids, n := r.ids("crash")
+			if n != 30 || len(ids) != 30 {
+				t.Fatalf("%d rows for %d ids, want exactly one row for each of 30 records", n, len(ids))
+			}
+			for off := 0; off < 30; off++ {
+				if !ids[fmt.Sprintf("orders:0:%d", off)] {
+					t.Errorf("offset %d missing", off)
+				}
+			}
+			if n := r.count("staging_crash"); n != 0 {
+				t.Errorf("staging holds %d rows", n)
+			}
+		})
+	}
+}
+
+func TestCrashAbsorbedByRetries(t *testing.T) {
+	for _, cp := range crashPoints {
+		t.Run(cp.name, func(t *testing.T) {
+			r := newRig(t)
+			h, _ := r.open("absorb", r.config(map[string]any{"target_table": "absorb", "batch_size": 10, "max_retries": 3}))
+			if cp.after {
+				r.emu.DropAfter(cp.stmt, 1)
+			} else {
+				r.emu.DropOn(cp.stmt, 1)
+			}
+			mustConsume(t, h, batch("orders", 0, 25))
+			if ids, n := r.ids("absorb"); n != 25 || len(ids) != 25 {
+				t.Fatalf("%d rows for %d ids", n, len(ids))
+			}
+			if n := r.count("staging_absorb"); n != 0 {
+				t.Errorf("staging holds %d rows", n)
+			}
+			if m := metrics(t, h); m["copy_retries"] != 1 {
+				t.Errorf("copy_retries %v, want 1", m["copy_retries"])
+			}
+		})
+	}
+}
+
+// A writer of the spec's design (COPY, INSERT, TRUNCATE as separate
+// statements) that crashed between COPY and INSERT leaves committed rows in
+// staging. The next load's INSERT reads all of staging and picks them up.
+func TestRowsLeftInStagingArePickedUp(t *testing.T) {
+	r := newRig(t)
+	h, _ := r.open("leftover", r.config(map[string]any{"target_table": "leftover"}))
+	conn := r.emuConn()
+	r.execEmu(conn, `INSERT INTO "staging_leftover" (id, pico_offset, pico_timestamp, pico_topic, pico_partition, pico_key, payload, created_at) VALUES `+
+		`('old:0:1', '1', '1000', 'old', 0, NULL, '\x01'::bytea, '2025-01-01T00:00:00.000Z'), `+
+		`('old:0:1', '1', '1000', 'old', 0, NULL, '\x01'::bytea, '2025-01-01T00:00:00.000Z'), `+
+		`('old:0:2', '2', '1000', 'old', 0, NULL, '\x02'::bytea, '2025-01-01T00:00:00.000Z')`)
+	mustConsume(t, h, batch("new", 0, 3))
+	ids, n := r.ids("leftover")
+	if n != 5 || !ids["old:0:1"] || !ids["old:0:2"] || !ids["new:0:2"] {
+		t.Fatalf("%d rows: %v", n, ids)
+	}
+	if n := r.count("staging_leftover"); n != 0 {
+		t.Fatalf("staging holds %d rows", n)
+	}
+	if m := metrics(t, h); m["rows_inserted"] != 5 || m["rows_copied"] != 3 || m["rows_skipped_duplicates"] != 0 {
+		t.Fatalf("metrics %v", m)
+	}
+}
+
+func TestFailedChunkFailsTheBatchAndRedeliveryCompletesIt(t *testing.T) {
+	r := newRig(t)
+	h, _ := r.open("partial", r.config(map[string]any{"target_table": "partial", "batch_size": 10, "max_retries": 1}))
+	// The second chunk's COPY fails for good; the first chunk is committed.
+	// The first COPY is held long enough to arm the failure behind it.
+	hold := r.emu.DelayOn(`^COPY`, 300*time.Millisecond, 1)
+	armed := make(chan struct{})
+	go func() {
+		defer close(armed)
+		for hold.Hits() == 0 {
+			time.Sleep(5 * time.Millisecond)
+		}
+		r.emu.FailNext(`^COPY`, 1, &rsemu.Error{Code: "XX000", Message: "Load into table 'staging_partial' failed"})
+	}()
+	b := batch("orders", 0, 30)
+	err := sdk.Consume(h, b)
+	<-armed
+	if err == nil || !strings.HasPrefix(err.Error(), "Redshift COPY failed after 1 attempt: ") {
+		t.Fatalf("%v", err)
+	}
+	if n := r.count("partial"); n != 10 {
+		t.Fatalf("%d rows after the failed batch, want the first chunk's 10", n)
+	}
+	if strings.Count(strings.Join(r.statements(), " "), "COPY") != 2 {
+		t.Fatalf("chunks after the failing one ran: %v", r.statements())
+	}
+	mustConsume(t, h, b)
+	if ids, n := r.ids("partial"); n != 30 || len(ids) != 30 {
+		t.Fatalf("%d rows for %d ids", n, len(ids))
+	}
+}

@@ -1,0 +1,304 @@
+package redshift_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/picomq/heavy-sinks/e2e/rsemu"
+	"github.com/picomq/heavy-sinks/e2e/services"
+	"github.com/picomq/heavy-sinks/shared/sdk"
+)
+
+// rig is one integration test's world: a fresh PostgreSQL database behind
+// the Redshift emulator, a fresh MinIO bucket, and sinks opened in-process
+// through the SDK's Go API (the same calls the C ABI makes).
+//
+// The services come from buildscripts/services.sh (make services); a test
+// without them fails, it never skips.
+type rig struct {
+	t      *testing.T
+	svc    services.Services
+	db     services.Database
+	emu    *rsemu.Server
+	bucket string
+	s3     *s3.Client
+	pg     *pgx.Conn // straight to the backend: reads do not show in the statement log
+	ctx    context.Context
+}
+
+func newRig(t *testing.T) *rig {
+	t.Helper()
+	svc := services.Require(t)
+	db := svc.NewDatabase(t)
+	emu := rsemu.NewTest(t, rsemu.Config{
+		BackendDSN:  db.DSN,
+		S3Endpoint:  svc.S3Endpoint,
+		S3AccessKey: svc.S3AccessKey,
+		S3SecretKey: svc.S3SecretKey,
+		S3Region:    svc.S3Region,
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	t.Cleanup(cancel)
+	pg, err := pgx.Connect(ctx, db.DSN)
+	if err != nil {
+		t.Fatalf("connect to the backend: %v", err)
+	}
+	t.Cleanup(func() { pg.Close(context.Background()) })
+	return &rig{t: t, svc: svc, db: db, emu: emu, bucket: svc.NewBucket(t), s3: svc.S3Client(), pg: pg, ctx: ctx}
+}
+
+// config is a working plugin_config for this rig with short retry delays;
+// the overrides replace or (with a nil value) remove keys.
+func (r *rig) config(overrides map[string]any) map[string]any {
+	cfg := map[string]any{
+		"connection_string":     r.emu.DSN(r.db.Name),
+		"target_table":          "orders_{topic_segment[-1]}",
+		"aws_iam_role":          rsemu.DefaultRole,
+		"s3_bucket":             r.bucket,
+		"s3_prefix":             "redshift/orders",
+		"aws_region":            r.svc.S3Region,
+		"s3_endpoint":           r.svc.S3Endpoint,
+		"aws_access_key_id":     r.svc.S3AccessKey,
+		"aws_secret_access_key": r.svc.S3SecretKey,
+		"retry_delay":           "10ms",
+	}
+	for k, v := range overrides {
+		if v == nil {
+			delete(cfg, k)
+		} else {
+			cfg[k] = v
+		}
+	}
+	return cfg
+}
+
+// open opens a sink instance and closes it at the end of the test.
+func (r *rig) open(key string, cfg map[string]any) (uint64, *logLines) {
+	r.t.Helper()
+	logs := &logLines{}
+	h, err := sdk.Open(definition(r.t, key, cfg), logs.fn)
+	if err != nil {
+		r.t.Fatalf("open: %v\n%s", err, logs.all())
+	}
+	r.t.Cleanup(func() { _ = sdk.Close(h) })
+	return h, logs
+}
+
+// openErr opens a sink that is expected to fail.
+func (r *rig) openErr(key string, cfg map[string]any) (error, *logLines) {
+	r.t.Helper()
+	logs := &logLines{}
+	h, err := sdk.Open(definition(r.t, key, cfg), logs.fn)
+	if err == nil {
+		_ = sdk.Close(h)
+		r.t.Fatalf("open succeeded\n%s", logs.all())
+	}
+	return err, logs
+}
+
+// batch is n JSON records of topic from offset first. Even offsets have a
+// key, odd ones none.
+func batch(topic string, first uint64, n int) *sdk.Batch {
+	b := &sdk.Batch{Topic: topic, Schema: "json", Attempt: 1}
+	for i := 0; i < n; i++ {
+		off := first + uint64(i)
+		rec := sdk.Record{Offset: off, Timestamp: 1732878480000 + int64(off), Payload: []byte(fmt.Sprintf(`{"n":%d}`, off))}
+		if off%2 == 0 {
+			rec.Key = []byte(fmt.Sprintf("key-%d", off))
+		}
+		b.Records = append(b.Records, rec)
+	}
+	return b
+}
+
+// row is one row of a target table, as read from the backend.
+type row struct {
+	ID        string
+	Offset    *string
+	Timestamp *string
+	Topic     *string
+	Partition *int64
+	Key       *string
+	Payload   []byte
+	CreatedAt string
+}
+
+func (w row) String() string {
+	s := func(p *string) string {
+		if p == nil {
+			return "NULL"
+		}
+		return *p
+	}
+	part := "NULL"
+	if w.Partition != nil {
+		part = fmt.Sprint(*w.Partition)
+	}
+	return fmt.Sprintf("{%s %s %s %s %s %s %x %s}", w.ID, s(w.Offset), s(w.Timestamp), s(w.Topic), part, s(w.Key), w.Payload, w.CreatedAt)
+}
+
+// rows reads every row of table ordered by id; cols says which optional
+// columns exist (include_metadata, include_key).
+func (r *rig) rows(table string, metadata, key bool) []row {
+	r.t.Helper()
+	cols := []string{"id"}
+	if metadata {
+		cols = append(cols, "pico_offset", "pico_timestamp", "pico_topic", "pico_partition")
+	}
+	if key {
+		cols = append(cols, "pico_key")
+	}
+	cols = append(cols, "payload::bytea", "created_at")
+	q := "SELECT " + strings.Join(cols, ", ") + " FROM " + pgx.Identifier{table}.Sanitize() + " ORDER BY id"
+	rs, err := r.pg.Query(r.ctx, q)
+	if err != nil {
+		r.t.Fatalf("%s: %v", q, err)
+	}
+	out, err := pgx.CollectRows(rs, func(cr pgx.CollectableRow) (row, error) {
+		var w row
+		dst := []any{&w.ID}
+		if metadata {
+			dst = append(dst, &w.Offset, &w.Timestamp, &w.Topic, &w.Partition)
+		}
+		if key {
+			dst = append(dst, &w.Key)
+		}
+		dst = append(dst, &w.Payload, &w.CreatedAt)
+		return w, cr.Scan(dst...)
+	})
+	if err != nil {
+		r.t.Fatalf("%s: %v", q, err)
+	}
+	return out
+}
+
+// count is the number of rows in table (read from the backend).
+func (r *rig) count(table string) int {
+	r.t.Helper()
+	var n int
+	if err := r.pg.QueryRow(r.ctx, "SELECT count(*) FROM "+pgx.Identifier{table}.Sanitize()).Scan(&n); err != nil {
+		r.t.Fatalf("count %s: %v", table, err)
+	}
+	return n
+}
+
+// ids returns the distinct ids of table and how many rows it has.
+func (r *rig) ids(table string) (map[string]bool, int) {
+	r.t.Helper()
+	rs, err := r.pg.Query(r.ctx, "SELECT id FROM "+pgx.Identifier{table}.Sanitize())
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	all, err := pgx.CollectRows(rs, pgx.RowTo[string])
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	set := map[string]bool{}
+	for _, id := range all {
+		set[id] = true
+	}
+	return set, len(all)
+}
+
+// objects lists the keys under prefix in the rig's bucket.
+func (r *rig) objects(prefix string) []string {
+	r.t.Helper()
+	var keys []string
+	p := s3.NewListObjectsV2Paginator(r.s3, &s3.ListObjectsV2Input{Bucket: aws.String(r.bucket), Prefix: aws.String(prefix)})
+	for p.HasMorePages() {
+		page, err := p.NextPage(r.ctx)
+		if err != nil {
+			r.t.Fatalf("list %s: %v", prefix, err)
+		}
+		for _, o := range page.Contents {
+			keys = append(keys, aws.ToString(o.Key))
+		}
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// statements returns the statement log reduced to each statement's first
+// word (BEGIN, LOCK, COPY, ...), upper-cased, skipping the sink's reads.
+func (r *rig) statements() []string {
+	var out []string
+	for _, s := range r.emu.Statements() {
+		f := strings.Fields(s)
+		if len(f) == 0 {
+			continue
+		}
+		out = append(out, strings.ToUpper(f[0]))
+	}
+	return out
+}
+
+// loadStatements is the statement log from the first BEGIN on, first words only.
+func (r *rig) loadStatements() string {
+	all := r.statements()
+	for i, s := range all {
+		if s == "BEGIN" {
+			return strings.Join(all[i:], " ")
+		}
+	}
+	return ""
+}
+
+func (r *rig) countStatements(pattern string) int { return r.emu.CountStatements(pattern) }
+
+// metrics returns the sink's own counters of an instance.
+func metrics(t *testing.T, h uint64) map[string]float64 {
+	t.Helper()
+	raw, err := sdk.Metrics(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m struct {
+		Sink map[string]float64 `json:"sink"`
+	}
+	if err := json.Unmarshal(raw, &m); err != nil {
+		t.Fatalf("%v: %s", err, raw)
+	}
+	return m.Sink
+}
+
+// mustConsume consumes b and fails the test on an error.
+func mustConsume(t *testing.T, h uint64, b *sdk.Batch) {
+	t.Helper()
+	if err := sdk.Consume(h, b); err != nil {
+		t.Fatalf("consume %s: %v", b, err)
+	}
+}
+
+var rfc3339ms = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$`)
+
+// rsemuRole is the IAM role attached to the emulated cluster.
+const rsemuRole = rsemu.DefaultRole
+
+// emuConn is a client connection through the emulator, for setting up
+// tables the way an operator would.
+func (r *rig) emuConn() *pgx.Conn {
+	r.t.Helper()
+	conn, err := pgx.Connect(r.ctx, r.emu.DSN(r.db.Name))
+	if err != nil {
+		r.t.Fatalf("connect through the emulator: %v", err)
+	}
+	r.t.Cleanup(func() { conn.Close(context.Background()) })
+	return conn
+}
+
+func (r *rig) execEmu(conn *pgx.Conn, sql string) {
+	r.t.Helper()
+	if _, err := conn.Exec(r.ctx, sql); err != nil {
+		r.t.Fatalf("%s: %v", sql, err)
+	}
+}

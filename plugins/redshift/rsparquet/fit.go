@@ -1,0 +1,112 @@
+package rsparquet
+
+import (
+	"encoding/base64"
+	"fmt"
+
+	"github.com/picomq/heavy-sinks/plugins/redshift/rsql"
+)
+
+// RecordError says a record can never be loaded: a value is longer than its
+// column holds, or a text payload is not text Redshift can store. Retrying
+// the batch cannot help.
+type RecordError struct {
+	Topic  string
+	Offset uint64
+	Column string
+	Size   int // bytes the value needs; 0 for a text problem
+	Limit  int // bytes the column holds; 0 for a text problem
+	Reason string
+}
+
+func (e *RecordError) Error() string {
+	if e.Reason != "" {
+		return fmt.Sprintf("record at topic %q offset %d cannot be loaded into Redshift: column %s %s",
+			e.Topic, e.Offset, e.Column, e.Reason)
+	}
+	return fmt.Sprintf("record at topic %q offset %d cannot be loaded into Redshift: column %s needs %d bytes but holds at most %d "+
+		"(Redshift measures VARCHAR and VARBYTE in bytes)", e.Topic, e.Offset, e.Column, e.Size, e.Limit)
+}
+
+// Check measures every value of c against the limits (by layout position,
+// see rsql.Limits) before anything is encoded or uploaded, and returns a
+// *RecordError for the first record that cannot fit. It also rejects text
+// payloads that are not valid UTF-8 or contain NUL. c.CreatedAt only needs
+// the length of the value Encode will write.
+//
+// Redshift would otherwise fail the COPY with an opaque load error, or, for
+// some settings, truncate; either way the batch could never succeed.
+func Check(l *rsql.Layout, lim rsql.Limits, c Chunk) error {
+	if len(c.Records) == 0 {
+		return nil
+	}
+	// Values that are the same in every row fail at the first record.
+	for col, spec := range l.Columns {
+		limit := lim[col]
+		switch {
+		case limit <= 0:
+		case spec.ID == rsql.Topic && len(c.Topic) > limit:
+			return tooLong(c, 0, spec, len(c.Topic), limit)
+		case spec.ID == rsql.CreatedAt && len(c.CreatedAt) > limit:
+			return tooLong(c, 0, spec, len(c.CreatedAt), limit)
+		}
+	}
+	partDigits := digits(uint64(c.Partition))
+	textPayload := false
+	if p := l.Position(rsql.Payload); p >= 0 {
+		textPayload = l.Columns[p].Family == rsql.FamilyVarchar
+	}
+	for i := range c.Records {
+		r := &c.Records[i]
+		for col, spec := range l.Columns {
+			limit := lim[col]
+			var n int
+			switch spec.ID {
+			case rsql.ID:
+				n = len(c.Topic) + 2 + partDigits + digits(r.Offset)
+			case rsql.Offset:
+				n = digits(r.Offset)
+			case rsql.Timestamp:
+				n = digitsInt(r.Timestamp)
+			case rsql.Key:
+				n = base64.StdEncoding.EncodedLen(len(r.Key))
+			case rsql.Payload:
+				n = len(r.Payload)
+				if textPayload {
+					if ok, why := validText(r.Payload); !ok {
+						return &RecordError{Topic: c.Topic, Offset: r.Offset, Column: spec.Name,
+							Reason: why + " (payload_format = \"text\" stores the payload as VARCHAR)"}
+					}
+				}
+			default:
+				continue
+			}
+			if limit > 0 && n > limit {
+				return tooLong(c, i, spec, n, limit)
+			}
+		}
+	}
+	return nil
+}
+
+func tooLong(c Chunk, i int, col rsql.Column, size, limit int) error {
+	return &RecordError{Topic: c.Topic, Offset: c.Records[i].Offset, Column: col.Name, Size: size, Limit: limit}
+}
+
+// digitsInt is len(strconv.FormatInt(v, 10)) without the allocation.
+func digitsInt(v int64) int {
+	if v < 0 {
+		return 1 + digits(uint64(-(v+1))+1)
+	}
+	return digits(uint64(v))
+}
+
+// digits is len(strconv.FormatUint(v, 10)) without the allocation.
+func digits(v uint64) int {
+	n := 1
+	for v >= 10 {
+		v /= 10
+		n++
+	}
+	return n
+}

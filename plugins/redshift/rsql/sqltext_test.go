@@ -1,0 +1,225 @@
+package rsql_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/picomq/heavy-sinks/plugins/redshift/rsql"
+)
+
+func TestIdent(t *testing.T) {
+	tests := []struct{ name, want string }{
+		{"orders", `"orders"`},
+		{"orders_orders.eu", `"orders_orders.eu"`}, // a dot is part of the name
+		{"analytics.orders", `"analytics.orders"`},
+		{`evil"; DROP TABLE x; --`, `"evil""; DROP TABLE x; --"`},
+		{`""`, `""""""`},
+		{"Orders", `"Orders"`},
+		{"with space", `"with space"`},
+		{"größe", `"größe"`},
+	}
+	for _, tt := range tests {
+		if got := rsql.Ident(tt.name); got != tt.want {
+			t.Errorf("Ident(%q) = %s, want %s", tt.name, got, tt.want)
+		}
+	}
+}
+
+func TestLiteral(t *testing.T) {
+	tests := []struct{ s, want string }{
+		{"s3://bucket/prefix/x.parquet", `'s3://bucket/prefix/x.parquet'`},
+		{"it's", `'it''s'`},
+		{"''", `''''''`},
+		{"", `''`},
+	}
+	for _, tt := range tests {
+		if got := rsql.Literal(tt.s); got != tt.want {
+			t.Errorf("Literal(%q) = %s, want %s", tt.s, got, tt.want)
+		}
+	}
+}
+
+func TestCheckLiteral(t *testing.T) {
+	for _, ok := range []string{"", "arn:aws:iam::123456789012:role/RedshiftCopy", "redshift/orders", "it's fine", "größe"} {
+		if err := rsql.CheckLiteral(ok); err != nil {
+			t.Errorf("CheckLiteral(%q) = %v", ok, err)
+		}
+	}
+	bad := map[string]string{
+		`a\b`:        "backslash",
+		"a\nb":       "control character U+000A",
+		"a\x00b":     "control character U+0000",
+		"\xff":       "not valid UTF-8",
+		"tab\there":  "control character U+0009",
+		"del\x7fete": "control character U+007F",
+	}
+	for s, want := range bad {
+		err := rsql.CheckLiteral(s)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("CheckLiteral(%q) = %v, want an error mentioning %q", s, err, want)
+		}
+	}
+}
+
+func TestCheckTableName(t *testing.T) {
+	longest := strings.Repeat("t", rsql.IdentifierMax-len(rsql.StagingPrefix))
+	for _, ok := range []string{"orders", "orders_orders.eu", `a"b`, longest} {
+		if err := rsql.CheckTableName(ok); err != nil {
+			t.Errorf("CheckTableName(%q) = %v", ok, err)
+		}
+	}
+	bad := map[string]string{
+		"":               "the table name is empty",
+		"a\x00b":         "control character",
+		"\xfe":           "not valid UTF-8",
+		longest + "x":    "is too long: its staging table staging_tttttttttttttttt... is 128 bytes and Redshift identifiers hold at most 127",
+		"line\nbreak":    "control character U+000A",
+		"tab\tseparated": "control character U+0009",
+	}
+	for name, want := range bad {
+		err := rsql.CheckTableName(name)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("CheckTableName(%q) = %v, want an error containing %q", name, err, want)
+		}
+	}
+}
+
+// combos are every include_metadata × include_key × payload_format setting.
+func combos() []rsql.Options {
+	var out []rsql.Options
+	for _, meta := range []bool{true, false} {
+		for _, key := range []bool{true, false} {
+			for _, p := range []rsql.PayloadFormat{rsql.PayloadVarbyte, rsql.PayloadText} {
+				out = append(out, rsql.Options{IncludeMetadata: meta, IncludeKey: key, Payload: p})
+			}
+		}
+	}
+	return out
+}
+
+func optName(o rsql.Options) string {
+	return fmt.Sprintf("metadata=%v/key=%v/payload=%v", o.IncludeMetadata, o.IncludeKey, o.Payload)
+}
+
+func TestLayoutColumnsEveryCombination(t *testing.T) {
+	for _, o := range combos() {
+		t.Run(optName(o), func(t *testing.T) {
+			want := []string{"id"}
+			if o.IncludeMetadata {
+				want = append(want, "pico_offset", "pico_timestamp", "pico_topic", "pico_partition")
+			}
+			if o.IncludeKey {
+				want = append(want, "pico_key")
+			}
+			want = append(want, "payload", "created_at")
+			l := rsql.NewLayout(o)
+			if got := strings.Join(l.Names(), ", "); got != strings.Join(want, ", ") {
+				t.Fatalf("columns %s, want %s", got, strings.Join(want, ", "))
+			}
+			for i, c := range l.Columns {
+				if l.Position(c.ID) != i || !l.Has(c.ID) {
+					t.Errorf("Position(%s) = %d, want %d", c.Name, l.Position(c.ID), i)
+				}
+			}
+			if l.Has(rsql.Key) != o.IncludeKey || l.Has(rsql.Topic) != o.IncludeMetadata {
+				t.Error("Has disagrees with the options")
+			}
+			list := strings.Join(want, ", ")
+			if got := rsql.Copy("staging_t", l, "s3://b/k.parquet", "arn:r"); !strings.Contains(got, `"staging_t" (`+list+`) FROM`) {
+				t.Errorf("COPY column list: %s", got)
+			}
+			ins := rsql.Insert("t", "staging_t", l)
+			if !strings.HasPrefix(ins, `INSERT INTO "t" (`+list+`) SELECT `+list+` FROM (SELECT `+list+", ROW_NUMBER()") {
+				t.Errorf("INSERT column lists: %s", ins)
+			}
+		})
+	}
+}
+
+func TestCreateTableDefaultsMatchTheSpec(t *testing.T) {
+	// The spec's DDL, verbatim, for the defaults.
+	want := `CREATE TABLE IF NOT EXISTS "orders_eu" (
+  id VARCHAR(512),
+  pico_offset VARCHAR(20),
+  pico_timestamp VARCHAR(20),
+  pico_topic VARCHAR,
+  pico_partition BIGINT,
+  pico_key VARCHAR(MAX),
+  payload VARBYTE(16777216),
+  created_at VARCHAR
+)`
+	l := rsql.NewLayout(rsql.Options{IncludeMetadata: true, IncludeKey: true, Payload: rsql.PayloadVarbyte})
+	if got := rsql.CreateTable("orders_eu", l); got != want {
+		t.Fatalf("got\n%s\nwant\n%s", got, want)
+	}
+}
+
+func TestCreateTableEveryCombination(t *testing.T) {
+	for _, o := range combos() {
+		t.Run(optName(o), func(t *testing.T) {
+			var b strings.Builder
+			b.WriteString("CREATE TABLE IF NOT EXISTS \"staging_a\"\"b.c\" (\n  id VARCHAR(512)")
+			if o.IncludeMetadata {
+				b.WriteString(",\n  pico_offset VARCHAR(20),\n  pico_timestamp VARCHAR(20),\n  pico_topic VARCHAR,\n  pico_partition BIGINT")
+			}
+			if o.IncludeKey {
+				b.WriteString(",\n  pico_key VARCHAR(MAX)")
+			}
+			if o.Payload == rsql.PayloadText {
+				b.WriteString(",\n  payload VARCHAR(MAX)")
+			} else {
+				b.WriteString(",\n  payload VARBYTE(16777216)")
+			}
+			b.WriteString(",\n  created_at VARCHAR\n)")
+			if got := rsql.CreateTable(rsql.Staging(`a"b.c`), rsql.NewLayout(o)); got != b.String() {
+				t.Fatalf("got\n%s\nwant\n%s", got, b.String())
+			}
+		})
+	}
+}
+
+func TestLoadStatements(t *testing.T) {
+	l := rsql.NewLayout(rsql.Options{IncludeMetadata: false, IncludeKey: true, Payload: rsql.PayloadText})
+	table := `orders_we"ird.eu`
+	staging := rsql.Staging(table)
+	if staging != `staging_orders_we"ird.eu` {
+		t.Fatalf("staging name %q", staging)
+	}
+	tests := []struct{ name, got, want string }{
+		{"lock", rsql.Lock(staging), `LOCK "staging_orders_we""ird.eu"`},
+		{"copy", rsql.Copy(staging, l, rsql.S3URL("bucket", "pre/fix/0190.parquet"), "arn:aws:iam::123456789012:role/RedshiftCopy"),
+			`COPY "staging_orders_we""ird.eu" (id, pico_key, payload, created_at) FROM 's3://bucket/pre/fix/0190.parquet' ` +
+				`CREDENTIALS 'aws_iam_role=arn:aws:iam::123456789012:role/RedshiftCopy' FORMAT AS PARQUET`},
+		{"copy quotes literals", rsql.Copy("s", l, "s3://b/it's.parquet", "arn:x'y"),
+			`COPY "s" (id, pico_key, payload, created_at) FROM 's3://b/it''s.parquet' CREDENTIALS 'aws_iam_role=arn:x''y' FORMAT AS PARQUET`},
+		{"insert", rsql.Insert(table, staging, l),
+			`INSERT INTO "orders_we""ird.eu" (id, pico_key, payload, created_at) SELECT id, pico_key, payload, created_at ` +
+				`FROM (SELECT id, pico_key, payload, created_at, ROW_NUMBER() OVER (PARTITION BY id ORDER BY id) AS pico_rn ` +
+				`FROM "staging_orders_we""ird.eu") staged WHERE staged.pico_rn = 1 ` +
+				`AND NOT EXISTS (SELECT 1 FROM "orders_we""ird.eu" existing WHERE existing.id = staged.id)`},
+		{"cleanup", rsql.DeleteAll(staging), `DELETE FROM "staging_orders_we""ird.eu"`},
+		{"table def", rsql.TableDefQuery, `SELECT "column", type FROM pg_table_def WHERE tablename = $1`},
+	}
+	for _, tt := range tests {
+		if tt.got != tt.want {
+			t.Errorf("%s:\n got %s\nwant %s", tt.name, tt.got, tt.want)
+		}
+	}
+	if strings.Contains(rsql.Copy("s", l, "s3://b/k", "r"), "REGION") {
+		t.Error("COPY must not name a REGION")
+	}
+}
+
+func TestDefaultLimits(t *testing.T) {
+	l := rsql.NewLayout(rsql.Options{IncludeMetadata: true, IncludeKey: true, Payload: rsql.PayloadText})
+	got := fmt.Sprint(l.DefaultLimits())
+	// id, offset, timestamp, topic, partition, key, payload, created_at
+	if want := "[512 20 20 256 0 65535 65535 256]"; got != want {
+		t.Fatalf("limits %s, want %s", got, want)
+	}
+	l = rsql.NewLayout(rsql.Options{Payload: rsql.PayloadVarbyte})
+	if got, want := fmt.Sprint(l.DefaultLimits()), "[512 16777216 256]"; got != want {
+		t.Fatalf("limits %s, want %s", got, want)
+	}
+}

@@ -1,0 +1,265 @@
+package redshift
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/picomq/heavy-sinks/plugins/redshift/rsparquet"
+	"github.com/picomq/heavy-sinks/plugins/redshift/rsql"
+	"github.com/picomq/heavy-sinks/shared/retry"
+	"github.com/picomq/heavy-sinks/shared/sdk"
+)
+
+// Name is the plugin name describe() reports.
+const Name = "redshift_sink"
+
+// Plugin is the registration of the sink, for the library's main package
+// (sdk.Register(redshift.Plugin())) and for tests that open it in-process.
+func Plugin() sdk.Plugin[Config] {
+	return sdk.Plugin[Config]{Name: Name, New: func() sdk.Sink[Config] { return &Sink{} }}
+}
+
+// openTimeout bounds the database work open() does: SELECT 1 and, for a
+// static target_table, creating and checking the tables.
+const openTimeout = 2 * time.Minute
+
+// cleanupTimeout bounds deleting or archiving one file after its load; it
+// runs even when the batch's context is done.
+const cleanupTimeout = 30 * time.Second
+
+// createdAtLayout is RFC 3339 in UTC with a fixed three-digit fraction, so
+// created_at strings sort in time order.
+const createdAtLayout = "2006-01-02T15:04:05.000Z07:00"
+
+// Sink loads batches into Redshift through S3 and COPY. It implements
+// sdk.Sink[Config] and sdk.MetricsReporter.
+type Sink struct {
+	cfg     *settings
+	log     *slog.Logger
+	db      *db
+	store   *store
+	enc     *rsparquet.Encoder
+	tables  map[string]*table // by resolved name; only tables that passed the check
+	records []rsparquet.Record
+	now     func() time.Time
+	stats   counters
+}
+
+// Open validates the configuration, connects, builds the S3 client, and
+// prepares a static target table.
+func (s *Sink) Open(ctx context.Context, c *Config, host *sdk.Host) error {
+	cfg, warnings, err := c.validate()
+	if err != nil {
+		return err
+	}
+	s.cfg, s.log, s.now = cfg, host.Logger, time.Now
+	for _, w := range warnings {
+		s.log.Warn(w)
+	}
+	if schemaQualified(cfg.table) {
+		// The dot would be part of the name (quoted verbatim), so the table
+		// the operator meant can never be found; say so before creating a
+		// wrongly named table.
+		return sdk.BadConfig(&rsql.NotFoundError{Table: cfg.table.String()})
+	}
+
+	pcfg, password, err := poolConfig(c.ConnectionString, cfg.maxConns)
+	if err != nil {
+		return sdk.BadConfigf("connection_string: %v", err)
+	}
+	host.Redact(password)
+	octx, cancel := context.WithTimeout(ctx, openTimeout)
+	defer cancel()
+	pool, err := pgxpool.NewWithConfig(octx, pcfg)
+	if err != nil {
+		return sdk.BadConfigf("connection_string: %v", err)
+	}
+	if _, err := pool.Exec(octx, "SELECT 1"); err != nil {
+		pool.Close()
+		return sdk.Retryf("Failed to connect to Redshift: %s", describeErr(err))
+	}
+	s.db = &db{
+		pool:   pool,
+		policy: retry.Policy{MaxAttempts: cfg.attempts, Delay: cfg.retryDelay},
+		log:    s.log,
+	}
+	s.store, err = newStore(octx, cfg)
+	if err != nil {
+		pool.Close()
+		return sdk.BadConfig(err)
+	}
+	s.enc = rsparquet.NewEncoder(cfg.layout)
+	s.tables = map[string]*table{}
+	if cfg.table.IsStatic() {
+		if _, err := s.table(octx, cfg.table.String()); err != nil {
+			pool.Close()
+			var te *tableError
+			if errors.As(err, &te) {
+				return sdk.BadConfig(err)
+			}
+			return err
+		}
+	}
+	s.log.Info("Redshift sink opened", "target_table", cfg.table.String(), "columns", fmt.Sprint(cfg.layout.Names()),
+		"batch_size", cfg.batchSize, "bucket", cfg.bucket, "prefix", cfg.prefix)
+	return nil
+}
+
+// table returns the checked table for a resolved name, creating and
+// checking it on first use. Failures are not cached: after the operator
+// fixes the table, the redelivered batch checks again.
+func (s *Sink) table(ctx context.Context, name string) (*table, error) {
+	if t, ok := s.tables[name]; ok {
+		return t, nil
+	}
+	if err := rsql.CheckTableName(name); err != nil {
+		return nil, sdk.Fatalf("target_table: %v", err)
+	}
+	t, err := s.db.ensureTable(ctx, name, s.cfg.layout)
+	if err != nil {
+		// A missing or mismatched table is the operator's to fix; RETRY
+		// keeps the offset while they do (the runtime stops the sink after
+		// five attempts either way).
+		return nil, sdk.Retry(err)
+	}
+	s.tables[name] = t
+	return t, nil
+}
+
+// Consume loads one batch: resolve the table, check every record fits,
+// then per chunk of batch_size records encode, upload, load, clean up.
+// The first failing chunk fails the batch; chunks loaded before it are
+// skipped as duplicates when the runtime redelivers.
+func (s *Sink) Consume(ctx context.Context, b *sdk.Batch) error {
+	if len(b.Records) == 0 {
+		return nil
+	}
+	start := s.now()
+	name, err := s.cfg.table.Resolve(b.Topic)
+	if err != nil {
+		return sdk.Fatalf("target_table: %v", err)
+	}
+	t, err := s.table(ctx, name)
+	if err != nil {
+		return err
+	}
+
+	// Keys and payloads stay borrowed from the host: they are only read
+	// until Encode has copied them into the file, within this call.
+	recs := s.records[:0]
+	for i := range b.Records {
+		r := &b.Records[i]
+		recs = append(recs, rsparquet.Record{Offset: r.Offset, Timestamp: r.Timestamp, Key: r.Key, Payload: r.Payload})
+	}
+	defer func() {
+		clear(recs)
+		s.records = recs[:0]
+	}()
+	createdAt := start.UTC().Format(createdAtLayout)
+	all := rsparquet.Chunk{Topic: b.Topic, Partition: b.Partition, CreatedAt: createdAt, Records: recs}
+	if err := rsparquet.Check(s.cfg.layout, t.limits, all); err != nil {
+		return sdk.Fatal(err)
+	}
+
+	var inserted, copied int64
+	chunks := 0
+	for lo := 0; lo < len(recs); lo += s.cfg.batchSize {
+		hi := min(lo+s.cfg.batchSize, len(recs))
+		chunk := rsparquet.Chunk{Topic: b.Topic, Partition: b.Partition, Records: recs[lo:hi],
+			CreatedAt: s.now().UTC().Format(createdAtLayout)}
+		n, err := s.loadChunk(ctx, t, chunk)
+		if err != nil {
+			return err
+		}
+		chunks++
+		inserted += n
+		copied += int64(hi - lo)
+	}
+	level := slog.LevelDebug
+	if s.cfg.verbose {
+		level = slog.LevelInfo
+	}
+	s.log.Log(ctx, level, "batch loaded", "topic", b.Topic, "table", name, "records", len(recs),
+		"offsets", fmt.Sprintf("%d..%d", b.FirstOffset(), b.LastOffset()), "chunks", chunks,
+		"inserted", inserted, "skipped_duplicates", copied-inserted, "duration", s.now().Sub(start))
+	return nil
+}
+
+// loadChunk encodes, uploads, loads and cleans up one chunk, and returns
+// the rows inserted.
+func (s *Sink) loadChunk(ctx context.Context, t *table, c rsparquet.Chunk) (int64, error) {
+	data, err := s.enc.Encode(c)
+	if err != nil {
+		return 0, sdk.Retry(err)
+	}
+	id, err := uuid.NewV7()
+	if err != nil {
+		return 0, sdk.Retryf("file name: %v", err)
+	}
+	key := s.store.key(id.String() + ".parquet")
+	if err := s.store.put(ctx, key, data); err != nil {
+		return 0, sdk.Retry(err)
+	}
+	s.stats.filesUploaded.Add(1)
+	s.stats.s3Bytes.Add(int64(len(data)))
+
+	copySQL := rsql.Copy(t.staging, s.cfg.layout, rsql.S3URL(s.store.bucket, key), s.cfg.role)
+	res, err := s.db.load(ctx, t, copySQL)
+	s.stats.copyRetries.Add(int64(max(res.attempts-1, 0)))
+	if err != nil {
+		// Nothing committed, nothing refers to the file any more.
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+		defer cancel()
+		if derr := s.store.delete(cctx, key); derr != nil {
+			s.stats.cleanupFailures.Add(1)
+			s.log.Warn("could not delete the file of a failed load", "error", derr)
+		}
+		return 0, sdk.Retry(err)
+	}
+	rows := int64(len(c.Records))
+	s.stats.chunks.Add(1)
+	s.stats.rowsCopied.Add(rows)
+	s.stats.rowsInserted.Add(res.inserted)
+	s.stats.rowsSkipped.Add(max(rows-res.inserted, 0))
+	s.finish(ctx, key)
+	return res.inserted, nil
+}
+
+// finish deletes or archives a loaded file. Failures are warnings: the rows
+// are committed, and an orphan file is only storage.
+func (s *Sink) finish(ctx context.Context, key string) {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	defer cancel()
+	if s.cfg.archive {
+		dst, err := s.store.archive(cctx, key)
+		if err != nil {
+			s.stats.cleanupFailures.Add(1)
+			s.log.Warn("archiving the loaded file failed", "error", err)
+			return
+		}
+		s.stats.filesArchived.Add(1)
+		s.log.Debug("file archived", "key", dst)
+		return
+	}
+	if err := s.store.delete(cctx, key); err != nil {
+		s.stats.cleanupFailures.Add(1)
+		s.log.Warn("deleting the loaded file failed", "error", err)
+		return
+	}
+	s.stats.filesDeleted.Add(1)
+}
+
+// Close releases the pool. Every batch is committed or failed before
+// Consume returns, so there is nothing to flush.
+func (s *Sink) Close(ctx context.Context) error {
+	if s.db != nil {
+		s.db.pool.Close()
+	}
+	return nil
+}
