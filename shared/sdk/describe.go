@@ -18,6 +18,9 @@ const (
 // Unstamped builds report the VCS revision Go recorded, or "devel".
 var Version string
 
+// BuildVersion is the plugin version describe() reports.
+func BuildVersion() string { return version() }
+
 func version() string {
 	if Version != "" {
 		return Version

@@ -93,18 +93,27 @@ func (l *Local) GetRange(ctx context.Context, p string, offset, length int64) ([
 	return buf, nil
 }
 
-// Put implements Store: a temporary file renamed into place, so readers never
-// see a partial data file.
+// Put implements Store for data files. Their names are unique and no reader
+// looks at a file before a commit references it, so the file is written in
+// place (O_EXCL: a name clash is an error, never an overwrite) and synced
+// together with its directory entry before the commit that names it.
 func (l *Local) Put(ctx context.Context, p string, data []byte) error {
-	tmp, err := l.writeTemp(p, data)
+	dst := l.abs(p)
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
-		return err
+		return fmt.Errorf("put %s: %w", p, err)
 	}
-	if err := os.Rename(tmp, l.abs(p)); err != nil {
-		os.Remove(tmp)
-		return err
+	_, werr := f.Write(data)
+	serr := f.Sync()
+	cerr := f.Close()
+	if err := errors.Join(werr, serr, cerr); err != nil {
+		os.Remove(dst)
+		return fmt.Errorf("put %s: %w", p, err)
 	}
-	return nil
+	return syncDir(filepath.Dir(dst))
 }
 
 // PutIfAbsent implements deltalog.Store. The data goes to a temporary file

@@ -31,14 +31,8 @@ type S3 struct {
 // credential chain otherwise; a custom endpoint switches to path-style
 // addressing, which MinIO and most S3-compatible stores need.
 func NewS3(ctx context.Context, bucket, tablePath string, opts S3Options) (*S3, error) {
-	if opts.Endpoint != "" {
-		u, err := url.Parse(opts.Endpoint)
-		if err != nil || u.Scheme == "" || u.Host == "" {
-			return nil, fmt.Errorf("aws_s3_endpoint_url %q is not a URL", opts.Endpoint)
-		}
-		if u.Scheme == "http" && !opts.AllowHTTP {
-			return nil, fmt.Errorf("aws_s3_endpoint_url %q is plain http: set aws_s3_allow_http = true to allow it", opts.Endpoint)
-		}
+	if err := CheckS3Endpoint(opts.Endpoint, opts.AllowHTTP); err != nil {
+		return nil, err
 	}
 	loadOpts := []func(*awsconfig.LoadOptions) error{awsconfig.WithRegion(opts.Region)}
 	if opts.AccessKey != "" {
@@ -60,6 +54,22 @@ func NewS3(ctx context.Context, bucket, tablePath string, opts S3Options) (*S3, 
 		prefix += "/"
 	}
 	return &S3{client: client, bucket: bucket, prefix: prefix}, nil
+}
+
+// CheckS3Endpoint validates a custom endpoint: a URL, and plain http only
+// when allowed.
+func CheckS3Endpoint(endpoint string, allowHTTP bool) error {
+	if endpoint == "" {
+		return nil
+	}
+	u, err := url.Parse(endpoint)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("aws_s3_endpoint_url %q is not an http(s) URL", endpoint)
+	}
+	if u.Scheme == "http" && !allowHTTP {
+		return fmt.Errorf("aws_s3_endpoint_url %q is plain http: set aws_s3_allow_http = true to allow it", endpoint)
+	}
+	return nil
 }
 
 // URI implements Store.

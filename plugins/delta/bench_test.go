@@ -1,0 +1,95 @@
+package delta_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/picomq/heavy-sinks/plugins/delta"
+	"github.com/picomq/heavy-sinks/shared/sdk"
+)
+
+func init() {
+	sdk.Register(sdk.Plugin[delta.Config]{Name: delta.PluginName, New: delta.New, ValidatesPayloads: true})
+}
+
+// benchTable writes a version-0 commit for a 20-column table partitioned
+// by region, the shape deltabench uses.
+func benchTable(tb testing.TB) string {
+	dir := tb.TempDir()
+	schema := `{"type":"struct","fields":[` +
+		`{"name":"event_id","type":"long","nullable":true,"metadata":{}},{"name":"user_id","type":"long","nullable":true,"metadata":{}},` +
+		`{"name":"session","type":"string","nullable":true,"metadata":{}},{"name":"event","type":"string","nullable":true,"metadata":{}},` +
+		`{"name":"page","type":"string","nullable":true,"metadata":{}},{"name":"referrer","type":"string","nullable":true,"metadata":{}},` +
+		`{"name":"country","type":"string","nullable":true,"metadata":{}},{"name":"device","type":"string","nullable":true,"metadata":{}},` +
+		`{"name":"browser","type":"string","nullable":true,"metadata":{}},{"name":"amount","type":"double","nullable":true,"metadata":{}},` +
+		`{"name":"discount","type":"double","nullable":true,"metadata":{}},{"name":"score","type":"double","nullable":true,"metadata":{}},` +
+		`{"name":"quantity","type":"integer","nullable":true,"metadata":{}},{"name":"items","type":"integer","nullable":true,"metadata":{}},` +
+		`{"name":"is_new","type":"boolean","nullable":true,"metadata":{}},{"name":"is_paid","type":"boolean","nullable":true,"metadata":{}},` +
+		`{"name":"created_at","type":"timestamp","nullable":true,"metadata":{}},{"name":"updated_at","type":"timestamp","nullable":true,"metadata":{}},` +
+		`{"name":"note","type":"string","nullable":true,"metadata":{}},{"name":"region","type":"string","nullable":true,"metadata":{}}]}`
+	md, _ := json.Marshal(map[string]any{"metaData": map[string]any{"id": "bench", "format": map[string]any{"provider": "parquet", "options": map[string]any{}},
+		"schemaString": schema, "partitionColumns": []string{"region"}, "configuration": map[string]any{}, "createdTime": 0}})
+	log := `{"protocol":{"minReaderVersion":1,"minWriterVersion":2}}` + "\n" + string(md) + "\n"
+	if err := os.MkdirAll(filepath.Join(dir, "_delta_log"), 0o755); err != nil {
+		tb.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "_delta_log", "00000000000000000000.json"), []byte(log), 0o644); err != nil {
+		tb.Fatal(err)
+	}
+	return "file://" + dir
+}
+
+func benchBatch(b, size int) *sdk.Batch {
+	rng := rand.New(rand.NewPCG(uint64(b), 2))
+	words := []string{"alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel"}
+	regions := []string{"eu", "us", "apac", "latam", "mea"}
+	base := time.Date(2026, 9, 3, 21, 15, 4, 0, time.UTC)
+	batch := &sdk.Batch{Topic: "bench", Schema: "json", Attempt: 1}
+	for i := range size {
+		n := b*size + i
+		ts := base.Add(time.Duration(n) * time.Millisecond)
+		p := fmt.Sprintf(`{"event_id":%d,"user_id":%d,"session":"%08x","event":"%s","page":"/%s/%d","referrer":"%s","country":"NO","device":"mobile","browser":"firefox","amount":%.2f,"discount":%.3f,"score":%.4f,"quantity":%d,"items":%d,"is_new":%t,"is_paid":%t,"created_at":"%s","updated_at":"%s","note":"%s","region":"%s"}`,
+			n, rng.IntN(1_000_000), rng.Uint32(), words[rng.IntN(8)], words[rng.IntN(8)], rng.IntN(1000), words[rng.IntN(8)],
+			rng.Float64()*500, rng.Float64(), rng.Float64()*100, rng.IntN(20), rng.IntN(10), rng.IntN(2) == 0, rng.IntN(3) > 0,
+			ts.Format(time.RFC3339Nano), ts.Add(time.Second).Format("2006-01-02 15:04:05.000"), words[rng.IntN(8)], regions[rng.IntN(5)])
+		batch.Records = append(batch.Records, sdk.Record{Offset: uint64(n), Timestamp: ts.UnixMilli(), Payload: []byte(p)})
+	}
+	return batch
+}
+
+// BenchmarkConsume is the sink in-process (no C host): JSON → Parquet →
+// local files → commit, 1000-record batches.
+func BenchmarkConsume(b *testing.B) {
+	uri := benchTable(b)
+	def, _ := json.Marshal(map[string]any{"key": "bench", "plugin_config": map[string]any{"table_uri": uri}})
+	h, err := sdk.Open(def, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer sdk.Close(h)
+	batches := make([]*sdk.Batch, 20)
+	bytes := 0
+	for i := range batches {
+		batches[i] = benchBatch(i, 1000)
+		bytes += batches[i].PayloadBytes()
+	}
+	b.ResetTimer()
+	next := uint64(0)
+	for i := 0; i < b.N; i++ {
+		batch := batches[i%len(batches)]
+		for j := range batch.Records {
+			batch.Records[j].Offset = next
+			next++
+		}
+		if err := sdk.Consume(h, batch); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N*1000)/b.Elapsed().Seconds(), "records/s")
+	b.ReportMetric(float64(b.N)*float64(bytes)/float64(len(batches))/b.Elapsed().Seconds()/1e6, "MB/s")
+}

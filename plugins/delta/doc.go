@@ -1,0 +1,14 @@
+// Package delta is the Delta Lake sink: it appends each batch of JSON
+// records to an existing Delta table as one commit, exactly once per record
+// through Delta txn actions.
+//
+// Layers, imports pointing down:
+//
+//   - deltalog  the Delta transaction log: snapshots, table features,
+//     commits, conflicts, partition values, stats. No I/O of its own.
+//   - objstore  file:// and s3:// behind deltalog.Store.
+//   - encode    JSON records → Parquet data files for a table schema, with
+//     the spec's coercions and per-file stats.
+//   - this package: the sink (config.go, sink.go, table.go) that the
+//     SDK drives, and cmd/sink, the c-shared library's main.
+package delta

@@ -1,0 +1,167 @@
+package delta
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	"github.com/picomq/heavy-sinks/plugins/delta/deltalog"
+	"github.com/picomq/heavy-sinks/plugins/delta/objstore"
+	"github.com/picomq/heavy-sinks/shared/sdk"
+	"github.com/picomq/heavy-sinks/shared/template"
+)
+
+// PluginName is the name describe() reports.
+const PluginName = "delta_sink"
+
+// Sink is the Delta Lake sink. One instance serves every table its
+// table_uri template resolves to; batches for one table are written one at
+// a time, batches for different tables concurrently.
+type Sink struct {
+	cfg     Config
+	host    *sdk.Host
+	uri     *template.Template
+	storage objstore.Options
+
+	mu     sync.Mutex
+	tables map[string]*table // by resolved URI, for the life of the instance
+
+	stats counters
+}
+
+// counters are the sink's own metrics.
+type counters struct {
+	commits, files, bytes, records, skipped, replays, conflicts atomic.Int64
+}
+
+// New returns an unopened sink (the SDK calls Open).
+func New() sdk.Sink[Config] { return &Sink{} }
+
+// Open validates the storage settings and, for a table_uri without
+// placeholders, opens the table at once.
+func (s *Sink) Open(ctx context.Context, cfg *Config, host *sdk.Host) error {
+	storage, err := cfg.validateStorage()
+	if err != nil {
+		return err
+	}
+	tmpl, err := template.Parse(cfg.TableURI)
+	if err != nil {
+		return sdk.BadConfigf("plugin_config key %q: %v", "table_uri", err)
+	}
+	s.cfg, s.host, s.uri, s.storage = *cfg, host, tmpl, storage
+	s.tables = map[string]*table{}
+	if !tmpl.IsStatic() {
+		return nil
+	}
+	if _, err := objstore.ParseTableURI(cfg.TableURI); err != nil {
+		return sdk.BadConfig(err)
+	}
+	if _, err := s.table(ctx, cfg.TableURI); err != nil {
+		// A table that is missing or that this writer must refuse is a
+		// configuration problem; an unreachable store may heal.
+		if errors.Is(err, deltalog.ErrNoTable) || errors.Is(err, deltalog.ErrNotWritable) || errors.Is(err, errBadURI) {
+			return sdk.BadConfig(err)
+		}
+		return err
+	}
+	return nil
+}
+
+// Consume appends one batch to its table as one commit.
+func (s *Sink) Consume(ctx context.Context, b *sdk.Batch) error {
+	if b.Schema != sdk.SchemaJSON {
+		return sdk.Fatalf("Invalid payload type: topic %q has schema %q; the Delta sink takes json only", b.Topic, b.Schema)
+	}
+	if len(b.Records) == 0 {
+		return nil
+	}
+	uri, err := s.uri.Resolve(b.Topic)
+	if err != nil {
+		return sdk.Fatalf("plugin_config key %q: %v", "table_uri", err)
+	}
+	t, err := s.table(ctx, uri)
+	if err != nil {
+		if errors.Is(err, errBadURI) || errors.Is(err, deltalog.ErrNotWritable) {
+			return sdk.Fatal(err)
+		}
+		return sdk.Retry(err)
+	}
+	return t.write(ctx, b, s.appID(b))
+}
+
+// appID names the application transaction of one topic partition of this
+// sink. Each part is escaped so that no two (key, topic, partition) share
+// an id.
+func (s *Sink) appID(b *sdk.Batch) string {
+	return "picomq-delta-sink/" + url.PathEscape(s.host.Key) + "/" + url.PathEscape(b.Topic) + "/" + strconv.FormatUint(uint64(b.Partition), 10)
+}
+
+// table returns the cached table for a resolved URI, opening it on first use.
+func (s *Sink) table(ctx context.Context, uri string) (*table, error) {
+	s.mu.Lock()
+	t, ok := s.tables[uri]
+	if !ok {
+		t = &table{uri: uri, sink: s}
+		s.tables[uri] = t
+	}
+	s.mu.Unlock()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if err := t.load(ctx); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// Metrics reports the sink's own counters (the SDK adds its generic ones).
+func (s *Sink) Metrics() map[string]any {
+	s.mu.Lock()
+	tables := len(s.tables)
+	s.mu.Unlock()
+	return map[string]any{
+		"tables":           tables,
+		"commits":          s.stats.commits.Load(),
+		"files_written":    s.stats.files.Load(),
+		"bytes_written":    s.stats.bytes.Load(),
+		"records_written":  s.stats.records.Load(),
+		"records_skipped":  s.stats.skipped.Load(),
+		"batches_replayed": s.stats.replays.Load(),
+		"commit_conflicts": s.stats.conflicts.Load(),
+	}
+}
+
+// Close releases the tables. Every Consume commits before it returns, so
+// nothing is buffered between batches and there is nothing left to flush.
+func (s *Sink) Close(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for uri, t := range s.tables {
+		t.mu.Lock()
+		if t.enc != nil {
+			t.enc.Reset()
+		}
+		t.mu.Unlock()
+		delete(s.tables, uri)
+	}
+	return nil
+}
+
+var errBadURI = errors.New("Invalid table URI")
+
+func wrapURIError(err error) error { return fmt.Errorf("%w: %v", errBadURI, trimInvalid(err)) }
+
+func trimInvalid(err error) string {
+	const p = "Invalid table URI"
+	msg := err.Error()
+	if len(msg) > len(p) && msg[:len(p)] == p {
+		msg = msg[len(p):]
+		for len(msg) > 0 && (msg[0] == ':' || msg[0] == ' ') {
+			msg = msg[1:]
+		}
+	}
+	return msg
+}

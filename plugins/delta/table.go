@@ -1,0 +1,253 @@
+package delta
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/picomq/heavy-sinks/plugins/delta/deltalog"
+	"github.com/picomq/heavy-sinks/plugins/delta/encode"
+	"github.com/picomq/heavy-sinks/plugins/delta/objstore"
+	"github.com/picomq/heavy-sinks/shared/sdk"
+)
+
+// table is one open Delta table. mu is the per-table lock: batches for one
+// table are encoded and committed one at a time.
+type table struct {
+	mu   sync.Mutex
+	uri  string
+	sink *Sink
+
+	store objstore.Store
+	snap  *deltalog.Snapshot
+	// stale is set after any failed write: the next batch reads the log
+	// again before deciding what is already committed.
+	stale bool
+
+	enc    *encode.Encoder
+	encKey string // the table definition enc was built for
+}
+
+// load opens the table on first use. Callers hold t.mu.
+func (t *table) load(ctx context.Context) error {
+	if t.snap != nil {
+		return nil
+	}
+	if _, err := objstore.ParseTableURI(t.uri); err != nil {
+		return wrapURIError(err)
+	}
+	store, err := objstore.Open(ctx, t.uri, t.sink.storage)
+	if err != nil {
+		if strings.HasPrefix(err.Error(), "Invalid table URI") {
+			return wrapURIError(err)
+		}
+		return fmt.Errorf("Failed to load Delta table %s: %w", t.uri, err)
+	}
+	snap, err := deltalog.Load(ctx, store, &deltalog.LoadOptions{Logger: t.sink.host.Logger})
+	if err != nil {
+		return fmt.Errorf("Failed to load Delta table %s: %w", t.uri, err)
+	}
+	if err := snap.Writable(); err != nil {
+		return fmt.Errorf("Delta table %s cannot be written by this sink: %w", t.uri, err)
+	}
+	t.store, t.snap = store, snap
+	t.sink.host.Logger.Info("opened Delta table", "table", t.uri, "version", snap.Version,
+		"partition_columns", strings.Join(snap.PartitionColumns, ","))
+	return nil
+}
+
+// refresh reads the commits made since our snapshot.
+func (t *table) refresh(ctx context.Context) error {
+	snap, err := t.snap.Update(ctx, t.store)
+	if err != nil {
+		return fmt.Errorf("Failed to load Delta table %s: %w", t.uri, err)
+	}
+	t.snap, t.stale = snap, false
+	return nil
+}
+
+// encoder returns the encoder for the current snapshot's definition,
+// building a new one when the schema, partitioning or stats settings moved.
+func (t *table) encoder() (*encode.Encoder, error) {
+	m := &t.snap.Metadata
+	key := m.SchemaString + "\x00" + strings.Join(m.PartitionColumns, "\x00") + "\x00" +
+		m.Configuration["delta.dataSkippingStatsColumns"] + "\x00" + m.Configuration["delta.dataSkippingNumIndexedCols"] + "\x00" +
+		m.Configuration["delta.dataSkippingStringPrefixLength"]
+	if t.enc != nil && t.encKey == key {
+		return t.enc, nil
+	}
+	enc, err := encode.New(t.snap.Schema, t.snap.PartitionColumns, encode.Options{Configuration: m.Configuration, CreatedBy: engineInfo()})
+	if err != nil {
+		return nil, sdk.Fatalf("Delta table %s cannot be written by this sink: %v", t.uri, err)
+	}
+	t.enc, t.encKey = enc, key
+	return enc, nil
+}
+
+// write appends the batch as one commit. Callers hold t.mu via table().
+func (t *table) write(ctx context.Context, b *sdk.Batch, appID string) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	log := t.sink.host.Logger
+	if t.stale || b.Attempt > 1 {
+		if err := t.refresh(ctx); err != nil {
+			return sdk.Retry(err)
+		}
+	}
+	if err := t.snap.Writable(); err != nil {
+		return sdk.Fatalf("Delta table %s cannot be written by this sink: %v", t.uri, err)
+	}
+	records := b.Records
+	exactlyOnce := t.sink.cfg.ExactlyOnce
+	if exactlyOnce {
+		if b.LastOffset() > math.MaxInt64 {
+			return sdk.Fatalf("offset %d does not fit a Delta txn version", b.LastOffset())
+		}
+		if done, ok := t.snap.TxnVersion(appID); ok {
+			skip := 0
+			for skip < len(records) && int64(records[skip].Offset) <= done {
+				skip++
+			}
+			if skip > 0 {
+				t.sink.stats.skipped.Add(int64(skip))
+				t.sink.stats.replays.Add(1)
+				log.Info("skipping records already committed to the Delta table", "table", t.uri, "topic", b.Topic,
+					"skipped", skip, "remaining", len(records)-skip, "committed_offset", done, "table_version", t.snap.Version)
+				records = records[skip:]
+			}
+			if len(records) == 0 {
+				return nil
+			}
+		}
+	}
+	err := t.commit(ctx, b, records, appID, exactlyOnce)
+	if err != nil {
+		t.stale = true
+		if t.enc != nil {
+			t.enc.Reset()
+		}
+	}
+	return err
+}
+
+func (t *table) commit(ctx context.Context, b *sdk.Batch, records []sdk.Record, appID string, exactlyOnce bool) error {
+	enc, err := t.encoder()
+	if err != nil {
+		return err
+	}
+	for i := range records {
+		if err := enc.Add(records[i].Payload, records[i].Offset); err != nil {
+			return recordError(b.Topic, err)
+		}
+	}
+	var bufs []*bytes.Buffer
+	files, err := enc.Flush(func(*encode.Target) (io.Writer, error) {
+		buf := &bytes.Buffer{}
+		bufs = append(bufs, buf)
+		return buf, nil
+	})
+	if err != nil {
+		return sdk.Retry(fmt.Errorf("Storage error: Failed to write to Delta writer: %w", err))
+	}
+
+	// Upload every data file before the commit that references them.
+	var g sdk.Group
+	var mu sync.Mutex
+	var written []string
+	now := time.Now()
+	for i := range files {
+		f, data := files[i], bufs[i].Bytes()
+		g.Go(func() error {
+			if err := t.store.Put(ctx, f.Path, data); err != nil {
+				return err
+			}
+			mu.Lock()
+			written = append(written, f.Path)
+			mu.Unlock()
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		t.discard(written, "upload failed")
+		return sdk.Retry(fmt.Errorf("Storage error: Failed to flush and commit to %s: %w", t.uri, err))
+	}
+
+	add := deltalog.AppendCommit{EngineInfo: engineInfo(), Now: now}
+	var nrec int64
+	var nbytes int64
+	for _, f := range files {
+		add.Files = append(add.Files, deltalog.DataFile{Path: f.Path, PartitionValues: f.PartitionValues, Size: f.Size,
+			ModificationTime: now.UnixMilli(), Stats: f.Stats})
+		nrec += f.NumRecords
+		nbytes += f.Size
+	}
+	if exactlyOnce {
+		add.AppID, add.AppVersion = appID, int64(b.LastOffset())
+	}
+	res, err := deltalog.CommitAppend(ctx, t.store, t.snap, add, nil)
+	if err != nil {
+		if errors.Is(err, deltalog.ErrConcurrentModification) {
+			// The commit certainly did not land: our files are garbage.
+			t.sink.stats.conflicts.Add(1)
+			t.discard(written, "commit aborted")
+		} else {
+			// The outcome may be unknown (a timeout after the store took the
+			// commit): keep the files, a landed commit may reference them.
+			t.sink.host.Logger.Warn("commit failed; data files left in place in case the commit landed", "table", t.uri, "files", len(written))
+		}
+		return sdk.Retry(fmt.Errorf("Storage error: Failed to flush and commit to %s: %w", t.uri, err))
+	}
+	t.snap = res.Snapshot
+	if res.AlreadyCommitted {
+		// Another attempt of this batch committed first (e.g. one whose
+		// answer was lost): the table has the records, ours are spare.
+		t.discard(written, "batch already committed")
+		t.sink.stats.replays.Add(1)
+		t.sink.host.Logger.Info("batch already committed to the Delta table", "table", t.uri, "topic", b.Topic,
+			"last_offset", b.LastOffset(), "version", res.Version)
+		return nil
+	}
+	if res.Attempts > 1 {
+		t.sink.stats.conflicts.Add(int64(res.Attempts - 1))
+	}
+	t.sink.stats.commits.Add(1)
+	t.sink.stats.files.Add(int64(len(files)))
+	t.sink.stats.bytes.Add(nbytes)
+	t.sink.stats.records.Add(nrec)
+	t.sink.host.Logger.Debug("committed Delta table version", "table", t.uri, "version", res.Version, "topic", b.Topic,
+		"records", nrec, "files", len(files), "bytes", nbytes, "attempts", res.Attempts)
+	return nil
+}
+
+// discard deletes data files that no commit references, best effort.
+func (t *table) discard(paths []string, why string) {
+	for _, p := range paths {
+		if err := t.store.Delete(context.Background(), p); err != nil {
+			t.sink.host.Logger.Warn("could not delete an uncommitted data file", "table", t.uri, "file", p, "reason", why, "error", err)
+		}
+	}
+}
+
+// recordError turns an encoder error into the batch's error. A record that
+// cannot be made to fit the table fails the batch for good.
+func recordError(topic string, err error) error {
+	var re *encode.RecordError
+	if !errors.As(err, &re) {
+		return sdk.Retry(fmt.Errorf("Storage error: Failed to write to Delta writer: %w", err))
+	}
+	switch re.Kind {
+	case encode.ErrUnparsable:
+		// The spec's own shape: Invalid record value: field "x": cannot parse "..." as a timestamp
+		return sdk.Fatalf("topic %q: %w", topic, err)
+	default:
+		return sdk.Fatalf("Storage error: Failed to write to Delta writer: topic %q: %w", topic, err)
+	}
+}
+
+func engineInfo() string { return "picomq-delta-sink/" + sdk.BuildVersion() }
