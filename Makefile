@@ -4,7 +4,7 @@ GO ?= go
 # Packages without cgo-heavy process spawning run under the race detector.
 UNIT_PKGS := ./shared/... ./plugins/...
 
-.PHONY: all build test unit e2e bench services services-stop pyenv fmt-check vet clean
+.PHONY: all build test unit e2e demo bench bench-delta services services-stop pyenv fmt-check vet clean
 
 all: build
 
@@ -17,8 +17,12 @@ fmt-check:
 vet:
 	$(GO) vet ./...
 
-unit:
-	$(GO) test -race -count=1 $(UNIT_PKGS)
+# Unit and integration tests of the Go packages, under the race detector.
+# Some (the Redshift sink against the emulator, pyarrow readers) need the
+# services and the Python env.
+unit: services pyenv
+	set -a; source .services.env; set +a; \
+	$(GO) test -race -count=1 -timeout 20m $(UNIT_PKGS)
 
 # Starts PostgreSQL and MinIO (installing them when missing) and writes .services.env.
 services:
@@ -38,8 +42,15 @@ pyenv:
 
 test: fmt-check vet unit e2e
 
-bench: build services
-	@echo "benchmarks arrive with the sinks: make bench-delta, make bench-redshift"
+# Build, create a local partitioned table, stream records into it through the C host, show the result.
+demo: build pyenv
+	$(GO) run ./e2e/cmd/deltademo
+
+bench: bench-delta
+
+# records/s, MB/s, consume() p50/p99 and peak RSS, file:// and MinIO, and the ratio to delta-rs.
+bench-delta: build services pyenv
+	$(GO) run ./e2e/cmd/deltabench -batches 200
 
 clean:
 	rm -rf dist
