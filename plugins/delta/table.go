@@ -90,53 +90,74 @@ func (t *table) encoder() (*encode.Encoder, error) {
 	return enc, nil
 }
 
-// write appends the batch as one commit. Callers hold t.mu via table().
+// rebuilds bounds how often one batch is rebuilt against a newer snapshot
+// after another writer changed the table's definition under it.
+const rebuilds = 3
+
+// write appends the batch as one commit. When another writer changes the
+// table (schema, protocol, or our own transaction) while the batch is in
+// flight, the batch is filtered and encoded again against the new snapshot,
+// so a column added by ALTER TABLE is picked up without failing the batch.
 func (t *table) write(ctx context.Context, b *sdk.Batch, appID string) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	log := t.sink.host.Logger
-	if t.stale || b.Attempt > 1 {
-		if err := t.refresh(ctx); err != nil {
-			return sdk.Retry(err)
-		}
-	}
-	if err := t.snap.Writable(); err != nil {
-		return sdk.Fatalf("Delta table %s cannot be written by this sink: %v", t.uri, err)
-	}
-	records := b.Records
-	exactlyOnce := t.sink.cfg.ExactlyOnce
-	if exactlyOnce {
-		if b.LastOffset() > math.MaxInt64 {
-			return sdk.Fatalf("offset %d does not fit a Delta txn version", b.LastOffset())
-		}
-		if done, ok := t.snap.TxnVersion(appID); ok {
-			skip := 0
-			for skip < len(records) && int64(records[skip].Offset) <= done {
-				skip++
-			}
-			if skip > 0 {
-				t.sink.stats.skipped.Add(int64(skip))
-				t.sink.stats.replays.Add(1)
-				log.Info("skipping records already committed to the Delta table", "table", t.uri, "topic", b.Topic,
-					"skipped", skip, "remaining", len(records)-skip, "committed_offset", done, "table_version", t.snap.Version)
-				records = records[skip:]
-			}
-			if len(records) == 0 {
-				return nil
+	for round := 1; ; round++ {
+		if t.stale || (round == 1 && b.Attempt > 1) {
+			if err := t.refresh(ctx); err != nil {
+				return sdk.Retry(err)
 			}
 		}
-	}
-	err := t.commit(ctx, b, records, appID, exactlyOnce)
-	if err != nil {
+		if err := t.snap.Writable(); err != nil {
+			return sdk.Fatalf("Delta table %s cannot be written by this sink: %v", t.uri, err)
+		}
+		records, err := t.pending(b, appID)
+		if err != nil || len(records) == 0 {
+			return err
+		}
+		err = t.commit(ctx, b, records, appID)
+		if err == nil {
+			return nil
+		}
 		t.stale = true
 		if t.enc != nil {
 			t.enc.Reset()
 		}
+		if !errors.Is(err, deltalog.ErrConcurrentModification) || round == rebuilds {
+			return err
+		}
+		t.sink.host.Logger.Info("the Delta table changed while the batch was written; rebuilding it against the new snapshot",
+			"table", t.uri, "topic", b.Topic, "reason", err)
 	}
-	return err
 }
 
-func (t *table) commit(ctx context.Context, b *sdk.Batch, records []sdk.Record, appID string, exactlyOnce bool) error {
+// pending returns the records of b the table does not have yet: with
+// exactly-once, those above the offset the table records for appID.
+func (t *table) pending(b *sdk.Batch, appID string) ([]sdk.Record, error) {
+	records := b.Records
+	if !t.sink.cfg.ExactlyOnce {
+		return records, nil
+	}
+	if b.LastOffset() > math.MaxInt64 {
+		return nil, sdk.Fatalf("offset %d does not fit a Delta txn version", b.LastOffset())
+	}
+	done, ok := t.snap.TxnVersion(appID)
+	if !ok {
+		return records, nil
+	}
+	skip := 0
+	for skip < len(records) && int64(records[skip].Offset) <= done {
+		skip++
+	}
+	if skip > 0 {
+		t.sink.stats.skipped.Add(int64(skip))
+		t.sink.stats.replays.Add(1)
+		t.sink.host.Logger.Info("skipping records already committed to the Delta table", "table", t.uri, "topic", b.Topic,
+			"skipped", skip, "remaining", len(records)-skip, "committed_offset", done, "table_version", t.snap.Version)
+	}
+	return records[skip:], nil
+}
+
+func (t *table) commit(ctx context.Context, b *sdk.Batch, records []sdk.Record, appID string) error {
 	enc, err := t.encoder()
 	if err != nil {
 		return err
@@ -187,7 +208,7 @@ func (t *table) commit(ctx context.Context, b *sdk.Batch, records []sdk.Record, 
 		nrec += f.NumRecords
 		nbytes += f.Size
 	}
-	if exactlyOnce {
+	if t.sink.cfg.ExactlyOnce {
 		add.AppID, add.AppVersion = appID, int64(b.LastOffset())
 	}
 	res, err := deltalog.CommitAppend(ctx, t.store, t.snap, add, nil)
