@@ -50,12 +50,20 @@ func CheckLiteral(s string) error {
 }
 
 // CheckTableName reports why name cannot be a target table: empty, not
-// valid UTF-8, a control character, or so long that the staging name would
+// valid UTF-8, a control character, so long that the staging name would
 // exceed Redshift's identifier limit (Redshift would truncate it, and two
-// targets could then share one staging table).
+// targets could then share one staging table), or itself a staging name.
+//
+// A target named staging_<x> is the staging twin of target <x>: loading <x>
+// would move that table's rows into <x> and then delete them. Redshift folds
+// identifiers to lower case, so the prefix is compared case-insensitively.
 func CheckTableName(name string) error {
 	if name == "" {
 		return errors.New("the table name is empty")
+	}
+	if len(name) >= len(StagingPrefix) && strings.EqualFold(name[:len(StagingPrefix)], StagingPrefix) {
+		return fmt.Errorf("table name %q starts with %q, the prefix of the sink's staging tables: it would be the staging twin of table %q, whose loads move and delete its rows; choose a target_table that yields another name",
+			name, StagingPrefix, name[len(StagingPrefix):])
 	}
 	if !utf8.ValidString(name) {
 		return fmt.Errorf("table name %q is not valid UTF-8", name)

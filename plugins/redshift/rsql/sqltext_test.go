@@ -76,6 +76,8 @@ func TestCheckTableName(t *testing.T) {
 		longest + "x":    "is too long: its staging table staging_tttttttttttttttt... is 128 bytes and Redshift identifiers hold at most 127",
 		"line\nbreak":    "control character U+000A",
 		"tab\tseparated": "control character U+0009",
+		"staging_orders": `starts with "staging_"`,
+		"STAGING_Orders": `staging twin of table "Orders"`,
 	}
 	for name, want := range bad {
 		err := rsql.CheckTableName(name)
