@@ -4,7 +4,7 @@ GO ?= go
 # Packages without cgo-heavy process spawning run under the race detector.
 UNIT_PKGS := ./shared/... ./plugins/...
 
-.PHONY: all build test unit e2e demo bench bench-delta services services-stop pyenv fmt-check vet clean
+.PHONY: all build test unit e2e demo bench bench-delta bench-redshift services services-stop pyenv fmt-check vet clean
 
 all: build
 
@@ -46,11 +46,15 @@ test: fmt-check vet unit e2e
 demo: build pyenv
 	$(GO) run ./e2e/cmd/deltademo
 
-bench: bench-delta
+bench: bench-delta bench-redshift
 
 # records/s, MB/s, consume() p50/p99 and peak RSS, file:// and MinIO, and the ratio to delta-rs.
 bench-delta: build services pyenv
 	$(GO) run ./e2e/cmd/deltabench -batches 200
+
+# rows/s through the emulator for batch_size 100/1000/10000, CPU per row, statements and S3 requests per chunk, peak RSS.
+bench-redshift: build services
+	$(GO) run ./e2e/cmd/rsbench
 
 clean:
 	rm -rf dist

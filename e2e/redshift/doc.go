@@ -1,0 +1,20 @@
+// Package redshift holds the end-to-end tests of the Redshift sink: the real
+// libpicomq_connector_redshift_sink.so from dist/ in the C test host (through
+// the C ABI, as the connector runtime calls it), loading into the Redshift
+// emulator (e2e/rsemu) in front of a fresh PostgreSQL database, with the
+// Parquet files in a fresh MinIO bucket. The tests assert on table content
+// read from the backend, on the status codes and messages the host sees, on
+// the log lines it captures, and on the objects left in S3; pyarrow reads
+// the Parquet files back.
+//
+// Needs dist/ (make build), the services (make services) and the Python env
+// (buildscripts/pyenv.sh); a missing one fails the tests, never skips them.
+// Run with `make e2e` or `go test ./e2e/redshift`.
+//
+// Files: helpers_test.go (the world: services, emulator, host), load_test.go
+// (quick start, columns, names, archive, describe), replay_test.go (replay
+// and a crash at each step), faults_test.go (retries, permanent faults,
+// pre-flight limits), troubleshooting_test.go (every reproducible row of
+// the spec's troubleshooting table, config messages, two writers),
+// parquet_test.go (pyarrow reads the files).
+package redshift

@@ -1,0 +1,462 @@
+package redshift_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/picomq/heavy-sinks/e2e/hostdriver"
+	"github.com/picomq/heavy-sinks/e2e/rsemu"
+	"github.com/picomq/heavy-sinks/e2e/services"
+)
+
+const libName = "libpicomq_connector_redshift_sink.so"
+
+// libPath is the sink library buildscripts/build.sh put in $PICOMQ_DIST or
+// <repo>/dist. A missing build fails the test; it never skips.
+func libPath(t testing.TB) string {
+	t.Helper()
+	dir := os.Getenv("PICOMQ_DIST")
+	if dir == "" {
+		root, err := hostdriver.RepoRoot()
+		if err != nil {
+			t.Fatal(err)
+		}
+		dir = filepath.Join(root, "dist")
+	}
+	p := filepath.Join(dir, libName)
+	if _, err := os.Stat(p); err != nil {
+		t.Fatalf("Redshift sink not built (%v): run `make build` first", err)
+	}
+	return p
+}
+
+// connector is one C host process with the sink library loaded: what one
+// connector runtime is. Killing it is a crash.
+type connector struct {
+	t    *testing.T
+	host *hostdriver.Host
+	lib  *hostdriver.Lib
+}
+
+func startConnector(t *testing.T, opts ...hostdriver.Option) *connector {
+	t.Helper()
+	h := hostdriver.StartTest(t, hostdriver.BuildHost(t), opts...)
+	lib, err := h.Load(libPath(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// No plugin may log for an instance after its close returned, and no
+	// log line may carry the services' secrets, which every test's
+	// configuration holds.
+	secrets := serviceSecrets()
+	t.Cleanup(func() {
+		for _, l := range h.Logs() {
+			if l.Late {
+				t.Errorf("log line after close: %s", l)
+			}
+			for _, s := range secrets {
+				if strings.Contains(l.Message, s) {
+					t.Errorf("log line carries a secret: %s", l)
+				}
+			}
+		}
+	})
+	return &connector{t: t, host: h, lib: lib}
+}
+
+// serviceSecrets are the PostgreSQL password and the S3 keys of the
+// services, when they are configured.
+func serviceSecrets() []string {
+	svc, err := services.Lookup()
+	if err != nil {
+		return nil
+	}
+	out := []string{svc.S3SecretKey, svc.S3AccessKey}
+	if u, err := url.Parse(svc.PGDSN); err == nil && u.User != nil {
+		if pw, ok := u.User.Password(); ok && pw != "" {
+			out = append(out, pw)
+		}
+	}
+	return out
+}
+
+func definition(key string, cfg map[string]any) string {
+	b, err := json.Marshal(map[string]any{"key": key, "name": "Orders to Redshift", "version": 0, "plugin_config": cfg})
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}
+
+// open opens an instance and closes it at the end of the test (an instance
+// of a killed host is gone with it).
+func (r *connector) open(key string, cfg map[string]any) *hostdriver.Instance {
+	r.t.Helper()
+	inst, err := r.lib.Open(definition(key, cfg))
+	if err != nil {
+		r.t.Fatalf("open %s: %v\nlogs:\n%s", key, err, logText(r.host.Logs()))
+	}
+	r.t.Cleanup(func() {
+		if r.host.Err() == nil {
+			if err := inst.Close(); err != nil {
+				r.t.Errorf("close %s: %v", key, err)
+			}
+		}
+	})
+	return inst
+}
+
+// openErr opens an instance that must fail and returns the host's view of
+// the failure.
+func (r *connector) openErr(key string, cfg map[string]any) *hostdriver.StatusError {
+	r.t.Helper()
+	inst, err := r.lib.Open(definition(key, cfg))
+	if err == nil {
+		_ = inst.Close()
+		r.t.Fatalf("open %s succeeded, want an error", key)
+	}
+	var se *hostdriver.StatusError
+	if !errors.As(err, &se) {
+		r.t.Fatalf("open %s: %v, want a status from the plugin", key, err)
+	}
+	return se
+}
+
+// world is one test's Redshift: a fresh database behind an emulator, a
+// fresh bucket, a direct pool to the backend for reading what landed, and
+// a connector.
+type world struct {
+	t      *testing.T
+	svc    services.Services
+	db     services.Database
+	emu    *rsemu.Server
+	bucket string
+	s3     *s3.Client
+	pg     *pgxpool.Pool // straight to the backend: reads are not in the emulator's statement log
+	ctx    context.Context
+	*connector
+}
+
+func newWorld(t *testing.T, opts ...hostdriver.Option) *world {
+	t.Helper()
+	svc := services.Require(t)
+	w := &world{t: t, svc: svc, db: svc.NewDatabase(t), bucket: svc.NewBucket(t), s3: svc.S3Client()}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	w.ctx = ctx
+	pool, err := pgxpool.New(ctx, w.db.DSN)
+	if err != nil {
+		t.Fatalf("backend pool: %v", err)
+	}
+	t.Cleanup(pool.Close)
+	w.pg = pool
+	w.emu = w.newEmulator(t)
+	w.connector = startConnector(t, opts...)
+	return w
+}
+
+func (w *world) newEmulator(t *testing.T) *rsemu.Server {
+	return rsemu.NewTest(t, rsemu.Config{
+		BackendDSN:  w.db.DSN,
+		S3Endpoint:  w.svc.S3Endpoint,
+		S3AccessKey: w.svc.S3AccessKey,
+		S3SecretKey: w.svc.S3SecretKey,
+		S3Region:    w.svc.S3Region,
+	})
+}
+
+// fork is a world for a (parallel) subtest on the same database and bucket,
+// with an emulator of its own (so its faults and statement log are its own)
+// and a connector of its own.
+func (w *world) fork(t *testing.T, opts ...hostdriver.Option) *world {
+	t.Helper()
+	f := *w
+	f.t = t
+	f.emu = w.newEmulator(t)
+	f.connector = startConnector(t, opts...)
+	return &f
+}
+
+// config is a working plugin_config: the quick start's, pointed at this
+// world, with short retry delays. Overrides replace keys, or remove them
+// with a nil value.
+func (w *world) config(overrides map[string]any) map[string]any {
+	cfg := map[string]any{
+		"connection_string":     w.emu.DSN(w.db.Name),
+		"target_table":          "orders_{topic_segment[-1]}",
+		"aws_iam_role":          rsemu.DefaultRole,
+		"s3_bucket":             w.bucket,
+		"s3_prefix":             "redshift/orders",
+		"aws_region":            w.svc.S3Region,
+		"s3_endpoint":           w.svc.S3Endpoint,
+		"aws_access_key_id":     w.svc.S3AccessKey,
+		"aws_secret_access_key": w.svc.S3SecretKey,
+		"retry_delay":           "10ms",
+	}
+	for k, v := range overrides {
+		if v == nil {
+			delete(cfg, k)
+		} else {
+			cfg[k] = v
+		}
+	}
+	return cfg
+}
+
+// batch is n JSON records of topic from offset first. The key depends on
+// the offset: off%3 == 0 has one, 1 has none, 2 has an empty one.
+func batch(topic string, first uint64, n int) hostdriver.Batch {
+	b := hostdriver.Batch{Attempt: 1, Topic: topic, Schema: "json"}
+	for i := range n {
+		off := first + uint64(i)
+		rec := hostdriver.Record{Offset: off, TimestampMs: 1767225600000 + int64(off)*7,
+			Payload: fmt.Appendf(nil, `{"order":%d,"item":"widget-%d","price":%d.5}`, off, off%13, off%100)}
+		switch off % 3 {
+		case 0:
+			rec.Key = fmt.Appendf(nil, "customer-%d", off)
+		case 2:
+			rec.Key = []byte{}
+		}
+		b.Records = append(b.Records, rec)
+	}
+	return b
+}
+
+func consume(t *testing.T, inst *hostdriver.Instance, b hostdriver.Batch) {
+	t.Helper()
+	if err := inst.Consume(b); err != nil {
+		t.Fatalf("consume %s offsets %d..%d: %v", b.Topic, b.Records[0].Offset, b.Records[len(b.Records)-1].Offset, err)
+	}
+}
+
+// wantStatus checks err is a status from the plugin with code and a
+// message containing each of contains.
+func wantStatus(t *testing.T, err error, code hostdriver.Status, contains ...string) *hostdriver.StatusError {
+	t.Helper()
+	var se *hostdriver.StatusError
+	if !errors.As(err, &se) || se.Code != code {
+		t.Fatalf("got %v, want status %v", err, code)
+	}
+	for _, c := range contains {
+		if !strings.Contains(se.Message, c) {
+			t.Fatalf("message %q does not contain %q", se.Message, c)
+		}
+	}
+	return se
+}
+
+// row is one row of a table: column name to value (string, int64, []byte
+// or nil for NULL).
+type row map[string]any
+
+// rows reads every row of table from the backend, ordered by offset (the
+// last part of id).
+func (w *world) rows(table string) []row {
+	w.t.Helper()
+	q := "SELECT * FROM " + pgx.Identifier{table}.Sanitize()
+	rs, err := w.pg.Query(w.ctx, q)
+	if err != nil {
+		w.t.Fatalf("%s: %v", q, err)
+	}
+	out, err := pgx.CollectRows(rs, func(cr pgx.CollectableRow) (row, error) {
+		vals, err := cr.Values()
+		if err != nil {
+			return nil, err
+		}
+		r := row{}
+		for i, fd := range cr.FieldDescriptions() {
+			r[fd.Name] = vals[i]
+		}
+		return r, nil
+	})
+	if err != nil {
+		w.t.Fatalf("%s: %v", q, err)
+	}
+	sort.Slice(out, func(i, j int) bool { return offsetOf(out[i]) < offsetOf(out[j]) })
+	return out
+}
+
+func offsetOf(r row) uint64 {
+	id, _ := r["id"].(string)
+	n, _ := strconv.ParseUint(id[strings.LastIndexByte(id, ':')+1:], 10, 64)
+	return n
+}
+
+// columns lists table's columns in order, as the backend has them.
+func (w *world) columns(table string) []string {
+	w.t.Helper()
+	rs, err := w.pg.Query(w.ctx, `SELECT attname FROM pg_attribute WHERE attrelid = $1::regclass AND attnum > 0 AND NOT attisdropped ORDER BY attnum`,
+		pgx.Identifier{table}.Sanitize())
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	cols, err := pgx.CollectRows(rs, pgx.RowTo[string])
+	if err != nil {
+		w.t.Fatalf("columns of %s: %v", table, err)
+	}
+	return cols
+}
+
+// tableDef is what pg_table_def shows for table through the emulator, as
+// "column type" in column order.
+func (w *world) tableDef(table string) []string {
+	w.t.Helper()
+	conn, err := pgx.Connect(w.ctx, w.emu.DSN(w.db.Name))
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	rs, err := conn.Query(w.ctx, `SELECT "column", type FROM pg_table_def WHERE tablename = $1`, table)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	defs, err := pgx.CollectRows(rs, func(r pgx.CollectableRow) (string, error) {
+		var c, typ string
+		err := r.Scan(&c, &typ)
+		return c + " " + typ, err
+	})
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	return defs
+}
+
+// count is the number of rows in table, read from the backend.
+func (w *world) count(table string) int {
+	w.t.Helper()
+	var n int
+	if err := w.pg.QueryRow(w.ctx, "SELECT count(*) FROM "+pgx.Identifier{table}.Sanitize()).Scan(&n); err != nil {
+		w.t.Fatalf("count %s: %v", table, err)
+	}
+	return n
+}
+
+// exactlyOnce checks table holds exactly one row for each offset in
+// [from, to] of topic and nothing else, and that its staging twin is empty.
+func (w *world) exactlyOnce(table, topic string, from, to uint64) {
+	w.t.Helper()
+	rs, err := w.pg.Query(w.ctx, "SELECT id FROM "+pgx.Identifier{table}.Sanitize())
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	ids, err := pgx.CollectRows(rs, pgx.RowTo[string])
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	seen := map[string]int{}
+	for _, id := range ids {
+		seen[id]++
+	}
+	for off := from; off <= to; off++ {
+		id := fmt.Sprintf("%s:0:%d", topic, off)
+		if seen[id] != 1 {
+			w.t.Errorf("%s: %d rows for %s, want exactly one", table, seen[id], id)
+		}
+		delete(seen, id)
+	}
+	if len(seen) != 0 {
+		w.t.Errorf("%s: unexpected ids %v", table, seen)
+	}
+	if n := w.count("staging_" + table); n != 0 {
+		w.t.Errorf("staging_%s holds %d rows", table, n)
+	}
+}
+
+// objects lists the keys under prefix in the world's bucket.
+func (w *world) objects(prefix string) []string {
+	w.t.Helper()
+	var keys []string
+	p := s3.NewListObjectsV2Paginator(w.s3, &s3.ListObjectsV2Input{Bucket: aws.String(w.bucket), Prefix: aws.String(prefix)})
+	for p.HasMorePages() {
+		page, err := p.NextPage(w.ctx)
+		if err != nil {
+			w.t.Fatalf("list %s: %v", prefix, err)
+		}
+		for _, o := range page.Contents {
+			keys = append(keys, aws.ToString(o.Key))
+		}
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// firstWords is the emulator's statement log reduced to each statement's
+// first word, upper-cased, joined by spaces.
+func firstWords(emu *rsemu.Server) string {
+	var out []string
+	for _, s := range emu.Statements() {
+		if f := strings.Fields(s); len(f) > 0 {
+			out = append(out, strings.ToUpper(f[0]))
+		}
+	}
+	return strings.Join(out, " ")
+}
+
+// sinkMetrics returns the sink's counters of an instance, through the ABI.
+func sinkMetrics(t *testing.T, inst *hostdriver.Instance) map[string]float64 {
+	t.Helper()
+	raw, err := inst.Metrics()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m struct {
+		Sink map[string]float64 `json:"sink"`
+	}
+	if err := json.Unmarshal([]byte(raw), &m); err != nil {
+		t.Fatalf("%v: %s", err, raw)
+	}
+	return m.Sink
+}
+
+func logText(lines []hostdriver.LogLine) string {
+	var b strings.Builder
+	for _, l := range lines {
+		fmt.Fprintf(&b, "%s %s\n", l.Level, l.Message)
+	}
+	return b.String()
+}
+
+// waitFor polls cond until it holds or d passes.
+func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", d, what)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+var (
+	rfc3339ms = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$`)
+	uuidV7    = `[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}`
+)
+
+// emuConn is a client connection through the emulator, for setting tables
+// up the way an operator would.
+func (w *world) emuConn() *pgx.Conn {
+	w.t.Helper()
+	conn, err := pgx.Connect(w.ctx, w.emu.DSN(w.db.Name))
+	if err != nil {
+		w.t.Fatalf("connect through the emulator: %v", err)
+	}
+	w.t.Cleanup(func() { conn.Close(context.Background()) })
+	return conn
+}

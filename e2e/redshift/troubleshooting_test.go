@@ -1,0 +1,431 @@
+package redshift_test
+
+import (
+	"fmt"
+	"net"
+	"net/url"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/picomq/heavy-sinks/e2e/hostdriver"
+	"github.com/picomq/heavy-sinks/e2e/rsemu"
+)
+
+// Each test here reproduces one row of the spec's troubleshooting table
+// through the real library: the symptom as the runtime sees it (status and
+// message, log lines) and what the table holds meanwhile.
+
+// closedPort returns a loopback address nothing listens on.
+func closedPort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
+}
+
+// noSecret fails the test if any of the texts contains one of secrets.
+func noSecret(t *testing.T, texts []string, secrets ...string) {
+	t.Helper()
+	for _, s := range secrets {
+		for _, txt := range texts {
+			if strings.Contains(txt, s) {
+				t.Errorf("secret %q leaked in %q", s, txt)
+			}
+		}
+	}
+}
+
+// "Failed to connect to Redshift at start": a wrong connection_string or an
+// unreachable endpoint. open() fails RETRY (the endpoint may come back)
+// and the password appears nowhere: not in the error, not in a log line.
+// The connection string can come from the environment override instead of
+// the file, as the spec recommends.
+func TestFailedToConnectToRedshift(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	u, _ := url.Parse(w.emu.DSN(w.db.Name))
+	u.User = url.UserPassword(u.User.Username(), "wrong-pw-0451xyz")
+	wrongPassword := u.String()
+	c := startConnector(t,
+		hostdriver.Env("PICOMQ_CONNECTORS_SINK_ORDERS_RS_PLUGIN_CONFIG_CONNECTION_STRING="+wrongPassword,
+			"PICOMQ_CONNECTORS_SINK_FROM_ENV_PLUGIN_CONFIG_CONNECTION_STRING="+w.emu.DSN(w.db.Name)))
+
+	unreachable := "postgres://loader:hunter2-secret-pw@" + closedPort(t) + "/analytics?sslmode=disable&connect_timeout=5"
+	se := c.openErr("unreachable", w.config(map[string]any{"connection_string": unreachable}))
+	if se.Code != hostdriver.StatusRetry || !strings.HasPrefix(se.Message, "Failed to connect to Redshift: ") {
+		t.Errorf("unreachable: %v", se)
+	}
+	// The file's value is a placeholder; the environment's wins.
+	se2 := c.openErr("orders_rs", w.config(map[string]any{"connection_string": "postgres://placeholder@nowhere/x"}))
+	if se2.Code != hostdriver.StatusRetry || !strings.HasPrefix(se2.Message, "Failed to connect to Redshift: ") ||
+		!strings.Contains(se2.Message, "password authentication failed") {
+		t.Errorf("wrong password: %v", se2)
+	}
+	texts := []string{se.Message, se2.Message, c.host.Stderr()}
+	for _, l := range c.host.Logs() {
+		texts = append(texts, l.Message)
+	}
+	noSecret(t, texts, "hunter2-secret-pw", "wrong-pw-0451xyz")
+
+	// The right connection string, from the environment only, works.
+	inst := c.open("from_env", w.config(map[string]any{"connection_string": "postgres://placeholder@nowhere/x", "target_table": "env"}))
+	consume(t, inst, batch("orders", 0, 3))
+	w.exactlyOnce("env", "orders", 0, 2)
+}
+
+// "Choosing to use aws_access_key_id and aws_secret_access_key then both
+// MUST be provided": one of the static keys is missing or empty.
+func TestOnlyOneStaticKey(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	const msg = "Choosing to use aws_access_key_id and aws_secret_access_key then both MUST be provided"
+	for _, keys := range []map[string]any{
+		{"aws_secret_access_key": nil},
+		{"aws_access_key_id": nil, "aws_secret_access_key": "s3cr3t-only-this-one"},
+		{"aws_access_key_id": "", "aws_secret_access_key": "s3cr3t-only-this-one"},
+		{"aws_secret_access_key": ""},
+	} {
+		se := w.openErr("one_key", w.config(keys))
+		if se.Code != hostdriver.StatusBadConfig || se.Message != msg {
+			t.Errorf("%v: got %v, want BAD_CONFIG %q", keys, se, msg)
+		}
+		noSecret(t, []string{se.Message, logText(w.host.Logs())}, "s3cr3t-only-this-one", w.svc.S3SecretKey)
+	}
+	if n := w.emu.CountStatements(`.`); n != 0 {
+		t.Errorf("open connected before validating: %d statements", n)
+	}
+}
+
+// "Table '...' was not found or has no visible columns": a schema-qualified
+// target_table. The sink says so at open, before creating a table whose
+// name would contain the dot; the schema set through the connection
+// string, as the spec advises, works.
+func TestSchemaQualifiedTarget(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	for _, target := range []string{"analytics.orders", "analytics.orders_{topic_segment[-1]}"} {
+		se := w.openErr("qualified", w.config(map[string]any{"target_table": target}))
+		want := "Table '" + target + "' was not found or has no visible columns"
+		if se.Code != hostdriver.StatusBadConfig || !strings.HasPrefix(se.Message, want) || !strings.Contains(se.Message, "search_path") {
+			t.Errorf("got %v\nwant BAD_CONFIG %s ... search_path ...", se, want)
+		}
+	}
+	var n int
+	if err := w.pg.QueryRow(w.ctx, `SELECT count(*) FROM pg_class WHERE relname LIKE '%orders%'`).Scan(&n); err != nil || n != 0 {
+		t.Fatalf("tables were created: %d %v", n, err)
+	}
+
+	if _, err := w.emuConn().Exec(w.ctx, `CREATE SCHEMA analytics`); err != nil {
+		t.Fatal(err)
+	}
+	dsn := w.emu.DSN(w.db.Name) + "&options=-c%20search_path%3Danalytics"
+	inst := w.open("search_path", w.config(map[string]any{"connection_string": dsn, "target_table": "orders"}))
+	consume(t, inst, batch("orders.eu", 0, 4))
+	if err := w.pg.QueryRow(w.ctx, `SELECT count(*) FROM analytics.orders`).Scan(&n); err != nil || n != 4 {
+		t.Fatalf("analytics.orders has %d rows (%v)", n, err)
+	}
+	if err := w.pg.QueryRow(w.ctx, `SELECT count(*) FROM analytics.staging_orders`).Scan(&n); err != nil || n != 0 {
+		t.Fatalf("analytics.staging_orders has %d rows (%v)", n, err)
+	}
+	if err := w.pg.QueryRow(w.ctx, `SELECT count(*) FROM pg_tables WHERE schemaname = 'public'`).Scan(&n); err != nil || n != 0 {
+		t.Fatalf("%d tables in public (%v)", n, err)
+	}
+}
+
+// "Schema mismatch detected": an existing table made under other
+// include_metadata, include_key or payload_format settings. A static
+// target fails open() BAD_CONFIG; a templated one fails its first batch
+// RETRY and is checked again on the next delivery. The table is never
+// altered or written.
+func TestSchemaMismatch(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	conn := w.emuConn()
+	// As include_key = false would have made them, with a row already.
+	for _, tbl := range []string{"mm", "staging_mm", "tmpl_mm", "staging_tmpl_mm"} {
+		if _, err := conn.Exec(w.ctx, `CREATE TABLE "`+tbl+`" (id VARCHAR(512), pico_offset VARCHAR(20), pico_timestamp VARCHAR(20), `+
+			`pico_topic VARCHAR, pico_partition BIGINT, payload VARBYTE(16777216), created_at VARCHAR)`); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := conn.Exec(w.ctx, `INSERT INTO mm (id, payload, created_at) VALUES ('old:0:1', '\x01'::bytea, 'then')`); err != nil {
+		t.Fatal(err)
+	}
+
+	se := w.openErr("mismatch_static", w.config(map[string]any{"target_table": "mm"}))
+	if se.Code != hostdriver.StatusBadConfig || !strings.HasPrefix(se.Message, `Schema mismatch detected in table "mm": `) ||
+		!strings.Contains(se.Message, "column pico_key is missing (include_key = true)") {
+		t.Errorf("static: %v", se)
+	}
+	se = w.openErr("mismatch_meta", w.config(map[string]any{"target_table": "mm", "include_metadata": false, "include_key": false}))
+	if se.Code != hostdriver.StatusBadConfig || !strings.HasPrefix(se.Message, `Schema mismatch detected in table "mm": `) ||
+		!strings.Contains(se.Message, "pico_offset") {
+		t.Errorf("include_metadata = false on a table with metadata: %v", se)
+	}
+
+	tmpl := w.open("mismatch_templated", w.config(map[string]any{"target_table": "tmpl_{topic}", "payload_format": "text", "include_key": false}))
+	for attempt := uint32(1); attempt <= 2; attempt++ {
+		b := batch("mm", 0, 3)
+		b.Attempt = attempt
+		wantStatus(t, tmpl.Consume(b), hostdriver.StatusRetry, `Schema mismatch detected in table "tmpl_mm"`,
+			`column payload is varbyte(16777216), expected VARCHAR (payload_format = "text")`)
+	}
+	if n := w.emu.CountStatements(`(?i)^(copy|insert|alter)`); n != 1 { // the test's own INSERT only
+		t.Errorf("%d loads or alterations: %s", n, firstWords(w.emu))
+	}
+	if w.count("tmpl_mm") != 0 || w.count("mm") != 1 {
+		t.Error("a mismatched table was written")
+	}
+	if got := w.columns("mm"); strings.Join(got, ",") != "id,pico_offset,pico_timestamp,pico_topic,pico_partition,payload,created_at" {
+		t.Errorf("mm altered: %v", got)
+	}
+
+	// The same table is fine for the settings it was made under.
+	ok := w.open("mismatch_ok", w.config(map[string]any{"target_table": "mm", "include_key": false}))
+	consume(t, ok, batch("orders", 0, 2))
+	if w.count("mm") != 3 {
+		t.Error("rows missing")
+	}
+}
+
+// "S3 upload failed" / "S3 upload failed with status 403": the runtime's
+// S3 credentials are wrong, or the bucket is missing. The batch fails
+// RETRY before any SQL; no secret is in the message.
+func TestS3UploadFailed(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	for _, tc := range []struct {
+		name   string
+		config map[string]any
+		want   string
+	}{
+		{"wrong secret key", map[string]any{"aws_secret_access_key": "definitely-wrong-secret-key"}, "S3 upload failed with status 403 (s3://" + w.bucket + "/redshift/orders/"},
+		{"unknown access key", map[string]any{"aws_access_key_id": "AKIANOBODY0000000000"}, "S3 upload failed with status 403 (s3://"},
+		{"missing bucket", map[string]any{"s3_bucket": "picomq-no-such-bucket-7f3a9c"}, "S3 upload failed with status 404 (s3://picomq-no-such-bucket-7f3a9c/"},
+		{"unreachable endpoint", map[string]any{"s3_endpoint": "http://" + closedPort(t)}, "S3 upload failed (s3://"},
+	} {
+		cfg := w.config(map[string]any{"target_table": "up"})
+		for k, v := range tc.config {
+			cfg[k] = v
+		}
+		inst := w.open("upload", cfg)
+		w.emu.ResetStatements()
+		err := inst.Consume(batch("orders", 0, 5))
+		se := wantStatus(t, err, hostdriver.StatusRetry, tc.want)
+		if n := w.emu.CountStatements(`.`); n != 0 {
+			t.Errorf("%s: SQL after the failed upload: %s", tc.name, firstWords(w.emu))
+		}
+		if w.count("up") != 0 {
+			t.Errorf("%s: rows visible", tc.name)
+		}
+		m, err := inst.Metrics() // last_error is the message, redacted as well
+		if err != nil || !strings.Contains(m, "S3 upload failed") {
+			t.Errorf("%s: metrics %s %v", tc.name, m, err)
+		}
+		noSecret(t, []string{se.Message, logText(inst.Logs()), m}, "definitely-wrong-secret-key", w.svc.S3SecretKey)
+	}
+	if objs := w.objects(""); len(objs) != 0 {
+		t.Errorf("objects %v", objs)
+	}
+}
+
+// "Redshift COPY failed": aws_iam_role is not attached to the cluster. The
+// batch fails RETRY after one attempt (the error is permanent) with the
+// cluster's message; the file is deleted and nothing is visible.
+func TestRedshiftCopyFailed(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	for _, role := range []string{"arn:aws:iam::123456789012:role/NotAttached", "arn:aws:iam::123:role/Malformed"} {
+		inst := w.open("copy_failed", w.config(map[string]any{"target_table": "cf", "aws_iam_role": role, "max_retries": 3}))
+		w.emu.ResetStatements()
+		err := inst.Consume(batch("orders", 0, 5))
+		wantStatus(t, err, hostdriver.StatusRetry, "Redshift COPY failed after 1 attempt: ERROR: ", "(SQLSTATE XX000)", role)
+		if n := w.emu.CountStatements(`^COPY`); n != 1 {
+			t.Errorf("%s: COPY sent %d times", role, n)
+		}
+		w.nothingVisible("cf", "")
+	}
+	// The cluster's own message for a role that is not attached.
+	inst := w.open("copy_failed_msg", w.config(map[string]any{"target_table": "cf", "aws_iam_role": "arn:aws:iam::123456789012:role/NotAttached"}))
+	wantStatus(t, inst.Consume(batch("orders", 0, 5)), hostdriver.StatusRetry,
+		"Redshift COPY failed after 1 attempt: ERROR: Not authorized to get credentials of role arn:aws:iam::123456789012:role/NotAttached (SQLSTATE XX000)")
+}
+
+// "Json is not supported, falling back to Text" warning: payload_format =
+// "json" logs it at open and loads text. An unknown value warns and falls
+// back to varbyte; an unparsable retry_delay falls back to 1s silently.
+func TestPayloadFormatWarnings(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	for _, tc := range []struct {
+		format, table, warning, payloadType string
+	}{
+		{"json", "as_json", "Json is not supported, falling back to Text", "character varying(65535)"},
+		{"parquet", "as_parquet", `payload_format "parquet" is not supported, falling back to Varbyte`, "varbyte(16777216)"},
+	} {
+		inst := w.open(tc.table, w.config(map[string]any{"target_table": tc.table, "payload_format": tc.format, "retry_delay": "whenever"}))
+		var warns []string
+		for _, l := range inst.Logs() {
+			if l.Level.String() == "WARN" {
+				warns = append(warns, l.Message)
+			}
+		}
+		if !slices.Equal(warns, []string{tc.warning}) {
+			t.Errorf("%s: warnings %q, want exactly %q", tc.format, warns, tc.warning)
+		}
+		if strings.Contains(logText(inst.Logs()), "retry_delay") {
+			t.Errorf("%s: an unparsable retry_delay is not silent:\n%s", tc.format, logText(inst.Logs()))
+		}
+		b := batch("orders", 0, 3)
+		consume(t, inst, b)
+		if def := w.tableDef(tc.table); len(def) != 8 || def[6] != "payload "+tc.payloadType {
+			t.Errorf("%s: columns %v", tc.format, def)
+		}
+		rows := w.rows(tc.table)
+		for i, r := range rows {
+			if fmt.Sprintf("%s", r["payload"]) != string(b.Records[i].Payload) {
+				t.Errorf("%s: payload %q", tc.format, r["payload"])
+			}
+		}
+	}
+}
+
+// "Rows missing after two writers were pointed at one table": the spec's
+// shared staging table loses rows; this sink locks staging for each
+// chunk's whole load. Two instances in one runtime, on two host threads,
+// load one table at the same time and keep every row; the statement log
+// shows they really contended.
+func TestTwoWritersOnOneTableKeepEveryRow(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, hostdriver.Workers(2))
+	// Widen the window between COPY and COMMIT.
+	w.emu.AddFault(rsemu.Fault{Match: regexp.MustCompile(`^INSERT`), Times: -1, Delay: 3 * time.Millisecond})
+	const batches, perBatch = 8, 20
+	var wg sync.WaitGroup
+	errs := make(chan error, 2)
+	for i, writer := range []string{"a", "b"} {
+		inst := w.open("writer_"+writer, w.config(map[string]any{"target_table": "shared", "batch_size": 5, "s3_prefix": "writer_" + writer}))
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for n := range batches {
+				if err := inst.ConsumeOn(i, batch(writer, uint64(n*perBatch), perBatch)); err != nil {
+					errs <- fmt.Errorf("writer %s batch %d: %w", writer, n, err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	w.exactlyOnceTopics("shared", map[string]uint64{"a": batches * perBatch, "b": batches * perBatch})
+
+	// Which session belongs to which writer, from its COPY's file; then
+	// count LOCKs that arrived while the other writer's transaction held
+	// the staging lock.
+	log := w.emu.StatementLog()
+	writerOf := map[int]string{}
+	for _, s := range log {
+		if strings.HasPrefix(s.SQL, "COPY") {
+			for _, wr := range []string{"a", "b"} {
+				if strings.Contains(s.SQL, "/writer_"+wr+"/") {
+					writerOf[s.Session] = wr
+				}
+			}
+		}
+	}
+	holding := map[string]bool{}
+	contended := 0
+	for _, s := range log {
+		wr := writerOf[s.Session]
+		switch f := strings.ToUpper(strings.Fields(s.SQL)[0]); f {
+		case "LOCK":
+			other := map[string]string{"a": "b", "b": "a"}[wr]
+			if holding[other] {
+				contended++
+			}
+			holding[wr] = true
+		case "COMMIT", "ROLLBACK":
+			holding[wr] = false
+		}
+	}
+	if contended == 0 {
+		t.Errorf("the writers never overlapped; the test proved nothing:\n%s", firstWords(w.emu))
+	}
+	t.Logf("%d of %d loads waited for the other writer's lock", contended, w.emu.CountStatements(`^LOCK`))
+}
+
+// exactlyOnceTopics checks table holds exactly one row per offset
+// [0, n) of each topic and nothing else.
+func (w *world) exactlyOnceTopics(table string, topics map[string]uint64) {
+	w.t.Helper()
+	rows := w.rows(table)
+	seen := map[string]int{}
+	for _, r := range rows {
+		seen[r["id"].(string)]++
+	}
+	total := 0
+	for topic, n := range topics {
+		for off := range n {
+			if c := seen[fmt.Sprintf("%s:0:%d", topic, off)]; c != 1 {
+				w.t.Errorf("%s:0:%d has %d rows", topic, off, c)
+			}
+		}
+		total += int(n)
+	}
+	if len(rows) != total {
+		w.t.Errorf("%d rows, want %d", len(rows), total)
+	}
+	if n := w.count("staging_" + table); n != 0 {
+		w.t.Errorf("staging holds %d rows", n)
+	}
+}
+
+// Every configuration message of the troubleshooting table, as BAD_CONFIG
+// from open() through the ABI, before any connection is made.
+func TestConfigValidationMessages(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	for _, tc := range []struct {
+		change map[string]any
+		want   string
+	}{
+		{map[string]any{"connection_string": nil}, `plugin_config key "connection_string" is required`},
+		{map[string]any{"target_table": nil}, `plugin_config key "target_table" is required`},
+		{map[string]any{"aws_iam_role": nil}, `plugin_config key "aws_iam_role" is required`},
+		{map[string]any{"s3_bucket": nil}, `plugin_config key "s3_bucket" is required`},
+		{map[string]any{"s3_prefix": nil}, `plugin_config key "s3_prefix" is required`},
+		{map[string]any{"aws_region": nil}, `plugin_config key "aws_region" is required`},
+		{map[string]any{"batch_size": 0}, "batch_size must be above 0, got 0"},
+		{map[string]any{"batch_size": -5}, "batch_size must be above 0, got -5"},
+		{map[string]any{"max_connections": 0}, "max_connections must be above 0, got 0"},
+		{map[string]any{"batch_size": "100"}, `plugin_config key "batch_size": expected int, got string`},
+		{map[string]any{"archive": "yes"}, `plugin_config key "archive"`},
+	} {
+		se := w.openErr("validation", w.config(tc.change))
+		if se.Code != hostdriver.StatusBadConfig || !strings.HasPrefix(se.Message, tc.want) {
+			t.Errorf("%v: got %v, want BAD_CONFIG %s", tc.change, se, tc.want)
+		}
+	}
+	if n := w.emu.CountStatements(`.`); n != 0 {
+		t.Errorf("open connected with a bad configuration: %d statements", n)
+	}
+	// s3_prefix is required but may be empty: files go to the bucket root.
+	inst := w.open("root", w.config(map[string]any{"s3_prefix": "", "target_table": "root", "archive": true}))
+	consume(t, inst, batch("orders", 0, 3))
+	w.exactlyOnce("root", "orders", 0, 2)
+	if objs := w.objects(""); len(objs) != 1 || !regexp.MustCompile(`^archive/messages/`+uuidV7+`\.parquet$`).MatchString(objs[0]) {
+		t.Errorf("objects %v, want one archive/messages/<uuid>.parquet at the root", objs)
+	}
+}
