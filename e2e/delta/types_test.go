@@ -2,6 +2,7 @@ package delta_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -76,5 +77,62 @@ func TestEveryTypeRoundTripsThroughDeltaRS(t *testing.T) {
 		`]`
 	if string(rows) != want {
 		t.Fatalf("rows\n got %s\nwant %s", rows, want)
+	}
+}
+
+// DuckDB (no Delta extension here: it downloads at run time) reads the data
+// files our commits reference, with Hive partitioning from the directory
+// names: a second, independent Parquet reader for every type.
+func TestDuckDBReadsTheDataFiles(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "types")
+	uri := fileURI(dir)
+	py(t, createAllTypes, uri)
+	inst := newHarness(t).open("types", map[string]any{"table_uri": uri})
+	consume(t, inst, jsonBatch("types", 0,
+		`{"s":"héllo","l":1,"i":-2147483648,"sh":32767,"b":-128,"f":1.5,"d":-2.25e-10,"bo":true,"bin":"AAEC/w==","dt":"2026-09-03",`+
+			`"ts":"2026-09-03T23:15:04.123456+02:00","ntz":"2026-09-03 21:15:04.5","dec":"1234567.891","big":"12345678901234567890123456.78",`+
+			`"st":{"x":1,"inner":{"y":"deep"}},"arr":[1,null,3],"arrst":[{"k":"a"}],"m":{"a":1},"p1":"eu","p2":7}`,
+		`{"l":2,"p1":"us","p2":8}`,
+	))
+	out := py(t, `
+import duckdb, glob, urllib.parse
+files = []
+for f in sorted(glob.glob(sys.argv[2] + "/_delta_log/*.json")):
+    for line in open(f):
+        a = json.loads(line)
+        if "add" in a:
+            files.append(sys.argv[2] + "/" + urllib.parse.unquote(a["add"]["path"]))
+con = duckdb.connect()
+con.execute("SET TimeZone = 'UTC'")
+rel = con.sql("SELECT * FROM read_parquet(?, hive_partitioning = true) ORDER BY l", params=[files])
+types = {c: str(t) for c, t in zip(rel.columns, rel.types)}
+rows = [dict(zip(rel.columns, r)) for r in rel.fetchall()]
+dump({"types": types, "rows": rows})
+`, uri, dir)
+	var got struct {
+		Types map[string]string
+		Rows  []map[string]any
+	}
+	dec := json.NewDecoder(strings.NewReader(out))
+	dec.UseNumber()
+	if err := dec.Decode(&got); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	for col, want := range map[string]string{"s": "VARCHAR", "l": "BIGINT", "i": "INTEGER", "sh": "SMALLINT", "b": "TINYINT",
+		"f": "FLOAT", "d": "DOUBLE", "bo": "BOOLEAN", "bin": "BLOB", "dt": "DATE", "ts": "TIMESTAMP WITH TIME ZONE", "ntz": "TIMESTAMP",
+		"dec": "DECIMAL(10,3)", "big": "DECIMAL(30,2)", "arr": "BIGINT[]", "m": "MAP(VARCHAR, BIGINT)"} {
+		if got.Types[col] != want {
+			t.Errorf("DuckDB reads column %s as %s, want %s", col, got.Types[col], want)
+		}
+	}
+	r := got.Rows[0]
+	for col, want := range map[string]string{"s": "héllo", "ts": "2026-09-03T21:15:04.123456+00:00", "ntz": "2026-09-03T21:15:04.500000",
+		"dec": "1234567.891", "big": "12345678901234567890123456.78", "bin": "000102ff", "p1": "eu"} {
+		if v := fmt.Sprint(r[col]); v != want {
+			t.Errorf("row 1 column %s = %s, want %s", col, v, want)
+		}
+	}
+	if len(got.Rows) != 2 || fmt.Sprint(got.Rows[1]["p2"]) != "8" {
+		t.Errorf("rows %v", got.Rows)
 	}
 }
