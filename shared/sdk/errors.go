@@ -72,13 +72,18 @@ func mark(s Status, err error) error {
 	return &Error{Status: s, Err: err}
 }
 
-// StatusOf is the one place an error becomes an ABI result. The outermost
-// marker wins, so a caller can re-classify a wrapped error. Errors without a
-// marker map to RETRY: when in doubt the runtime keeps the offset and tries
-// again, which never loses data.
+// StatusOf is the one place an error becomes an ABI result. A recovered
+// panic is FATAL wherever it sits in the chain (the state it left behind is
+// unknown); otherwise the outermost marker wins, so a caller can re-classify
+// a wrapped error. Errors without a marker map to RETRY: when in doubt the
+// runtime keeps the offset and tries again, which never loses data.
 func StatusOf(err error) Status {
 	if err == nil {
 		return StatusOK
+	}
+	var p *PanicError
+	if errors.As(err, &p) {
+		return StatusFatal
 	}
 	var e *Error
 	if errors.As(err, &e) {

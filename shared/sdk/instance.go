@@ -37,9 +37,14 @@ type instance struct {
 	logs   *logSink
 	redact *redactor
 
-	ctx    context.Context
+	ctx    context.Context // the instance's life: Open, Close, Host.Go goroutines
 	cancel context.CancelFunc
-	wg     sync.WaitGroup // goroutines started with Host.Go
+	// callCtx is what Consume runs under. Close cancels it before waiting
+	// for a Consume in flight, so a call stuck on a lock or a dead peer
+	// cannot make Close hang; the cancelled call returns an error, never OK.
+	callCtx    context.Context
+	callCancel context.CancelFunc
+	wg         sync.WaitGroup // goroutines started with Host.Go
 
 	mu     sync.Mutex // serialises Consume and Close
 	closed bool
@@ -102,6 +107,7 @@ func Open(definition []byte, log LogFunc) (uint64, error) {
 		}
 	}
 	in.ctx, in.cancel = context.WithCancel(context.Background())
+	in.callCtx, in.callCancel = context.WithCancel(in.ctx)
 	in.host = &Host{Key: def.Key, Name: def.Name, Version: def.Version, Logger: newLogger(in.logs), inst: in}
 
 	env := Env{Lookup: os.LookupEnv, Environ: os.Environ()}
@@ -162,8 +168,13 @@ func (in *instance) consume(b *Batch) error {
 		}
 	}
 	_, err := safeCall(func() (struct{}, error) {
-		return struct{}{}, in.sink.Consume(in.ctx, b)
+		return struct{}{}, in.sink.Consume(in.callCtx, b)
 	})
+	var p *PanicError
+	if errors.As(err, &p) {
+		// The sink's buffers may be half-written: never use it again.
+		in.poison(err)
+	}
 	return err
 }
 
@@ -215,6 +226,7 @@ func Close(h uint64) error {
 	if in == nil {
 		return errUnknownInstance
 	}
+	in.callCancel()
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	in.closed = true

@@ -75,6 +75,13 @@ func (p *probeSink) Consume(ctx context.Context, b *sdk.Batch) error {
 	case "panic":
 		var m map[string]int
 		m["x"]++ // nil map write: a runtime panic
+	case "wrapped_panic":
+		var g sdk.Group
+		g.Go(func() error { panic("upload exploded") })
+		return sdk.Retry(fmt.Errorf("upload: %w", g.Wait()))
+	case "block":
+		<-ctx.Done()
+		return fmt.Errorf("gave up: %w", ctx.Err())
 	case "background_panic":
 		done := make(chan struct{})
 		p.host.Go(func(context.Context) { defer close(done); panic("bg boom") })
@@ -389,5 +396,40 @@ func TestStatusOf(t *testing.T) {
 	}
 	if sdk.Fatal(nil) != nil {
 		t.Error("Fatal(nil) is not nil")
+	}
+}
+
+func TestPanicsAreFatalEvenWhenWrappedAndPoisonTheInstance(t *testing.T) {
+	h := open(t, "wrapped_panic", map[string]any{"mode": "wrapped_panic"}, nil)
+	err := sdk.Consume(h, jsonBatch(`1`))
+	if sdk.StatusOf(err) != sdk.StatusFatal || !strings.Contains(err.Error(), "upload exploded") {
+		t.Fatalf("%v (%v)", err, sdk.StatusOf(err))
+	}
+	err = sdk.Consume(h, jsonBatch(`1`))
+	if sdk.StatusOf(err) != sdk.StatusFatal || !strings.Contains(err.Error(), "instance is unusable") {
+		t.Fatalf("second consume: %v", err)
+	}
+}
+
+func TestCloseCancelsAStuckConsume(t *testing.T) {
+	h, err := sdk.Open(definition("stuck", map[string]any{"mode": "block"}), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error)
+	go func() { done <- sdk.Consume(h, jsonBatch(`1`)) }()
+	time.Sleep(20 * time.Millisecond)
+	closed := make(chan error)
+	go func() { closed <- sdk.Close(h) }()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "context canceled") {
+			t.Fatalf("stuck consume returned %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("close did not cancel the stuck consume")
+	}
+	if err := <-closed; err != nil {
+		t.Fatal(err)
 	}
 }

@@ -2,7 +2,9 @@ package sdk
 
 import (
 	"context"
+	"encoding/json"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -143,22 +145,25 @@ const minSecretLen = 3
 
 const redacted = "[REDACTED]"
 
+// add registers a secret in every form it can take in outgoing text: as
+// is, escaped by strconv.Quote (log attribute values) and escaped by JSON
+// (metrics), so a secret containing a quote, backslash or control
+// character is still found after quoting.
 func (r *redactor) add(s string) {
 	if len(s) < minSecretLen {
 		return
 	}
+	q := strconv.Quote(s)
+	j, _ := json.Marshal(s)
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for _, have := range r.secrets {
-		if have == s {
-			return
+	for _, form := range []string{s, q[1 : len(q)-1], string(j[1 : len(j)-1])} {
+		if !slices.Contains(r.secrets, form) {
+			r.secrets = append(r.secrets, form)
 		}
 	}
-	r.secrets = append(r.secrets, s)
 	// Longest first, so a secret containing another is replaced whole.
-	for i := len(r.secrets) - 1; i > 0 && len(r.secrets[i]) > len(r.secrets[i-1]); i-- {
-		r.secrets[i], r.secrets[i-1] = r.secrets[i-1], r.secrets[i]
-	}
+	slices.SortStableFunc(r.secrets, func(a, b string) int { return len(b) - len(a) })
 }
 
 func (r *redactor) apply(s string) string {

@@ -1,6 +1,7 @@
 package sdk
 
 import (
+	"encoding/json"
 	"log/slog"
 	"strings"
 	"testing"
@@ -37,5 +38,20 @@ func TestRedactorIgnoresTinyValues(t *testing.T) {
 	}
 	if !strings.Contains((*redactor)(nil).apply("x"), "x") {
 		t.Fatal("nil redactor")
+	}
+}
+
+func TestRedactionSurvivesQuotingAndJSON(t *testing.T) {
+	var got []string
+	s := &logSink{out: func(l slog.Level, line string) { got = append(got, line) }, minLevel: slog.LevelDebug, redact: &redactor{}}
+	secret := "p\"ss\\w\x01rd"
+	s.redact.add(secret)
+	newLogger(s).Info("failed", "error", "auth with "+secret+" refused")
+	if len(got) != 1 || strings.Contains(got[0], "ss") {
+		t.Fatalf("quoted secret leaked: %q", got)
+	}
+	j, _ := json.Marshal(map[string]string{"last_error": "x " + secret})
+	if out := s.redact.apply(string(j)); strings.Contains(out, "ss") {
+		t.Fatalf("JSON-escaped secret leaked: %s", out)
 	}
 }
