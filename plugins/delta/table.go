@@ -260,7 +260,9 @@ func (t *table) discard(paths []string, why string) {
 func recordError(topic string, err error) error {
 	var re *encode.RecordError
 	if !errors.As(err, &re) {
-		return sdk.Retry(fmt.Errorf("Storage error: Failed to write to Delta writer: %w", err))
+		// The only other failure is a batch too large for one file: the
+		// same batch will never fit.
+		return sdk.Fatal(fmt.Errorf("Storage error: Failed to write to Delta writer: %w", err))
 	}
 	switch re.Kind {
 	case encode.ErrUnparsable:

@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/smithy-go"
+	"github.com/aws/smithy-go/logging"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 )
 
@@ -39,11 +40,15 @@ func newStore(ctx context.Context, s *settings) (*store, error) {
 		opts = append(opts, awsconfig.WithCredentialsProvider(
 			credentials.NewStaticCredentialsProvider(s.accessKey, s.secretKey, "")))
 	}
+	// The SDK's own logger writes to the process's stderr, past the host's
+	// log callback, the level setting and redaction: silence it.
+	opts = append(opts, awsconfig.WithLogger(logging.Nop{}))
 	cfg, err := awsconfig.LoadDefaultConfig(ctx, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("S3 client configuration: %w", err)
 	}
 	client := s3.NewFromConfig(cfg, func(o *s3.Options) {
+		o.DisableLogOutputChecksumValidationSkipped = true
 		o.Retryer = aws.NopRetryer{}
 		if s.endpoint != "" {
 			o.BaseEndpoint = aws.String(s.endpoint)

@@ -196,6 +196,8 @@ func (e *Encoder) Add(payload []byte, offset uint64) error {
 	e.calls++
 	d := &e.dec
 	d.reset(payload, e.nrec)
+	// The payload is borrowed from the host for one call: keep no reference.
+	defer func() { d.buf = nil }()
 	if verr := d.record(e.root); verr != nil {
 		e.rollback()
 		return toRecordError(verr, index, offset)

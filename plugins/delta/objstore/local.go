@@ -99,7 +99,7 @@ func (l *Local) GetRange(ctx context.Context, p string, offset, length int64) ([
 // together with its directory entry before the commit that names it.
 func (l *Local) Put(ctx context.Context, p string, data []byte) error {
 	dst := l.abs(p)
-	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+	if err := mkdirAllSynced(filepath.Dir(dst)); err != nil {
 		return err
 	}
 	f, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
@@ -158,6 +158,28 @@ func (l *Local) writeTemp(p string, data []byte) (string, error) {
 		return "", fmt.Errorf("write %s: %w", p, err)
 	}
 	return f.Name(), nil
+}
+
+// mkdirAllSynced is os.MkdirAll that also syncs the parent of every
+// directory it creates, so a new partition directory survives a crash as
+// surely as the data file inside it that a commit will name.
+func mkdirAllSynced(dir string) error {
+	if _, err := os.Stat(dir); err == nil {
+		return nil
+	}
+	parent := filepath.Dir(dir)
+	if parent != dir {
+		if err := mkdirAllSynced(parent); err != nil {
+			return err
+		}
+	}
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return nil // created concurrently by another upload
+		}
+		return err
+	}
+	return syncDir(parent)
 }
 
 func syncDir(dir string) error {

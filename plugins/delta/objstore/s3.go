@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/smithy-go"
+	"github.com/aws/smithy-go/logging"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
 	"github.com/picomq/heavy-sinks/plugins/delta/deltalog"
@@ -39,11 +40,15 @@ func NewS3(ctx context.Context, bucket, tablePath string, opts S3Options) (*S3, 
 		loadOpts = append(loadOpts, awsconfig.WithCredentialsProvider(
 			credentials.NewStaticCredentialsProvider(opts.AccessKey, opts.SecretKey, "")))
 	}
+	// The SDK's own logger writes to the process's stderr, past the host's
+	// log callback, the level setting and redaction: silence it.
+	loadOpts = append(loadOpts, awsconfig.WithLogger(logging.Nop{}))
 	cfg, err := awsconfig.LoadDefaultConfig(ctx, loadOpts...)
 	if err != nil {
 		return nil, fmt.Errorf("S3 configuration: %w", err)
 	}
 	client := s3.NewFromConfig(cfg, func(o *s3.Options) {
+		o.DisableLogOutputChecksumValidationSkipped = true
 		if opts.Endpoint != "" {
 			o.BaseEndpoint = aws.String(opts.Endpoint)
 			o.UsePathStyle = true

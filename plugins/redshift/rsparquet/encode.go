@@ -185,6 +185,9 @@ func (e *Encoder) Encode(c Chunk) ([]byte, error) {
 		e.rows = make([]parquet.Row, n)
 	}
 	rows := e.rows[:n]
+	// Values point into borrowed payloads and keys: drop them on every
+	// return, the error paths included.
+	defer func() { clear(values); clear(rows) }()
 
 	topic := []byte(c.Topic)
 	createdAt := []byte(c.CreatedAt)
@@ -251,9 +254,6 @@ func (e *Encoder) Encode(c Chunk) ([]byte, error) {
 	if err := e.writer.Close(); err != nil {
 		return nil, fmt.Errorf("rsparquet: close file: %w", err)
 	}
-	// Drop references to borrowed payloads and keys.
-	clear(values)
-	clear(rows)
 	return e.out.Bytes(), nil
 }
 
