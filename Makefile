@@ -24,7 +24,7 @@ unit: services pyenv
 	set -a; source .services.env; set +a; \
 	$(GO) test -race -count=1 -timeout 20m $(UNIT_PKGS)
 
-# Starts PostgreSQL and MinIO (installing them when missing) and writes .services.env.
+# Starts PostgreSQL, MinIO, Azurite and fake-gcs-server (installing them when missing) and writes .services.env.
 services:
 	buildscripts/services.sh start
 

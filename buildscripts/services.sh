@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Starts and stops the real services the integration tests talk to:
-# a throwaway PostgreSQL 15 cluster and a MinIO server, both on loopback.
+# Starts and stops the real services the integration tests talk to, all on
+# loopback: a throwaway PostgreSQL 15 cluster, a MinIO server (S3), Azurite
+# (Azure Blob Storage, blob service only) and fake-gcs-server (GCS).
 #
-#   buildscripts/services.sh start   install what is missing, start both, verify, write .services.env
-#   buildscripts/services.sh stop    stop both (data stays under the state directory)
+#   buildscripts/services.sh start   install what is missing, start all, verify, write .services.env
+#   buildscripts/services.sh stop    stop all (data stays under the state directory)
 #   buildscripts/services.sh env     print `export KEY=VALUE` lines (eval "$(buildscripts/services.sh env)")
 #   buildscripts/services.sh status  say what runs
 #
@@ -15,6 +16,12 @@
 #   PICOMQ_MINIO_PORT     MinIO S3 API port        (default 9000)
 #   PICOMQ_MINIO_CONSOLE  MinIO console port       (default 9001)
 #   PICOMQ_PG_BIN         PostgreSQL bin directory (default /usr/lib/postgresql/15/bin)
+#   PICOMQ_AZURITE_PORT   Azurite blob port        (default 10000)
+#   PICOMQ_GCS_PORT       fake-gcs-server port     (default 4443)
+#
+# Installs: MinIO and fake-gcs-server with `go install` (pinned, into GOBIN or
+# GOPATH/bin), Azurite with npm (pinned, into $STATE/azurite-<version>), each
+# only when missing.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -39,6 +46,23 @@ MINIO_PID="$STATE/minio/minio.pid"
 MINIO_USER="picomq-minio"
 MINIO_PASSWORD="picomq-minio-secret"
 S3_REGION="us-east-1"
+
+# Azurite 3.37 is the first with List Blobs startFrom (the Delta sink's
+# listing uses it). It declares node >= 22 but its blob service runs on the
+# node 20 these machines have (checked at start: it must answer).
+AZURITE_VERSION="3.37.0"
+AZURITE_PORT="${PICOMQ_AZURITE_PORT:-10000}"
+AZURITE_DIR="$STATE/azurite-$AZURITE_VERSION"
+AZURITE_DATA="$STATE/azurite/data"
+AZURITE_PID="$STATE/azurite/azurite.pid"
+# Azurite's fixed development account and its well-known key (public, in
+# Azure's documentation: not a secret).
+AZURE_ACCOUNT="devstoreaccount1"
+AZURE_KEY="Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
+
+FAKE_GCS_VERSION="v1.56.1"
+GCS_PORT="${PICOMQ_GCS_PORT:-4443}"
+GCS_PID="$STATE/fake-gcs/fake-gcs.pid"
 
 die() { echo "services.sh: $*" >&2; exit 1; }
 
@@ -149,12 +173,14 @@ stop_pg() {
 
 # --------------------------------------------------------------------- MinIO
 
-minio_bin() {
+go_bin() {
   local gobin
   gobin="$(go env GOBIN 2>/dev/null || true)"
   [ -n "$gobin" ] || gobin="$(go env GOPATH)/bin"
-  echo "$gobin/minio"
+  echo "$gobin/$1"
 }
+
+minio_bin() { go_bin minio; }
 
 ensure_minio_installed() {
   local bin
@@ -274,6 +300,243 @@ sys.exit(2)
 PY
 }
 
+# pid_alive PIDFILE PATTERN -> exit 0 when the pid in PIDFILE runs a command
+# line containing PATTERN.
+pid_alive() {
+  [ -f "$1" ] || return 1
+  local pid
+  pid="$(cat "$1")"
+  [ -n "$pid" ] && [ -r "/proc/$pid/cmdline" ] && tr '\0' ' ' <"/proc/$pid/cmdline" | grep -q -- "$2"
+}
+
+# stop_pid PIDFILE PATTERN stops that process (TERM, then KILL after 5 s).
+stop_pid() {
+  if pid_alive "$1" "$2"; then
+    local pid
+    pid="$(cat "$1")"
+    kill "$pid" 2>/dev/null || true
+    for _ in $(seq 1 50); do
+      [ -d "/proc/$pid" ] || break
+      sleep 0.1
+    done
+    [ -d "/proc/$pid" ] && kill -9 "$pid" 2>/dev/null || true
+  fi
+  rm -f "$1"
+}
+
+# ------------------------------------------------------------------- Azurite
+
+azurite_bin() { echo "$AZURITE_DIR/node_modules/.bin/azurite-blob"; }
+
+ensure_azurite_installed() {
+  [ -x "$(azurite_bin)" ] && return 0
+  if ! command -v npm >/dev/null 2>&1; then
+    # Machines of this project's kind ship Node.js; elsewhere take Debian's.
+    echo "services.sh: installing nodejs and npm with apt-get" >&2
+    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm; } >>"$LOGS/apt.log" 2>&1 \
+      || die "node and npm are required to install Azurite (apt-get install nodejs npm failed, see $LOGS/apt.log)"
+  fi
+  echo "services.sh: installing Azurite $AZURITE_VERSION with npm (log: $LOGS/azurite-install.log)" >&2
+  local tmp="$AZURITE_DIR.tmp.$$"
+  rm -rf "$AZURITE_DIR".tmp.*
+  mkdir -p "$tmp"
+  # Into a scratch directory first, so an interrupted install is never
+  # mistaken for a finished one. engine-strict off: see AZURITE_VERSION.
+  npm install --prefix "$tmp" --no-audit --no-fund --no-save --engine-strict=false \
+    "azurite@$AZURITE_VERSION" >>"$LOGS/azurite-install.log" 2>&1 \
+    || { rm -rf "$tmp"; die "npm install azurite@$AZURITE_VERSION failed, see $LOGS/azurite-install.log"; }
+  rm -rf "$AZURITE_DIR"
+  mv "$tmp" "$AZURITE_DIR"
+  [ -x "$(azurite_bin)" ] || die "npm install azurite succeeded but $(azurite_bin) is missing"
+}
+
+azurite_running() { pid_alive "$AZURITE_PID" "azurite-blob"; }
+
+start_azurite() {
+  ensure_azurite_installed
+  mkdir -p "$AZURITE_DATA"
+  if ! azurite_running; then
+    rm -f "$AZURITE_PID"
+    if port_open "$AZURITE_PORT"; then
+      die "port $AZURITE_PORT is taken by another process; stop it or set PICOMQ_AZURITE_PORT"
+    fi
+    # --skipApiVersionCheck: the Go SDK speaks a newer service version than
+    # Azurite declares. --disableTelemetry: no phoning home.
+    setsid "$(azurite_bin)" --blobHost 127.0.0.1 --blobPort "$AZURITE_PORT" --location "$AZURITE_DATA" \
+      --skipApiVersionCheck --disableTelemetry --silent \
+      >>"$LOGS/azurite.log" 2>&1 </dev/null &
+    echo $! >"$AZURITE_PID"
+  fi
+  az_check wait || die "Azurite did not become ready on 127.0.0.1:$AZURITE_PORT, see $LOGS/azurite.log"
+  az_check conditional || die "Azurite at 127.0.0.1:$AZURITE_PORT does not honour conditional writes (If-None-Match: * on an existing blob must give 409 or 412); the Delta sink's commit protocol needs them, see $LOGS/az-check.log"
+}
+
+stop_azurite() { stop_pid "$AZURITE_PID" "azurite-blob"; }
+
+# az_check wait|conditional talks SharedKey-signed REST to Azurite with the
+# Python standard library.
+az_check() {
+  AZ_ENDPOINT="http://127.0.0.1:$AZURITE_PORT/$AZURE_ACCOUNT" AZ_ACCOUNT="$AZURE_ACCOUNT" AZ_KEY="$AZURE_KEY" \
+    python3 - "$1" 2>>"$LOGS/az-check.log" <<'PY'
+import base64, email.utils, hashlib, hmac, os, sys, time, urllib.error, urllib.parse, urllib.request
+
+ep, account, key = os.environ["AZ_ENDPOINT"], os.environ["AZ_ACCOUNT"], os.environ["AZ_KEY"]
+
+def request(method, path, query=None, headers=None, body=b""):
+    query = query or {}
+    h = {"x-ms-date": email.utils.formatdate(usegmt=True), "x-ms-version": "2021-10-04"}
+    if method == "PUT":
+        h["Content-Type"] = "application/octet-stream"  # else urllib adds a form type, unsigned
+    h.update(headers or {})
+    length = str(len(body)) if body else ""
+    std = ["Content-Encoding", "Content-Language", "Content-Length", "Content-MD5", "Content-Type", "Date",
+           "If-Modified-Since", "If-Match", "If-None-Match", "If-Unmodified-Since", "Range"]
+    vals = {k.lower(): v for k, v in h.items()}
+    vals["content-length"] = length
+    u = urllib.parse.urlsplit(ep + path)
+    canon_headers = "".join(f"{k}:{vals[k]}\n" for k in sorted(vals) if k.startswith("x-ms-"))
+    canon_res = "/" + account + u.path + "".join(f"\n{k.lower()}:{query[k]}" for k in sorted(query))
+    to_sign = "\n".join([method] + [vals.get(s.lower(), "") for s in std]) + "\n" + canon_headers + canon_res
+    sig = base64.b64encode(hmac.new(base64.b64decode(key), to_sign.encode(), hashlib.sha256).digest()).decode()
+    h["Authorization"] = f"SharedKey {account}:{sig}"
+    url = ep + path + ("?" + urllib.parse.urlencode(query) if query else "")
+    req = urllib.request.Request(url, data=body if method == "PUT" else None, method=method, headers=h)
+    try:
+        with urllib.request.urlopen(req, timeout=10) as resp:
+            return resp.status
+    except urllib.error.HTTPError as e:
+        return e.code
+
+mode = sys.argv[1]
+if mode == "wait":
+    deadline = time.time() + 120
+    while time.time() < deadline:
+        try:
+            if request("GET", "/", {"comp": "list"}) == 200:
+                sys.exit(0)
+        except Exception:
+            pass
+        time.sleep(0.5)
+    print("Azurite not ready", file=sys.stderr)
+    sys.exit(1)
+
+if mode == "conditional":
+    container = "/picomq-services-check-" + str(os.getpid())
+    st = request("PUT", container, {"restype": "container"})
+    if st not in (201, 409):
+        print(f"create container: HTTP {st}", file=sys.stderr)
+        sys.exit(1)
+    blob = container + "/conditional"
+    hdr = {"x-ms-blob-type": "BlockBlob", "If-None-Match": "*"}
+    first = request("PUT", blob, None, hdr, b"first")
+    second = request("PUT", blob, None, hdr, b"second")
+    request("DELETE", container, {"restype": "container"})
+    if first != 201 or second not in (409, 412):
+        print(f"conditional PUT: first HTTP {first} (want 201), second HTTP {second} (want 409 or 412)", file=sys.stderr)
+        sys.exit(1)
+    sys.exit(0)
+sys.exit(2)
+PY
+}
+
+# ----------------------------------------------------------- fake-gcs-server
+
+fake_gcs_bin() { go_bin fake-gcs-server; }
+
+ensure_fake_gcs_installed() {
+  local bin
+  command -v go >/dev/null 2>&1 || die "go is required to install fake-gcs-server"
+  bin="$(fake_gcs_bin)"
+  # The pinned version, as the binary records it (go version -m).
+  [ -x "$bin" ] && go version -m "$bin" 2>/dev/null | grep -Eq "^[[:space:]]+mod[[:space:]]+github.com/fsouza/fake-gcs-server[[:space:]]+$FAKE_GCS_VERSION([[:space:]]|$)" && return 0
+  echo "services.sh: installing fake-gcs-server $FAKE_GCS_VERSION with go install (log: $LOGS/fake-gcs-install.log)" >&2
+  (cd "$STATE" && GOFLAGS= go install "github.com/fsouza/fake-gcs-server@$FAKE_GCS_VERSION") >>"$LOGS/fake-gcs-install.log" 2>&1 \
+    || die "go install fake-gcs-server failed, see $LOGS/fake-gcs-install.log"
+  [ -x "$bin" ] || die "go install fake-gcs-server succeeded but $bin is missing"
+}
+
+fake_gcs_running() { pid_alive "$GCS_PID" "fake-gcs-server"; }
+
+start_fake_gcs() {
+  ensure_fake_gcs_installed
+  mkdir -p "$(dirname "$GCS_PID")"
+  if ! fake_gcs_running; then
+    rm -f "$GCS_PID"
+    if port_open "$GCS_PORT"; then
+      die "port $GCS_PORT is taken by another process; stop it or set PICOMQ_GCS_PORT"
+    fi
+    # -public-host and -external-url are this address, so the XML-style
+    # downloads delta-rs makes and the upload URLs the server hands out
+    # point back at it. Memory backend: tests make a bucket each.
+    setsid "$(fake_gcs_bin)" -scheme http -host 127.0.0.1 -port "$GCS_PORT" -backend memory \
+      -public-host "127.0.0.1:$GCS_PORT" -external-url "http://127.0.0.1:$GCS_PORT" -log-level warn \
+      >>"$LOGS/fake-gcs.log" 2>&1 </dev/null &
+    echo $! >"$GCS_PID"
+  fi
+  gcs_check wait || die "fake-gcs-server did not become ready on 127.0.0.1:$GCS_PORT, see $LOGS/fake-gcs.log"
+  gcs_check conditional || die "fake-gcs-server at 127.0.0.1:$GCS_PORT does not honour ifGenerationMatch=0 (an upload over an existing object must give 412); the Delta sink's commit protocol needs it, see $LOGS/gcs-check.log"
+}
+
+stop_fake_gcs() { stop_pid "$GCS_PID" "fake-gcs-server"; }
+
+# gcs_check wait|conditional: media and multipart uploads (the Go client's
+# single-request form) with ifGenerationMatch=0, twice each.
+gcs_check() {
+  GCS_ENDPOINT="http://127.0.0.1:$GCS_PORT" python3 - "$1" 2>>"$LOGS/gcs-check.log" <<'PY'
+import json, os, sys, time, urllib.error, urllib.request
+
+ep = os.environ["GCS_ENDPOINT"]
+
+def request(method, path, body=None, ctype=None):
+    req = urllib.request.Request(ep + path, data=body, method=method)
+    if ctype:
+        req.add_header("Content-Type", ctype)
+    try:
+        with urllib.request.urlopen(req, timeout=10) as resp:
+            return resp.status
+    except urllib.error.HTTPError as e:
+        return e.code
+
+mode = sys.argv[1]
+if mode == "wait":
+    deadline = time.time() + 120
+    while time.time() < deadline:
+        try:
+            if request("GET", "/storage/v1/b?project=picomq") == 200:
+                sys.exit(0)
+        except Exception:
+            pass
+        time.sleep(0.5)
+    print("fake-gcs-server not ready", file=sys.stderr)
+    sys.exit(1)
+
+if mode == "conditional":
+    bucket = "picomq-services-check-" + str(os.getpid())
+    st = request("POST", "/storage/v1/b?project=picomq", json.dumps({"name": bucket}).encode(), "application/json")
+    if st not in (200, 409):
+        print(f"create bucket: HTTP {st}", file=sys.stderr)
+        sys.exit(1)
+    media = f"/upload/storage/v1/b/{bucket}/o?uploadType=media&name=media&ifGenerationMatch=0"
+    got = [request("POST", media, b"first", "text/plain"), request("POST", media, b"second", "text/plain")]
+    boundary = "picomq-boundary"
+    def multipart(data):
+        return (f"--{boundary}\r\nContent-Type: application/json; charset=UTF-8\r\n\r\n" +
+                json.dumps({"name": "multipart"}) + f"\r\n--{boundary}\r\nContent-Type: text/plain\r\n\r\n" +
+                data + f"\r\n--{boundary}--\r\n").encode()
+    mp = f"/upload/storage/v1/b/{bucket}/o?uploadType=multipart&ifGenerationMatch=0"
+    got += [request("POST", mp, multipart("first"), f"multipart/related; boundary={boundary}"),
+            request("POST", mp, multipart("second"), f"multipart/related; boundary={boundary}")]
+    for obj in ("media", "multipart"):
+        request("DELETE", f"/storage/v1/b/{bucket}/o/{obj}")
+    request("DELETE", f"/storage/v1/b/{bucket}")
+    if got != [200, 412, 200, 412]:
+        print(f"ifGenerationMatch=0 uploads (media, media, multipart, multipart): HTTP {got}, want [200, 412, 200, 412]", file=sys.stderr)
+        sys.exit(1)
+    sys.exit(0)
+sys.exit(2)
+PY
+}
+
 # ----------------------------------------------------------------- env file
 
 write_env() {
@@ -283,6 +546,10 @@ PICOMQ_TEST_S3_ENDPOINT=http://127.0.0.1:$MINIO_PORT
 PICOMQ_TEST_S3_ACCESS_KEY=$MINIO_USER
 PICOMQ_TEST_S3_SECRET_KEY=$MINIO_PASSWORD
 PICOMQ_TEST_S3_REGION=$S3_REGION
+PICOMQ_TEST_AZURE_ENDPOINT=http://127.0.0.1:$AZURITE_PORT/$AZURE_ACCOUNT
+PICOMQ_TEST_AZURE_ACCOUNT=$AZURE_ACCOUNT
+PICOMQ_TEST_AZURE_KEY=$AZURE_KEY
+PICOMQ_TEST_GCS_ENDPOINT=http://127.0.0.1:$GCS_PORT
 EOF
   mv "$ENV_FILE.tmp" "$ENV_FILE"
 }
@@ -293,12 +560,21 @@ case "$cmd" in
     need_python
     mkdir -p "$STATE" "$LOGS"
     chmod 755 "$STATE"
+    # Azurite's npm install is mostly download: let it run beside the
+    # PostgreSQL and MinIO setup (whose go install is mostly compiling).
+    ensure_azurite_installed &
+    azurite_install=$!
     start_pg
     start_minio
+    wait "$azurite_install" || die "installing Azurite failed, see $LOGS/azurite-install.log"
+    start_azurite
+    start_fake_gcs
     write_env
     ;;
   stop)
     mkdir -p "$LOGS"
+    stop_fake_gcs
+    stop_azurite
     stop_minio
     if [ -x "$PG_BIN/pg_ctl" ]; then stop_pg; fi
     ;;
@@ -309,6 +585,8 @@ case "$cmd" in
   status)
     if pg_running; then echo "postgres: running on 127.0.0.1:$PG_PORT ($PG_DATA)"; else echo "postgres: stopped"; fi
     if minio_running; then echo "minio: running on 127.0.0.1:$MINIO_PORT (pid $(cat "$MINIO_PID"))"; else echo "minio: stopped"; fi
+    if azurite_running; then echo "azurite: running on 127.0.0.1:$AZURITE_PORT (pid $(cat "$AZURITE_PID"))"; else echo "azurite: stopped"; fi
+    if fake_gcs_running; then echo "fake-gcs-server: running on 127.0.0.1:$GCS_PORT (pid $(cat "$GCS_PID"))"; else echo "fake-gcs-server: stopped"; fi
     ;;
   *)
     echo "usage: $0 start|stop|env|status" >&2

@@ -12,10 +12,18 @@ import (
 	"testing"
 	"time"
 
+	"cloud.google.com/go/storage"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/streaming"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blockblob"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/smithy-go"
 	"github.com/jackc/pgx/v5"
+	"google.golang.org/api/googleapi"
 
 	"github.com/picomq/heavy-sinks/e2e/services"
 )
@@ -120,6 +128,8 @@ func TestLookupReadsEnvFile(t *testing.T) {
 		"export PICOMQ_TEST_S3_ACCESS_KEY=ak",
 		"PICOMQ_TEST_S3_SECRET_KEY=sk",
 		"PICOMQ_TEST_S3_REGION=us-east-1",
+		"PICOMQ_TEST_AZURE_ENDPOINT=http://az:10000/devstoreaccount1",
+		"PICOMQ_TEST_GCS_ENDPOINT=http://gcs:4443",
 	}, "\n")), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -128,15 +138,18 @@ func TestLookupReadsEnvFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Chdir(sub)
-	for _, k := range []string{services.EnvPGDSN, services.EnvS3Endpoint, services.EnvS3AccessKey, services.EnvS3SecretKey, services.EnvS3Region} {
-		t.Setenv(k, "")
-	}
+	clearEnv(t)
 	t.Setenv(services.EnvS3Region, "eu-west-1") // the environment wins over the file
+	t.Setenv(services.EnvAzureAccount, "acct")
 	s, err := services.Lookup()
 	if err != nil {
 		t.Fatal(err)
 	}
 	if s.PGDSN != "postgres://from-file" || s.S3Endpoint != "http://file:9000" || s.S3AccessKey != "ak" || s.S3Region != "eu-west-1" {
+		t.Fatalf("%+v", s)
+	}
+	// Azure and GCS keys are read too, but only their Require* insist.
+	if s.AzureEndpoint != "http://az:10000/devstoreaccount1" || s.AzureAccount != "acct" || s.AzureKey != "" || s.GCSEndpoint != "http://gcs:4443" {
 		t.Fatalf("%+v", s)
 	}
 	if err := os.Remove(filepath.Join(dir, services.EnvFile)); err != nil {
@@ -163,19 +176,103 @@ func (f *fatalRecorder) Skip(...any)          { f.skipped = true; runtime.Goexit
 func (f *fatalRecorder) Skipf(string, ...any) { f.skipped = true; runtime.Goexit() }
 func (f *fatalRecorder) SkipNow()             { f.skipped = true; runtime.Goexit() }
 
-func TestRequireFailsWithInstructionsWhenServicesAreMissing(t *testing.T) {
-	t.Chdir(t.TempDir()) // no go.mod, no .services.env above
-	for _, k := range []string{services.EnvPGDSN, services.EnvS3Endpoint, services.EnvS3AccessKey, services.EnvS3SecretKey, services.EnvS3Region} {
+func clearEnv(t *testing.T) {
+	for _, k := range []string{services.EnvPGDSN, services.EnvS3Endpoint, services.EnvS3AccessKey, services.EnvS3SecretKey, services.EnvS3Region,
+		services.EnvAzureEndpoint, services.EnvAzureAccount, services.EnvAzureKey, services.EnvGCSEndpoint} {
 		t.Setenv(k, "")
 	}
-	rec := &fatalRecorder{TB: t}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		services.Require(rec)
-	}()
-	<-done
-	if rec.skipped || !strings.Contains(rec.msg, "buildscripts/services.sh start") || !strings.Contains(rec.msg, "make services") {
-		t.Fatalf("Require did not fail with instructions: skipped=%v msg=%q", rec.skipped, rec.msg)
+}
+
+func TestRequireFailsWithInstructionsWhenServicesAreMissing(t *testing.T) {
+	t.Chdir(t.TempDir()) // no go.mod, no .services.env above
+	clearEnv(t)
+	for name, require := range map[string]func(testing.TB) services.Services{
+		"Require": services.Require, "RequireAzure": services.RequireAzure, "RequireGCS": services.RequireGCS,
+	} {
+		rec := &fatalRecorder{TB: t}
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			require(rec)
+		}()
+		<-done
+		if rec.skipped || !strings.Contains(rec.msg, "buildscripts/services.sh start") || !strings.Contains(rec.msg, "make services") {
+			t.Fatalf("%s did not fail with instructions: skipped=%v msg=%q", name, rec.skipped, rec.msg)
+		}
+	}
+	// Azure's keys alone satisfy RequireAzure.
+	t.Setenv(services.EnvAzureEndpoint, "http://az")
+	t.Setenv(services.EnvAzureAccount, "a")
+	t.Setenv(services.EnvAzureKey, "k")
+	if s := services.RequireAzure(t); s.AzureEndpoint != "http://az" || s.PGDSN != "" {
+		t.Fatalf("%+v", s)
+	}
+}
+
+func TestAzureContainerIsRemovedAndHonoursConditionalPut(t *testing.T) {
+	svc := services.RequireAzure(t)
+	ctx := context.Background()
+	var name string
+	put := func(c *container.Client, key string) error {
+		star := azcore.ETagAny
+		_, err := c.NewBlockBlobClient(key).Upload(ctx, streaming.NopCloser(bytes.NewReader([]byte("v"))), &blockblob.UploadOptions{
+			AccessConditions: &blob.AccessConditions{ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfNoneMatch: &star}}})
+		return err
+	}
+	t.Run("inner", func(t *testing.T) {
+		name = svc.NewAzureContainer(t)
+		c := svc.AzureContainerClient(t, name)
+		if err := put(c, "a/1"); err != nil {
+			t.Fatal(err)
+		}
+		// services.sh refuses an Azurite without it; the Delta sink's commits
+		// depend on it.
+		if err := put(c, "a/1"); !bloberror.HasCode(err, bloberror.BlobAlreadyExists, bloberror.ConditionNotMet) {
+			t.Fatalf("second conditional put: %v", err)
+		}
+		// The SAS token the helper makes works for the same operations.
+		sc, err := container.NewClientWithNoCredential(svc.AzureEndpoint+"/"+name+"?"+svc.AzureContainerSAS(t, name), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := put(sc, "a/2"); err != nil {
+			t.Fatalf("put with the SAS: %v", err)
+		}
+		// Azurite honours List Blobs startFrom (the Delta sink lists with it).
+		from := "a/2"
+		page, err := c.NewListBlobsFlatPager(&container.ListBlobsFlatOptions{StartFrom: &from}).NextPage(ctx)
+		if err != nil || len(page.Segment.BlobItems) != 1 || *page.Segment.BlobItems[0].Name != "a/2" {
+			t.Fatalf("startFrom: %v %+v", err, page.Segment)
+		}
+	})
+	_, err := svc.AzureContainerClient(t, name).GetProperties(ctx, nil)
+	if !bloberror.HasCode(err, bloberror.ContainerNotFound) {
+		t.Fatalf("container %s still exists after cleanup: %v", name, err)
+	}
+}
+
+func TestGCSBucketIsRemovedAndHonoursGenerationMatch(t *testing.T) {
+	svc := services.RequireGCS(t)
+	ctx := context.Background()
+	c := svc.GCSClient(t)
+	defer c.Close()
+	var name string
+	t.Run("inner", func(t *testing.T) {
+		name = svc.NewGCSBucket(t)
+		put := func() error {
+			w := c.Bucket(name).Object("a/1").If(storage.Conditions{DoesNotExist: true}).NewWriter(ctx)
+			w.Write([]byte("v"))
+			return w.Close()
+		}
+		if err := put(); err != nil {
+			t.Fatal(err)
+		}
+		var ge *googleapi.Error
+		if err := put(); !errors.As(err, &ge) || ge.Code != 412 {
+			t.Fatalf("second conditional upload: %v", err)
+		}
+	})
+	if _, err := c.Bucket(name).Attrs(ctx); !errors.Is(err, storage.ErrBucketNotExist) {
+		t.Fatalf("bucket %s still exists after cleanup: %v", name, err)
 	}
 }

@@ -1,6 +1,7 @@
 package delta
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/picomq/heavy-sinks/plugins/delta/objstore"
@@ -24,8 +25,10 @@ type Config struct {
 	AzureContainerName string `config:"azure_container_name" doc:"Required with azure"`
 	AzureAccountKey    string `config:"azure_storage_account_key,secret" doc:"One of this or azure_storage_sas_token with azure, not both"`
 	AzureSASToken      string `config:"azure_storage_sas_token,secret" doc:"See azure_storage_account_key"`
+	AzureEndpointURL   string `config:"azure_storage_endpoint_url" doc:"Blob service URL when not https://<account>.blob.core.windows.net, e.g. http://127.0.0.1:10000/devstoreaccount1 for Azurite (path-style, the account in the path)"`
 
 	GCSServiceAccountKey string `config:"gcs_service_account_key,secret" doc:"Required with gcs. The service account JSON as a string"`
+	GCSEndpointURL       string `config:"gcs_endpoint_url" doc:"Custom GCS endpoint, e.g. http://127.0.0.1:4443 for fake-gcs-server. A plain http:// endpoint is taken for an emulator: requests carry no credentials"`
 }
 
 // validateStorage checks the key group of storage_backend_type, with the
@@ -66,12 +69,23 @@ func (c *Config) validateStorage() (objstore.Options, error) {
 		if (c.AzureAccountKey == "") == (c.AzureSASToken == "") {
 			return opts, sdk.BadConfigf("Invalid storage configuration: Azure backend requires exactly one of 'azure_storage_account_key' or 'azure_storage_sas_token'")
 		}
-		return opts, sdk.BadConfigf("Invalid storage configuration: the azure backend is not available in this release")
+		if err := errors.Join(objstore.CheckAzureKey(c.AzureAccountKey), objstore.CheckAzureEndpoint(c.AzureEndpointURL)); err != nil {
+			return opts, sdk.BadConfigf("Invalid storage configuration: %v", err)
+		}
+		// The table URI's container must be azure_container_name
+		// (objstore.Open refuses a mismatch with "Invalid table URI").
+		opts.Azure = objstore.AzureOptions{
+			Account: c.AzureAccountName, Container: c.AzureContainerName,
+			AccountKey: c.AzureAccountKey, SASToken: c.AzureSASToken, Endpoint: c.AzureEndpointURL,
+		}
 	case "gcs":
 		if c.GCSServiceAccountKey == "" {
 			return opts, missing("GCS", "gcs_service_account_key")
 		}
-		return opts, sdk.BadConfigf("Invalid storage configuration: the gcs backend is not available in this release")
+		opts.GCS = objstore.GCSOptions{ServiceAccountKey: c.GCSServiceAccountKey, Endpoint: c.GCSEndpointURL}
+		if err := objstore.CheckGCS(opts.GCS); err != nil {
+			return opts, sdk.BadConfigf("Invalid storage configuration: %v", err)
+		}
 	default:
 		return opts, sdk.BadConfig(fmt.Errorf("Invalid storage configuration: storage_backend_type %q is not one of s3, azure, gcs", c.StorageBackendType))
 	}

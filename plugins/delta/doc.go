@@ -6,7 +6,7 @@
 //
 //   - deltalog  the Delta transaction log: snapshots, table features,
 //     commits, conflicts, partition values, stats. No I/O of its own.
-//   - objstore  file:// and s3:// behind deltalog.Store.
+//   - objstore  file://, s3://, az:// and gs:// behind deltalog.Store.
 //   - encode    JSON records → Parquet data files for a table schema, with
 //     the spec's coercions and per-file stats.
 //   - this package: the sink (config.go, sink.go, table.go) that the

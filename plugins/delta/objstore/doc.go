@@ -1,13 +1,15 @@
 // Package objstore gives the Delta sink one object-store interface over the
-// backends a table URI can name: file:// (local filesystem) and s3:// (AWS S3
-// and S3-compatible stores such as MinIO).
+// backends a table URI can name: file:// (local filesystem), s3:// (AWS S3
+// and S3-compatible stores such as MinIO), az:// (Azure Blob Storage,
+// Azurite) and gs:// (Google Cloud Storage, fake-gcs-server).
 //
 // Every backend implements deltalog.Store, so the Delta log code never sees a
 // provider error: missing objects come back as deltalog.ErrNotFound, a lost
 // put-if-absent race as deltalog.ErrAlreadyExists, throttling and timeouts
 // as errors matching deltalog.IsTransient. Each backend keeps its own
 // conditional-write quirks (link/RENAME_NOREPLACE locally, If-None-Match: *
-// on S3) to itself.
+// on S3 and Azure, ifGenerationMatch=0 on GCS) to itself.
 //
-// Files: store.go (the interface and Open by URI), local.go, s3.go.
+// Files: store.go (the interface and Open by URI), local.go, s3.go, azure.go,
+// gcs.go.
 package objstore

@@ -29,10 +29,34 @@ type S3Options struct {
 	AllowHTTP            bool   // permit an http:// endpoint
 }
 
+// AzureOptions are the azure backend settings.
+type AzureOptions struct {
+	Account   string // storage account name
+	Container string // azure_container_name: the URI's container must be this one
+	// Exactly one of AccountKey (shared key) and SASToken.
+	AccountKey string
+	SASToken   string
+	// Endpoint is the blob service URL; empty means
+	// https://<Account>.blob.core.windows.net. Azurite's is path-style,
+	// http://127.0.0.1:10000/devstoreaccount1.
+	Endpoint string
+}
+
+// GCSOptions are the gcs backend settings.
+type GCSOptions struct {
+	ServiceAccountKey string // the service account JSON key
+	// Endpoint replaces https://storage.googleapis.com (fake-gcs-server,
+	// private endpoints). A plain http:// endpoint is an emulator: requests go
+	// out without credentials, never in clear text.
+	Endpoint string
+}
+
 // Options carries the settings of every backend; Open uses the one the URI
 // scheme selects.
 type Options struct {
-	S3 S3Options
+	S3    S3Options
+	Azure AzureOptions
+	GCS   GCSOptions
 }
 
 // ParseTableURI checks that a resolved table_uri is a URL with a scheme and
@@ -62,7 +86,32 @@ func Open(ctx context.Context, rawURI string, opts Options) (Store, error) {
 			return nil, fmt.Errorf("Invalid table URI %q: no bucket", rawURI)
 		}
 		return NewS3(ctx, u.Host, strings.Trim(u.Path, "/"), opts.S3)
+	case "az", "azure", "abfs", "abfss":
+		container, account, err := parseAzureURI(u)
+		if err != nil {
+			return nil, fmt.Errorf("Invalid table URI %q: %v", rawURI, err)
+		}
+		if err := checkAzureTarget(container, account, opts.Azure); err != nil {
+			return nil, fmt.Errorf("Invalid table URI %q: %v", rawURI, err)
+		}
+		s, err := NewAzure(ctx, container, strings.Trim(u.Path, "/"), azureEndpointFor(u, opts.Azure))
+		if err != nil {
+			return nil, err
+		}
+		return s, nil
+	case "gs":
+		if u.Host == "" || u.User != nil {
+			return nil, fmt.Errorf("Invalid table URI %q: gs:// URIs name a bucket, gs://bucket/path", rawURI)
+		}
+		if opts.GCS.ServiceAccountKey == "" {
+			return nil, fmt.Errorf("Invalid table URI %q: gs:// tables need storage_backend_type = \"gcs\" and its keys", rawURI)
+		}
+		s, err := NewGCS(ctx, u.Host, strings.Trim(u.Path, "/"), opts.GCS)
+		if err != nil {
+			return nil, err
+		}
+		return s, nil
 	default:
-		return nil, fmt.Errorf("Invalid table URI %q: unsupported scheme %q (use file, s3)", rawURI, u.Scheme)
+		return nil, fmt.Errorf("Invalid table URI %q: unsupported scheme %q (use file, s3, az, abfss or gs)", rawURI, u.Scheme)
 	}
 }
