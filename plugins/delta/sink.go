@@ -31,6 +31,7 @@ type Sink struct {
 	tables map[string]*table // by resolved URI, for the life of the instance
 
 	stats counters
+	ckpt  *checkpointStats
 }
 
 // counters are the sink's own metrics.
@@ -54,6 +55,7 @@ func (s *Sink) Open(ctx context.Context, cfg *Config, host *sdk.Host) error {
 	}
 	s.cfg, s.host, s.uri, s.storage = *cfg, host, tmpl, storage
 	s.tables = map[string]*table{}
+	s.ckpt = newCheckpointStats()
 	if !tmpl.IsStatic() {
 		return nil
 	}
@@ -122,7 +124,7 @@ func (s *Sink) Metrics() map[string]any {
 	s.mu.Lock()
 	tables := len(s.tables)
 	s.mu.Unlock()
-	return map[string]any{
+	m := map[string]any{
 		"tables":           tables,
 		"commits":          s.stats.commits.Load(),
 		"files_written":    s.stats.files.Load(),
@@ -132,6 +134,8 @@ func (s *Sink) Metrics() map[string]any {
 		"batches_replayed": s.stats.replays.Load(),
 		"commit_conflicts": s.stats.conflicts.Load(),
 	}
+	s.ckpt.addTo(m)
+	return m
 }
 
 // Close releases the tables. Every Consume commits before it returns, so
@@ -143,6 +147,9 @@ func (s *Sink) Close(ctx context.Context) error {
 		t.mu.Lock()
 		if t.enc != nil {
 			t.enc.Reset()
+		}
+		if t.ckpt != nil {
+			t.ckpt.stop()
 		}
 		t.mu.Unlock()
 		delete(s.tables, uri)

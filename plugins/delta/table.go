@@ -32,6 +32,8 @@ type table struct {
 
 	enc    *encode.Encoder
 	encKey string // the table definition enc was built for
+
+	ckpt *checkpointer // checkpoints and log cleanup (checkpointer.go)
 }
 
 // load opens the table on first use. Callers hold t.mu.
@@ -57,6 +59,7 @@ func (t *table) load(ctx context.Context) error {
 		return fmt.Errorf("Delta table %s cannot be written by this sink: %w", t.uri, err)
 	}
 	t.store, t.snap = store, snap
+	t.ckpt = t.sink.newCheckpointer(t.uri, store, snap)
 	t.sink.host.Logger.Info("opened Delta table", "table", t.uri, "version", snap.Version,
 		"partition_columns", strings.Join(snap.PartitionColumns, ","))
 	return nil
@@ -237,6 +240,7 @@ func (t *table) commit(ctx context.Context, b *sdk.Batch, records []sdk.Record, 
 	if res.Attempts > 1 {
 		t.sink.stats.conflicts.Add(int64(res.Attempts - 1))
 	}
+	t.ckpt.committed(res.Snapshot)
 	t.sink.stats.commits.Add(1)
 	t.sink.stats.files.Add(int64(len(files)))
 	t.sink.stats.bytes.Add(nbytes)

@@ -14,6 +14,12 @@
 // never the file list, so loading a table with hundreds of thousands of
 // files reads only the log lines and checkpoint columns that matter.
 //
+// Checkpoints are the exception: a checkpoint must list every live file.
+// State is the full reconciled table state (LoadState, then Apply/Update
+// commit by commit), WriteCheckpoint writes it as a classic Parquet
+// checkpoint plus _last_checkpoint, and CleanupLog deletes the expired log
+// behind a checkpoint.
+//
 // A typical commit:
 //
 //	snap, err := deltalog.Load(ctx, store, nil)
@@ -48,4 +54,11 @@
 //	stats.go           per-file statistics collection (Spark-compatible)
 //	commit.go          PrepareAppend, PutCommit, CommitAppend, ReadCommits
 //	conflict.go        ResolveConflict and IsOurCommit
+//	state.go           State: the full table state with its file list,
+//	                   LoadState/LoadStateAt, Apply, Update, retention
+//	state_read.go      file actions (add/remove/sidecar) of Parquet
+//	                   checkpoints and sidecars; stats_parsed back to JSON
+//	checkpoint_write.go WriteCheckpoint, EncodeCheckpoint, the checkpoint
+//	                   schema, WriteLastCheckpoint and its checksum
+//	cleanup.go         CleanupLog: expired-log cleanup behind a checkpoint
 package deltalog

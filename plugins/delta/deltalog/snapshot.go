@@ -351,6 +351,12 @@ type segment struct {
 // listSegment lists _delta_log after startAfter and picks the newest
 // complete checkpoint plus the commits after it.
 func listSegment(ctx context.Context, store Store, startAfter string) (*segment, error) {
+	return listSegmentUpTo(ctx, store, startAfter, -1)
+}
+
+// listSegmentUpTo is listSegment for the table at version maxVersion (< 0:
+// the latest): files of later versions are ignored.
+func listSegmentUpTo(ctx context.Context, store Store, startAfter string, maxVersion int64) (*segment, error) {
 	files, err := store.List(ctx, LogDir, startAfter)
 	if err != nil {
 		return nil, err
@@ -365,7 +371,7 @@ func listSegment(ctx context.Context, store Store, startAfter string) (*segment,
 	latest := int64(-1)
 	for _, fi := range files {
 		lf, ok := parseLogFile(fi)
-		if !ok {
+		if !ok || (maxVersion >= 0 && lf.version > maxVersion) {
 			continue
 		}
 		if lf.kind == fileCommit {

@@ -1,0 +1,281 @@
+package deltalog
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Log cleanup (PROTOCOL.md "Metadata Cleanup", delta-rs
+// cleanup_expired_logs_for). After a checkpoint at version c:
+//
+//   - Nothing happens when delta.enableExpiredLogCleanup is "false".
+//   - A file has expired when its modification time is at or before
+//     now - delta.logRetentionDuration (default 30 days). Unlike Spark the
+//     cutoff is not rounded down to midnight, so short retentions (tests,
+//     "interval 1 hour") behave as written.
+//   - keep = min(c, the oldest commit that has not expired): every version
+//     from keep on stays readable. The boundary is the newest complete
+//     checkpoint at or below keep; with none, nothing is deleted.
+//   - Deleted: commit files below the boundary (all expired, by the choice
+//     of keep, so the remaining commits stay contiguous), and expired
+//     checkpoint files (every part), .crc files and log compaction files
+//     (x.y.compacted.json whose whole range is below the boundary) below
+//     the boundary. An unexpired one is left (an orphan no reader of the
+//     boundary needs). Never the boundary checkpoint, the
+//     commit at its version (it holds the commitInfo), anything newer,
+//     _last_checkpoint, or anything in a sub-directory (_sidecars,
+//     _commits, _staged_commits: sidecar cleanup needs every checkpoint
+//     read, which a blind appender does not do).
+//   - Commits go first, oldest first, then checksum and compaction files,
+//     then checkpoints: an interrupted cleanup leaves a contiguous log that
+//     still starts at a checkpoint, and (checkpointProtection's rule d)
+//     never a checkpoint removed before the commits it covers.
+//   - checkpointProtection (writer feature) with
+//     delta.requireCheckpointProtectionBeforeVersion = P > 0: versions
+//     below P may only be truncated all at once. If the boundary is below
+//     P nothing is deleted (and the reason returned); if it is at or above
+//     P, everything below the boundary goes as above.
+
+// DefaultLogRetention is delta.logRetentionDuration's default.
+const DefaultLogRetention = 30 * 24 * time.Hour
+
+// CleanupOptions tunes CleanupLog. Protocol and Metadata are the table's
+// (at the checkpoint version or later).
+type CleanupOptions struct {
+	Protocol Protocol
+	Metadata Metadata
+	// Now is the clock files are expired against. Default time.Now.
+	Now func() time.Time
+	// Logger receives one debug line per deleted file. Default: discard.
+	Logger *slog.Logger
+}
+
+// CleanupResult says what CleanupLog did.
+type CleanupResult struct {
+	// Boundary is the checkpoint version everything older was deleted
+	// behind (-1 when nothing could be).
+	Boundary int64
+	// Deleted lists the deleted paths, in deletion order.
+	Deleted []string
+	// Skipped explains why nothing was deleted, when a rule (not a lack of
+	// expired files) stopped the cleanup.
+	Skipped string
+	// NextCheck, when set, is the earliest time any remaining log file can
+	// expire: until then (and while the retention stays the same) another
+	// cleanup would delete nothing, so a caller may skip it — and the
+	// listing of the whole log it costs.
+	NextCheck time.Time
+}
+
+// CleanupLog deletes expired log files older than what a reader of the
+// checkpoint at version checkpoint needs (see the rules above). The
+// checkpoint must exist. A failed delete stops the cleanup and is returned
+// with what was deleted so far.
+func CleanupLog(ctx context.Context, store Store, checkpoint int64, opts CleanupOptions) (*CleanupResult, error) {
+	res := &CleanupResult{Boundary: -1}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	conf := opts.Metadata.Configuration
+	if strings.EqualFold(strings.TrimSpace(conf["delta.enableExpiredLogCleanup"]), "false") {
+		res.Skipped = "delta.enableExpiredLogCleanup is false"
+		return res, nil
+	}
+	retention := DefaultLogRetention
+	if raw, ok := conf["delta.logRetentionDuration"]; ok {
+		d, err := ParseInterval(raw)
+		if err != nil {
+			res.Skipped = fmt.Sprintf("delta.logRetentionDuration %q does not parse: %v", raw, err)
+			return res, nil
+		}
+		retention = d
+	}
+	now := time.Now()
+	if opts.Now != nil {
+		now = opts.Now()
+	}
+	cutoff := now.Add(-retention)
+	expired := func(fi FileInfo) bool { return !fi.ModTime.After(cutoff) }
+
+	files, err := store.List(ctx, LogDir, "")
+	if err != nil {
+		return res, err
+	}
+	type versioned struct {
+		FileInfo
+		version int64
+		kind    string // commit, checkpoint, crc, compaction
+	}
+	var all []versioned
+	keep := checkpoint
+	// Complete checkpoints by version (multi-part: every part present).
+	complete := map[int64]bool{}
+	parts := map[int64]map[int]map[int]bool{}
+	for _, fi := range files {
+		if lf, ok := parseLogFile(fi); ok {
+			switch lf.kind {
+			case fileCommit:
+				all = append(all, versioned{fi, lf.version, "commit"})
+				if !expired(fi) && lf.version < keep {
+					keep = lf.version
+				}
+			case fileCheckpointMultiPart:
+				all = append(all, versioned{fi, lf.version, "checkpoint"})
+				if parts[lf.version] == nil {
+					parts[lf.version] = map[int]map[int]bool{}
+				}
+				if parts[lf.version][lf.parts] == nil {
+					parts[lf.version][lf.parts] = map[int]bool{}
+				}
+				parts[lf.version][lf.parts][lf.part] = true
+				if len(parts[lf.version][lf.parts]) == lf.parts {
+					complete[lf.version] = true
+				}
+			default:
+				all = append(all, versioned{fi, lf.version, "checkpoint"})
+				complete[lf.version] = true
+			}
+			continue
+		}
+		name, ok := strings.CutPrefix(fi.Path, LogDir)
+		if !ok || strings.Contains(name, "/") {
+			continue
+		}
+		if v, ok := crcVersion(name); ok {
+			all = append(all, versioned{fi, v, "crc"})
+		} else if start, end, ok := compactionRange(name); ok {
+			all = append(all, versioned{fi, start, "compaction:" + strconv.FormatInt(end, 10)})
+		}
+	}
+	if !complete[checkpoint] {
+		res.Skipped = fmt.Sprintf("no complete checkpoint at version %d", checkpoint)
+		return res, nil
+	}
+	// nextCheck is computed over the files that remain.
+	nextCheck := func(deleted map[string]bool) time.Time {
+		var oldest time.Time
+		for _, f := range all {
+			if !deleted[f.Path] && (oldest.IsZero() || f.ModTime.Before(oldest)) {
+				oldest = f.ModTime
+			}
+		}
+		if oldest.IsZero() {
+			return time.Time{}
+		}
+		return oldest.Add(retention)
+	}
+	boundary := int64(-1)
+	for v := range complete {
+		if v <= keep && v > boundary {
+			boundary = v
+		}
+	}
+	if boundary <= 0 {
+		res.NextCheck = nextCheck(nil) // nothing below it
+		return res, nil
+	}
+	if p := protectedBefore(opts.Protocol, conf); p > 0 && boundary < p {
+		res.Skipped = fmt.Sprintf("checkpointProtection: history before version %d must be truncated in one go, and the oldest checkpoint that can be kept is %d", p, boundary)
+		return res, nil
+	}
+	res.Boundary = boundary
+
+	rank := func(kind string) int {
+		switch {
+		case kind == "commit":
+			return 0
+		case kind == "crc" || strings.HasPrefix(kind, "compaction"):
+			return 1
+		}
+		return 2
+	}
+	var victims []versioned
+	for _, f := range all {
+		if f.version >= boundary {
+			continue
+		}
+		switch {
+		case f.kind == "commit":
+			// keep <= every unexpired commit, so this one has expired.
+		case strings.HasPrefix(f.kind, "compaction:"):
+			end, _ := strconv.ParseInt(strings.TrimPrefix(f.kind, "compaction:"), 10, 64)
+			if end >= boundary || !expired(f.FileInfo) {
+				continue
+			}
+		default:
+			if !expired(f.FileInfo) {
+				continue
+			}
+		}
+		victims = append(victims, f)
+	}
+	slices.SortStableFunc(victims, func(a, b versioned) int {
+		if r := rank(a.kind) - rank(b.kind); r != 0 {
+			return r
+		}
+		if a.version != b.version {
+			if a.version < b.version {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a.Path, b.Path)
+	})
+	deleted := map[string]bool{}
+	for _, f := range victims {
+		if err := ctx.Err(); err != nil {
+			return res, err
+		}
+		if err := store.Delete(ctx, f.Path); err != nil {
+			return res, fmt.Errorf("deltalog: log cleanup: delete %s: %w", f.Path, err)
+		}
+		log.Debug("deltalog: deleted expired log file", "path", f.Path, "boundary", boundary)
+		res.Deleted = append(res.Deleted, f.Path)
+		deleted[f.Path] = true
+	}
+	res.NextCheck = nextCheck(deleted)
+	return res, nil
+}
+
+// protectedBefore is delta.requireCheckpointProtectionBeforeVersion when
+// the table supports checkpointProtection, else 0.
+func protectedBefore(p Protocol, conf map[string]string) int64 {
+	if !slices.Contains(SupportedFeatures(p), "checkpointProtection") {
+		return 0
+	}
+	raw, ok := conf["delta.requireCheckpointProtectionBeforeVersion"]
+	if !ok {
+		return 0
+	}
+	v, err := strconv.ParseInt(strings.TrimSpace(raw), 10, 64)
+	if err != nil {
+		// Unreadable: protect everything.
+		return 1<<63 - 1
+	}
+	return v
+}
+
+// crcVersion parses NNNNNNNNNNNNNNNNNNNN.crc.
+func crcVersion(name string) (int64, bool) {
+	if len(name) != 24 || !strings.HasSuffix(name, ".crc") {
+		return 0, false
+	}
+	return parseDigits(name[:20])
+}
+
+// compactionRange parses <x>.<y>.compacted.json.
+func compactionRange(name string) (int64, int64, bool) {
+	rest, ok := strings.CutSuffix(name, ".compacted.json")
+	if !ok || len(rest) != 41 || rest[20] != '.' {
+		return 0, 0, false
+	}
+	x, ok1 := parseDigits(rest[:20])
+	y, ok2 := parseDigits(rest[21:])
+	return x, y, ok1 && ok2
+}

@@ -1,0 +1,709 @@
+package deltalog
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"math"
+	"math/big"
+	"strconv"
+	"time"
+
+	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/format"
+)
+
+// Reading the file actions (add, remove, sidecar) of Parquet checkpoints
+// and sidecars, for State. Like the non-file reader in checkpoint_read.go,
+// columns are found by name and each is read on its own, so any writer's
+// layout works: optional columns present or not, list and map group names,
+// INT32 or INT64 integers. A whole checkpoint is fetched with one GET — a
+// full state needs nearly every column anyway.
+//
+// An add whose stats column is missing or null but that has stats_parsed
+// (Spark with delta.checkpoint.writeStatsAsJson=false) gets its stats
+// re-serialized to the JSON form: State keeps stats only as JSON, the
+// form every reader accepts and the one appends write.
+
+func readParquetCheckpointFull(ctx context.Context, store Store, path string, nonFile bool, fn func(Action) error) error {
+	data, err := store.Get(ctx, path)
+	if err != nil {
+		return err
+	}
+	pf, err := parquet.OpenFile(bytes.NewReader(data), int64(len(data)),
+		parquet.SkipPageIndex(true), parquet.SkipBloomFilters(true))
+	if err != nil {
+		return fmt.Errorf("open %s: %w", path, err)
+	}
+	var cols *checkpointColumns
+	if nonFile {
+		cols = lookupCheckpointColumns(pf.Root())
+	}
+	fc := lookupFileColumns(pf.Root())
+	for i, rg := range pf.RowGroups() {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if cols != nil {
+			if err := cols.readRowGroup(rg, fn); err != nil {
+				return fmt.Errorf("read %s row group %d: %w", path, i, err)
+			}
+		}
+		if err := fc.readRowGroup(rg, fn); err != nil {
+			return fmt.Errorf("read %s row group %d: %w", path, i, err)
+		}
+	}
+	return nil
+}
+
+type dvLeaves struct {
+	storageType, pathOrInline, offset, size, cardinality, maxRowIndex leaf
+}
+
+type fileColumns struct {
+	addPath, addSize, addModTime, addDataChange, addStats leaf
+	addPV, addTags                                        mapLeaves
+	addDV                                                 dvLeaves
+	addBaseRowID, addDefaultRCV, addClustering            leaf
+	addStatsParsed                                        *parquet.Column
+
+	rmPath, rmDelTS, rmDataChange, rmExt, rmSize leaf
+	rmPV                                         mapLeaves
+	rmDV                                         dvLeaves
+	rmBaseRowID, rmDefaultRCV                    leaf
+
+	scPath, scSize, scModTime leaf
+}
+
+func childColumn(col *parquet.Column, names ...string) *parquet.Column {
+	for _, n := range names {
+		if col == nil {
+			return nil
+		}
+		col = col.Column(n)
+	}
+	return col
+}
+
+// scalarLeaf is a non-repeated leaf at root/names, or nil.
+func scalarLeaf(root *parquet.Column, names ...string) leaf {
+	col := childColumn(root, names...)
+	if col == nil || !col.Leaf() || col.MaxRepetitionLevel() != 0 {
+		return nil
+	}
+	return col
+}
+
+// mapLeavesAt finds the key and value leaves of a map<string,string> at
+// root/names whatever the repeated group is called.
+func mapLeavesAt(root *parquet.Column, names ...string) mapLeaves {
+	col := childColumn(root, names...)
+	if col == nil || col.Leaf() || len(col.Columns()) != 1 {
+		return mapLeaves{}
+	}
+	kv := col.Columns()[0]
+	if kv.Leaf() || len(kv.Columns()) != 2 {
+		return mapLeaves{}
+	}
+	k, v := kv.Column("key"), kv.Column("value")
+	if k == nil || v == nil {
+		k, v = kv.Columns()[0], kv.Columns()[1]
+	}
+	if !k.Leaf() || !v.Leaf() || k.MaxRepetitionLevel() != 1 {
+		return mapLeaves{}
+	}
+	return mapLeaves{k, v}
+}
+
+func dvLeavesAt(root *parquet.Column, action string) dvLeaves {
+	return dvLeaves{
+		storageType:  scalarLeaf(root, action, "deletionVector", "storageType"),
+		pathOrInline: scalarLeaf(root, action, "deletionVector", "pathOrInlineDv"),
+		offset:       scalarLeaf(root, action, "deletionVector", "offset"),
+		size:         scalarLeaf(root, action, "deletionVector", "sizeInBytes"),
+		cardinality:  scalarLeaf(root, action, "deletionVector", "cardinality"),
+		maxRowIndex:  scalarLeaf(root, action, "deletionVector", "maxRowIndex"),
+	}
+}
+
+func lookupFileColumns(root *parquet.Column) *fileColumns {
+	c := &fileColumns{
+		addPath:       scalarLeaf(root, "add", "path"),
+		addSize:       scalarLeaf(root, "add", "size"),
+		addModTime:    scalarLeaf(root, "add", "modificationTime"),
+		addDataChange: scalarLeaf(root, "add", "dataChange"),
+		addStats:      scalarLeaf(root, "add", "stats"),
+		addPV:         mapLeavesAt(root, "add", "partitionValues"),
+		addTags:       mapLeavesAt(root, "add", "tags"),
+		addDV:         dvLeavesAt(root, "add"),
+		addBaseRowID:  scalarLeaf(root, "add", "baseRowId"),
+		addDefaultRCV: scalarLeaf(root, "add", "defaultRowCommitVersion"),
+		addClustering: scalarLeaf(root, "add", "clusteringProvider"),
+
+		rmPath:       scalarLeaf(root, "remove", "path"),
+		rmDelTS:      scalarLeaf(root, "remove", "deletionTimestamp"),
+		rmDataChange: scalarLeaf(root, "remove", "dataChange"),
+		rmExt:        scalarLeaf(root, "remove", "extendedFileMetadata"),
+		rmSize:       scalarLeaf(root, "remove", "size"),
+		rmPV:         mapLeavesAt(root, "remove", "partitionValues"),
+		rmDV:         dvLeavesAt(root, "remove"),
+		rmBaseRowID:  scalarLeaf(root, "remove", "baseRowId"),
+		rmDefaultRCV: scalarLeaf(root, "remove", "defaultRowCommitVersion"),
+
+		scPath:    scalarLeaf(root, "sidecar", "path"),
+		scSize:    scalarLeaf(root, "sidecar", "sizeInBytes"),
+		scModTime: scalarLeaf(root, "sidecar", "modificationTime"),
+	}
+	if sp := childColumn(root, "add", "stats_parsed"); sp != nil && !sp.Leaf() {
+		c.addStatsParsed = sp
+	}
+	return c
+}
+
+// cursor walks the cells of one non-repeated leaf in row order.
+type cursor struct {
+	cells []cell
+	i     int
+}
+
+// at returns the value of row r. Rows must be asked for in ascending order.
+func (c *cursor) at(r int32) (cell, bool) {
+	for c.i < len(c.cells) && c.cells[c.i].row < r {
+		c.i++
+	}
+	if c.i < len(c.cells) && c.cells[c.i].row == r {
+		return c.cells[c.i], true
+	}
+	return cell{}, false
+}
+
+func (c *cursor) str(r int32) (string, bool) {
+	v, ok := c.at(r)
+	if !ok {
+		return "", false
+	}
+	return v.str(), true
+}
+
+func (c *cursor) int64p(r int32) *int64 {
+	v, ok := c.at(r)
+	if !ok {
+		return nil
+	}
+	x := v.int64()
+	return &x
+}
+
+// mapCursor pairs the key and value cells of a map column by their
+// position in the value stream (a null value has no cell).
+type mapCursor struct {
+	keys, vals []cell
+	ki, vi     int
+}
+
+func (m *mapCursor) each(r int32, fn func(k string, v *string)) {
+	for m.ki < len(m.keys) && m.keys[m.ki].row < r {
+		m.ki++
+	}
+	for ; m.ki < len(m.keys) && m.keys[m.ki].row == r; m.ki++ {
+		k := m.keys[m.ki]
+		for m.vi < len(m.vals) && m.vals[m.vi].pos < k.pos {
+			m.vi++
+		}
+		if m.vi < len(m.vals) && m.vals[m.vi].pos == k.pos {
+			s := m.vals[m.vi].str()
+			fn(k.str(), &s)
+		} else {
+			fn(k.str(), nil)
+		}
+	}
+}
+
+// readMapCursor reads the entries of a map<string,string> column.
+func readMapCursor(rg parquet.RowGroup, ml mapLeaves) (*mapCursor, error) {
+	if ml.key == nil {
+		return &mapCursor{}, nil
+	}
+	keys, err := readCells(rg, ml.key)
+	if err != nil {
+		return nil, err
+	}
+	vals, err := readCells(rg, ml.value)
+	if err != nil {
+		return nil, err
+	}
+	return &mapCursor{keys: keys, vals: vals}, nil
+}
+
+type dvCursor struct {
+	storageType, pathOrInline, offset, size, cardinality, maxRowIndex cursor
+}
+
+func readDVCursor(rg parquet.RowGroup, l dvLeaves) (*dvCursor, error) {
+	c := &dvCursor{}
+	for _, x := range []struct {
+		l leaf
+		c *cursor
+	}{{l.storageType, &c.storageType}, {l.pathOrInline, &c.pathOrInline}, {l.offset, &c.offset},
+		{l.size, &c.size}, {l.cardinality, &c.cardinality}, {l.maxRowIndex, &c.maxRowIndex}} {
+		cells, err := readCells(rg, x.l)
+		if err != nil {
+			return nil, err
+		}
+		x.c.cells = cells
+	}
+	return c, nil
+}
+
+func (c *dvCursor) at(r int32) *DeletionVector {
+	st, ok := c.storageType.str(r)
+	if !ok {
+		return nil
+	}
+	dv := &DeletionVector{StorageType: st}
+	dv.PathOrInlineDv, _ = c.pathOrInline.str(r)
+	if v, ok := c.offset.at(r); ok {
+		o := int32(v.int64())
+		dv.Offset = &o
+	}
+	if v, ok := c.size.at(r); ok {
+		dv.SizeInBytes = int32(v.int64())
+	}
+	if v, ok := c.cardinality.at(r); ok {
+		dv.Cardinality = v.int64()
+	}
+	dv.MaxRowIndex = c.maxRowIndex.int64p(r)
+	return dv
+}
+
+// rawDV renders a descriptor in the raw JSON form Add and Remove keep.
+func rawDV(dv *DeletionVector) []byte {
+	if dv == nil {
+		return nil
+	}
+	b, _ := marshalDV(dv)
+	return b
+}
+
+func marshalDV(dv *DeletionVector) ([]byte, error) {
+	var b bytes.Buffer
+	b.WriteString(`{"storageType":`)
+	writeJSONString(&b, dv.StorageType)
+	b.WriteString(`,"pathOrInlineDv":`)
+	writeJSONString(&b, dv.PathOrInlineDv)
+	if dv.Offset != nil {
+		b.WriteString(`,"offset":` + strconv.FormatInt(int64(*dv.Offset), 10))
+	}
+	b.WriteString(`,"sizeInBytes":` + strconv.FormatInt(int64(dv.SizeInBytes), 10))
+	b.WriteString(`,"cardinality":` + strconv.FormatInt(dv.Cardinality, 10))
+	if dv.MaxRowIndex != nil {
+		b.WriteString(`,"maxRowIndex":` + strconv.FormatInt(*dv.MaxRowIndex, 10))
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
+}
+
+func (c *fileColumns) readRowGroup(rg parquet.RowGroup, fn func(Action) error) error {
+	if err := c.readAdds(rg, fn); err != nil {
+		return err
+	}
+	if err := c.readRemoves(rg, fn); err != nil {
+		return err
+	}
+	return c.readSidecars(rg, fn)
+}
+
+func readCursors(rg parquet.RowGroup, pairs ...any) error {
+	for i := 0; i < len(pairs); i += 2 {
+		cells, err := readCells(rg, pairs[i].(leaf))
+		if err != nil {
+			return err
+		}
+		pairs[i+1].(*cursor).cells = cells
+	}
+	return nil
+}
+
+func (c *fileColumns) readAdds(rg parquet.RowGroup, fn func(Action) error) error {
+	paths, err := readCells(rg, c.addPath)
+	if err != nil || len(paths) == 0 {
+		return err
+	}
+	var size, modTime, dataChange, stats, baseRowID, defaultRCV, clustering cursor
+	if err := readCursors(rg, c.addSize, &size, c.addModTime, &modTime, c.addDataChange, &dataChange,
+		c.addStats, &stats, c.addBaseRowID, &baseRowID, c.addDefaultRCV, &defaultRCV, c.addClustering, &clustering); err != nil {
+		return err
+	}
+	pv, err := readMapCursor(rg, c.addPV)
+	if err != nil {
+		return err
+	}
+	tags, err := readMapCursor(rg, c.addTags)
+	if err != nil {
+		return err
+	}
+	dvs, err := readDVCursor(rg, c.addDV)
+	if err != nil {
+		return err
+	}
+	// stats_parsed only for adds without JSON stats.
+	var sp *statsParsed
+	if c.addStatsParsed != nil && len(stats.cells) < len(paths) {
+		if sp, err = readStatsParsed(rg, c.addStatsParsed); err != nil {
+			return fmt.Errorf("add.stats_parsed: %w", err)
+		}
+	}
+	for _, pc := range paths {
+		r := pc.row
+		a := &Add{Path: pc.str(), PartitionValues: PartitionValues{}}
+		if v, ok := size.at(r); ok {
+			a.Size = v.int64()
+		}
+		if v, ok := modTime.at(r); ok {
+			a.ModificationTime = v.int64()
+		}
+		if v, ok := dataChange.at(r); ok {
+			a.DataChange = v.val.Boolean()
+		}
+		if s, ok := stats.str(r); ok {
+			a.Stats = s
+		} else if sp != nil {
+			a.Stats = sp.json(r)
+		}
+		pv.each(r, func(k string, v *string) { a.PartitionValues[k] = v })
+		tags.each(r, func(k string, v *string) {
+			if a.Tags == nil {
+				a.Tags = map[string]string{}
+			}
+			if v != nil {
+				a.Tags[k] = *v
+			} else {
+				a.Tags[k] = ""
+			}
+		})
+		a.DeletionVector = rawDV(dvs.at(r))
+		a.BaseRowID = baseRowID.int64p(r)
+		a.DefaultRowCommitVersion = defaultRCV.int64p(r)
+		a.ClusteringProvider, _ = clustering.str(r)
+		if err := fn(a); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (c *fileColumns) readRemoves(rg parquet.RowGroup, fn func(Action) error) error {
+	paths, err := readCells(rg, c.rmPath)
+	if err != nil || len(paths) == 0 {
+		return err
+	}
+	var delTS, dataChange, ext, size, baseRowID, defaultRCV cursor
+	if err := readCursors(rg, c.rmDelTS, &delTS, c.rmDataChange, &dataChange, c.rmExt, &ext, c.rmSize, &size,
+		c.rmBaseRowID, &baseRowID, c.rmDefaultRCV, &defaultRCV); err != nil {
+		return err
+	}
+	pv, err := readMapCursor(rg, c.rmPV)
+	if err != nil {
+		return err
+	}
+	pvPresent, err := mapPresence(rg, c.rmPV)
+	if err != nil {
+		return err
+	}
+	dvs, err := readDVCursor(rg, c.rmDV)
+	if err != nil {
+		return err
+	}
+	for _, pc := range paths {
+		r := pc.row
+		rm := &Remove{Path: pc.str()}
+		rm.DeletionTimestamp = delTS.int64p(r)
+		if v, ok := dataChange.at(r); ok {
+			rm.DataChange = v.val.Boolean()
+		}
+		if v, ok := ext.at(r); ok {
+			b := v.val.Boolean()
+			rm.ExtendedFileMetadata = &b
+		}
+		rm.Size = size.int64p(r)
+		if pvPresent.has(r) {
+			rm.PartitionValues = PartitionValues{}
+			pv.each(r, func(k string, v *string) { rm.PartitionValues[k] = v })
+		}
+		rm.DeletionVector = rawDV(dvs.at(r))
+		rm.BaseRowID = baseRowID.int64p(r)
+		rm.DefaultRowCommitVersion = defaultRCV.int64p(r)
+		if err := fn(rm); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (c *fileColumns) readSidecars(rg parquet.RowGroup, fn func(Action) error) error {
+	paths, err := readCells(rg, c.scPath)
+	if err != nil || len(paths) == 0 {
+		return err
+	}
+	var size, modTime cursor
+	if err := readCursors(rg, c.scSize, &size, c.scModTime, &modTime); err != nil {
+		return err
+	}
+	for _, pc := range paths {
+		sc := &Sidecar{Path: pc.str()}
+		if v, ok := size.at(pc.row); ok {
+			sc.SizeInBytes = v.int64()
+		}
+		if v, ok := modTime.at(pc.row); ok {
+			sc.ModificationTime = v.int64()
+		}
+		if err := fn(sc); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// rowSet is the set of rows where a map column is non-null.
+type rowSet struct {
+	rows []int32
+	i    int
+}
+
+func (s *rowSet) has(r int32) bool {
+	for s.i < len(s.rows) && s.rows[s.i] < r {
+		s.i++
+	}
+	return s.i < len(s.rows) && s.rows[s.i] == r
+}
+
+// mapPresence reads the definition levels of a map's key leaf: a row whose
+// level reaches the map group itself has a map (maybe empty).
+func mapPresence(rg parquet.RowGroup, ml mapLeaves) (*rowSet, error) {
+	set := &rowSet{}
+	if ml.key == nil {
+		return set, nil
+	}
+	// The map group is optional, one level below the key's repeated group.
+	mapDef := ml.key.MaxDefinitionLevel() - 1
+	err := forEachLevel(rg, ml.key, func(row int32, rep, def int) {
+		if rep == 0 && def >= mapDef {
+			set.rows = append(set.rows, row)
+		}
+	})
+	return set, err
+}
+
+// forEachLevel calls fn with the levels of every value of a leaf chunk.
+func forEachLevel(rg parquet.RowGroup, col leaf, fn func(row int32, rep, def int)) error {
+	pages := rg.ColumnChunks()[col.Index()].Pages()
+	defer pages.Close()
+	buf := make([]parquet.Value, 1024)
+	row := int32(-1)
+	for {
+		page, err := pages.ReadPage()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		vr := page.Values()
+		for {
+			n, rerr := vr.ReadValues(buf)
+			for _, v := range buf[:n] {
+				if v.RepetitionLevel() == 0 {
+					row++
+				}
+				fn(row, v.RepetitionLevel(), v.DefinitionLevel())
+			}
+			if rerr == io.EOF {
+				break
+			}
+			if rerr != nil {
+				parquet.Release(page)
+				return rerr
+			}
+		}
+		parquet.Release(page)
+	}
+}
+
+// ---- stats_parsed → JSON ---------------------------------------------------
+
+// statsParsed is the add.stats_parsed subtree of one row group, its leaves
+// read, ready to render the stats JSON of any row.
+type statsParsed struct{ root *spNode }
+
+type spNode struct {
+	name string
+	col  *parquet.Column // leaf
+	kids []*spNode
+	cur  cursor
+}
+
+func buildSPNode(col *parquet.Column) *spNode {
+	n := &spNode{name: col.Name()}
+	if col.Leaf() {
+		if col.MaxRepetitionLevel() != 0 {
+			return nil // stats never hold lists or maps
+		}
+		n.col = col
+		return n
+	}
+	for _, ch := range col.Columns() {
+		if k := buildSPNode(ch); k != nil {
+			n.kids = append(n.kids, k)
+		}
+	}
+	return n
+}
+
+func readStatsParsed(rg parquet.RowGroup, col *parquet.Column) (*statsParsed, error) {
+	root := buildSPNode(col)
+	var load func(n *spNode) error
+	load = func(n *spNode) error {
+		if n.col != nil {
+			cells, err := readCells(rg, n.col)
+			n.cur.cells = cells
+			return err
+		}
+		for _, k := range n.kids {
+			if err := load(k); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if err := load(root); err != nil {
+		return nil, err
+	}
+	return &statsParsed{root: root}, nil
+}
+
+// json renders row r's stats, "" when the row has none.
+func (s *statsParsed) json(r int32) string {
+	var b bytes.Buffer
+	if !s.root.write(&b, r) {
+		return ""
+	}
+	return b.String()
+}
+
+func (n *spNode) write(b *bytes.Buffer, r int32) bool {
+	wrote := false
+	for _, k := range n.kids {
+		start := b.Len()
+		if wrote {
+			b.WriteByte(',')
+		} else {
+			b.WriteByte('{')
+		}
+		writeJSONString(b, k.name)
+		b.WriteByte(':')
+		ok := false
+		if k.col != nil {
+			if v, has := k.cur.at(r); has {
+				ok = appendStatValue(b, k.col, v.val)
+			}
+		} else {
+			ok = k.write(b, r)
+		}
+		if !ok {
+			b.Truncate(start)
+			continue
+		}
+		wrote = true
+	}
+	if wrote {
+		b.WriteByte('}')
+	}
+	return wrote
+}
+
+// appendStatValue renders one stats leaf the way stats.go writes the JSON
+// form (dates as "YYYY-MM-DD", timestamps at millisecond precision,
+// decimals as plain numbers); false for a value JSON cannot hold.
+func appendStatValue(b *bytes.Buffer, col *parquet.Column, v parquet.Value) bool {
+	var lt format.LogicalTypeValue
+	if l := col.Type().LogicalType(); l != nil {
+		lt = l.Value
+	}
+	switch t := lt.(type) {
+	case *format.DateType:
+		b.WriteString(`"` + time.Unix(int64(v.Int32())*86400, 0).UTC().Format("2006-01-02") + `"`)
+		return true
+	case *format.TimestampType:
+		ms := v.Int64()
+		switch t.Unit.Value.(type) {
+		case *format.MicroSeconds:
+			ms = floorDiv(ms, 1000)
+		case *format.NanoSeconds:
+			ms = floorDiv(ms, 1000000)
+		}
+		layout := "2006-01-02T15:04:05.000Z"
+		if !t.IsAdjustedToUTC {
+			layout = "2006-01-02T15:04:05.000"
+		}
+		b.WriteString(`"` + time.UnixMilli(ms).UTC().Format(layout) + `"`)
+		return true
+	case *format.DecimalType:
+		var unscaled *big.Int
+		switch v.Kind() {
+		case parquet.Int32:
+			unscaled = big.NewInt(int64(v.Int32()))
+		case parquet.Int64:
+			unscaled = big.NewInt(v.Int64())
+		default:
+			unscaled = twosComplement(v.ByteArray())
+		}
+		b.WriteString(formatUnscaled(unscaled.String(), int(t.Scale)))
+		return true
+	}
+	switch v.Kind() {
+	case parquet.Boolean:
+		b.WriteString(strconv.FormatBool(v.Boolean()))
+	case parquet.Int32:
+		b.WriteString(strconv.FormatInt(int64(v.Int32()), 10))
+	case parquet.Int64:
+		b.WriteString(strconv.FormatInt(v.Int64(), 10))
+	case parquet.Float:
+		f := float64(v.Float())
+		if math.IsNaN(f) || math.IsInf(f, 0) {
+			return false
+		}
+		b.WriteString(strconv.FormatFloat(f, 'g', -1, 32))
+	case parquet.Double:
+		f := v.Double()
+		if math.IsNaN(f) || math.IsInf(f, 0) {
+			return false
+		}
+		b.WriteString(strconv.FormatFloat(f, 'g', -1, 64))
+	case parquet.Int96:
+		// Legacy Spark timestamps: nanoseconds of the day, then the Julian day.
+		raw := v.ByteArray()
+		if len(raw) != 12 {
+			return false
+		}
+		nanos := int64(binary.LittleEndian.Uint64(raw[:8]))
+		day := int64(binary.LittleEndian.Uint32(raw[8:]))
+		ms := (day-2440588)*86400000 + floorDiv(nanos, 1000000)
+		b.WriteString(`"` + time.UnixMilli(ms).UTC().Format("2006-01-02T15:04:05.000Z") + `"`)
+	case parquet.ByteArray, parquet.FixedLenByteArray:
+		writeJSONString(b, string(v.ByteArray()))
+	default:
+		return false
+	}
+	return true
+}
+
+// twosComplement reads a big-endian two's complement integer.
+func twosComplement(raw []byte) *big.Int {
+	x := new(big.Int).SetBytes(raw)
+	if len(raw) > 0 && raw[0]&0x80 != 0 {
+		x.Sub(x, new(big.Int).Lsh(big.NewInt(1), uint(8*len(raw))))
+	}
+	return x
+}
