@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
@@ -197,33 +196,8 @@ func TestAzureConcurrentWritersLoseNothing(t *testing.T) {
 	cfg := azurite(t, svc, c)
 	uri := "az://" + c + "/events"
 	pyStore(t, createEvents, uri)
-	h := newHarness(t, hostdriver.Workers(4))
 	const writers, batches, per = 3, 8, 5
-	var wg sync.WaitGroup
-	errs := make(chan error, writers)
-	for w := range writers {
-		inst := h.open(fmt.Sprintf("w%d", w), with(cfg, "table_uri", uri))
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for n := range batches {
-				if err := inst.Consume(events("t", w*1000+n*per, per)); err != nil {
-					errs <- err
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
-	var want []string
-	for w := range writers {
-		want = append(want, span(w*1000, w*1000+batches*per-1))
-	}
-	wantStoreIDs(t, uri, strings.Join(want, ","))
+	wantStoreIDs(t, uri, writeConcurrently(t, with(cfg, "table_uri", uri), writers, batches, per))
 	if n := storeVersions(t, uri); n != 1+writers*batches {
 		t.Fatalf("%d versions, want %d", n, 1+writers*batches)
 	}

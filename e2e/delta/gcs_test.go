@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"cloud.google.com/go/storage"
@@ -132,33 +131,8 @@ func TestGCSConcurrentWritersLoseNothing(t *testing.T) {
 	bucket := svc.NewGCSBucket(t)
 	cfg, _ := fakeGCS(t, svc)
 	uri := createInGCS(t, svc, createEvents, bucket, "events")
-	h := newHarness(t, hostdriver.Workers(4))
 	const writers, batches, per = 3, 8, 5
-	var wg sync.WaitGroup
-	errs := make(chan error, writers)
-	for w := range writers {
-		inst := h.open(fmt.Sprintf("w%d", w), with(cfg, "table_uri", uri))
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for n := range batches {
-				if err := inst.Consume(events("t", w*1000+n*per, per)); err != nil {
-					errs <- err
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
-	var want []string
-	for w := range writers {
-		want = append(want, span(w*1000, w*1000+batches*per-1))
-	}
-	wantStoreIDs(t, uri, strings.Join(want, ","))
+	wantStoreIDs(t, uri, writeConcurrently(t, with(cfg, "table_uri", uri), writers, batches, per))
 	if n := storeVersions(t, uri); n != 1+writers*batches {
 		t.Fatalf("%d versions, want %d", n, 1+writers*batches)
 	}

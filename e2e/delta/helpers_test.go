@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/picomq/heavy-sinks/e2e/hostdriver"
@@ -161,3 +162,37 @@ dump([{"version": h.get("version"), "operation": h.get("operation")} for h in dt
 func fileURI(dir string) string { return "file://" + dir }
 
 func sprintf(format string, a ...any) string { return fmt.Sprintf(format, a...) }
+
+// writeConcurrently has `writers` sink instances (distinct keys, so distinct
+// application transactions) append `batches` batches of `per` records each
+// to the table of cfg at the same time, from several host threads, and
+// returns the ids the table must then hold, in order.
+func writeConcurrently(t *testing.T, cfg map[string]any, writers, batches, per int) string {
+	t.Helper()
+	h := newHarness(t, hostdriver.Workers(4))
+	var wg sync.WaitGroup
+	errs := make(chan error, writers)
+	for w := range writers {
+		inst := h.open(fmt.Sprintf("w%d", w), cfg)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for n := range batches {
+				if err := inst.Consume(events(fmt.Sprintf("t%d", w), w*1000+n*per, per)); err != nil {
+					errs <- fmt.Errorf("writer %d batch %d: %w", w, n, err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	var want []string
+	for w := range writers {
+		want = append(want, span(w*1000, w*1000+batches*per-1))
+	}
+	return strings.Join(want, ",")
+}

@@ -5,7 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/picomq/heavy-sinks/e2e/hostdriver"
@@ -135,34 +134,8 @@ func TestTemplatedTableURIs(t *testing.T) {
 func TestConcurrentWritersLoseNothing(t *testing.T) {
 	uri := fileURI(filepath.Join(t.TempDir(), "events"))
 	py(t, createEvents, uri)
-	h := newHarness(t, hostdriver.Workers(4))
 	const writers, batches, per = 3, 15, 4
-	var wg sync.WaitGroup
-	errs := make(chan error, writers)
-	for w := range writers {
-		inst := h.open(fmt.Sprintf("writer%d", w), map[string]any{"table_uri": uri})
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for n := range batches {
-				first := w*1000 + n*per
-				if err := inst.Consume(events(fmt.Sprintf("t%d", w), first, per)); err != nil {
-					errs <- err
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
-	var want []string
-	for w := range writers {
-		want = append(want, span(w*1000, w*1000+batches*per-1))
-	}
-	wantIDs(t, uri, strings.Join(want, ","))
+	wantIDs(t, uri, writeConcurrently(t, map[string]any{"table_uri": uri}, writers, batches, per))
 	if n := len(history(t, uri)); n != 1+writers*batches {
 		t.Fatalf("%d versions, want %d", n, 1+writers*batches)
 	}

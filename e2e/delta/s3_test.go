@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -106,33 +105,7 @@ func TestS3ConcurrentWritersLoseNothing(t *testing.T) {
 	cfg := minio(t, svc)
 	uri := "s3://" + bucket + "/events"
 	py(t, createEvents, uri)
-	h := newHarness(t, hostdriver.Workers(4))
-	const writers, batches, per = 3, 8, 5
-	var wg sync.WaitGroup
-	errs := make(chan error, writers)
-	for w := range writers {
-		inst := h.open(fmt.Sprintf("w%d", w), with(cfg, "table_uri", uri))
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for n := range batches {
-				if err := inst.Consume(events("t", w*1000+n*per, per)); err != nil {
-					errs <- err
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
-	var want []string
-	for w := range writers {
-		want = append(want, span(w*1000, w*1000+batches*per-1))
-	}
-	wantIDs(t, uri, strings.Join(want, ","))
+	wantIDs(t, uri, writeConcurrently(t, with(cfg, "table_uri", uri), 3, 8, 5))
 }
 
 func TestS3MissingTableAndBadCredentials(t *testing.T) {
