@@ -170,10 +170,14 @@ func PartitionDir(partitionColumns []string, values PartitionValues) (string, er
 // directory name: ASCII controls, DEL and "#%'*/:=?\{[]^ become %XX
 // (uppercase hex). Space, '}' and non-ASCII are kept, as Spark does on
 // non-Windows systems.
-func EscapePartitionPathSegment(s string) string {
+func EscapePartitionPathSegment(s string) string { return percentEncode(s, hiveEscape) }
+
+// percentEncode replaces every byte for which escape is true by %XX
+// (uppercase hex), allocating only when something needs escaping.
+func percentEncode(s string, escape func(byte) bool) string {
 	n := 0
 	for i := 0; i < len(s); i++ {
-		if hiveEscape(s[i]) {
+		if escape(s[i]) {
 			n++
 		}
 	}
@@ -184,7 +188,7 @@ func EscapePartitionPathSegment(s string) string {
 	b.Grow(len(s) + 2*n)
 	for i := 0; i < len(s); i++ {
 		c := s[i]
-		if hiveEscape(c) {
+		if escape(c) {
 			b.WriteByte('%')
 			b.WriteByte(upperHex[c>>4])
 			b.WriteByte(upperHex[c&15])
@@ -215,30 +219,7 @@ func hiveEscape(c byte) bool {
 // a Hive escape becomes "%25". This is what Hadoop's Path.toUri produces for
 // Spark. Non-ASCII characters are kept as UTF-8, as Spark keeps them; URI
 // decoding leaves them unchanged.
-func AddPath(relPath string) string {
-	n := 0
-	for i := 0; i < len(relPath); i++ {
-		if uriEscape(relPath[i]) {
-			n++
-		}
-	}
-	if n == 0 {
-		return relPath
-	}
-	var b strings.Builder
-	b.Grow(len(relPath) + 2*n)
-	for i := 0; i < len(relPath); i++ {
-		c := relPath[i]
-		if uriEscape(c) {
-			b.WriteByte('%')
-			b.WriteByte(upperHex[c>>4])
-			b.WriteByte(upperHex[c&15])
-		} else {
-			b.WriteByte(c)
-		}
-	}
-	return b.String()
-}
+func AddPath(relPath string) string { return percentEncode(relPath, uriEscape) }
 
 func uriEscape(c byte) bool {
 	if c < 0x20 || c == 0x7F {
