@@ -15,7 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -381,18 +380,10 @@ func (w *world) exactlyOnce(table, topic string, from, to uint64) {
 // objects lists the keys under prefix in the world's bucket.
 func (w *world) objects(prefix string) []string {
 	w.t.Helper()
-	var keys []string
-	p := s3.NewListObjectsV2Paginator(w.s3, &s3.ListObjectsV2Input{Bucket: aws.String(w.bucket), Prefix: aws.String(prefix)})
-	for p.HasMorePages() {
-		page, err := p.NextPage(w.ctx)
-		if err != nil {
-			w.t.Fatalf("list %s: %v", prefix, err)
-		}
-		for _, o := range page.Contents {
-			keys = append(keys, aws.ToString(o.Key))
-		}
+	keys, err := services.Keys(w.ctx, w.s3, w.bucket, prefix)
+	if err != nil {
+		w.t.Fatalf("list %s: %v", prefix, err)
 	}
-	sort.Strings(keys)
 	return keys
 }
 

@@ -3,6 +3,7 @@ package services
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -55,6 +56,23 @@ func (s Services) NewBucket(t testing.TB) string {
 		}
 	})
 	return name
+}
+
+// Keys lists the keys under prefix in bucket, sorted.
+func Keys(ctx context.Context, client *s3.Client, bucket, prefix string) ([]string, error) {
+	var keys []string
+	p := s3.NewListObjectsV2Paginator(client, &s3.ListObjectsV2Input{Bucket: aws.String(bucket), Prefix: aws.String(prefix)})
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return nil, err
+		}
+		for _, o := range page.Contents {
+			keys = append(keys, aws.ToString(o.Key))
+		}
+	}
+	slices.Sort(keys)
+	return keys, nil
 }
 
 // EmptyBucket deletes every object in bucket. A bucket that no longer exists

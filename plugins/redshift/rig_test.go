@@ -5,12 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
-	"sort"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/jackc/pgx/v5"
 
@@ -213,18 +211,10 @@ func (r *rig) ids(table string) (map[string]bool, int) {
 // objects lists the keys under prefix in the rig's bucket.
 func (r *rig) objects(prefix string) []string {
 	r.t.Helper()
-	var keys []string
-	p := s3.NewListObjectsV2Paginator(r.s3, &s3.ListObjectsV2Input{Bucket: aws.String(r.bucket), Prefix: aws.String(prefix)})
-	for p.HasMorePages() {
-		page, err := p.NextPage(r.ctx)
-		if err != nil {
-			r.t.Fatalf("list %s: %v", prefix, err)
-		}
-		for _, o := range page.Contents {
-			keys = append(keys, aws.ToString(o.Key))
-		}
+	keys, err := services.Keys(r.ctx, r.s3, r.bucket, prefix)
+	if err != nil {
+		r.t.Fatalf("list %s: %v", prefix, err)
 	}
-	sort.Strings(keys)
 	return keys
 }
 

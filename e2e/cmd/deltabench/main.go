@@ -22,7 +22,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -220,23 +219,8 @@ func runOurs(dist string, cfg map[string]any, data [][]hostdriver.Record) (resul
 		r.latencies = append(r.latencies, time.Since(t0))
 	}
 	r.elapsed = time.Since(start)
-	r.rssKB = peakRSS(h.Pid())
+	_, r.rssKB = hostdriver.ProcessMemory(h.Pid())
 	return r, inst.Close()
-}
-
-// peakRSS reads VmHWM, the process's peak resident set, in KiB.
-func peakRSS(pid int) int64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			n, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-			return n
-		}
-	}
-	return 0
 }
 
 func generate(nb, size int) ([][]hostdriver.Record, int) {

@@ -236,7 +236,7 @@ func driveTable(dist, python, work string) error {
 		waitCheckpoint(dir, int64(v-v%10), 30*time.Second)
 		last := lat[max(0, len(lat)-*window):]
 		p50, p99 := percentile(last, 0.50), percentile(last, 0.99)
-		rss, peak := rssKB(h.Pid())
+		rss, peak := hostdriver.ProcessMemory(h.Pid())
 		t0 = time.Now()
 		probeInst, err := lib.Open(def(fmt.Sprintf("probe-%d", v)))
 		if err != nil {
@@ -322,31 +322,6 @@ func percentile(d []time.Duration, p float64) time.Duration {
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
-
-// rssKB reads VmRSS and VmHWM (peak) in KiB.
-func rssKB(pid int) (cur, peak int64) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, 0
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		field := func(prefix string) (int64, bool) {
-			v, ok := strings.CutPrefix(line, prefix)
-			if !ok {
-				return 0, false
-			}
-			n, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-			return n, true
-		}
-		if n, ok := field("VmRSS:"); ok {
-			cur = n
-		}
-		if n, ok := field("VmHWM:"); ok {
-			peak = n
-		}
-	}
-	return cur, peak
-}
 
 // ---- the 300k-file table ---------------------------------------------------
 
@@ -474,7 +449,7 @@ func runProbe() error {
 	default:
 		return fmt.Errorf("unknown probe %q", *probe)
 	}
-	_, r.PeakKB = rssKB(os.Getpid())
+	_, r.PeakKB = hostdriver.ProcessMemory(os.Getpid())
 	return json.NewEncoder(os.Stdout).Encode(r)
 }
 

@@ -237,7 +237,7 @@ func runSize(ctx context.Context, hostBin, lib string, size int, svc services.Se
 		return r, err
 	}
 	r.cpu = cpu1 - cpu0
-	r.rssKB = peakRSS(h.Pid())
+	_, r.rssKB = hostdriver.ProcessMemory(h.Pid())
 	r.statements = map[string]int{}
 	for _, s := range emu.Statements() {
 		if f := strings.Fields(s); len(f) > 0 {
@@ -479,21 +479,6 @@ func clockTicks() float64 {
 		}
 	})
 	return ticks
-}
-
-// peakRSS reads VmHWM, the process's peak resident set, in KiB.
-func peakRSS(pid int) int64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			n, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-			return n
-		}
-	}
-	return 0
 }
 
 // generate returns nb batches of size records: JSON orders of about 250
