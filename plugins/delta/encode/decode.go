@@ -444,27 +444,17 @@ func (d *decoder) number(n *node, tok []byte, rep uint8) *valueError {
 			return err
 		}
 		col.putInt64(v, rep)
-	case kInt:
-		v, err := d.integer(n, tok, math.MinInt32, math.MaxInt32)
-		if err != nil {
-			return err
+	case kInt, kShort, kByte, kDate:
+		// int32 columns of different ranges; an integer date is days since
+		// the epoch.
+		lo, hi := int64(math.MinInt32), int64(math.MaxInt32)
+		switch n.kind {
+		case kShort:
+			lo, hi = math.MinInt16, math.MaxInt16
+		case kByte:
+			lo, hi = math.MinInt8, math.MaxInt8
 		}
-		col.putInt32(int32(v), rep)
-	case kShort:
-		v, err := d.integer(n, tok, math.MinInt16, math.MaxInt16)
-		if err != nil {
-			return err
-		}
-		col.putInt32(int32(v), rep)
-	case kByte:
-		v, err := d.integer(n, tok, math.MinInt8, math.MaxInt8)
-		if err != nil {
-			return err
-		}
-		col.putInt32(int32(v), rep)
-	case kDate:
-		// An integer is days since the epoch.
-		v, err := d.integer(n, tok, math.MinInt32, math.MaxInt32)
+		v, err := d.integer(n, tok, lo, hi)
 		if err != nil {
 			return err
 		}
