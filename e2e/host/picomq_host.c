@@ -951,8 +951,11 @@ static void handle(req *q) {
   case OP_CLOSE: op_close(&c, &r); break;
   default: set_fmt(&r, STATUS_HOST_ERROR, "unknown op %u", q->op); break;
   }
-  respond(q->id, &r);
+  /* Poison before answering: once the answer is out, the next request may
+   * run on another worker, and a plugin that kept a pointer must already
+   * read poison there. The result owns its text, nothing points into body. */
   lend_done(q->body, q->len);
+  respond(q->id, &r);
   free(q);
 }
 
