@@ -30,6 +30,10 @@
  *              bytes payload
  *   5 METRICS  u32 lib, u64 instance, u32 out_cap
  *   6 CLOSE    u32 lib, u64 instance, u32 err_cap
+ *   7 SETENV   bytes name, ?bytes value: setenv(name, value, 1), or
+ *              unsetenv(name) when value is absent. The way a real host
+ *              injects secrets after it started; the caller keeps it from
+ *              running while another worker is inside open.
  *   The request runs on worker thread `worker`. Each worker runs its requests
  *   in arrival order; different workers run at the same time, so responses
  *   can come back in any order and are matched by id.
@@ -99,7 +103,15 @@
 #define STATUS_HOST_ERROR (-1)
 #define STATUS_CONTRACT (-2)
 
-enum { OP_LOAD = 1, OP_DESCRIBE, OP_OPEN, OP_CONSUME, OP_METRICS, OP_CLOSE };
+enum {
+  OP_LOAD = 1,
+  OP_DESCRIBE,
+  OP_OPEN,
+  OP_CONSUME,
+  OP_METRICS,
+  OP_CLOSE,
+  OP_SETENV
+};
 enum { KIND_HELLO = 1, KIND_RESPONSE = 2, KIND_LOG = 3 };
 enum { LOG_LATE = 1, LOG_NULL_MSG = 2 };
 enum { OPEN_NO_LOG = 1 };
@@ -917,6 +929,37 @@ static void op_close(cursor *c, result *r) {
   finish_err("close", st, err, err_cap, r);
 }
 
+/* setenv and unsetenv want NUL-terminated strings; the name must not be
+ * empty or hold '=' or NUL, the value must not hold NUL. */
+static void op_setenv(cursor *c, result *r) {
+  picomq_bytes name = get_bytes(c);
+  int present = get_u8(c);
+  picomq_bytes value = {NULL, 0};
+  if (present) value = get_bytes(c);
+  if (c->bad || c->n != 0) {
+    set_fmt(r, STATUS_HOST_ERROR, "malformed SETENV request");
+    return;
+  }
+  if (name.len == 0 || memchr(name.ptr, '=', name.len) ||
+      memchr(name.ptr, 0, name.len) || (value.len && memchr(value.ptr, 0, value.len))) {
+    set_fmt(r, STATUS_HOST_ERROR, "SETENV: bad name or value");
+    return;
+  }
+  char *n = xmalloc(name.len + 1), *v = xmalloc(value.len + 1);
+  memcpy(n, name.ptr, name.len);
+  n[name.len] = 0;
+  if (value.len) memcpy(v, value.ptr, value.len);
+  v[value.len] = 0;
+  int rc = present ? setenv(n, v, 1) : unsetenv(n);
+  if (rc != 0)
+    set_fmt(r, STATUS_HOST_ERROR, "%s: %s", present ? "setenv" : "unsetenv",
+            strerror(errno));
+  else
+    r->status = PICOMQ_OK;
+  free(n);
+  free(v);
+}
+
 /* ---- workers ---------------------------------------------------------------- */
 
 typedef struct req {
@@ -949,6 +992,7 @@ static void handle(req *q) {
   case OP_CONSUME: op_consume(&c, &r); break;
   case OP_METRICS: op_metrics(&c, &r); break;
   case OP_CLOSE: op_close(&c, &r); break;
+  case OP_SETENV: op_setenv(&c, &r); break;
   default: set_fmt(&r, STATUS_HOST_ERROR, "unknown op %u", q->op); break;
   }
   /* Poison before answering: once the answer is out, the next request may

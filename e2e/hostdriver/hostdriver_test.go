@@ -499,6 +499,30 @@ func TestUnknownWorker(t *testing.T) {
 	wantStatus(t, inst.ConsumeOn(99, batch("t")), hostdriver.StatusHostError, "no worker 99")
 }
 
+// Setenv and Unsetenv change the host process's environment as the C
+// library sees it, for the plugin's next call on any worker.
+func TestSetenv(t *testing.T) {
+	h := start(t, hostdriver.Workers(2), hostdriver.Env("PICOMQ_STUB_VAR=from-start"))
+	inst := open(t, load(t, h, stubA), config)
+	get := func(worker int) error { return inst.ConsumeOn(worker, batch("getenv", "PICOMQ_STUB_VAR")) }
+	wantStatus(t, get(0), hostdriver.StatusRetry, "PICOMQ_STUB_VAR=from-start")
+	if err := h.Setenv("PICOMQ_STUB_VAR", "set later", hostdriver.OnWorker(0)); err != nil {
+		t.Fatal(err)
+	}
+	wantStatus(t, get(1), hostdriver.StatusRetry, "PICOMQ_STUB_VAR=set later")
+	if err := h.Setenv("PICOMQ_STUB_VAR", ""); err != nil {
+		t.Fatal(err)
+	}
+	wantStatus(t, get(0), hostdriver.StatusRetry, "PICOMQ_STUB_VAR=")
+	if err := h.Unsetenv("PICOMQ_STUB_VAR"); err != nil {
+		t.Fatal(err)
+	}
+	wantStatus(t, get(1), hostdriver.StatusRetry, "PICOMQ_STUB_VAR unset")
+	wantStatus(t, h.Setenv("A=B", "x"), hostdriver.StatusHostError, "bad name")
+	wantStatus(t, h.Setenv("", "x"), hostdriver.StatusHostError, "bad name")
+	wantStatus(t, h.Setenv("A", "x\x00y"), hostdriver.StatusHostError, "bad name or value")
+}
+
 // A crash fails every pending and later call with the exit status and
 // stderr, promptly.
 func TestCrash(t *testing.T) {

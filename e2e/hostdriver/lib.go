@@ -236,3 +236,33 @@ func (i *Instance) Logs() []LogLine {
 	l, _ := i.lib.h.logs.snapshot(func(l LogLine) bool { return l.Ctx == i.ctx })
 	return l
 }
+
+// Setenv calls setenv(name, value, 1) in the host process, as a host that
+// injects secrets after it started does. It runs on a worker like any call:
+// make it while no other call is in flight, since setenv in one thread races
+// with open reading the environment in another.
+func (h *Host) Setenv(name, value string, opts ...CallOption) error {
+	return h.setenv(name, &value, opts)
+}
+
+// Unsetenv calls unsetenv(name) in the host process; see Setenv.
+func (h *Host) Unsetenv(name string, opts ...CallOption) error {
+	return h.setenv(name, nil, opts)
+}
+
+func (h *Host) setenv(name string, value *string, opts []CallOption) error {
+	cc := newCallConfig(opts)
+	r, err := h.call(opSetenv, cc, func(e *encoder, _ uint64) {
+		e.str(name)
+		if value == nil {
+			e.u8(0)
+		} else {
+			e.u8(1)
+			e.str(*value)
+		}
+	})
+	if err != nil {
+		return err
+	}
+	return result(opSetenv, r)
+}

@@ -25,6 +25,7 @@ const (
 	opConsume
 	opMetrics
 	opClose
+	opSetenv
 )
 
 func (o op) String() string {
@@ -41,6 +42,8 @@ func (o op) String() string {
 		return "metrics"
 	case opClose:
 		return "close"
+	case opSetenv:
+		return "setenv"
 	}
 	return fmt.Sprintf("op(%d)", uint8(o))
 }

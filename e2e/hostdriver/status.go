@@ -51,7 +51,7 @@ func (s Status) String() string {
 
 // StatusError is a call that returned a status other than StatusOK.
 type StatusError struct {
-	Op      string // "load", "describe", "open", "consume", "metrics", "close"
+	Op      string // "load", "describe", "open", "consume", "metrics", "close", "setenv"
 	Code    Status
 	Message string // the plugin's error text, or the host's
 }

@@ -25,6 +25,8 @@
  *   log         one WARN log line per record, its payload as the message, OK
  *   nonul       RETRY with err filled completely, no NUL (contract violation)
  *   badutf8     RETRY with error text that is not UTF-8 (contract violation)
+ *   getenv      RETRY, error text "NAME=value" or "NAME unset" for the
+ *               getenv of the first record's payload
  *   anything else: OK
  * describe returns fixed JSON longer than 64 bytes; metrics returns
  * {"name":...,"instance":H,"batches":B,"records":R}.
@@ -308,6 +310,19 @@ static picomq_status stub_consume(picomq_instance h, const picomq_batch *b,
           (const char *)b->records[i].payload.ptr);
   } else if (topic_is(b, "nonul")) {
     if (err && cap) memset(err, 'x', cap);
+    st = PICOMQ_RETRY;
+  } else if (topic_is(b, "getenv") && b->record_count) {
+    char name[256];
+    size_t n = b->records[0].payload.len < sizeof name - 1
+                   ? b->records[0].payload.len
+                   : sizeof name - 1;
+    memcpy(name, b->records[0].payload.ptr, n);
+    name[n] = 0;
+    const char *v = getenv(name);
+    if (v)
+      set_err(err, cap, "%s=%s", name, v);
+    else
+      set_err(err, cap, "%s unset", name);
     st = PICOMQ_RETRY;
   } else if (topic_is(b, "badutf8")) {
     set_err(err, cap, "bad \xff\xfe text");
