@@ -128,6 +128,25 @@ type Env struct {
 	Environ []string
 }
 
+// EnvFrom makes an Env of "NAME=value" entries, as os.Environ returns them.
+// When a name appears twice the first entry wins, as with getenv(3).
+func EnvFrom(environ []string) Env {
+	m := make(map[string]string, len(environ))
+	for _, kv := range environ {
+		name, val, ok := strings.Cut(kv, "=")
+		if !ok {
+			continue
+		}
+		if _, dup := m[name]; !dup {
+			m[name] = val
+		}
+	}
+	return Env{
+		Lookup:  func(name string) (string, bool) { v, ok := m[name]; return v, ok },
+		Environ: environ,
+	}
+}
+
 // EnvPrefix is the prefix of the environment overrides for a sink key:
 // PICOMQ_CONNECTORS_SINK_<KEY>_PLUGIN_CONFIG_. The key is upper-cased and
 // anything outside [A-Z0-9_] becomes '_' so every key yields a valid name.

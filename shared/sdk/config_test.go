@@ -161,6 +161,18 @@ func TestDecodeWarnsAboutUnknownKeysAndOverrides(t *testing.T) {
 	}
 }
 
+func TestEnvFromFirstEntryWins(t *testing.T) {
+	env := sdk.EnvFrom([]string{"A=1", "B=x=y", "A=2", "NOEQUALS", "E="})
+	for name, want := range map[string]string{"A": "1", "B": "x=y", "E": ""} {
+		if v, ok := env.Lookup(name); !ok || v != want {
+			t.Errorf("%s = %q, %v; want %q", name, v, ok, want)
+		}
+	}
+	if _, ok := env.Lookup("NOEQUALS"); ok {
+		t.Error("an entry without '=' is a variable")
+	}
+}
+
 func TestSchemaFieldsAndMarkdown(t *testing.T) {
 	s, err := sdk.SchemaOf[testConfig]()
 	if err != nil {

@@ -83,8 +83,18 @@ var errUnknownInstance = Fatalf("unknown instance (closed or never opened)")
 
 // Open decodes the sink definition, applies environment overrides, and opens
 // a new instance of the registered sink. log may be nil: lines then go to
-// stderr.
+// stderr. It reads the environment with os.Environ; OpenEnv takes it from
+// the caller.
 func Open(definition []byte, log LogFunc) (uint64, error) {
+	return OpenEnv(definition, log, os.Environ())
+}
+
+// OpenEnv is Open reading the environment overrides and LogLevelEnv from
+// environ ("NAME=value" entries) rather than os.Environ. In a c-shared
+// library the Go runtime copies the environment once, when the library is
+// loaded, and never sees a setenv(3) the host makes after that; the C shim
+// therefore passes the C library's environ as it is at open.
+func OpenEnv(definition []byte, log LogFunc, environ []string) (uint64, error) {
 	reg := currentRegistration()
 	if reg == nil {
 		return 0, Fatalf("no sink is registered in this library")
@@ -100,8 +110,9 @@ func Open(definition []byte, log LogFunc) (uint64, error) {
 	if log == nil {
 		log = stderrLog(reg.name, def.Key)
 	}
+	env := EnvFrom(environ)
 	in.logs = &logSink{out: log, minLevel: slog.LevelInfo, redact: in.redact}
-	if lv, ok := os.LookupEnv(LogLevelEnv); ok {
+	if lv, ok := env.Lookup(LogLevelEnv); ok {
 		if l, ok := ParseLevel(lv); ok {
 			in.logs.minLevel = l
 		}
@@ -110,7 +121,6 @@ func Open(definition []byte, log LogFunc) (uint64, error) {
 	in.callCtx, in.callCancel = context.WithCancel(in.ctx)
 	in.host = &Host{Key: def.Key, Name: def.Name, Version: def.Version, Logger: newLogger(in.logs), inst: in}
 
-	env := Env{Lookup: os.LookupEnv, Environ: os.Environ()}
 	sink, err := safeCall(func() (erasedSink, error) {
 		s, _, err := reg.open(in.ctx, def.PluginConfig, def.Key, env, in.host)
 		return s, err

@@ -433,3 +433,25 @@ func TestCloseCancelsAStuckConsume(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestOpenEnvReadsTheGivenEnvironment(t *testing.T) {
+	t.Setenv("PICOMQ_CONNECTORS_SINK_ENVD_PLUGIN_CONFIG_PASSWORD", "from-os-environ")
+	var logs logLines
+	h, err := sdk.OpenEnv(definition("envd", map[string]any{"password": "from-json"}), logs.fn, []string{
+		"PICOMQ_CONNECTORS_SINK_ENVD_PLUGIN_CONFIG_DSN=user:given-pw",
+		sdk.LogLevelEnv + "=warn",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := probes["envd"]
+	if p.cfg.Password != "from-json" || p.cfg.DSN != "user:given-pw" {
+		t.Fatalf("config %+v: not the given environment", p.cfg)
+	}
+	if err := sdk.Close(h); err != nil {
+		t.Fatal(err)
+	}
+	if all := logs.all(); strings.Contains(all, "INFO") {
+		t.Fatalf("%s=warn from the given environment ignored:\n%s", sdk.LogLevelEnv, all)
+	}
+}

@@ -6,6 +6,7 @@ package cabi
 #include "picomq_sink.h"
 
 void picomq_cabi_call_log(picomq_log_fn fn, void *ctx, int32_t level, const char *msg, size_t len);
+char **picomq_cabi_environ(void);
 */
 import "C"
 
@@ -43,7 +44,7 @@ func picomq_sink_v1_open(config *C.char, configLen C.size_t, logFn C.picomq_log_
 		}
 	}
 	def := C.GoBytes(unsafe.Pointer(config), C.int(configLen))
-	h, err := sdk.Open(def, log)
+	h, err := sdk.OpenEnv(def, log, environ())
 	if err != nil {
 		writeErr(errBuf, errCap, err.Error())
 		return status(err)
@@ -84,6 +85,22 @@ func picomq_sink_v1_close(inst C.picomq_instance, errBuf *C.char, errCap C.size_
 		return status(err)
 	}
 	return C.PICOMQ_OK
+}
+
+// environ copies the C library's environment as it is now. The Go runtime
+// of a c-shared library copied it once, at load, and os.Getenv never sees a
+// setenv(3) made after that; the host injects secrets exactly that way, so
+// open reads environ itself. Each string is copied as it is reached. The
+// header asks hosts not to change the environment while an open runs:
+// setenv in another thread may free the array being read.
+func environ() []string {
+	var out []string
+	p := C.picomq_cabi_environ()
+	for p != nil && *p != nil {
+		out = append(out, C.GoString(*p))
+		p = (**C.char)(unsafe.Add(unsafe.Pointer(p), unsafe.Sizeof(*p)))
+	}
+	return out
 }
 
 // guard turns a panic in the shim itself into a FATAL result.

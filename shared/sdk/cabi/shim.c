@@ -59,3 +59,9 @@ HIDDEN void picomq_cabi_call_log(picomq_log_fn fn, void *ctx, int32_t level,
                                  const char *msg, size_t len) {
   fn(ctx, level, msg, len);
 }
+
+/* The process environment as the C library holds it: setenv(3) updates
+ * this, not the copy the Go runtime took when the library was loaded. */
+extern char **environ;
+
+HIDDEN char **picomq_cabi_environ(void) { return environ; }

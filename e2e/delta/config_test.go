@@ -1,0 +1,55 @@
+package delta_test
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/picomq/heavy-sinks/e2e/hostdriver"
+	"github.com/picomq/heavy-sinks/e2e/services"
+)
+
+// An override the host sets with setenv(3) after it loaded the library is
+// read at open: the sink writes to the table the environment names, not to
+// the file's.
+func TestEnvOverrideSetAfterLoadIsRead(t *testing.T) {
+	dir := t.TempDir()
+	fromFile, fromEnv := fileURI(filepath.Join(dir, "from_file")), fileURI(filepath.Join(dir, "from_env"))
+	py(t, createEvents, fromFile)
+	py(t, createEvents, fromEnv)
+	h := newHarness(t)
+	if err := h.host.Setenv("PICOMQ_CONNECTORS_SINK_EVENTS_DELTA_PLUGIN_CONFIG_TABLE_URI", fromEnv); err != nil {
+		t.Fatal(err)
+	}
+	inst := h.open("events_delta", map[string]any{"table_uri": fromFile})
+	consume(t, inst, events("t", 0, 3))
+	wantIDs(t, fromEnv, "0,1,2")
+	wantIDs(t, fromFile, "")
+}
+
+// The spec's way to keep the S3 secret out of the file, with the secret
+// injected by setenv after the library was loaded: the wrong secret in the
+// file fails open, the right one from the environment works.
+func TestS3SecretSetAfterLoadIsRead(t *testing.T) {
+	svc := services.Require(t)
+	bucket := svc.NewBucket(t)
+	cfg := minio(t, svc)
+	uri := "s3://" + bucket + "/events"
+	py(t, createEvents, uri)
+	cfg = with(cfg, "table_uri", uri, "aws_s3_secret_key", "wrong-secret-in-file")
+	h := newHarness(t)
+	err := h.openErr("events_delta", cfg)
+	wantStatus(t, err, hostdriver.StatusRetry, "Failed to load Delta table")
+	const name = "PICOMQ_CONNECTORS_SINK_EVENTS_DELTA_PLUGIN_CONFIG_AWS_S3_SECRET_KEY"
+	if err := h.host.Setenv(name, svc.S3SecretKey); err != nil {
+		t.Fatal(err)
+	}
+	inst := h.open("events_delta", cfg)
+	consume(t, inst, events("t", 0, 2))
+	wantIDs(t, uri, "0,1")
+	for _, l := range inst.Logs() {
+		if strings.Contains(l.Message, svc.S3SecretKey) {
+			t.Fatalf("secret in logs: %s", l.Message)
+		}
+	}
+}
