@@ -1,6 +1,7 @@
 package abi_test
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -80,5 +81,40 @@ func TestEnvOverridesAreReadAtOpen(t *testing.T) {
 		if got := readRecorded(t, path); len(got) != 1 || got[0].Records[0].Offset != offset {
 			t.Errorf("%s: %+v, want the batch of offset %d", filepath.Base(path), got, offset)
 		}
+	}
+}
+
+// A plugin_config key or an override for this sink that the plugin does not
+// declare is refused, naming the nearest key: a typo must not leave the
+// default silently in force. Another sink's overrides are none of its
+// business.
+func TestUnknownKeysAreRefused(t *testing.T) {
+	rec := filepath.Join(t.TempDir(), "rec.jsonl")
+	h := startHost(t, hostdriver.Env(
+		"PICOMQ_CONNECTORS_SINK_OTHER_PLUGIN_CONFIG_NOT_A_KEY=1",
+		"PICOMQ_CONNECTORS_SINK_TYPO_ENV_PLUGIN_CONFIG_FAIL_MDOE=retry",
+	))
+	lib, err := h.Load(testPlugin(t, "a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = lib.Open(definition(t, "typo", map[string]any{"record_path": rec, "fail_mdoe": "fatal"}))
+	wantStatus(t, err, hostdriver.StatusBadConfig, `plugin_config key "fail_mdoe" is not known to this plugin; did you mean "fail_mode"?`)
+	_, err = lib.Open(definition(t, "typo", map[string]any{"record_path": rec, "compression": "zstd"}))
+	wantStatus(t, err, hostdriver.StatusBadConfig, `plugin_config key "compression" is not known to this plugin; known keys: record_path, token, fail_mode`)
+	_, err = lib.Open(definition(t, "typo_env", map[string]any{"record_path": rec}))
+	wantStatus(t, err, hostdriver.StatusBadConfig,
+		"environment override PICOMQ_CONNECTORS_SINK_TYPO_ENV_PLUGIN_CONFIG_FAIL_MDOE names no plugin_config key of this plugin; "+
+			`did you mean PICOMQ_CONNECTORS_SINK_TYPO_ENV_PLUGIN_CONFIG_FAIL_MODE (key "fail_mode")?`)
+	// OTHER's variable does not concern sink "fine".
+	inst, err := lib.Open(definition(t, "fine", map[string]any{"record_path": rec}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := inst.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(rec); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -53,3 +53,18 @@ func TestS3SecretSetAfterLoadIsRead(t *testing.T) {
 		}
 	}
 }
+
+// A misspelt key is refused at open, naming the key meant, rather than
+// leaving its default in force: exactly_onse = false would otherwise keep
+// exactly-once on.
+func TestUnknownKeyIsRefused(t *testing.T) {
+	h := newHarness(t)
+	uri := fileURI(filepath.Join(t.TempDir(), "t"))
+	py(t, createEvents, uri)
+	err := h.openErr("typo", map[string]any{"table_uri": uri, "exactly_onse": false})
+	wantStatus(t, err, hostdriver.StatusBadConfig, `plugin_config key "exactly_onse" is not known to this plugin; did you mean "exactly_once"?`)
+	h2 := newHarness(t, hostdriver.Env("PICOMQ_CONNECTORS_SINK_TYPO_PLUGIN_CONFIG_EXACTLY_ONSE=false"))
+	err = h2.openErr("typo", map[string]any{"table_uri": uri})
+	wantStatus(t, err, hostdriver.StatusBadConfig, "environment override PICOMQ_CONNECTORS_SINK_TYPO_PLUGIN_CONFIG_EXACTLY_ONSE names no plugin_config key",
+		`did you mean PICOMQ_CONNECTORS_SINK_TYPO_PLUGIN_CONFIG_EXACTLY_ONCE (key "exactly_once")?`)
+}

@@ -3,6 +3,8 @@ package redshift_test
 import (
 	"net/url"
 	"testing"
+
+	"github.com/picomq/heavy-sinks/e2e/hostdriver"
 )
 
 // The connection string with the password, injected by the host with
@@ -41,4 +43,18 @@ func TestConnectionStringSetAfterLoadIsRead(t *testing.T) {
 	}
 	texts = append(texts, se2.Message, logText(w.host.Logs()), w.host.Stderr())
 	noSecret(t, texts, "wrong-pw-in-file-0451")
+}
+
+// A misspelt key is refused at open with the key meant, before any
+// connection is made.
+func TestUnknownKeyIsRefused(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	se := w.openErr("typo", w.config(map[string]any{"batch_sise": 10}))
+	if se.Code != hostdriver.StatusBadConfig || se.Message != `plugin_config key "batch_sise" is not known to this plugin; did you mean "batch_size"?` {
+		t.Errorf("got %v", se)
+	}
+	if n := w.emu.CountStatements(`.`); n != 0 {
+		t.Errorf("open connected with an unknown key: %d statements", n)
+	}
 }

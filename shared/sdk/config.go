@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -122,7 +123,7 @@ func schemaOfType(t reflect.Type) (*Schema, error) {
 }
 
 // Env is how Decode reads the environment: a lookup and the full list (to
-// warn about overrides that name no known key).
+// find overrides that name no known key).
 type Env struct {
 	Lookup  func(string) (string, bool)
 	Environ []string
@@ -166,14 +167,17 @@ func envName(s string) string {
 
 // Decoded is the outcome of Decode besides the filled struct.
 type Decoded struct {
-	Warnings []string // unknown keys and overrides, to be logged
+	Warnings []string // things to log at warn level
 	Secrets  []string // values of secret keys, to be redacted everywhere
 }
 
 // Decode fills dst (a pointer to the schema's struct) from defaults, then the
 // plugin_config JSON object, then environment overrides (env wins). A value
-// of the wrong type is an error naming the key; secret values never appear
-// in errors.
+// of the wrong type, a plugin_config key the schema does not declare, and an
+// override for this sink key naming no declared key are BAD_CONFIG errors
+// naming the key (and the nearest declared one): a typo such as
+// "exactly_onse" must not silently leave the default in force. Secret
+// values never appear in errors.
 func (s *Schema) Decode(raw json.RawMessage, sinkKey string, env Env, dst any) (Decoded, error) {
 	var out Decoded
 	v := reflect.ValueOf(dst)
@@ -196,12 +200,17 @@ func (s *Schema) Decode(raw json.RawMessage, sinkKey string, env Env, dst any) (
 			set[i] = true
 		}
 	}
+	var unknown []string
 	for _, k := range sortedKeys(obj) {
-		i, ok := s.byKey[k]
-		if !ok {
-			out.Warnings = append(out.Warnings, fmt.Sprintf("plugin_config key %q is not known to this plugin; ignored", k))
-			continue
+		if _, ok := s.byKey[k]; !ok {
+			unknown = append(unknown, s.unknownKey(k))
 		}
+	}
+	if len(unknown) > 0 {
+		return out, BadConfigf("%s", strings.Join(unknown, "; "))
+	}
+	for _, k := range sortedKeys(obj) {
+		i := s.byKey[k]
 		f := &s.Fields[i]
 		val, present, err := parseJSON(f, obj[k])
 		if err != nil {
@@ -229,22 +238,26 @@ func (s *Schema) Decode(raw json.RawMessage, sinkKey string, env Env, dst any) (
 			set[i] = true
 		}
 	}
+	unknown = nil
 	for _, kv := range env.Environ {
 		name, _, _ := strings.Cut(kv, "=")
 		rest, ok := strings.CutPrefix(name, prefix)
-		if !ok {
+		if !ok || s.fieldByEnvName(rest) >= 0 {
 			continue
 		}
-		known := false
-		for i := range s.Fields {
-			if envName(s.Fields[i].Key) == rest {
-				known = true
-				break
-			}
+		if strings.Contains(rest, "_PLUGIN_CONFIG_") {
+			// Another sink's key may extend this one's: the override
+			// of key "a_plugin_config_b" for sink "a" reads the same
+			// as field B of sink "a_plugin_config_b". Not ours to refuse.
+			out.Warnings = append(out.Warnings, fmt.Sprintf("environment variable %s names no plugin_config key of this sink; ignored as another sink's", name))
+			continue
 		}
-		if !known {
-			out.Warnings = append(out.Warnings, fmt.Sprintf("environment override %s names no plugin_config key; ignored", name))
-		}
+		unknown = append(unknown, s.unknownOverride(prefix, rest))
+	}
+	if len(unknown) > 0 {
+		slices.Sort(unknown)
+		unknown = slices.Compact(unknown)
+		return out, BadConfigf("%s", strings.Join(unknown, "; "))
 	}
 	for i := range s.Fields {
 		f := &s.Fields[i]

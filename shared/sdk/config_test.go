@@ -146,17 +146,63 @@ func TestDecodeNeverEchoesSecretValues(t *testing.T) {
 	}
 }
 
-func TestDecodeWarnsAboutUnknownKeysAndOverrides(t *testing.T) {
-	env := envOf("PICOMQ_CONNECTORS_SINK_ORDERS_DELTA_PLUGIN_CONFIG_TYPO_KEY", "1")
-	_, d, err := decode(t, `{"table_uri":"x","tabel_uri":"y"}`, env)
+func TestDecodeRefusesUnknownKeysNamingTheNearest(t *testing.T) {
+	const prefix = "PICOMQ_CONNECTORS_SINK_ORDERS_DELTA_PLUGIN_CONFIG_"
+	known := "known keys: table_uri, secret_key, allow_http, batch_size, retry_delay, ratio, opt_delay"
+	cases := []struct {
+		name, raw string
+		env       sdk.Env
+		want      string
+	}{
+		{"typo", `{"table_uri":"x","batch_sise":5}`, envOf(),
+			`plugin_config key "batch_sise" is not known to this plugin; did you mean "batch_size"?`},
+		{"swapped letters", `{"tabel_uri":"x"}`, envOf(),
+			`plugin_config key "tabel_uri" is not known to this plugin; did you mean "table_uri"?`},
+		{"case", `{"table_uri":"x","Ratio":1}`, envOf(),
+			`plugin_config key "Ratio" is not known to this plugin; did you mean "ratio"?`},
+		{"nothing near", `{"table_uri":"x","compression":"zstd"}`, envOf(),
+			`plugin_config key "compression" is not known to this plugin; ` + known},
+		{"null value", `{"table_uri":"x","unknown":null}`, envOf(), `plugin_config key "unknown" is not known`},
+		{"every unknown key", `{"table_uri":"x","zz":1,"aa":2}`, envOf(),
+			`plugin_config key "aa" is not known to this plugin; ` + known + `; plugin_config key "zz" is not known`},
+		{"override typo", `{"table_uri":"x"}`, envOf(prefix+"SECRET_KYE", "s3cr3t-value"),
+			`environment override ` + prefix + `SECRET_KYE names no plugin_config key of this plugin; did you mean ` + prefix + `SECRET_KEY (key "secret_key")?`},
+		{"override nothing near", `{"table_uri":"x"}`, envOf(prefix+"COMPRESSION", "zstd"),
+			`environment override ` + prefix + `COMPRESSION names no plugin_config key of this plugin; ` + known},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, _, err := decode(t, tc.raw, tc.env)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v, want it to contain %q", err, tc.want)
+			}
+			if sdk.StatusOf(err) != sdk.StatusBadConfig {
+				t.Fatalf("status %v, want BAD_CONFIG", sdk.StatusOf(err))
+			}
+			if strings.Contains(err.Error(), "s3cr3t-value") {
+				t.Fatalf("error echoes an override's value: %v", err)
+			}
+		})
+	}
+}
+
+func TestDecodeLeavesOtherSinksOverridesAlone(t *testing.T) {
+	env := envOf(
+		// Another sink's key; and one whose key extends this one's, so
+		// its variable starts with this sink's prefix.
+		"PICOMQ_CONNECTORS_SINK_ORDERS_DELTA_2_PLUGIN_CONFIG_TYPO", "1",
+		"PICOMQ_CONNECTORS_SINK_ORDERS_DELTA_PLUGIN_CONFIG_X_PLUGIN_CONFIG_BATCH_SIZE", "9",
+		"PICOMQ_CONNECTORS_SINK_ORDERS_DELTA_PLUGIN_CONFIG_BATCH_SIZE", "7",
+	)
+	c, d, err := decode(t, `{"table_uri":"x"}`, env)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{
-		`plugin_config key "tabel_uri" is not known to this plugin; ignored`,
-		`environment override PICOMQ_CONNECTORS_SINK_ORDERS_DELTA_PLUGIN_CONFIG_TYPO_KEY names no plugin_config key; ignored`,
+	if c.Size != 7 {
+		t.Fatalf("batch_size %d", c.Size)
 	}
-	if strings.Join(d.Warnings, "\n") != strings.Join(want, "\n") {
+	want := "environment variable PICOMQ_CONNECTORS_SINK_ORDERS_DELTA_PLUGIN_CONFIG_X_PLUGIN_CONFIG_BATCH_SIZE names no plugin_config key of this sink; ignored as another sink's"
+	if len(d.Warnings) != 1 || d.Warnings[0] != want {
 		t.Fatalf("warnings %q", d.Warnings)
 	}
 }

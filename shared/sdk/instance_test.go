@@ -454,4 +454,8 @@ func TestOpenEnvReadsTheGivenEnvironment(t *testing.T) {
 	if all := logs.all(); strings.Contains(all, "INFO") {
 		t.Fatalf("%s=warn from the given environment ignored:\n%s", sdk.LogLevelEnv, all)
 	}
+	_, err = sdk.OpenEnv(definition("envd", nil), nil, []string{"PICOMQ_CONNECTORS_SINK_ENVD_PLUGIN_CONFIG_PASWORD=x"})
+	if sdk.StatusOf(err) != sdk.StatusBadConfig || !strings.Contains(err.Error(), `did you mean PICOMQ_CONNECTORS_SINK_ENVD_PLUGIN_CONFIG_PASSWORD (key "password")?`) {
+		t.Fatalf("unknown override: %v", err)
+	}
 }
