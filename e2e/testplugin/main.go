@@ -23,7 +23,7 @@ import (
 type Config struct {
 	RecordPath string        `config:"record_path,required" doc:"File that receives one JSON line per batch"`
 	Token      string        `config:"token,secret" doc:"A secret; logged on purpose at open so tests can check redaction"`
-	FailMode   string        `config:"fail_mode" doc:"retry, fatal, panic, panic_goroutine, panic_open or empty"`
+	FailMode   string        `config:"fail_mode" doc:"retry, fatal, panic, panic_goroutine, panic_background, panic_open, block or empty"`
 	FailTopic  string        `config:"fail_topic" doc:"Only batches of this topic fail; empty means all"`
 	Delay      time.Duration `config:"delay" default:"0s" doc:"Sleep per consume"`
 	MaxBatch   int           `config:"max_batch" default:"100000" doc:"Batches larger than this fail as FATAL"`
@@ -92,6 +92,18 @@ func (s *sink) Consume(ctx context.Context, b *sdk.Batch) error {
 			var g sdk.Group
 			g.Go(func() error { panic("test plugin: panic in a goroutine") })
 			return g.Wait()
+		case "block":
+			// Wait for close to cancel the call, then take a while to
+			// give up and leave a mark: close must wait for this
+			// return. Marked FATAL on purpose: the SDK reports RETRY
+			// for a call close cancelled, whatever the sink says.
+			s.host.Logger.Info("consume blocked", "topic", b.Topic)
+			<-ctx.Done()
+			time.Sleep(300 * time.Millisecond)
+			if err := os.WriteFile(s.cfg.RecordPath+".cancelled", []byte(b.Topic), 0o644); err != nil {
+				return sdk.Retry(err)
+			}
+			return sdk.Fatalf("test plugin: blocked consume gave up: %w", ctx.Err())
 		case "panic_background":
 			done := make(chan struct{})
 			s.host.Go(func(context.Context) { defer close(done); panic("test plugin: panic in a background goroutine") })

@@ -40,8 +40,9 @@ type instance struct {
 	ctx    context.Context // the instance's life: Open, Close, Host.Go goroutines
 	cancel context.CancelFunc
 	// callCtx is what Consume runs under. Close cancels it before waiting
-	// for a Consume in flight, so a call stuck on a lock or a dead peer
-	// cannot make Close hang; the cancelled call returns an error, never OK.
+	// (on mu) for a Consume in flight to return, so a call stuck on a lock
+	// or a dead peer cannot make Close hang. The cancelled call returns
+	// RETRY, or OK if its write completed anyway.
 	callCtx    context.Context
 	callCancel context.CancelFunc
 	wg         sync.WaitGroup // goroutines started with Host.Go
@@ -184,6 +185,13 @@ func (in *instance) consume(b *Batch) error {
 	if errors.As(err, &p) {
 		// The sink's buffers may be half-written: never use it again.
 		in.poison(err)
+		return err
+	}
+	if err != nil && in.callCtx.Err() != nil && errors.Is(err, context.Canceled) {
+		// Close cancelled this call: whatever the sink made of the
+		// cancellation, the batch was not refused for good, and the
+		// header promises RETRY.
+		return Retry(fmt.Errorf("consume cancelled by close: %w", err))
 	}
 	return err
 }
@@ -227,7 +235,9 @@ func Metrics(h uint64) ([]byte, error) {
 }
 
 // Close flushes and closes an instance. The handle is invalid afterwards,
-// even when Close returns an error.
+// even when Close returns an error. A Consume in flight is cancelled and
+// Close waits for it to return (it holds mu for the whole call) before the
+// sink's Close runs, so nothing of the instance is released under it.
 func Close(h uint64) error {
 	instMu.Lock()
 	in := instances[h]

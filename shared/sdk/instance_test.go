@@ -82,6 +82,14 @@ func (p *probeSink) Consume(ctx context.Context, b *sdk.Batch) error {
 	case "block":
 		<-ctx.Done()
 		return fmt.Errorf("gave up: %w", ctx.Err())
+	case "block_fatal":
+		// Slow to notice the cancellation, and marks it FATAL.
+		<-ctx.Done()
+		time.Sleep(100 * time.Millisecond)
+		p.mu.Lock()
+		p.seen = append(p.seen, "returned")
+		p.mu.Unlock()
+		return sdk.Fatalf("gave up: %w", ctx.Err())
 	case "background_panic":
 		done := make(chan struct{})
 		p.host.Go(func(context.Context) { defer close(done); panic("bg boom") })
@@ -431,6 +439,27 @@ func TestCloseCancelsAStuckConsume(t *testing.T) {
 	}
 	if err := <-closed; err != nil {
 		t.Fatal(err)
+	}
+}
+
+func TestCloseWaitsForTheCancelledConsumeWhichReturnsRetry(t *testing.T) {
+	h := open(t, "stuck_fatal", map[string]any{"mode": "block_fatal"}, nil)
+	p := probes["stuck_fatal"]
+	done := make(chan error)
+	go func() { done <- sdk.Consume(h, jsonBatch(`1`)) }()
+	time.Sleep(20 * time.Millisecond)
+	if err := sdk.Close(h); err != nil {
+		t.Fatal(err)
+	}
+	p.mu.Lock()
+	seen, closed := p.seen, p.closed
+	p.mu.Unlock()
+	if len(seen) != 1 || !closed {
+		t.Fatalf("close returned before the cancelled consume did: seen %q, closed %v", seen, closed)
+	}
+	err := <-done
+	if sdk.StatusOf(err) != sdk.StatusRetry || !strings.Contains(err.Error(), "consume cancelled by close: gave up: context canceled") {
+		t.Fatalf("cancelled consume: %v (%v)", err, sdk.StatusOf(err))
 	}
 }
 
