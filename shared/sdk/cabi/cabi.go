@@ -103,6 +103,24 @@ func environ() []string {
 	return out
 }
 
+// The SDK's status values are the header's: a mismatch fails the build
+// (a constant index out of range of a one-element array).
+var _ = func() (x [1]struct{}) {
+	_ = x[C.PICOMQ_OK-sdk.StatusOK]
+	_ = x[sdk.StatusOK-C.PICOMQ_OK]
+	_ = x[C.PICOMQ_RETRY-sdk.StatusRetry]
+	_ = x[sdk.StatusRetry-C.PICOMQ_RETRY]
+	_ = x[C.PICOMQ_FATAL-sdk.StatusFatal]
+	_ = x[sdk.StatusFatal-C.PICOMQ_FATAL]
+	_ = x[C.PICOMQ_BAD_CONFIG-sdk.StatusBadConfig]
+	_ = x[sdk.StatusBadConfig-C.PICOMQ_BAD_CONFIG]
+	_ = x[C.PICOMQ_ABI_MISMATCH-sdk.StatusABIMismatch]
+	_ = x[sdk.StatusABIMismatch-C.PICOMQ_ABI_MISMATCH]
+	_ = x[C.PICOMQ_BUFFER_TOO_SMALL-sdk.StatusBufferTooSmall]
+	_ = x[sdk.StatusBufferTooSmall-C.PICOMQ_BUFFER_TOO_SMALL]
+	return
+}
+
 // guard turns a panic in the shim itself into a FATAL result.
 func guard(st *C.picomq_status, errBuf *C.char, errCap C.size_t) {
 	if p := recover(); p != nil {
