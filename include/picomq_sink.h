@@ -29,8 +29,9 @@
  *   - describe may be called at any time from any thread.
  *   - Many instances of one library may be open in one process. Calls for
  *     different instances may run concurrently on different host threads.
- *   - Calls for the same instance are serialised by the plugin: consume and
- *     close wait for each other. metrics never waits for a consume.
+ *   - Calls for the same instance are serialised by the plugin: one consume
+ *     runs at a time. close cancels a consume in flight (see close below)
+ *     and waits for it to return. metrics never waits for a consume.
  *   - After close returns, the instance handle is invalid; any further call
  *     with it returns PICOMQ_FATAL ("unknown instance"), never a crash.
  *   - The log callback may be invoked from any thread, including threads the
@@ -41,12 +42,23 @@
  *                      record of the batch is durably written (or was
  *                      already written by an earlier attempt) and the host
  *                      may commit the offset.
- *   PICOMQ_RETRY       the write did not happen; trying the same batch again
- *                      may succeed (network, throttling, commit conflict).
+ *   PICOMQ_RETRY       consume: the write did not happen; trying the same
+ *                      batch again may succeed (network, throttling, commit
+ *                      conflict, a consume cancelled by close).
+ *                      open: the configuration was accepted but the
+ *                      environment failed in a way that may pass (an
+ *                      endpoint unreachable or timing out, an object store
+ *                      answering 403 or 5xx); opening again with the same
+ *                      configuration may succeed.
  *   PICOMQ_FATAL       the write did not happen and retrying this batch cannot
  *                      succeed (a record that cannot fit the table, a panic).
- *   PICOMQ_BAD_CONFIG  open refused the configuration; the message names
- *                      the key.
+ *   PICOMQ_BAD_CONFIG  open refused the configuration itself: a key missing,
+ *                      unknown or of the wrong type, a value the plugin cannot
+ *                      use, a table that does not exist, credentials the
+ *                      database rejects (authentication failure). Opening
+ *                      again cannot succeed until the configuration or its
+ *                      environment overrides change. The message names the
+ *                      key.
  *   PICOMQ_ABI_MISMATCH the host's major ABI version is not supported.
  *   PICOMQ_BUFFER_TOO_SMALL the output did not fit; *out_len holds the size
  *                      needed (without the NUL); call again with a larger buffer.
@@ -147,8 +159,18 @@ typedef struct picomq_sink_api {
   /* Opens an instance. config is the UTF-8 JSON sink definition:
    * {"key": "...", "name": "...", "version": N, "plugin_config": {...}}.
    * Environment variables PICOMQ_CONNECTORS_SINK_<KEY>_PLUGIN_CONFIG_<FIELD>
-   * override plugin_config fields. log may be NULL (the plugin then logs to
-   * stderr). On success *out is a non-zero handle. */
+   * override plugin_config fields, and PICOMQ_SINK_LOG_LEVEL sets the lowest
+   * level logged. Each open reads them from the process environment as the
+   * C library holds it (environ) at that moment: a variable set with setenv
+   * or removed with unsetenv before open counts, whether that happened
+   * before or after the library was loaded. The host must not change the
+   * environment from another thread while an open runs (setenv is not
+   * thread-safe against readers). A plugin_config key the plugin does not
+   * declare, and an override for this KEY naming no declared FIELD, are
+   * refused with PICOMQ_BAD_CONFIG naming the nearest declared key.
+   * Returns PICOMQ_BAD_CONFIG or PICOMQ_RETRY as RESULTS says, PICOMQ_FATAL
+   * for a panic. log may be NULL (the plugin then logs to stderr). On
+   * success *out is a non-zero handle. */
   picomq_status (*open)(const char *config, size_t config_len,
                         picomq_log_fn log, void *log_ctx,
                         picomq_instance *out, char *err, size_t err_cap);
@@ -163,7 +185,12 @@ typedef struct picomq_sink_api {
                            size_t *out_len);
 
   /* Flushes, stops every goroutine of the instance, releases resources and
-   * invalidates the handle, even when it returns an error. */
+   * invalidates the handle, even when it returns an error. A consume in
+   * flight for the instance on another thread is cancelled: it returns
+   * PICOMQ_RETRY (its write did not happen, or happened and is skipped when
+   * the batch is replayed), or PICOMQ_OK if the write completed before the
+   * cancellation was noticed. close waits for that consume to return before
+   * it flushes and releases anything. */
   picomq_status (*close)(picomq_instance inst, char *err, size_t err_cap);
 } picomq_sink_api;
 
