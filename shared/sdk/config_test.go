@@ -2,6 +2,7 @@ package sdk_test
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -268,4 +269,41 @@ func TestSchemaRejectsBadDeclarations(t *testing.T) {
 	if _, err := sdk.SchemaOf[badOpt](); err == nil {
 		t.Error("unknown option accepted")
 	}
+}
+
+// FuzzDecode: any plugin_config either decodes with every key declared or is
+// refused as BAD_CONFIG; it never panics, and a refusal never echoes the
+// value of the secret key.
+func FuzzDecode(f *testing.F) {
+	for _, seed := range []string{
+		`{"table_uri":"x"}`, `{"table_uri":"x","batch_sise":5}`, `{"tabel_uri":"x"}`, `{"table_uri":"x","secret_key":"hunter2-x"}`,
+		`{"table_uri":"x","secret_key":7}`, `null`, `[]`, `{"":1}`, `{"table_uri":"x","ratio":"1"}`,
+	} {
+		f.Add(seed)
+	}
+	s, err := sdk.SchemaOf[testConfig]()
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		var c testConfig
+		_, err := s.Decode(json.RawMessage(raw), "k", envOf(), &c)
+		if err != nil {
+			if sdk.StatusOf(err) != sdk.StatusBadConfig {
+				t.Fatalf("%q: %v is not BAD_CONFIG", raw, err)
+			}
+			if c.Secret != "" && len(c.Secret) > 3 && strings.Contains(err.Error(), c.Secret) {
+				t.Fatalf("%q: error echoes the secret: %v", raw, err)
+			}
+			return
+		}
+		var obj map[string]json.RawMessage
+		if json.Unmarshal([]byte(raw), &obj) == nil {
+			for k := range obj {
+				if !slices.ContainsFunc(s.Fields, func(f sdk.Field) bool { return f.Key == k }) {
+					t.Fatalf("%q: unknown key %q accepted", raw, k)
+				}
+			}
+		}
+	})
 }
