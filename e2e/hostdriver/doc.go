@@ -31,7 +31,9 @@
 // returns, so a plugin that keeps pointers into host memory reads garbage.
 // Log lines the plugins emit through the log callback are captured
 // (Host.Logs, Instance.Logs, Host.WaitLog); a line logged after close
-// returned is marked Late.
+// returned is marked Late. Host.Setenv and Host.Unsetenv change the host
+// process's environment the way a real host injects secrets after it
+// started, to test that plugins read it at open.
 //
 // The wire protocol is documented in e2e/host/PROTOCOL.md.
 //
