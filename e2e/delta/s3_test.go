@@ -3,6 +3,8 @@ package delta_test
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -121,5 +123,26 @@ func TestS3MissingTableAndBadCredentials(t *testing.T) {
 	wantStatus(t, err, hostdriver.StatusRetry, "Failed to load Delta table")
 	if strings.Contains(err.Error(), "wrong-secret-value") {
 		t.Fatalf("secret leaked: %v", err)
+	}
+}
+
+// An S3 error names the endpoint with its real scheme. The SDK's own text
+// says "https response error" for every endpoint, which sent operators of
+// a plain-http MinIO looking for a TLS problem.
+func TestS3ErrorShowsEndpointScheme(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/xml")
+		w.WriteHeader(http.StatusForbidden)
+		fmt.Fprint(w, `<?xml version="1.0" encoding="UTF-8"?><Error><Code>AccessDenied</Code><Message>Access Denied.</Message><RequestId>req-1</RequestId></Error>`)
+	}))
+	defer srv.Close()
+	err := newHarness(t).openErr("scheme", map[string]any{
+		"table_uri": "s3://bucket/events", "storage_backend_type": "s3", "aws_s3_access_key": "a", "aws_s3_secret_key": "s",
+		"aws_s3_region": "r", "aws_s3_endpoint_url": srv.URL, "aws_s3_allow_http": true,
+	})
+	wantStatus(t, err, hostdriver.StatusRetry, "Failed to load Delta table s3://bucket/events", "HTTP 403 from "+srv.URL,
+		"AccessDenied: Access Denied.")
+	if strings.Contains(err.Error(), "https") {
+		t.Fatalf("message names https for an http endpoint: %v", err)
 	}
 }

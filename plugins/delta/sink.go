@@ -81,7 +81,9 @@ func (s *Sink) Consume(ctx context.Context, b *sdk.Batch) error {
 	if len(b.Records) == 0 {
 		return nil
 	}
-	uri, err := s.uri.Resolve(b.Topic)
+	// ResolvePath, not Resolve: a topic such as "../other" must not move
+	// its table out of the template's directory.
+	uri, err := s.uri.ResolvePath(b.Topic)
 	if err != nil {
 		return sdk.Fatalf("plugin_config key %q: %v", "table_uri", err)
 	}

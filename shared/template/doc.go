@@ -23,4 +23,11 @@
 //
 // The resolved name is used verbatim: nothing is sanitised or quoted, as
 // the sink specifications require. Quoting is the caller's business.
+//
+// A destination that is a path or a URL (a Delta table_uri) is resolved
+// with ResolvePath instead of Resolve: it refuses a topic whose values
+// would climb out of, or re-root, the directory the template's own text
+// names ("../other", "%2e%2e/other", an empty segment, a "?" or "#").
+// A destination that is an identifier (a Redshift table name) has no path
+// to leave and uses Resolve.
 package template

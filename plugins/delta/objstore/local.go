@@ -6,14 +6,24 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/picomq/heavy-sinks/plugins/delta/deltalog"
+)
+
+// Modes of what Local creates, before the umask, as for any file a program
+// creates: the umask, not the sink, decides who else may read the table.
+// Data and log files get the same mode.
+const (
+	fileMode fs.FileMode = 0o666
+	dirMode  fs.FileMode = 0o777
 )
 
 // Local is a table on the local filesystem.
@@ -102,7 +112,7 @@ func (l *Local) Put(ctx context.Context, p string, data []byte) error {
 	if err := mkdirAllSynced(filepath.Dir(dst)); err != nil {
 		return err
 	}
-	f, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	f, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, fileMode)
 	if err != nil {
 		return fmt.Errorf("put %s: %w", p, err)
 	}
@@ -141,12 +151,16 @@ func (l *Local) PutIfAbsent(ctx context.Context, p string, data []byte) error {
 	return syncDir(filepath.Dir(dst))
 }
 
+// writeTemp writes data to a new temporary file beside p and returns its
+// name. The file is created with fileMode, not os.CreateTemp's 0600: it is
+// renamed into place as a log file that readers running as other users
+// (Spark, BI tools) must be able to read like the data files.
 func (l *Local) writeTemp(p string, data []byte) (string, error) {
 	dst := l.abs(p)
-	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(dst), dirMode); err != nil {
 		return "", err
 	}
-	f, err := os.CreateTemp(filepath.Dir(dst), "."+filepath.Base(dst)+".*.tmp")
+	f, err := createTemp(filepath.Dir(dst), "."+filepath.Base(dst)+".", ".tmp")
 	if err != nil {
 		return "", err
 	}
@@ -173,7 +187,7 @@ func mkdirAllSynced(dir string) error {
 			return err
 		}
 	}
-	if err := os.Mkdir(dir, 0o755); err != nil {
+	if err := os.Mkdir(dir, dirMode); err != nil {
 		if errors.Is(err, fs.ErrExist) {
 			return nil // created concurrently by another upload
 		}
@@ -198,4 +212,17 @@ func (l *Local) Delete(ctx context.Context, p string) error {
 		return nil
 	}
 	return err
+}
+
+// createTemp is os.CreateTemp with fileMode instead of 0600: it creates a
+// new file named prefix + random + suffix in dir.
+func createTemp(dir, prefix, suffix string) (*os.File, error) {
+	for range 100 {
+		name := filepath.Join(dir, prefix+strconv.FormatUint(rand.Uint64(), 36)+suffix)
+		f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, fileMode)
+		if !errors.Is(err, fs.ErrExist) {
+			return f, err
+		}
+	}
+	return nil, fmt.Errorf("create a temporary file in %s: too many name clashes", dir)
 }

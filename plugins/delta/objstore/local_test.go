@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 
@@ -127,5 +129,53 @@ func TestLocalListOfMissingDirectoryIsEmpty(t *testing.T) {
 	got, err := s.List(context.Background(), "_delta_log/", "")
 	if err != nil || len(got) != 0 {
 		t.Fatalf("%v %v", got, err)
+	}
+}
+
+// processUmask reads the umask without changing it (unix.Umask would, for
+// every goroutine of the test binary at once).
+func processUmask(t *testing.T) os.FileMode {
+	t.Helper()
+	status, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for line := range strings.Lines(string(status)) {
+		if v, ok := strings.CutPrefix(line, "Umask:"); ok {
+			n, err := strconv.ParseUint(strings.TrimSpace(v), 8, 32)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return os.FileMode(n)
+		}
+	}
+	t.Fatal("no Umask line in /proc/self/status")
+	return 0
+}
+
+// Log files (PutIfAbsent, through a temporary file) get the mode data files
+// (Put) get: 0666 less the umask, so other users' readers see the table.
+func TestLocalFileModesFollowUmask(t *testing.T) {
+	want := 0o666 &^ processUmask(t)
+	dir := t.TempDir()
+	s, err := objstore.NewLocal(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := s.Put(ctx, "region=eu/part-0.parquet", []byte("data")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PutIfAbsent(ctx, "_delta_log/00000000000000000000.json", []byte("{}")); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"region=eu/part-0.parquet", "_delta_log/00000000000000000000.json"} {
+		info, err := os.Stat(filepath.Join(dir, p))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := info.Mode().Perm(); got != want {
+			t.Errorf("%s: mode %v, want %v", p, got, want)
+		}
 	}
 }

@@ -168,9 +168,9 @@ func (s *S3) wrap(op, p string, err error) error {
 	}
 	where := fmt.Sprintf("s3 %s s3://%s/%s%s", op, s.bucket, s.prefix, p)
 	var re *smithyhttp.ResponseError
-	status := 0
+	status, detail := 0, err.Error()
 	if errors.As(err, &re) {
-		status = re.HTTPStatusCode()
+		status, detail = re.HTTPStatusCode(), describeResponse(re, err)
 	}
 	var apiErr smithy.APIError
 	code := ""
@@ -187,11 +187,36 @@ func (s *S3) wrap(op, p string, err error) error {
 		return fmt.Errorf("%s: %w", where, deltalog.ErrNotFound)
 	case status == http.StatusConflict, status == http.StatusTooManyRequests, status >= 500,
 		code == "SlowDown", code == "RequestTimeout", code == "ConditionalRequestConflict":
-		return fmt.Errorf("%s: %w: %v", where, deltalog.ErrTransient, err)
+		return fmt.Errorf("%s: %w: %s", where, deltalog.ErrTransient, detail)
 	case status == 0 && !errors.Is(err, context.Canceled):
 		// No HTTP response: a network failure or timeout. Whether the request
 		// reached the store is unknown; callers that care read back.
 		return fmt.Errorf("%s: %w: %v", where, deltalog.ErrTransient, err)
 	}
-	return fmt.Errorf("%s: %v", where, err)
+	return fmt.Errorf("%s: %s", where, detail)
+}
+
+// describeResponse renders a failure the store answered: the status, the
+// endpoint with its real scheme, the service's code and message and the
+// request id. The SDK's own text says "https response error" whatever the
+// scheme, which sends the operator of a plain-http MinIO after a TLS
+// problem that is not there.
+func describeResponse(re *smithyhttp.ResponseError, err error) string {
+	msg := fmt.Sprintf("HTTP %d", re.HTTPStatusCode())
+	if re.Response != nil && re.Response.Response != nil && re.Response.Request != nil && re.Response.Request.URL != nil {
+		u := re.Response.Request.URL
+		msg += " from " + u.Scheme + "://" + u.Host
+	}
+	var apiErr smithy.APIError
+	if errors.As(err, &apiErr) {
+		msg += ": " + apiErr.ErrorCode()
+		if m := apiErr.ErrorMessage(); m != "" {
+			msg += ": " + m
+		}
+	}
+	var rid interface{ ServiceRequestID() string }
+	if errors.As(err, &rid) && rid.ServiceRequestID() != "" {
+		msg += " (request id " + rid.ServiceRequestID() + ")"
+	}
+	return msg
 }

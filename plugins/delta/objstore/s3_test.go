@@ -3,6 +3,9 @@ package objstore_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"testing"
 
 	"github.com/picomq/heavy-sinks/e2e/services"
@@ -52,5 +55,34 @@ func TestS3ErrorsMapToSentinels(t *testing.T) {
 	down, _ := objstore.Open(ctx, "s3://b/t", opts)
 	if _, err := down.List(ctx, "_delta_log/", ""); !deltalog.IsTransient(err) {
 		t.Fatalf("unreachable store: %v", err)
+	}
+}
+
+// An answered S3 failure names the endpoint with its real scheme, not the
+// SDK's fixed "https response error".
+func TestS3ErrorNamesEndpointScheme(t *testing.T) {
+	status := http.StatusForbidden
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/xml")
+		w.Header().Set("X-Amz-Request-Id", "req-7")
+		w.WriteHeader(status)
+		fmt.Fprintf(w, `<Error><Code>Code%d</Code><Message>says no</Message></Error>`, status)
+	}))
+	defer srv.Close()
+	ctx := context.Background()
+	s, err := objstore.Open(ctx, "s3://b/t", objstore.Options{S3: objstore.S3Options{AccessKey: "a", SecretKey: "s",
+		Region: "r", Endpoint: srv.URL, AllowHTTP: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, status = range []int{http.StatusForbidden, http.StatusConflict} {
+		_, err := s.Get(ctx, "_delta_log/x.json")
+		want := fmt.Sprintf("s3 get s3://b/t/_delta_log/x.json: HTTP %d from %s: Code%d: says no (request id req-7)", status, srv.URL, status)
+		if status == http.StatusConflict {
+			want = fmt.Sprintf("s3 get s3://b/t/_delta_log/x.json: %v: HTTP %d from %s: Code%d: says no (request id req-7)", deltalog.ErrTransient, status, srv.URL, status)
+		}
+		if err == nil || err.Error() != want {
+			t.Errorf("error:\n got %v\nwant %s", err, want)
+		}
 	}
 }
