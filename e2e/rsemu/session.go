@@ -158,7 +158,7 @@ func (s *session) startup() error {
 	pw, ok := msg.(*pgproto3.PasswordMessage)
 	want := s.srv.backend
 	if !ok || user != want.User ||
-		subtle.ConstantTimeCompare([]byte(pw.Password), []byte(want.Password)) != 1 {
+		subtle.ConstantTimeCompare([]byte(pw.Password), []byte(s.srv.clientPassword())) != 1 {
 		return s.fatal(CodeInvalidPassword, fmt.Sprintf("password authentication failed for user %q", user))
 	}
 
