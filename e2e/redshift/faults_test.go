@@ -168,6 +168,7 @@ func TestPreflightLimitsAreFatal(t *testing.T) {
 	w := newWorld(t)
 	varbyte := w.open("fit", w.config(map[string]any{"target_table": "fit_{topic_segment[0]}"}))
 	text := w.open("fit_text", w.config(map[string]any{"target_table": "fitt_{topic_segment[0]}", "payload_format": "text"}))
+	static := w.open("fit_static", w.config(map[string]any{"target_table": "fit_static"}))
 	long := "orders." + strings.Repeat("t", 250) // 257 bytes; the table is fit_orders
 	for _, tc := range []struct {
 		name  string
@@ -188,6 +189,10 @@ func TestPreflightLimitsAreFatal(t *testing.T) {
 			b.Records[1].Payload = []byte(`"` + strings.Repeat("ü", 32767) + `"`)
 			return b
 		}, `record at topic "big" offset 1 cannot be loaded into Redshift: column payload needs 65536 bytes but holds at most 65535`},
+		// A fixed target_table resolves whatever the topic; the topic still
+		// goes into id (VARCHAR), so it must be text.
+		{"topic not UTF-8, fixed target_table", static, "fit_static", func() hostdriver.Batch { return batch("orders.\xff\xfe", 3, 3) },
+			`record at topic "orders.\xff\xfe" offset 3 cannot be loaded into Redshift: column id would hold the topic name, which is not valid UTF-8 (id is a VARCHAR)`},
 		{"text payload not UTF-8", text, "fitt_bin", func() hostdriver.Batch {
 			b := batch("bin", 0, 3)
 			b.Schema = "raw"
