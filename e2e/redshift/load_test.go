@@ -454,3 +454,57 @@ func TestTopicTableThatIsAnotherTopicsStagingTwin(t *testing.T) {
 		}
 	}
 }
+
+// The sink stores payload bytes as given and never parses them, whatever
+// the batch's schema: on a json topic an empty payload (a tombstone of a
+// compacted topic) lands as an empty value, not NULL and not an error, and
+// a payload that is not JSON lands as its bytes. With payload_format =
+// "text" both land as strings; text still refuses what VARCHAR cannot hold.
+func TestPayloadsAreStoredAsGiven(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	payloads := [][]byte{
+		nil,                      // tombstone
+		{},                       // empty, but not absent
+		[]byte(`{"order":2`),     // truncated JSON
+		[]byte("plain text, ok"), // not JSON at all
+		[]byte(`{"order":4}`),    // JSON
+	}
+	b := batch("tombstones", 0, len(payloads))
+	for i, p := range payloads {
+		b.Records[i].Payload = p
+	}
+	varbyte := w.open("asis", w.config(map[string]any{"target_table": "asis_{topic}"}))
+	text := w.open("asis_text", w.config(map[string]any{"target_table": "asist_{topic}", "payload_format": "text"}))
+
+	consume(t, varbyte, b)
+	rows := w.rows("asis_tombstones")
+	if len(rows) != len(payloads) {
+		t.Fatalf("%d rows, want %d", len(rows), len(payloads))
+	}
+	for i, r := range rows {
+		want := payloads[i]
+		if want == nil {
+			want = []byte{}
+		}
+		checkRow(t, r, "tombstones", b.Records[i], true, true, want)
+	}
+
+	consume(t, text, b)
+	rows = w.rows("asist_tombstones")
+	if len(rows) != len(payloads) {
+		t.Fatalf("%d rows, want %d", len(rows), len(payloads))
+	}
+	for i, r := range rows {
+		checkRow(t, r, "tombstones", b.Records[i], true, true, string(payloads[i]))
+	}
+
+	// A binary payload on a json topic: stored by varbyte, refused by text.
+	bin := batch("binary", 0, 2)
+	bin.Records[1].Payload = []byte{0xff, 0x00, 0xfe}
+	consume(t, varbyte, bin)
+	if got := w.rows("asis_binary"); len(got) != 2 || !bytes.Equal(got[1]["payload"].([]byte), []byte{0xff, 0x00, 0xfe}) {
+		t.Errorf("binary payload: %v", got)
+	}
+	wantStatus(t, text.Consume(bin), hostdriver.StatusFatal, `record at topic "binary" offset 1 cannot be loaded into Redshift: column payload is not valid UTF-8`)
+}

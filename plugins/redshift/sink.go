@@ -21,8 +21,13 @@ const Name = "redshift_sink"
 
 // Plugin is the registration of the sink, for the library's main package
 // (sdk.Register(redshift.Plugin())) and for tests that open it in-process.
+//
+// The sink never parses a payload: it stores the bytes as given, whatever
+// the batch's schema, so an empty payload (a tombstone of a compacted topic)
+// or one that is not JSON lands as it is. It checks only what its columns
+// cannot hold (rsparquet.Check), hence ValidatesPayloads.
 func Plugin() sdk.Plugin[Config] {
-	return sdk.Plugin[Config]{Name: Name, New: func() sdk.Sink[Config] { return &Sink{} }}
+	return sdk.Plugin[Config]{Name: Name, New: func() sdk.Sink[Config] { return &Sink{} }, ValidatesPayloads: true}
 }
 
 // openTimeout bounds the database work open() does: SELECT 1 and, for a
