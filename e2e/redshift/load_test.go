@@ -122,8 +122,19 @@ func TestQuickStart(t *testing.T) {
 	// one locked transaction; nothing left in staging or S3.
 	var seq []string
 	for _, s := range strings.Fields(firstWords(w.emu)) {
-		if s != "CREATE" && s != "SELECT" {
+		if s != "CREATE" && s != "SELECT" && s != "SET" {
 			seq = append(seq, s)
+		}
+	}
+	// Each of the sink's connections first sets the default statement_timeout,
+	// 10 minutes (the test's own connections through the emulator do not).
+	first := map[int]string{}
+	for _, s := range w.emu.StatementLog() {
+		if _, ok := first[s.Session]; !ok {
+			first[s.Session] = s.SQL
+		}
+		if strings.HasPrefix(s.SQL, "LOCK") && first[s.Session] != "SET statement_timeout TO 600000" {
+			t.Errorf("session %d loaded without statement_timeout; it began with %q", s.Session, first[s.Session])
 		}
 	}
 	if got, want := strings.Join(seq, " "), strings.TrimSpace(strings.Repeat("BEGIN LOCK COPY INSERT DELETE COMMIT ", 4)); got != want {
@@ -372,6 +383,7 @@ func TestDescribe(t *testing.T) {
 		"payload_format string varbyte - -",
 		"max_retries int 3 - -",
 		"retry_delay string 1s - -",
+		"statement_timeout duration 10m - -",
 		"archive bool false - -",
 		"verbose_logging bool false - -",
 	}

@@ -74,7 +74,7 @@ func (s *Sink) Open(ctx context.Context, c *Config, host *sdk.Host) error {
 		return sdk.BadConfig(&rsql.NotFoundError{Table: cfg.table.String()})
 	}
 
-	pcfg, password, err := poolConfig(c.ConnectionString, cfg.maxConns)
+	pcfg, password, err := poolConfig(c.ConnectionString, cfg.maxConns, cfg.timeout)
 	if err != nil {
 		return sdk.BadConfigf("connection_string: %v", err)
 	}
@@ -90,9 +90,10 @@ func (s *Sink) Open(ctx context.Context, c *Config, host *sdk.Host) error {
 		return sdk.Retryf("Failed to connect to Redshift: %s", describeErr(err))
 	}
 	s.db = &db{
-		pool:   pool,
-		policy: retry.Policy{MaxAttempts: cfg.attempts, Delay: cfg.retryDelay},
-		log:    s.log,
+		pool:    pool,
+		policy:  retry.Policy{MaxAttempts: cfg.attempts, Delay: cfg.retryDelay},
+		timeout: cfg.timeout,
+		log:     s.log,
 	}
 	s.store, err = newStore(octx, cfg)
 	if err != nil {
