@@ -285,13 +285,19 @@ func describeRetry(err error) string {
 }
 
 // describeErr adds a database error's detail and hint, where Redshift puts
-// the useful part of a load error, to its message.
+// the useful part of a load error, to its message, and says what a refused
+// login means.
 func describeErr(err error) string {
 	var pe *pgconn.PgError
 	if !errors.As(err, &pe) {
 		return err.Error()
 	}
 	msg := err.Error()
+	if retry.IsAuth(err) {
+		// After open this is a password changed on the cluster: the pool's
+		// new connections fail while old ones may still work.
+		msg += "; Redshift refused the user or password of connection_string"
+	}
 	if pe.Detail != "" {
 		msg += "; detail: " + strings.TrimSpace(pe.Detail)
 	}

@@ -87,6 +87,10 @@ func (s *Sink) Open(ctx context.Context, c *Config, host *sdk.Host) error {
 	}
 	if _, err := pool.Exec(octx, "SELECT 1"); err != nil {
 		pool.Close()
+		if retry.IsAuth(err) {
+			// The same credentials will be refused on every attempt.
+			return sdk.BadConfigf("Failed to connect to Redshift: connection_string: %s", describeErr(err))
+		}
 		return sdk.Retryf("Failed to connect to Redshift: %s", describeErr(err))
 	}
 	s.db = &db{
