@@ -168,6 +168,7 @@ func TestPreflightLimitsAreFatal(t *testing.T) {
 	w := newWorld(t)
 	varbyte := w.open("fit", w.config(map[string]any{"target_table": "fit_{topic_segment[0]}"}))
 	text := w.open("fit_text", w.config(map[string]any{"target_table": "fitt_{topic_segment[0]}", "payload_format": "text"}))
+	static := w.open("fit_static", w.config(map[string]any{"target_table": "fit_static"}))
 	long := "orders." + strings.Repeat("t", 250) // 257 bytes; the table is fit_orders
 	for _, tc := range []struct {
 		name  string
@@ -188,6 +189,10 @@ func TestPreflightLimitsAreFatal(t *testing.T) {
 			b.Records[1].Payload = []byte(`"` + strings.Repeat("ü", 32767) + `"`)
 			return b
 		}, `record at topic "big" offset 1 cannot be loaded into Redshift: column payload needs 65536 bytes but holds at most 65535`},
+		// A fixed target_table resolves whatever the topic; the topic still
+		// goes into id (VARCHAR), so it must be text.
+		{"topic not UTF-8, fixed target_table", static, "fit_static", func() hostdriver.Batch { return batch("orders.\xff\xfe", 3, 3) },
+			`record at topic "orders.\xff\xfe" offset 3 cannot be loaded into Redshift: column id would hold the topic name, which is not valid UTF-8 (id is a VARCHAR)`},
 		{"text payload not UTF-8", text, "fitt_bin", func() hostdriver.Batch {
 			b := batch("bin", 0, 3)
 			b.Schema = "raw"
@@ -227,4 +232,49 @@ func TestPreflightLimitsAreFatal(t *testing.T) {
 		return b
 	}(), hostdriver.ErrCap(27))
 	wantStatus(t, err, hostdriver.StatusFatal, "record at topic")
+}
+
+// A writer that stalls while holding the staging table's lock (here its
+// COPY is held up on the cluster) does not block the other writer of the
+// table forever: the other one's LOCK is canceled by statement_timeout and
+// its batch fails RETRY within the bound, naming the table, while the first
+// is still stalled. Once the stall ends, both batches land exactly once.
+func TestStalledWriterHoldingTheStagingLockCostsARetry(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, hostdriver.Workers(2))
+	const stall, bound = 5 * time.Second, time.Second
+	stalled := w.open("stalled", w.config(map[string]any{"target_table": "shared", "s3_prefix": "stalled"}))
+	waiter := w.open("waiter", w.config(map[string]any{"target_table": "shared", "s3_prefix": "waiter", "statement_timeout": "1s"}))
+
+	hold := w.emu.DelayOn(`^COPY `, stall, 1)
+	stalledDone := make(chan error, 1)
+	go func() { stalledDone <- stalled.ConsumeOn(0, batch("a", 0, 5)) }()
+	waitFor(t, 10*time.Second, "the stalled writer's COPY", func() bool { return hold.Hits() > 0 })
+
+	start := time.Now()
+	err := waiter.ConsumeOn(1, batch("b", 0, 5))
+	waited := time.Since(start)
+	wantStatus(t, err, hostdriver.StatusRetry,
+		`Waiting for the lock on staging table "staging_shared"`, "timed out after 1s (statement_timeout)", "SQLSTATE 57014")
+	t.Logf("the waiter got RETRY after %s (bound %s, stall %s)", waited, bound, stall)
+	if waited < bound || waited > stall-time.Second {
+		t.Errorf("the waiter gave up after %s, want the 1s bound, well before the %s stall ends", waited, stall)
+	}
+	select {
+	case err := <-stalledDone:
+		t.Fatalf("the stalled writer finished (%v) before the waiter gave up: nothing was held", err)
+	default:
+	}
+	if n := w.count("shared"); n != 0 {
+		t.Errorf("%d rows visible while the stalled load holds the lock and the other failed", n)
+	}
+
+	if err := <-stalledDone; err != nil {
+		t.Fatalf("stalled writer: %v", err)
+	}
+	// The runtime redelivers the waiter's batch.
+	if err := waiter.ConsumeOn(1, batch("b", 0, 5)); err != nil {
+		t.Fatalf("redelivery: %v", err)
+	}
+	w.exactlyOnceTopics("shared", map[string]uint64{"a": 5, "b": 5})
 }

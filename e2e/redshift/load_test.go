@@ -122,8 +122,19 @@ func TestQuickStart(t *testing.T) {
 	// one locked transaction; nothing left in staging or S3.
 	var seq []string
 	for _, s := range strings.Fields(firstWords(w.emu)) {
-		if s != "CREATE" && s != "SELECT" {
+		if s != "CREATE" && s != "SELECT" && s != "SET" {
 			seq = append(seq, s)
+		}
+	}
+	// Each of the sink's connections first sets the default statement_timeout,
+	// 10 minutes (the test's own connections through the emulator do not).
+	first := map[int]string{}
+	for _, s := range w.emu.StatementLog() {
+		if _, ok := first[s.Session]; !ok {
+			first[s.Session] = s.SQL
+		}
+		if strings.HasPrefix(s.SQL, "LOCK") && first[s.Session] != "SET statement_timeout TO 600000" {
+			t.Errorf("session %d loaded without statement_timeout; it began with %q", s.Session, first[s.Session])
 		}
 	}
 	if got, want := strings.Join(seq, " "), strings.TrimSpace(strings.Repeat("BEGIN LOCK COPY INSERT DELETE COMMIT ", 4)); got != want {
@@ -372,6 +383,7 @@ func TestDescribe(t *testing.T) {
 		"payload_format string varbyte - -",
 		"max_retries int 3 - -",
 		"retry_delay string 1s - -",
+		"statement_timeout duration 10m - -",
 		"archive bool false - -",
 		"verbose_logging bool false - -",
 	}
@@ -453,4 +465,58 @@ func TestTopicTableThatIsAnotherTopicsStagingTwin(t *testing.T) {
 			}
 		}
 	}
+}
+
+// The sink stores payload bytes as given and never parses them, whatever
+// the batch's schema: on a json topic an empty payload (a tombstone of a
+// compacted topic) lands as an empty value, not NULL and not an error, and
+// a payload that is not JSON lands as its bytes. With payload_format =
+// "text" both land as strings; text still refuses what VARCHAR cannot hold.
+func TestPayloadsAreStoredAsGiven(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	payloads := [][]byte{
+		nil,                      // tombstone
+		{},                       // empty, but not absent
+		[]byte(`{"order":2`),     // truncated JSON
+		[]byte("plain text, ok"), // not JSON at all
+		[]byte(`{"order":4}`),    // JSON
+	}
+	b := batch("tombstones", 0, len(payloads))
+	for i, p := range payloads {
+		b.Records[i].Payload = p
+	}
+	varbyte := w.open("asis", w.config(map[string]any{"target_table": "asis_{topic}"}))
+	text := w.open("asis_text", w.config(map[string]any{"target_table": "asist_{topic}", "payload_format": "text"}))
+
+	consume(t, varbyte, b)
+	rows := w.rows("asis_tombstones")
+	if len(rows) != len(payloads) {
+		t.Fatalf("%d rows, want %d", len(rows), len(payloads))
+	}
+	for i, r := range rows {
+		want := payloads[i]
+		if want == nil {
+			want = []byte{}
+		}
+		checkRow(t, r, "tombstones", b.Records[i], true, true, want)
+	}
+
+	consume(t, text, b)
+	rows = w.rows("asist_tombstones")
+	if len(rows) != len(payloads) {
+		t.Fatalf("%d rows, want %d", len(rows), len(payloads))
+	}
+	for i, r := range rows {
+		checkRow(t, r, "tombstones", b.Records[i], true, true, string(payloads[i]))
+	}
+
+	// A binary payload on a json topic: stored by varbyte, refused by text.
+	bin := batch("binary", 0, 2)
+	bin.Records[1].Payload = []byte{0xff, 0x00, 0xfe}
+	consume(t, varbyte, bin)
+	if got := w.rows("asis_binary"); len(got) != 2 || !bytes.Equal(got[1]["payload"].([]byte), []byte{0xff, 0x00, 0xfe}) {
+		t.Errorf("binary payload: %v", got)
+	}
+	wantStatus(t, text.Consume(bin), hostdriver.StatusFatal, `record at topic "binary" offset 1 cannot be loaded into Redshift: column payload is not valid UTF-8`)
 }

@@ -44,8 +44,10 @@ func noSecret(t *testing.T, texts []string, secrets ...string) {
 }
 
 // "Failed to connect to Redshift at start": a wrong connection_string or an
-// unreachable endpoint. open() fails RETRY (the endpoint may come back)
-// and the password appears nowhere: not in the error, not in a log line.
+// unreachable endpoint. An unreachable endpoint fails open() RETRY (it may
+// come back); a refused password (28P01) fails it BAD_CONFIG, since the same
+// credentials are refused every time. The password appears nowhere: not in
+// the error, not in a log line.
 // The connection string can come from the environment override instead of
 // the file, as the spec recommends.
 func TestFailedToConnectToRedshift(t *testing.T) {
@@ -65,8 +67,8 @@ func TestFailedToConnectToRedshift(t *testing.T) {
 	}
 	// The file's value is a placeholder; the environment's wins.
 	se2 := c.openErr("orders_rs", w.config(map[string]any{"connection_string": "postgres://placeholder@nowhere/x"}))
-	if se2.Code != hostdriver.StatusRetry || !strings.HasPrefix(se2.Message, "Failed to connect to Redshift: ") ||
-		!strings.Contains(se2.Message, "password authentication failed") {
+	if se2.Code != hostdriver.StatusBadConfig || !strings.HasPrefix(se2.Message, "Failed to connect to Redshift: connection_string: ") ||
+		!strings.Contains(se2.Message, "password authentication failed") || !strings.Contains(se2.Message, "SQLSTATE 28P01") {
 		t.Errorf("wrong password: %v", se2)
 	}
 	texts := []string{se.Message, se2.Message, c.host.Stderr()}
@@ -79,6 +81,40 @@ func TestFailedToConnectToRedshift(t *testing.T) {
 	inst := c.open("from_env", w.config(map[string]any{"connection_string": "postgres://placeholder@nowhere/x", "target_table": "env"}))
 	consume(t, inst, batch("orders", 0, 3))
 	w.exactlyOnce("env", "orders", 0, 2)
+}
+
+// A password changed on the cluster after open() (a rotation) shows when
+// the pool opens a new connection. consume cannot answer BAD_CONFIG, so the
+// batch fails RETRY, without sending the refused login again, saying so; nothing lands, and once the connection string is right
+// again the redelivered batch loads exactly once.
+func TestPasswordChangedAfterOpen(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	const rotated = "rotated-pw-7731qq"
+	u, _ := url.Parse(w.emu.DSN(w.db.Name))
+	original, _ := u.User.Password()
+	inst := w.open("rotation", w.config(map[string]any{"target_table": "rotation", "max_retries": 3}))
+	consume(t, inst, batch("orders", 0, 3))
+
+	w.emu.SetPassword(rotated)
+	// Every connection the pool already holds breaks at its next
+	// statement, so the load has to log in again.
+	drops := w.emu.DropOn(`(?i)^begin`, -1)
+	err := inst.Consume(batch("orders", 3, 3))
+	se := wantStatus(t, err, hostdriver.StatusRetry, "Redshift connection failed", "password authentication failed",
+		"SQLSTATE 28P01", "Redshift refused the user or password of connection_string")
+	noSecret(t, []string{se.Message}, rotated)
+	if n := w.count("rotation"); n != 3 {
+		t.Errorf("%d rows after the refused load, want the first batch's 3", n)
+	}
+	if drops.Hits() == 0 {
+		t.Fatal("no pooled connection was dropped: the test proved nothing")
+	}
+
+	drops.Remove()
+	w.emu.SetPassword(original)
+	consume(t, inst, batch("orders", 3, 3))
+	w.exactlyOnce("rotation", "orders", 0, 5)
 }
 
 // "Choosing to use aws_access_key_id and aws_secret_access_key then both

@@ -2,6 +2,7 @@ package rsemu
 
 import (
 	"fmt"
+	"sync/atomic"
 
 	"github.com/jackc/pgx/v5/pgproto3"
 )
@@ -57,7 +58,18 @@ const (
 	CodeProtocolViolation  = "08P01"
 	CodeInvalidParamValue  = "22023"
 	CodeInsufficientPrivil = "42501"
+	CodeQueryCanceled      = "57014"
 )
+
+// queryIDs numbers the query ids of emulated cancellation messages.
+var queryIDs atomic.Int64
+
+// QueryCanceled is what Redshift says when it cancels a statement, be it
+// for statement_timeout or a cancel request: SQLSTATE 57014 and
+// "Query (<id>) cancelled on user's request", with no word of which.
+func QueryCanceled() *Error {
+	return &Error{Code: CodeQueryCanceled, Message: fmt.Sprintf("Query (%d) cancelled on user's request", 1000+queryIDs.Add(1))}
+}
 
 // SerializableViolation is the error Redshift raises when concurrent
 // transactions cannot be serialized (error 1023). As on Redshift the message

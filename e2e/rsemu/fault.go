@@ -22,6 +22,10 @@ type Fault struct {
 	Times int
 	// Delay sleeps before the statement runs (or fails, or drops). A fault
 	// with only a Delay lets later faults fire for the same statement too.
+	// The delay stands for time queued on the cluster, which Redshift counts
+	// against statement_timeout: in the simple protocol, a session whose
+	// statement_timeout is shorter gets the statement canceled (57014) when
+	// the timeout runs out, inside a transaction aborting it.
 	Delay time.Duration
 	// Err fails the statement with this error instead of running it. Inside
 	// a transaction block the backend transaction is aborted first, so the
@@ -110,13 +114,14 @@ func (h *FaultHandle) Remove() {
 
 // action is what the faults decided for one statement.
 type action struct {
+	delay     time.Duration // to wait before anything else, see session.wait
 	err       *Error
 	drop      bool
 	dropAfter bool
 }
 
-// faultFor consumes the faults matching sql, sleeps their delays, and
-// returns what to do instead of (or after) running the statement.
+// faultFor consumes the faults matching sql and returns the delay to wait
+// and what to do instead of (or after) running the statement.
 func (s *Server) faultFor(sql string) action {
 	var act action
 	var delay time.Duration
@@ -146,8 +151,6 @@ func (s *Server) faultFor(sql string) action {
 	}
 	s.faults = kept
 	s.mu.Unlock()
-	if delay > 0 {
-		time.Sleep(delay)
-	}
+	act.delay = delay
 	return act
 }

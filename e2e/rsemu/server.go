@@ -69,6 +69,7 @@ type Server struct {
 	sessions map[*session]struct{}
 	stmts    []Statement
 	faults   []*FaultHandle
+	password string // what clients must present; the backend's unless SetPassword changed it
 
 	wg sync.WaitGroup
 }
@@ -110,6 +111,7 @@ func New(cfg Config) (*Server, error) {
 		roles:    map[string]bool{},
 		log:      cfg.Logger,
 		sessions: map[*session]struct{}{},
+		password: bcfg.Password,
 	}
 	for _, r := range cfg.AttachedRoles {
 		s.roles[r] = true
@@ -152,12 +154,28 @@ func (s *Server) Addr() string { return s.ln.Addr().String() }
 func (s *Server) DSN(database string) string {
 	u := url.URL{
 		Scheme:   "postgres",
-		User:     url.UserPassword(s.backend.User, s.backend.Password),
+		User:     url.UserPassword(s.backend.User, s.clientPassword()),
 		Host:     s.Addr(),
 		Path:     "/" + database,
 		RawQuery: "sslmode=disable",
 	}
 	return u.String()
+}
+
+// SetPassword changes the password clients must present from now on, as
+// ALTER USER ... PASSWORD does on a cluster: sessions already open stay
+// open, new logins with the old password fail with 28P01. The emulator
+// keeps using the backend DSN's own credentials.
+func (s *Server) SetPassword(password string) {
+	s.mu.Lock()
+	s.password = password
+	s.mu.Unlock()
+}
+
+func (s *Server) clientPassword() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.password
 }
 
 // Close stops accepting, drops every client and backend connection, and

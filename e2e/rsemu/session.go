@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -158,7 +159,7 @@ func (s *session) startup() error {
 	pw, ok := msg.(*pgproto3.PasswordMessage)
 	want := s.srv.backend
 	if !ok || user != want.User ||
-		subtle.ConstantTimeCompare([]byte(pw.Password), []byte(want.Password)) != 1 {
+		subtle.ConstantTimeCompare([]byte(pw.Password), []byte(s.srv.clientPassword())) != 1 {
 		return s.fatal(CodeInvalidPassword, fmt.Sprintf("password authentication failed for user %q", user))
 	}
 
@@ -275,6 +276,12 @@ func (s *session) simpleQuery(text string) error {
 func (s *session) simpleStatement(sql string) (bool, error) {
 	s.srv.record(s.id, sql)
 	act := s.srv.faultFor(sql)
+	if e, err := s.wait(act.delay, true); err != nil || e != nil {
+		if err == nil {
+			err = s.fail(e, false)
+		}
+		return false, err
+	}
 	if act.drop {
 		return false, errDrop
 	}
@@ -374,9 +381,68 @@ func (s *session) fail(e *Error, extended bool) error {
 
 func (s *session) failExtended(e *Error) error { return s.fail(e, true) }
 
-// sanitize hides the emulator's PL/pgSQL context on errors raised by the
-// rsemu_catalog check functions, so they look like Redshift's.
+// wait sleeps a fault's delay as time the statement spent queued on the
+// cluster. Redshift counts that against statement_timeout, so when the
+// session's timeout is shorter the statement is canceled as the timeout
+// runs out, and wait returns the error to fail it with. Only in the simple
+// protocol: asking the backend for the timeout between an extended-protocol
+// Bind and its Execute would destroy the unnamed portal.
+func (s *session) wait(d time.Duration, simple bool) (*Error, error) {
+	if d <= 0 {
+		return nil, nil
+	}
+	if simple && s.tx != 'E' { // an aborted transaction refuses even SHOW
+		limit, err := s.statementTimeout()
+		if err != nil {
+			return nil, err
+		}
+		if limit > 0 && limit < d {
+			time.Sleep(limit)
+			return QueryCanceled(), nil
+		}
+	}
+	time.Sleep(d)
+	return nil, nil
+}
+
+// statementTimeout is the session's statement_timeout on the backend, 0 for
+// none or when it cannot be read.
+func (s *session) statementTimeout() (time.Duration, error) {
+	r, err := s.internal("SHOW statement_timeout")
+	if err != nil || r.err != nil || len(r.rows) != 1 || len(r.rows[0]) != 1 {
+		return 0, err
+	}
+	return parseSetting(string(r.rows[0][0])), nil
+}
+
+// parseSetting reads a PostgreSQL time setting as SHOW prints it: "0",
+// "250ms", "5s", "10min", "1h", "1d"; a bare number is milliseconds. It
+// returns 0 for anything else.
+func parseSetting(v string) time.Duration {
+	i := 0
+	for i < len(v) && v[i] >= '0' && v[i] <= '9' {
+		i++
+	}
+	n, err := strconv.ParseInt(v[:i], 10, 64)
+	if err != nil {
+		return 0
+	}
+	unit := map[string]time.Duration{"": time.Millisecond, "ms": time.Millisecond, "s": time.Second,
+		"min": time.Minute, "h": time.Hour, "d": 24 * time.Hour}[v[i:]]
+	return time.Duration(n) * unit
+}
+
+// sanitize makes backend errors look like Redshift's: it hides the
+// emulator's PL/pgSQL context on errors raised by the rsemu_catalog check
+// functions, and words a canceled statement (statement_timeout or a cancel
+// request) as Redshift does.
 func sanitize(m *pgproto3.ErrorResponse) *pgproto3.ErrorResponse {
+	if m.Code == CodeQueryCanceled {
+		c := *m
+		c.Message = QueryCanceled().Message
+		c.Where, c.File, c.Line, c.Routine = "", "", 0, ""
+		return &c
+	}
 	if strings.Contains(m.Where, "rsemu_catalog.") || strings.Contains(m.Where, "rsemu$") {
 		c := *m
 		c.Where, c.File, c.Line, c.Routine = "", "", 0, ""
@@ -481,6 +547,9 @@ func (s *session) execute(m *pgproto3.Execute) error {
 	sql := po.stmt.sql
 	s.srv.record(s.id, sql)
 	act := s.srv.faultFor(sql)
+	if _, err := s.wait(act.delay, false); err != nil {
+		return err
+	}
 	if act.drop {
 		return errDrop
 	}

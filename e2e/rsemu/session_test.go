@@ -424,3 +424,68 @@ func TestConcurrentConnectionsToAFreshDatabase(t *testing.T) {
 		t.Fatalf("type %q %v", typ, err)
 	}
 }
+
+// Redshift has no lock_timeout: statement_timeout is what bounds a LOCK
+// waiting for another transaction's lock. The canceled statement fails with
+// 57014 in Redshift's words and aborts its transaction; the holder is
+// unaffected.
+func TestStatementTimeoutCancelsALockWait(t *testing.T) {
+	e := newEnv(t)
+	holder, waiter := e.connect(t), e.connect(t)
+	e.exec(t, holder, `CREATE TABLE lockwait (id VARCHAR(16))`)
+	e.exec(t, holder, `BEGIN`)
+	e.exec(t, holder, `LOCK lockwait`)
+	e.exec(t, holder, `INSERT INTO lockwait VALUES ('held')`)
+
+	e.exec(t, waiter, `SET statement_timeout TO 300`)
+	e.exec(t, waiter, `BEGIN`)
+	start := time.Now()
+	_, err := waiter.Exec(e.ctx, `LOCK lockwait`)
+	waited := time.Since(start)
+	pgErr(t, err, "57014", "cancelled on user's request")
+	if waited < 300*time.Millisecond || waited > 5*time.Second {
+		t.Fatalf("LOCK gave up after %s, want about 300ms", waited)
+	}
+	_, err = waiter.Exec(e.ctx, `SELECT 1`)
+	pgErr(t, err, "25P02", "current transaction is aborted")
+	e.exec(t, waiter, `ROLLBACK`)
+
+	e.exec(t, holder, `COMMIT`)
+	e.exec(t, waiter, `BEGIN`)
+	e.exec(t, waiter, `LOCK lockwait`)
+	e.exec(t, waiter, `COMMIT`)
+	if n := count(t, e, waiter, "lockwait"); n != 1 {
+		t.Fatalf("%d rows, want the holder's one", n)
+	}
+}
+
+// A delay fault is time queued on the cluster, which Redshift counts against
+// statement_timeout: a shorter timeout cancels the statement when it runs
+// out, inside a transaction aborting it.
+func TestFaultDelayCountsAgainstStatementTimeout(t *testing.T) {
+	e := newEnv(t)
+	e.needEmulator(t)
+	conn := e.connect(t)
+	e.exec(t, conn, `SET statement_timeout = '200ms'`)
+	e.emu.DelayOn(`^SELECT 42`, 3*time.Second, 1)
+	e.exec(t, conn, `BEGIN`)
+	start := time.Now()
+	_, err := conn.Exec(e.ctx, `SELECT 42`)
+	waited := time.Since(start)
+	pgErr(t, err, "57014", "cancelled on user's request")
+	if waited < 200*time.Millisecond || waited > 2*time.Second {
+		t.Fatalf("canceled after %s, want about 200ms", waited)
+	}
+	_, err = conn.Exec(e.ctx, `SELECT 1`)
+	pgErr(t, err, "25P02", "current transaction is aborted")
+	e.exec(t, conn, `ROLLBACK`)
+
+	// A delay shorter than the timeout only delays.
+	e.exec(t, conn, `SET statement_timeout TO 2000`)
+	e.emu.DelayOn(`^SELECT 43`, 300*time.Millisecond, 1)
+	start = time.Now()
+	e.exec(t, conn, `SELECT 43`)
+	if d := time.Since(start); d < 300*time.Millisecond {
+		t.Fatalf("delay of 300ms took %s", d)
+	}
+}

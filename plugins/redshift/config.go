@@ -2,6 +2,7 @@ package redshift
 
 import (
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -33,9 +34,13 @@ type Config struct {
 	MaxRetries         int     `config:"max_retries" default:"3" doc:"Attempts per load transaction (COPY, INSERT, staging cleanup) on transient errors. Values below 1 mean one attempt"`
 	// RetryDelay is a string, not a time.Duration, because the spec wants
 	// an unparsable value to fall back to 1s instead of failing open().
-	RetryDelay     string `config:"retry_delay" default:"1s" doc:"Base delay between attempts, a Go duration such as 500ms, multiplied by the attempt number. An unparsable value falls back to 1s"`
-	Archive        bool   `config:"archive" default:"false" doc:"Keep each Parquet file under archive/messages/ inside s3_prefix instead of deleting it"`
-	VerboseLogging bool   `config:"verbose_logging" default:"false" doc:"Log every batch at info instead of debug"`
+	RetryDelay string `config:"retry_delay" default:"1s" doc:"Base delay between attempts, a Go duration such as 500ms, multiplied by the attempt number. An unparsable value falls back to 1s"`
+	// StatementTimeout exists because Redshift has no lock_timeout: a
+	// writer that stalls inside its load transaction would otherwise keep
+	// every other writer of the table waiting on LOCK forever.
+	StatementTimeout time.Duration `config:"statement_timeout" default:"10m" doc:"Longest one statement may take, waiting for the staging table's lock (held by another writer's load) and WLM queueing included, before Redshift cancels it; the batch then fails RETRY naming the table. Sets Redshift's statement_timeout on every connection of the pool. Keep it well above the time a COPY and INSERT of batch_size rows into the largest target take; 0 leaves the user's or cluster's own setting (Redshift's default: no limit)"`
+	Archive          bool          `config:"archive" default:"false" doc:"Keep each Parquet file under archive/messages/ inside s3_prefix instead of deleting it"`
+	VerboseLogging   bool          `config:"verbose_logging" default:"false" doc:"Log every batch at info instead of debug"`
 }
 
 // Messages the spec names.
@@ -62,6 +67,7 @@ type settings struct {
 	maxConns   int
 	attempts   int
 	retryDelay time.Duration
+	timeout    time.Duration // statement_timeout; 0 for none
 	archive    bool
 	verbose    bool
 }
@@ -111,6 +117,14 @@ func (c *Config) validate() (*settings, []string, error) {
 		warnings = append(warnings, fmt.Sprintf("payload_format %q is not supported, falling back to Varbyte", c.PayloadFormat))
 	}
 	s.layout = rsql.NewLayout(rsql.Options{IncludeMetadata: c.IncludeMetadata, IncludeKey: c.IncludeKey, Payload: format})
+
+	// Redshift takes statement_timeout in whole milliseconds, up to what
+	// fits an int32; refuse what it would round or reject.
+	if d := c.StatementTimeout; d < 0 || d%time.Millisecond != 0 || d.Milliseconds() > math.MaxInt32 {
+		return nil, nil, sdk.BadConfigf("statement_timeout must be 0 (no limit) or a whole number of milliseconds up to %d, got %s",
+			math.MaxInt32, d)
+	}
+	s.timeout = c.StatementTimeout
 
 	s.retryDelay = defaultRetryDelay
 	if d, err := time.ParseDuration(strings.TrimSpace(c.RetryDelay)); err == nil && d >= 0 {

@@ -46,6 +46,12 @@ func TestValidateMessages(t *testing.T) {
 		{"role with backslash", func(c *Config) { c.AWSIAMRole = `arn:aws:iam::1:role/a\b` }, "aws_iam_role contains a backslash"},
 		{"bucket with slash", func(c *Config) { c.S3Bucket = "bucket/prefix" }, `s3_bucket "bucket/prefix" is not a bucket name`},
 		{"prefix with newline", func(c *Config) { p := "a\nb"; c.S3Prefix = &p }, "s3_prefix contains the control character U+000A"},
+		{"statement_timeout negative", func(c *Config) { c.StatementTimeout = -time.Second },
+			"statement_timeout must be 0 (no limit) or a whole number of milliseconds up to 2147483647, got -1s"},
+		{"statement_timeout below a millisecond", func(c *Config) { c.StatementTimeout = 1500 * time.Microsecond },
+			"statement_timeout must be 0 (no limit) or a whole number of milliseconds up to 2147483647, got 1.5ms"},
+		{"statement_timeout over int32 milliseconds", func(c *Config) { c.StatementTimeout = 25 * 24 * time.Hour },
+			"statement_timeout must be 0 (no limit) or a whole number of milliseconds up to 2147483647, got 600h0m0s"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -104,6 +110,17 @@ func TestPayloadFormatFallbacks(t *testing.T) {
 		got := strings.Join(warnings, "|")
 		if got != tt.warning {
 			t.Errorf("%q: warnings %q, want %q", tt.format, got, tt.warning)
+		}
+	}
+}
+
+func TestStatementTimeout(t *testing.T) {
+	for _, d := range []time.Duration{0, time.Millisecond, 10 * time.Minute, 24 * 24 * time.Hour} {
+		c := validConfig()
+		c.StatementTimeout = d
+		s, _, err := c.validate()
+		if err != nil || s.timeout != d {
+			t.Errorf("statement_timeout %s: %v, %v", d, s, err)
 		}
 	}
 }

@@ -26,15 +26,22 @@ const rollbackTimeout = 10 * time.Second
 
 // db is the sink's connection pool and the statements it runs.
 type db struct {
-	pool   *pgxpool.Pool
-	policy retry.Policy
-	log    *slog.Logger
+	pool    *pgxpool.Pool
+	policy  retry.Policy
+	timeout time.Duration // statement_timeout set on every connection; 0 for none
+	log     *slog.Logger
 }
 
 // poolConfig parses the connection string. The password it finds is
 // returned so the caller can register it for redaction before anything can
 // print it.
-func poolConfig(connString string, maxConns int) (*pgxpool.Config, string, error) {
+//
+// A timeout above 0 becomes Redshift's statement_timeout on every new
+// connection. Redshift has no lock_timeout, and the load transaction's
+// LOCK on the staging table waits for as long as another writer holds it:
+// statement_timeout is what bounds that wait (and any statement stuck in a
+// WLM queue) so a stalled peer costs a RETRY, not a hang.
+func poolConfig(connString string, maxConns int, timeout time.Duration) (*pgxpool.Config, string, error) {
 	cfg, err := pgxpool.ParseConfig(connString)
 	if err != nil {
 		return nil, "", err
@@ -48,6 +55,13 @@ func poolConfig(connString string, maxConns int) (*pgxpool.Config, string, error
 	// prepared statements would only pile up on the server. Statements
 	// without arguments go through the simple protocol in any mode.
 	cfg.ConnConfig.DefaultQueryExecMode = pgx.QueryExecModeExec
+	if timeout > 0 {
+		set := fmt.Sprintf("SET statement_timeout TO %d", timeout.Milliseconds())
+		cfg.AfterConnect = func(ctx context.Context, c *pgx.Conn) error {
+			_, err := c.Exec(ctx, set)
+			return err
+		}
+	}
 	return cfg, cfg.ConnConfig.Password, nil
 }
 
@@ -181,9 +195,29 @@ func (d *db) load(ctx context.Context, t *table, copySQL string) (loadResult, er
 		return err
 	})
 	if err != nil {
+		if d.timeout > 0 && ctx.Err() == nil && retry.SQLState(err) == sqlStateQueryCanceled {
+			return res, d.timedOut(step, t, err)
+		}
 		return res, fmt.Errorf("Redshift %s failed %s", step, describeRetry(err))
 	}
 	return res, nil
+}
+
+// sqlStateQueryCanceled is what Redshift returns for a statement it canceled,
+// statement_timeout included ("Query (n) cancelled on user's request").
+const sqlStateQueryCanceled = "57014"
+
+// timedOut explains a load statement Redshift canceled under
+// statement_timeout. The caller's context was still live, so the cancel was
+// the timeout and not the sink giving up. A canceled LOCK means another
+// writer kept the staging table for longer than the timeout.
+func (d *db) timedOut(step string, t *table, err error) error {
+	what := fmt.Sprintf("Redshift %s for table %s", step, rsql.Ident(t.name))
+	if step == "LOCK" {
+		what = fmt.Sprintf("Waiting for the lock on staging table %s (another writer of %s is loading, or stalled, while holding it)",
+			rsql.Ident(t.staging), rsql.Ident(t.name))
+	}
+	return fmt.Errorf("%s timed out after %s (statement_timeout) %s", what, d.timeout, describeRetry(err))
 }
 
 // loadOnce runs the transaction once and returns the step it reached.
@@ -251,13 +285,19 @@ func describeRetry(err error) string {
 }
 
 // describeErr adds a database error's detail and hint, where Redshift puts
-// the useful part of a load error, to its message.
+// the useful part of a load error, to its message, and says what a refused
+// login means.
 func describeErr(err error) string {
 	var pe *pgconn.PgError
 	if !errors.As(err, &pe) {
 		return err.Error()
 	}
 	msg := err.Error()
+	if retry.IsAuth(err) {
+		// After open this is a password changed on the cluster: the pool's
+		// new connections fail while old ones may still work.
+		msg += "; Redshift refused the user or password of connection_string"
+	}
 	if pe.Detail != "" {
 		msg += "; detail: " + strings.TrimSpace(pe.Detail)
 	}

@@ -21,8 +21,13 @@ const Name = "redshift_sink"
 
 // Plugin is the registration of the sink, for the library's main package
 // (sdk.Register(redshift.Plugin())) and for tests that open it in-process.
+//
+// The sink never parses a payload: it stores the bytes as given, whatever
+// the batch's schema, so an empty payload (a tombstone of a compacted topic)
+// or one that is not JSON lands as it is. It checks only what its columns
+// cannot hold (rsparquet.Check), hence ValidatesPayloads.
 func Plugin() sdk.Plugin[Config] {
-	return sdk.Plugin[Config]{Name: Name, New: func() sdk.Sink[Config] { return &Sink{} }}
+	return sdk.Plugin[Config]{Name: Name, New: func() sdk.Sink[Config] { return &Sink{} }, ValidatesPayloads: true}
 }
 
 // openTimeout bounds the database work open() does: SELECT 1 and, for a
@@ -69,7 +74,7 @@ func (s *Sink) Open(ctx context.Context, c *Config, host *sdk.Host) error {
 		return sdk.BadConfig(&rsql.NotFoundError{Table: cfg.table.String()})
 	}
 
-	pcfg, password, err := poolConfig(c.ConnectionString, cfg.maxConns)
+	pcfg, password, err := poolConfig(c.ConnectionString, cfg.maxConns, cfg.timeout)
 	if err != nil {
 		return sdk.BadConfigf("connection_string: %v", err)
 	}
@@ -82,12 +87,17 @@ func (s *Sink) Open(ctx context.Context, c *Config, host *sdk.Host) error {
 	}
 	if _, err := pool.Exec(octx, "SELECT 1"); err != nil {
 		pool.Close()
+		if retry.IsAuth(err) {
+			// The same credentials will be refused on every attempt.
+			return sdk.BadConfigf("Failed to connect to Redshift: connection_string: %s", describeErr(err))
+		}
 		return sdk.Retryf("Failed to connect to Redshift: %s", describeErr(err))
 	}
 	s.db = &db{
-		pool:   pool,
-		policy: retry.Policy{MaxAttempts: cfg.attempts, Delay: cfg.retryDelay},
-		log:    s.log,
+		pool:    pool,
+		policy:  retry.Policy{MaxAttempts: cfg.attempts, Delay: cfg.retryDelay},
+		timeout: cfg.timeout,
+		log:     s.log,
 	}
 	s.store, err = newStore(octx, cfg)
 	if err != nil {

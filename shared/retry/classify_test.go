@@ -61,7 +61,9 @@ func TestIsTransientSQLStates(t *testing.T) {
 		{"40002", false}, // transaction_integrity_constraint_violation
 		{"08001", false}, // not in the spec's list
 		{"08004", false}, // server rejected the connection
-		{"57014", false}, // query_canceled
+		{"57014", false}, // query_canceled, e.g. statement_timeout
+		{"28P01", false}, // invalid_password: a configuration problem, see IsAuth
+		{"28000", false}, // invalid_authorization_specification
 		{"42601", false}, // syntax_error
 		{"42P01", false}, // undefined_table
 		{"23505", false}, // unique_violation
@@ -84,6 +86,33 @@ func TestIsTransientSQLStates(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+func TestIsAuth(t *testing.T) {
+	tests := []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"nil", nil, false},
+		{"invalid_password", pgErr("28P01", `password authentication failed for user "loader"`), true},
+		{"invalid_authorization_specification", pgErr("28000", `no pg_hba.conf entry for host`), true},
+		{"wrapped", wrap(pgErr("28P01", "x")), true},
+		{"other driver", otherDriverErr{"28P01"}, true},
+		{"other class 28", pgErr("28001", "x"), false},
+		{"serialization failure", pgErr("40001", "x"), false},
+		{"io", io.EOF, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := retry.IsAuth(tt.err); got != tt.want {
+				t.Errorf("IsAuth(%v) = %v, want %v", tt.err, got, tt.want)
+			}
+			if retry.IsTransient(tt.err) && tt.want {
+				t.Errorf("IsTransient(%v) = true for an authentication failure", tt.err)
+			}
+		})
 	}
 }
 

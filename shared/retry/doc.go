@@ -8,7 +8,8 @@
 // object-store calls: the sinks never retry those themselves.
 //
 // The classification lives in one ordered table in classify.go; IsTransient
-// exposes it, and SQLState pulls the code out of an error for messages.
+// exposes it, IsAuth singles out refused credentials (a configuration
+// problem), and SQLState pulls the code out of an error for messages.
 // Errors returned by Do keep the original error reachable through
 // errors.Is and errors.As, so a *pgconn.PgError is never hidden.
 package retry

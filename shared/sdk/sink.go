@@ -32,9 +32,11 @@ type Plugin[C any] struct {
 	Name string         // e.g. "delta_sink"
 	New  func() Sink[C] // a fresh, unopened sink per instance
 
-	// ValidatesPayloads tells the SDK the sink checks payloads itself (its
-	// decoder rejects bad JSON anyway), which saves a second pass. Otherwise
-	// the SDK runs Batch.CheckPayloads before Consume.
+	// ValidatesPayloads tells the SDK the sink decides itself which
+	// payloads it accepts: the Delta sink's decoder rejects bad JSON anyway,
+	// and the Redshift sink stores payload bytes without parsing them, so an
+	// empty or non-JSON payload of a json batch is not an error for it.
+	// Otherwise the SDK runs Batch.CheckPayloads before Consume.
 	ValidatesPayloads bool
 }
 

@@ -31,7 +31,7 @@ func (e *RecordError) Error() string {
 // Check measures every value of c against the limits (by layout position,
 // see rsql.Limits) before anything is encoded or uploaded, and returns a
 // *RecordError for the first record that cannot fit. It also rejects text
-// payloads that are not valid UTF-8 or contain NUL. c.CreatedAt only needs
+// payloads, and topics, that are not valid UTF-8 or contain NUL. c.CreatedAt only needs
 // the length of the value Encode will write.
 //
 // Redshift would otherwise fail the COPY with an opaque load error, or, for
@@ -40,7 +40,13 @@ func Check(l *rsql.Layout, lim rsql.Limits, c Chunk) error {
 	if len(c.Records) == 0 {
 		return nil
 	}
-	// Values that are the same in every row fail at the first record.
+	// Values that are the same in every row fail at the first record. The
+	// topic is part of id, a VARCHAR in every layout, so a topic that is not
+	// text would fail every COPY with an opaque load error.
+	if ok, why := validText([]byte(c.Topic)); !ok {
+		return &RecordError{Topic: c.Topic, Offset: c.Records[0].Offset, Column: l.Columns[l.Position(rsql.ID)].Name,
+			Reason: "would hold the topic name, which " + why + " (id is a VARCHAR)"}
+	}
 	for col, spec := range l.Columns {
 		limit := lim[col]
 		switch {

@@ -60,6 +60,14 @@ func TestCheckLimits(t *testing.T) {
 		{"topic is quoted in the message", all,
 			rsparquet.Chunk{Topic: "a\"b\n" + long(300), CreatedAt: createdAt, Records: rec(2, nil, nil)},
 			`record at topic "a\"b\n` + long(300) + `" offset 1`},
+		{"topic not UTF-8, with any payload format", rsql.Options{Payload: rsql.PayloadVarbyte},
+			rsparquet.Chunk{Topic: "orders.\xff\xfe", CreatedAt: createdAt, Records: rec(2, nil, nil)},
+			`record at topic "orders.\xff\xfe" offset 1 cannot be loaded into Redshift: column id would hold the topic name, which is not valid UTF-8 (id is a VARCHAR)`},
+		{"topic with NUL", all,
+			rsparquet.Chunk{Topic: "orders\x00eu", CreatedAt: createdAt, Records: rec(2, nil, nil)},
+			`record at topic "orders\x00eu" offset 1 cannot be loaded into Redshift: column id would hold the topic name, which contains a NUL character`},
+		{"multi-byte UTF-8 topic is text", all,
+			rsparquet.Chunk{Topic: "bestellungen.müller", CreatedAt: createdAt, Records: rec(2, nil, nil)}, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
