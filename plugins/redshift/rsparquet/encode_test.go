@@ -382,3 +382,41 @@ func TestHugePayloadIsCopiedOnce(t *testing.T) {
 		t.Errorf("the encoder kept a %d-byte buffer after a huge chunk", cap(next))
 	}
 }
+
+// Columns long enough for several pages, the optional key among them, read
+// back row by row.
+func TestManyPagesRoundTrip(t *testing.T) {
+	l := rsql.NewLayout(rsql.Options{IncludeMetadata: true, IncludeKey: true})
+	c := rsparquet.Chunk{Topic: "orders.eu", Partition: 1, CreatedAt: createdAt}
+	for i := range 20000 {
+		r := rsparquet.Record{Offset: uint64(i), Timestamp: int64(i), Payload: bytes.Repeat([]byte{byte(i)}, i%97)}
+		if i%5 != 0 {
+			r.Key = bytes.Repeat([]byte{byte(i), byte(i >> 8)}, 20)
+		}
+		c.Records = append(c.Records, r)
+	}
+	data, err := rsparquet.NewEncoder(l).Encode(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := openFile(t, data)
+	for i, name := range []string{"id", "pico_key", "payload"} {
+		cc := f.Metadata().RowGroups[0].Columns[slices.Index(l.Names(), name)].MetaData
+		if n := len(pageTypes(t, data, &cc)); n < 2 {
+			t.Errorf("column %d %s: %d pages, the test wanted several", i, name, n)
+		}
+	}
+	rows := readRows(t, f)
+	if len(rows) != len(c.Records) {
+		t.Fatalf("%d rows, want %d", len(rows), len(c.Records))
+	}
+	for i, r := range c.Records {
+		var key any
+		if r.Key != nil {
+			key = base64.StdEncoding.EncodeToString(r.Key)
+		}
+		if rows[i]["id"] != fmt.Sprintf("orders.eu:1:%d", i) || rows[i]["pico_key"] != key || rows[i]["payload"] != string(r.Payload) {
+			t.Fatalf("row %d: %v", i, rows[i])
+		}
+	}
+}
