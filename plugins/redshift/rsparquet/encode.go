@@ -96,6 +96,11 @@ func NewEncoder(l *rsql.Layout) *Encoder {
 	e := &Encoder{layout: l, zw: zw, schema: Schema(l)}
 	n := len(l.Columns)
 	e.min, e.max = make([][]byte, n), make([][]byte, n)
+	for i := range n {
+		// Never nil: an empty smallest value is written as present and
+		// empty, where nil would leave the field out.
+		e.min[i], e.max[i] = []byte{}, []byte{}
+	}
 	e.orders = make([]format.ColumnOrder, n)
 	for i := range e.orders {
 		e.orders[i] = format.ColumnOrder{Value: &format.TypeDefinedOrder{}}

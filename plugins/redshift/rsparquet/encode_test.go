@@ -420,3 +420,20 @@ func TestManyPagesRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+// An empty key is the smallest value of pico_key: the statistics say so,
+// rather than leaving the minimum out next to a maximum.
+func TestEmptySmallestValueInStatistics(t *testing.T) {
+	l := rsql.NewLayout(rsql.Options{IncludeKey: true})
+	c := rsparquet.Chunk{Topic: "t", CreatedAt: createdAt, Records: []rsparquet.Record{
+		{Offset: 1, Key: []byte{}}, {Offset: 2}, {Offset: 3, Key: []byte("order-42")}}}
+	data, err := rsparquet.NewEncoder(l).Encode(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	md := openFile(t, data).Metadata()
+	st := md.RowGroups[0].Columns[slices.Index(l.Names(), "pico_key")].MetaData.Statistics
+	if st.MinValue == nil || len(st.MinValue) != 0 || string(st.MaxValue) != "b3JkZXItNDI=" || st.NullCount != 1 {
+		t.Fatalf("pico_key statistics: min %q (nil %v), max %q, nulls %d", st.MinValue, st.MinValue == nil, st.MaxValue, st.NullCount)
+	}
+}
