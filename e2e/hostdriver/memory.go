@@ -29,3 +29,10 @@ func ProcessMemory(pid int) (rssKB, peakKB int64) {
 	}
 	return rssKB, peakKB
 }
+
+// ResetPeakMemory sets a process's peak resident set (VmHWM) back to its
+// current resident set, so that a later ProcessMemory reports the peak of
+// what the process did in between. Linux only (/proc/<pid>/clear_refs).
+func ResetPeakMemory(pid int) error {
+	return os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", pid), []byte("5"), 0)
+}

@@ -8,9 +8,11 @@
 //
 // Files:
 //
-//   - encode.go  the Parquet schema of a layout (an ordered group: parquet-go's
-//     own Group sorts by name), and the Encoder: zstd, v1 data pages, PLAIN
-//     and dictionary encodings, one row group per file
+//   - encode.go  the Parquet schema of a layout and the Encoder, which writes
+//     the file itself (format types and thrift from parquet-go): zstd, v1
+//     data pages, PLAIN and dictionary encodings, one row group, column
+//     statistics without payload bounds; each payload is compressed straight
+//     from the record into a file buffer sized up front
 //   - fit.go     Check and RecordError: byte limits per column, UTF-8 and NUL
 //     checks for text payloads
 //

@@ -2,9 +2,11 @@ package rsparquet_test
 
 import (
 	"bytes"
+	"crypto/rand"
 	"encoding/base64"
 	"fmt"
 	"io"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -330,14 +332,108 @@ func TestEncoderReuse(t *testing.T) {
 func TestSchemaIsNotSorted(t *testing.T) {
 	l := rsql.NewLayout(rsql.Options{IncludeMetadata: true, IncludeKey: true})
 	var got []string
-	for _, f := range rsparquet.Schema(l).Fields() {
-		got = append(got, f.Name())
+	for _, el := range rsparquet.Schema(l)[1:] {
+		got = append(got, el.Name)
 	}
 	if strings.Join(got, ",") != "id,pico_offset,pico_timestamp,pico_topic,pico_partition,pico_key,payload,created_at" {
 		t.Fatalf("schema order %v", got)
 	}
-	// parquet-go reflects on the schema's Go type in some code paths.
-	if typ := rsparquet.Schema(l).GoType(); typ.NumField() != len(got) {
-		t.Fatalf("Go type %v", typ)
+}
+
+// A record of the documented maximum size is copied once, into the file:
+// the file is about the size of an incompressible payload (no statistics
+// or page index carry copies of it) and encoding it allocates little more
+// than the file.
+func TestHugePayloadIsCopiedOnce(t *testing.T) {
+	l := rsql.NewLayout(rsql.Options{IncludeMetadata: true, IncludeKey: true})
+	payload := make([]byte, rsql.VarbyteMax)
+	if _, err := rand.Read(payload); err != nil {
+		t.Fatal(err)
+	}
+	e := rsparquet.NewEncoder(l)
+	if _, err := e.Encode(sampleChunk()); err != nil { // first-use allocations
+		t.Fatal(err)
+	}
+	c := rsparquet.Chunk{Topic: "orders.eu", CreatedAt: createdAt,
+		Records: []rsparquet.Record{{Offset: 1, Key: []byte("k"), Payload: payload}}}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	data, err := e.Encode(c)
+	runtime.ReadMemStats(&after)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if limit := len(payload) + len(payload)/20; len(data) > limit {
+		t.Errorf("file is %d bytes for a %d-byte payload, want at most %d (1.05x)", len(data), len(payload), limit)
+	}
+	if alloc, limit := after.TotalAlloc-before.TotalAlloc, uint64(len(payload))*5/4; alloc > limit {
+		t.Errorf("encoding allocated %d bytes for a %d-byte payload, want at most %d (1.25x)", alloc, len(payload), limit)
+	}
+	rows := readRows(t, openFile(t, data))
+	if len(rows) != 1 || rows[0]["payload"] != string(payload) {
+		t.Fatalf("the payload did not round-trip (%d rows)", len(rows))
+	}
+	// A huge file is handed over, not kept for the next chunk.
+	next, err := e.Encode(sampleChunk())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cap(next) >= len(payload) {
+		t.Errorf("the encoder kept a %d-byte buffer after a huge chunk", cap(next))
+	}
+}
+
+// Columns long enough for several pages, the optional key among them, read
+// back row by row.
+func TestManyPagesRoundTrip(t *testing.T) {
+	l := rsql.NewLayout(rsql.Options{IncludeMetadata: true, IncludeKey: true})
+	c := rsparquet.Chunk{Topic: "orders.eu", Partition: 1, CreatedAt: createdAt}
+	for i := range 20000 {
+		r := rsparquet.Record{Offset: uint64(i), Timestamp: int64(i), Payload: bytes.Repeat([]byte{byte(i)}, i%97)}
+		if i%5 != 0 {
+			r.Key = bytes.Repeat([]byte{byte(i), byte(i >> 8)}, 20)
+		}
+		c.Records = append(c.Records, r)
+	}
+	data, err := rsparquet.NewEncoder(l).Encode(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := openFile(t, data)
+	for i, name := range []string{"id", "pico_key", "payload"} {
+		cc := f.Metadata().RowGroups[0].Columns[slices.Index(l.Names(), name)].MetaData
+		if n := len(pageTypes(t, data, &cc)); n < 2 {
+			t.Errorf("column %d %s: %d pages, the test wanted several", i, name, n)
+		}
+	}
+	rows := readRows(t, f)
+	if len(rows) != len(c.Records) {
+		t.Fatalf("%d rows, want %d", len(rows), len(c.Records))
+	}
+	for i, r := range c.Records {
+		var key any
+		if r.Key != nil {
+			key = base64.StdEncoding.EncodeToString(r.Key)
+		}
+		if rows[i]["id"] != fmt.Sprintf("orders.eu:1:%d", i) || rows[i]["pico_key"] != key || rows[i]["payload"] != string(r.Payload) {
+			t.Fatalf("row %d: %v", i, rows[i])
+		}
+	}
+}
+
+// An empty key is the smallest value of pico_key: the statistics say so,
+// rather than leaving the minimum out next to a maximum.
+func TestEmptySmallestValueInStatistics(t *testing.T) {
+	l := rsql.NewLayout(rsql.Options{IncludeKey: true})
+	c := rsparquet.Chunk{Topic: "t", CreatedAt: createdAt, Records: []rsparquet.Record{
+		{Offset: 1, Key: []byte{}}, {Offset: 2}, {Offset: 3, Key: []byte("order-42")}}}
+	data, err := rsparquet.NewEncoder(l).Encode(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	md := openFile(t, data).Metadata()
+	st := md.RowGroups[0].Columns[slices.Index(l.Names(), "pico_key")].MetaData.Statistics
+	if st.MinValue == nil || len(st.MinValue) != 0 || string(st.MaxValue) != "b3JkZXItNDI=" || st.NullCount != 1 {
+		t.Fatalf("pico_key statistics: min %q (nil %v), max %q, nulls %d", st.MinValue, st.MinValue == nil, st.MaxValue, st.NullCount)
 	}
 }
