@@ -512,13 +512,22 @@ func (d *decoder) integer(n *node, tok []byte, lo, hi int64) (int64, *valueError
 // decimal stores d.num (already parsed) in decimal column n. raw is the
 // value as sent (a JSON string's content when quoted), for messages.
 func (d *decoder) decimal(n *node, raw []byte, quoted bool, rep uint8) *valueError {
-	hi, lo, nd, _ := d.num.unscaled(n.scale)
-	if nd > n.precision {
+	hi, lo, nd, inexact := d.num.unscaled(n.scale)
+	if nd > n.precision || inexact {
 		shown := truncateForMessage(string(raw))
 		if quoted {
 			shown = quoteValue(raw)
 		}
-		return valueErr(ErrOutOfRange, "value "+shown+" does not fit "+n.typeName())
+		if nd > n.precision {
+			// Too many integer digits, whatever the fraction.
+			return valueErr(ErrOutOfRange, "value "+shown+" does not fit "+n.typeName())
+		}
+		// Never rounded: a money column must not change silently.
+		what := "has more than " + strconv.Itoa(n.scale) + " fractional digits"
+		if n.scale == 0 {
+			what = "is not an integer"
+		}
+		return valueErr(ErrInexact, "value "+shown+" "+what+" and would be rounded to fit "+n.typeName())
 	}
 	col := d.cols[n.leaf]
 	neg := d.num.neg

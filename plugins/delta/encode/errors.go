@@ -33,6 +33,9 @@ const (
 	ErrOutOfRange
 	// ErrNull: null in, or absence of, a non-nullable field.
 	ErrNull
+	// ErrInexact: a decimal with nonzero digits beyond the column's scale.
+	// Storing it would round it, which the sink never does.
+	ErrInexact
 )
 
 func (k ErrorKind) String() string {
@@ -49,6 +52,8 @@ func (k ErrorKind) String() string {
 		return "out of range"
 	case ErrNull:
 		return "null in non-nullable field"
+	case ErrInexact:
+		return "would need rounding"
 	}
 	return "ErrorKind(" + strconv.Itoa(int(k)) + ")"
 }
