@@ -98,6 +98,14 @@ var coercionCases = []struct {
 	{"ts/space fraction", `"timestamp"`, true, `"2026-09-03 21:15:04.5"`, us(2026, 9, 3, 21, 15, 4, 500000000), ""},
 	{"ts/space leap day", `"timestamp"`, true, `"2024-02-29 00:00:00"`, us(2024, 2, 29, 0, 0, 0, 0), ""},
 	{"ts/year 0001", `"timestamp"`, true, `"0001-01-01 00:00:00"`, us(1, 1, 1, 0, 0, 0, 0), ""},
+	// timestamp: 'T' without a zone is read as UTC, the same instant as the space form
+	{"ts/T without zone", `"timestamp"`, true, `"2026-09-03T21:15:04"`, us(2026, 9, 3, 21, 15, 4, 0), ""},
+	{"ts/t without zone", `"timestamp"`, true, `"2026-09-03t21:15:04"`, us(2026, 9, 3, 21, 15, 4, 0), ""},
+	{"ts/T fraction without zone", `"timestamp"`, true, `"2026-09-03T21:15:04.000250"`, us(2026, 9, 3, 21, 15, 4, 250000), ""},
+	{"ts/T without seconds", `"timestamp"`, true, `"2026-09-03T21:15"`, nil,
+		`Invalid record value: field "v": cannot parse "2026-09-03T21:15" as a timestamp (record 0, offset 7)`},
+	{"ts/T bad zone", `"timestamp"`, true, `"2026-09-03T21:15:04 UTC"`, nil,
+		`Invalid record value: field "v": cannot parse "2026-09-03T21:15:04 UTC" as a timestamp (record 0, offset 7)`},
 	// timestamp: integers pass through as microseconds
 	{"ts/integer", `"timestamp"`, true, `1788477304000000`, int64(1788477304000000), ""},
 	{"ts/negative integer", `"timestamp"`, true, `-5`, int64(-5), ""},
@@ -106,8 +114,6 @@ var coercionCases = []struct {
 	// timestamp: everything else fails
 	{"ts/garbage", `"timestamp"`, true, `"yesterday"`, nil,
 		`Invalid record value: field "v": cannot parse "yesterday" as a timestamp (record 0, offset 7)`},
-	{"ts/T without zone", `"timestamp"`, true, `"2026-09-03T21:15:04"`, nil,
-		`Invalid record value: field "v": cannot parse "2026-09-03T21:15:04" as a timestamp (record 0, offset 7)`},
 	{"ts/date only", `"timestamp"`, true, `"2026-09-03"`, nil,
 		`Invalid record value: field "v": cannot parse "2026-09-03" as a timestamp (record 0, offset 7)`},
 	{"ts/bad month", `"timestamp"`, true, `"2026-13-03 21:15:04"`, nil,
@@ -136,6 +142,7 @@ var coercionCases = []struct {
 	{"ntz/rfc3339", `"timestamp_ntz"`, true, `"2026-09-03T23:15:04+02:00"`, us(2026, 9, 3, 21, 15, 4, 0), ""},
 	{"ntz/space", `"timestamp_ntz"`, true, `"2026-09-03 21:15:04.000001"`, us(2026, 9, 3, 21, 15, 4, 1000), ""},
 	{"ntz/integer", `"timestamp_ntz"`, true, `42`, int64(42), ""},
+	{"ntz/T without zone", `"timestamp_ntz"`, true, `"2026-09-03T21:15:04.5"`, us(2026, 9, 3, 21, 15, 4, 500000000), ""},
 	{"ntz/garbage", `"timestamp_ntz"`, true, `"soon"`, nil,
 		`Invalid record value: field "v": cannot parse "soon" as a timestamp (record 0, offset 7)`},
 

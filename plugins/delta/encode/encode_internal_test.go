@@ -104,7 +104,7 @@ func TestTimestampParseAndFormat(t *testing.T) {
 	for range 20000 {
 		us := rng.Int64N(253402300800000000-(-62135596800000000)) + (-62135596800000000) // years 0001..9999
 		tm := time.UnixMicro(us).UTC()
-		for _, layout := range []string{"2006-01-02T15:04:05.999999Z07:00", "2006-01-02 15:04:05.999999"} {
+		for _, layout := range []string{"2006-01-02T15:04:05.999999Z07:00", "2006-01-02 15:04:05.999999", "2006-01-02T15:04:05.999999"} {
 			s := tm.Format(layout)
 			got, ok := parseTimestamp([]byte(s))
 			if !ok || got != us {
