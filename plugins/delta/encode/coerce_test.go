@@ -200,7 +200,19 @@ var coercionCases = []struct {
 	{"double/overflow", `"double"`, true, `1e400`, nil,
 		`Invalid record value: field "v": value 1e400 out of range for double (record 0, offset 7)`},
 	{"double/string", `"double"`, true, `"1.5"`, nil,
-		`Invalid record value: field "v": expected double, got JSON string (record 0, offset 7)`},
+		`Invalid record value: field "v": expected double, got JSON string (only "NaN", "Infinity" and "-Infinity" are read from strings) (record 0, offset 7)`},
+	{"double/NaN", `"double"`, true, `"NaN"`, math.NaN(), ""},
+	{"double/Infinity", `"double"`, true, `"Infinity"`, math.Inf(1), ""},
+	{"double/-Infinity", `"double"`, true, `"-Infinity"`, math.Inf(-1), ""},
+	{"double/nan lower case", `"double"`, true, `"nan"`, nil,
+		`Invalid record value: field "v": expected double, got JSON string (only "NaN", "Infinity" and "-Infinity" are read from strings) (record 0, offset 7)`},
+	{"double/+Infinity", `"double"`, true, `"+Infinity"`, nil,
+		`Invalid record value: field "v": expected double, got JSON string (only "NaN", "Infinity" and "-Infinity" are read from strings) (record 0, offset 7)`},
+	{"float/NaN", `"float"`, true, `"NaN"`, float32(math.NaN()), ""},
+	{"float/Infinity", `"float"`, true, `"Infinity"`, float32(math.Inf(1)), ""},
+	{"float/-Infinity", `"float"`, true, `"-Infinity"`, float32(math.Inf(-1)), ""},
+	{"float/Inf", `"float"`, true, `"Inf"`, nil,
+		`Invalid record value: field "v": expected float, got JSON string (only "NaN", "Infinity" and "-Infinity" are read from strings) (record 0, offset 7)`},
 	{"float/value", `"float"`, true, `1.25`, float32(1.25), ""},
 	{"float/rounded", `"float"`, true, `0.1`, float32(0.1), ""},
 	{"float/overflow", `"float"`, true, `3.5e38`, nil,
@@ -332,7 +344,11 @@ func TestCoercions(t *testing.T) {
 func equalValue(a, b any) bool {
 	if fa, ok := a.(float64); ok {
 		fb, ok := b.(float64)
-		return ok && (fa == fb && math.Signbit(fa) == math.Signbit(fb))
+		return ok && (fa == fb && math.Signbit(fa) == math.Signbit(fb) || fa != fa && fb != fb)
+	}
+	if fa, ok := a.(float32); ok {
+		fb, ok := b.(float32)
+		return ok && (fa == fb || fa != fa && fb != fb)
 	}
 	return a == b
 }

@@ -599,6 +599,20 @@ func (d *decoder) fromString(n *node, s []byte, rep uint8, key bool) *valueError
 			return valueErr(ErrUnparsable, "cannot decode "+quoteValue(s)+" as base64")
 		}
 		col.endBytes(rep)
+	case kDouble, kFloat:
+		// JSON has no literal for NaN and the infinities; these strings are
+		// how Spark, Jackson and delta-rs spell them.
+		f, ok := nonFinite(s)
+		switch {
+		case ok && n.kind == kDouble:
+			col.putDouble(f, rep)
+		case ok:
+			col.putFloat(float32(f), rep)
+		case key:
+			return d.keyFromString(n, s, rep)
+		default:
+			return valueErr(ErrTypeMismatch, "expected "+n.typeName()+", got JSON string (only \"NaN\", \"Infinity\" and \"-Infinity\" are read from strings)")
+		}
 	default:
 		if !key {
 			return valueErr(ErrTypeMismatch, "expected "+n.typeName()+", got JSON string")
@@ -606,6 +620,19 @@ func (d *decoder) fromString(n *node, s []byte, rep uint8, key bool) *valueError
 		return d.keyFromString(n, s, rep)
 	}
 	return nil
+}
+
+// nonFinite reads the three non-finite float spellings, exactly.
+func nonFinite(s []byte) (float64, bool) {
+	switch string(s) {
+	case "NaN":
+		return math.NaN(), true
+	case "Infinity":
+		return math.Inf(1), true
+	case "-Infinity":
+		return math.Inf(-1), true
+	}
+	return 0, false
 }
 
 // keyFromString parses a map key for boolean and numeric key types.
