@@ -17,6 +17,10 @@ type decoder struct {
 	depth int
 	cols  []*column
 	nrec  int // records buffered before this one
+	// matched is set when a top-level key names a column: a record with
+	// none is most likely meant for another table, or spelled differently
+	// (names match case-sensitively).
+	matched bool
 
 	num     decNum
 	scratch []byte   // unescaped keys and strings that are parsed, not stored
@@ -26,6 +30,7 @@ type decoder struct {
 
 func (d *decoder) reset(payload []byte, nrec int) {
 	d.buf, d.pos, d.depth, d.nrec = payload, 0, 0, nrec
+	d.matched = false
 	d.seen = d.seen[:0]
 	d.marks = d.marks[:0]
 }
@@ -273,6 +278,9 @@ func (d *decoder) object(n *node, rep uint8) *valueError {
 					return err.field(f.name)
 				}
 				hint = idx + 1
+				if d.depth == 1 {
+					d.matched = true
+				}
 			}
 			if d.pos < len(d.buf) && d.buf[d.pos] == ',' {
 				d.pos++
