@@ -260,7 +260,10 @@ func (t *table) discard(paths []string, why string) {
 }
 
 // recordError turns an encoder error into the batch's error. A record that
-// cannot be made to fit the table fails the batch for good.
+// cannot be made to fit the table fails the batch for good, with the
+// encoder's message as is: "Invalid record value: ..." (the spec's wording)
+// for every value that does not fit its column, "Invalid JSON record: ..."
+// for a payload that is not a JSON object, both naming topic and offset.
 func recordError(topic string, err error) error {
 	var re *encode.RecordError
 	if !errors.As(err, &re) {
@@ -268,13 +271,8 @@ func recordError(topic string, err error) error {
 		// same batch will never fit.
 		return sdk.Fatal(fmt.Errorf("Storage error: Failed to write to Delta writer: %w", err))
 	}
-	switch re.Kind {
-	case encode.ErrUnparsable:
-		// The spec's own shape: Invalid record value: field "x": cannot parse "..." as a timestamp
-		return sdk.Fatalf("topic %q: %w", topic, err)
-	default:
-		return sdk.Fatalf("Storage error: Failed to write to Delta writer: topic %q: %w", topic, err)
-	}
+	re.Topic = topic
+	return sdk.Fatal(re)
 }
 
 func engineInfo() string { return "picomq-delta-sink/" + sdk.BuildVersion() }

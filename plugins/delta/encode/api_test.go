@@ -126,3 +126,16 @@ func TestMatched(t *testing.T) {
 		}
 	}
 }
+
+func TestRecordErrorNamesTopic(t *testing.T) {
+	e := &encode.RecordError{Topic: "orders", Index: 3, Offset: 1042, Field: "amount", Kind: encode.ErrInexact,
+		Detail: `value "1.2345" has more than 3 fractional digits and would be rounded to fit decimal(12,3)`}
+	want := `Invalid record value: field "amount": value "1.2345" has more than 3 fractional digits and would be rounded to fit decimal(12,3) (topic "orders", record 3, offset 1042)`
+	if e.Error() != want || !errors.Is(e, encode.ErrInvalidRecord) {
+		t.Fatalf("got %q", e.Error())
+	}
+	e.Kind, e.Field, e.Detail = encode.ErrInvalidJSON, "", "empty payload at byte 0"
+	if want := `Invalid JSON record: empty payload at byte 0 (topic "orders", record 3, offset 1042)`; e.Error() != want {
+		t.Fatalf("got %q", e.Error())
+	}
+}
