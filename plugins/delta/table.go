@@ -165,10 +165,27 @@ func (t *table) commit(ctx context.Context, b *sdk.Batch, records []sdk.Record, 
 	if err != nil {
 		return err
 	}
+	var empty int64
 	for i := range records {
-		if err := enc.Add(records[i].Payload, records[i].Offset); err != nil {
-			return recordError(b.Topic, err)
+		r := &records[i]
+		if len(r.Payload) == 0 && t.sink.cfg.SkipEmptyPayloads {
+			// A tombstone carries nothing to write. The txn action still
+			// records the batch's last offset, so a replay skips it too.
+			empty++
+			continue
 		}
+		if err := enc.Add(r.Payload, r.Offset); err != nil {
+			return recordError(b.Topic, r.Payload, err)
+		}
+	}
+	if empty > 0 {
+		t.sink.host.Logger.Info("skipped records with an empty payload", "table", t.uri, "topic", b.Topic, "skipped", empty)
+	}
+	if enc.Len() == 0 {
+		// Only tombstones: nothing to commit, and nothing a replay could
+		// write twice.
+		t.sink.stats.empty.Add(empty)
+		return nil
 	}
 	var bufs []*bytes.Buffer
 	files, err := enc.Flush(func(*encode.Target) (io.Writer, error) {
@@ -245,6 +262,7 @@ func (t *table) commit(ctx context.Context, b *sdk.Batch, records []sdk.Record, 
 	t.sink.stats.files.Add(int64(len(files)))
 	t.sink.stats.bytes.Add(nbytes)
 	t.sink.stats.records.Add(nrec)
+	t.sink.stats.empty.Add(empty)
 	t.sink.host.Logger.Debug("committed Delta table version", "table", t.uri, "version", res.Version, "topic", b.Topic,
 		"records", nrec, "files", len(files), "bytes", nbytes, "attempts", res.Attempts)
 	return nil
@@ -264,7 +282,7 @@ func (t *table) discard(paths []string, why string) {
 // encoder's message as is: "Invalid record value: ..." (the spec's wording)
 // for every value that does not fit its column, "Invalid JSON record: ..."
 // for a payload that is not a JSON object, both naming topic and offset.
-func recordError(topic string, err error) error {
+func recordError(topic string, payload []byte, err error) error {
 	var re *encode.RecordError
 	if !errors.As(err, &re) {
 		// The only other failure is a batch too large for one file: the
@@ -272,6 +290,9 @@ func recordError(topic string, err error) error {
 		return sdk.Fatal(fmt.Errorf("Storage error: Failed to write to Delta writer: %w", err))
 	}
 	re.Topic = topic
+	if len(payload) == 0 {
+		re.Detail = "empty payload (a tombstone?): the Delta sink writes JSON objects only; set skip_empty_payloads = true to skip empty payloads"
+	}
 	return sdk.Fatal(re)
 }
 
