@@ -37,8 +37,11 @@ type Sink struct {
 // counters are the sink's own metrics.
 type counters struct {
 	commits, files, bytes, records, skipped, replays, conflicts atomic.Int64
-	// empty: skipped empty payloads.
-	empty atomic.Int64
+	// unmatched: committed records none of whose top-level fields named a
+	// column (written as rows of nulls); empty: skipped empty payloads.
+	unmatched, empty atomic.Int64
+	// warned holds the topics whose first unmatched record was logged.
+	warned sync.Map
 }
 
 // New returns an unopened sink (the SDK calls Open).
@@ -135,6 +138,7 @@ func (s *Sink) Metrics() map[string]any {
 		"records_skipped":        s.stats.skipped.Load(),
 		"batches_replayed":       s.stats.replays.Load(),
 		"commit_conflicts":       s.stats.conflicts.Load(),
+		"records_unmatched":      s.stats.unmatched.Load(),
 		"empty_payloads_skipped": s.stats.empty.Load(),
 	}
 	s.ckpt.addTo(m)

@@ -165,7 +165,8 @@ func (t *table) commit(ctx context.Context, b *sdk.Batch, records []sdk.Record, 
 	if err != nil {
 		return err
 	}
-	var empty int64
+	var empty, unmatched int64
+	firstUnmatched := uint64(0)
 	for i := range records {
 		r := &records[i]
 		if len(r.Payload) == 0 && t.sink.cfg.SkipEmptyPayloads {
@@ -176,6 +177,12 @@ func (t *table) commit(ctx context.Context, b *sdk.Batch, records []sdk.Record, 
 		}
 		if err := enc.Add(r.Payload, r.Offset); err != nil {
 			return recordError(b.Topic, r.Payload, err)
+		}
+		if !enc.Matched() {
+			if unmatched == 0 {
+				firstUnmatched = r.Offset
+			}
+			unmatched++
 		}
 	}
 	if empty > 0 {
@@ -263,6 +270,13 @@ func (t *table) commit(ctx context.Context, b *sdk.Batch, records []sdk.Record, 
 	t.sink.stats.bytes.Add(nbytes)
 	t.sink.stats.records.Add(nrec)
 	t.sink.stats.empty.Add(empty)
+	if unmatched > 0 {
+		t.sink.stats.unmatched.Add(unmatched)
+		if _, seen := t.sink.stats.warned.LoadOrStore(b.Topic, true); !seen {
+			t.sink.host.Logger.Warn("records whose fields match no column of the Delta table were written as rows of nulls; field names match column names case-sensitively",
+				"table", t.uri, "topic", b.Topic, "offset", firstUnmatched, "records", unmatched)
+		}
+	}
 	t.sink.host.Logger.Debug("committed Delta table version", "table", t.uri, "version", res.Version, "topic", b.Topic,
 		"records", nrec, "files", len(files), "bytes", nbytes, "attempts", res.Attempts)
 	return nil
