@@ -60,8 +60,8 @@ func FuzzDecimal(f *testing.F) {
 // FuzzTimestamp checks parseTimestamp against time.Parse: what it takes,
 // with or without a zone ('T', 't' or ' ' before the time; no zone is UTC),
 // time.Parse reads as the same instant (to the microsecond, digits beyond
-// truncated); and every RFC 3339 text time.Parse takes with a 4-digit year
-// and a "±hh:mm" or "Z" zone, it takes too.
+// truncated); and every text of RFC 3339's shape (fixed-width fields, 'T',
+// a zone) that time.Parse takes, it takes too.
 //
 //	go test -run XXX -fuzz FuzzTimestamp ./plugins/delta/encode/
 func FuzzTimestamp(f *testing.F) {
@@ -88,8 +88,36 @@ func FuzzTimestamp(f *testing.F) {
 			t.Fatalf("parseTimestamp takes %q, time.Parse(%q): %v", s, norm, err)
 		case ok && got != want.Truncate(time.Microsecond).UnixMicro(): // Truncate floors, as cutting digits does
 			t.Fatalf("parseTimestamp(%q) = %d, time.Parse %d", s, got, want.UnixMicro())
-		case !ok && err == nil && len(s) > 19 && s[10] == 'T' && strings.Trim(s, "0123456789-:T.Z+") == "":
+		case !ok && err == nil && rfc3339Shape(s):
 			t.Fatalf("time.Parse takes %q, parseTimestamp does not", s)
 		}
 	})
+}
+
+// rfc3339Shape reports whether s has RFC 3339's fixed-width layout up to
+// the seconds and an offset hour below 24: time.Parse also takes a
+// one-digit hour and +24:00, RFC 3339 does not.
+func rfc3339Shape(s string) bool {
+	if len(s) < 20 || strings.Trim(s, "0123456789-:T.Z+") != "" {
+		return false
+	}
+	for i, c := range []byte(s[:19]) {
+		want := byte('d')
+		switch i {
+		case 4, 7:
+			want = '-'
+		case 10:
+			want = 'T'
+		case 13, 16:
+			want = ':'
+		}
+		if want == 'd' && !isDigit(c) || want != 'd' && c != want {
+			return false
+		}
+	}
+	// time.Parse takes offsets up to +24:59; RFC 3339's hours end at 23.
+	if z := s[len(s)-6:]; (z[0] == '+' || z[0] == '-') && z[3] == ':' && z[1:3] > "23" {
+		return false
+	}
+	return true
 }
