@@ -37,6 +37,11 @@ type Sink struct {
 // counters are the sink's own metrics.
 type counters struct {
 	commits, files, bytes, records, skipped, replays, conflicts atomic.Int64
+	// unmatched: committed records none of whose top-level fields named a
+	// column (written as rows of nulls); empty: skipped empty payloads.
+	unmatched, empty atomic.Int64
+	// warned holds the topics whose first unmatched record was logged.
+	warned sync.Map
 }
 
 // New returns an unopened sink (the SDK calls Open).
@@ -127,14 +132,16 @@ func (s *Sink) Metrics() map[string]any {
 	tables := len(s.tables)
 	s.mu.Unlock()
 	m := map[string]any{
-		"tables":           tables,
-		"commits":          s.stats.commits.Load(),
-		"files_written":    s.stats.files.Load(),
-		"bytes_written":    s.stats.bytes.Load(),
-		"records_written":  s.stats.records.Load(),
-		"records_skipped":  s.stats.skipped.Load(),
-		"batches_replayed": s.stats.replays.Load(),
-		"commit_conflicts": s.stats.conflicts.Load(),
+		"tables":                 tables,
+		"commits":                s.stats.commits.Load(),
+		"files_written":          s.stats.files.Load(),
+		"bytes_written":          s.stats.bytes.Load(),
+		"records_written":        s.stats.records.Load(),
+		"records_skipped":        s.stats.skipped.Load(),
+		"batches_replayed":       s.stats.replays.Load(),
+		"commit_conflicts":       s.stats.conflicts.Load(),
+		"records_unmatched":      s.stats.unmatched.Load(),
+		"empty_payloads_skipped": s.stats.empty.Load(),
 	}
 	s.ckpt.addTo(m)
 	return m

@@ -165,10 +165,34 @@ func (t *table) commit(ctx context.Context, b *sdk.Batch, records []sdk.Record, 
 	if err != nil {
 		return err
 	}
+	var empty, unmatched int64
+	firstUnmatched := uint64(0)
 	for i := range records {
-		if err := enc.Add(records[i].Payload, records[i].Offset); err != nil {
-			return recordError(b.Topic, err)
+		r := &records[i]
+		if len(r.Payload) == 0 && t.sink.cfg.SkipEmptyPayloads {
+			// A tombstone carries nothing to write. The txn action still
+			// records the batch's last offset, so a replay skips it too.
+			empty++
+			continue
 		}
+		if err := enc.Add(r.Payload, r.Offset); err != nil {
+			return recordError(b.Topic, r.Payload, err)
+		}
+		if !enc.Matched() {
+			if unmatched == 0 {
+				firstUnmatched = r.Offset
+			}
+			unmatched++
+		}
+	}
+	if empty > 0 {
+		t.sink.host.Logger.Info("skipped records with an empty payload", "table", t.uri, "topic", b.Topic, "skipped", empty)
+	}
+	if enc.Len() == 0 {
+		// Only tombstones: nothing to commit, and nothing a replay could
+		// write twice.
+		t.sink.stats.empty.Add(empty)
+		return nil
 	}
 	var bufs []*bytes.Buffer
 	files, err := enc.Flush(func(*encode.Target) (io.Writer, error) {
@@ -245,6 +269,14 @@ func (t *table) commit(ctx context.Context, b *sdk.Batch, records []sdk.Record, 
 	t.sink.stats.files.Add(int64(len(files)))
 	t.sink.stats.bytes.Add(nbytes)
 	t.sink.stats.records.Add(nrec)
+	t.sink.stats.empty.Add(empty)
+	if unmatched > 0 {
+		t.sink.stats.unmatched.Add(unmatched)
+		if _, seen := t.sink.stats.warned.LoadOrStore(b.Topic, true); !seen {
+			t.sink.host.Logger.Warn("records whose fields match no column of the Delta table were written as rows of nulls; field names match column names case-sensitively",
+				"table", t.uri, "topic", b.Topic, "offset", firstUnmatched, "records", unmatched)
+		}
+	}
 	t.sink.host.Logger.Debug("committed Delta table version", "table", t.uri, "version", res.Version, "topic", b.Topic,
 		"records", nrec, "files", len(files), "bytes", nbytes, "attempts", res.Attempts)
 	return nil
@@ -260,21 +292,22 @@ func (t *table) discard(paths []string, why string) {
 }
 
 // recordError turns an encoder error into the batch's error. A record that
-// cannot be made to fit the table fails the batch for good.
-func recordError(topic string, err error) error {
+// cannot be made to fit the table fails the batch for good, with the
+// encoder's message as is: "Invalid record value: ..." (the spec's wording)
+// for every value that does not fit its column, "Invalid JSON record: ..."
+// for a payload that is not a JSON object, both naming topic and offset.
+func recordError(topic string, payload []byte, err error) error {
 	var re *encode.RecordError
 	if !errors.As(err, &re) {
 		// The only other failure is a batch too large for one file: the
 		// same batch will never fit.
 		return sdk.Fatal(fmt.Errorf("Storage error: Failed to write to Delta writer: %w", err))
 	}
-	switch re.Kind {
-	case encode.ErrUnparsable:
-		// The spec's own shape: Invalid record value: field "x": cannot parse "..." as a timestamp
-		return sdk.Fatalf("topic %q: %w", topic, err)
-	default:
-		return sdk.Fatalf("Storage error: Failed to write to Delta writer: topic %q: %w", topic, err)
+	re.Topic = topic
+	if len(payload) == 0 {
+		re.Detail = "empty payload (a tombstone?): the Delta sink writes JSON objects only; set skip_empty_payloads = true to skip empty payloads"
 	}
+	return sdk.Fatal(re)
 }
 
 func engineInfo() string { return "picomq-delta-sink/" + sdk.BuildVersion() }

@@ -101,3 +101,41 @@ func TestAddDoesNotAllocate(t *testing.T) {
 		t.Fatalf("Add allocates %.2f times per record", allocs)
 	}
 }
+
+func TestMatched(t *testing.T) {
+	schema := mustSchema(t, field("id", `"long"`, true), field("s", structType(field("x", `"long"`, true)), true),
+		field("p", `"string"`, true))
+	enc := mustEncoder(t, schema, []string{"p"}, encode.Options{})
+	for _, tc := range []struct {
+		record  string
+		matched bool
+	}{
+		{`{"id":1}`, true},
+		{`{"ID":1}`, false},                 // names match case-sensitively
+		{`{}`, false},                       // nothing to match
+		{`{"x":1,"other":{"id":1}}`, false}, // a nested key naming a top-level column is not a match
+		{`{"s":{"X":1}}`, true},             // the struct matched, whatever is inside
+		{`{"p":"eu"}`, true},                // partition columns count
+		{`{"a":1,"id":null}`, true},         // null is a value for the column
+	} {
+		if err := enc.Add([]byte(tc.record), 0); err != nil {
+			t.Fatalf("Add(%s): %v", tc.record, err)
+		}
+		if got := enc.Matched(); got != tc.matched {
+			t.Errorf("Add(%s): Matched() = %v, want %v", tc.record, got, tc.matched)
+		}
+	}
+}
+
+func TestRecordErrorNamesTopic(t *testing.T) {
+	e := &encode.RecordError{Topic: "orders", Index: 3, Offset: 1042, Field: "amount", Kind: encode.ErrInexact,
+		Detail: `value "1.2345" has more than 3 fractional digits and would be rounded to fit decimal(12,3)`}
+	want := `Invalid record value: field "amount": value "1.2345" has more than 3 fractional digits and would be rounded to fit decimal(12,3) (topic "orders", record 3, offset 1042)`
+	if e.Error() != want || !errors.Is(e, encode.ErrInvalidRecord) {
+		t.Fatalf("got %q", e.Error())
+	}
+	e.Kind, e.Field, e.Detail = encode.ErrInvalidJSON, "", "empty payload at byte 0"
+	if want := `Invalid JSON record: empty payload at byte 0 (topic "orders", record 3, offset 1042)`; e.Error() != want {
+		t.Fatalf("got %q", e.Error())
+	}
+}

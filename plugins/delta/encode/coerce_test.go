@@ -98,6 +98,14 @@ var coercionCases = []struct {
 	{"ts/space fraction", `"timestamp"`, true, `"2026-09-03 21:15:04.5"`, us(2026, 9, 3, 21, 15, 4, 500000000), ""},
 	{"ts/space leap day", `"timestamp"`, true, `"2024-02-29 00:00:00"`, us(2024, 2, 29, 0, 0, 0, 0), ""},
 	{"ts/year 0001", `"timestamp"`, true, `"0001-01-01 00:00:00"`, us(1, 1, 1, 0, 0, 0, 0), ""},
+	// timestamp: 'T' without a zone is read as UTC, the same instant as the space form
+	{"ts/T without zone", `"timestamp"`, true, `"2026-09-03T21:15:04"`, us(2026, 9, 3, 21, 15, 4, 0), ""},
+	{"ts/t without zone", `"timestamp"`, true, `"2026-09-03t21:15:04"`, us(2026, 9, 3, 21, 15, 4, 0), ""},
+	{"ts/T fraction without zone", `"timestamp"`, true, `"2026-09-03T21:15:04.000250"`, us(2026, 9, 3, 21, 15, 4, 250000), ""},
+	{"ts/T without seconds", `"timestamp"`, true, `"2026-09-03T21:15"`, nil,
+		`Invalid record value: field "v": cannot parse "2026-09-03T21:15" as a timestamp (record 0, offset 7)`},
+	{"ts/T bad zone", `"timestamp"`, true, `"2026-09-03T21:15:04 UTC"`, nil,
+		`Invalid record value: field "v": cannot parse "2026-09-03T21:15:04 UTC" as a timestamp (record 0, offset 7)`},
 	// timestamp: integers pass through as microseconds
 	{"ts/integer", `"timestamp"`, true, `1788477304000000`, int64(1788477304000000), ""},
 	{"ts/negative integer", `"timestamp"`, true, `-5`, int64(-5), ""},
@@ -106,8 +114,6 @@ var coercionCases = []struct {
 	// timestamp: everything else fails
 	{"ts/garbage", `"timestamp"`, true, `"yesterday"`, nil,
 		`Invalid record value: field "v": cannot parse "yesterday" as a timestamp (record 0, offset 7)`},
-	{"ts/T without zone", `"timestamp"`, true, `"2026-09-03T21:15:04"`, nil,
-		`Invalid record value: field "v": cannot parse "2026-09-03T21:15:04" as a timestamp (record 0, offset 7)`},
 	{"ts/date only", `"timestamp"`, true, `"2026-09-03"`, nil,
 		`Invalid record value: field "v": cannot parse "2026-09-03" as a timestamp (record 0, offset 7)`},
 	{"ts/bad month", `"timestamp"`, true, `"2026-13-03 21:15:04"`, nil,
@@ -136,6 +142,7 @@ var coercionCases = []struct {
 	{"ntz/rfc3339", `"timestamp_ntz"`, true, `"2026-09-03T23:15:04+02:00"`, us(2026, 9, 3, 21, 15, 4, 0), ""},
 	{"ntz/space", `"timestamp_ntz"`, true, `"2026-09-03 21:15:04.000001"`, us(2026, 9, 3, 21, 15, 4, 1000), ""},
 	{"ntz/integer", `"timestamp_ntz"`, true, `42`, int64(42), ""},
+	{"ntz/T without zone", `"timestamp_ntz"`, true, `"2026-09-03T21:15:04.5"`, us(2026, 9, 3, 21, 15, 4, 500000000), ""},
 	{"ntz/garbage", `"timestamp_ntz"`, true, `"soon"`, nil,
 		`Invalid record value: field "v": cannot parse "soon" as a timestamp (record 0, offset 7)`},
 
@@ -193,7 +200,19 @@ var coercionCases = []struct {
 	{"double/overflow", `"double"`, true, `1e400`, nil,
 		`Invalid record value: field "v": value 1e400 out of range for double (record 0, offset 7)`},
 	{"double/string", `"double"`, true, `"1.5"`, nil,
-		`Invalid record value: field "v": expected double, got JSON string (record 0, offset 7)`},
+		`Invalid record value: field "v": expected double, got JSON string (only "NaN", "Infinity" and "-Infinity" are read from strings) (record 0, offset 7)`},
+	{"double/NaN", `"double"`, true, `"NaN"`, math.NaN(), ""},
+	{"double/Infinity", `"double"`, true, `"Infinity"`, math.Inf(1), ""},
+	{"double/-Infinity", `"double"`, true, `"-Infinity"`, math.Inf(-1), ""},
+	{"double/nan lower case", `"double"`, true, `"nan"`, nil,
+		`Invalid record value: field "v": expected double, got JSON string (only "NaN", "Infinity" and "-Infinity" are read from strings) (record 0, offset 7)`},
+	{"double/+Infinity", `"double"`, true, `"+Infinity"`, nil,
+		`Invalid record value: field "v": expected double, got JSON string (only "NaN", "Infinity" and "-Infinity" are read from strings) (record 0, offset 7)`},
+	{"float/NaN", `"float"`, true, `"NaN"`, float32(math.NaN()), ""},
+	{"float/Infinity", `"float"`, true, `"Infinity"`, float32(math.Inf(1)), ""},
+	{"float/-Infinity", `"float"`, true, `"-Infinity"`, float32(math.Inf(-1)), ""},
+	{"float/Inf", `"float"`, true, `"Inf"`, nil,
+		`Invalid record value: field "v": expected float, got JSON string (only "NaN", "Infinity" and "-Infinity" are read from strings) (record 0, offset 7)`},
 	{"float/value", `"float"`, true, `1.25`, float32(1.25), ""},
 	{"float/rounded", `"float"`, true, `0.1`, float32(0.1), ""},
 	{"float/overflow", `"float"`, true, `3.5e38`, nil,
@@ -231,27 +250,46 @@ var coercionCases = []struct {
 	{"date/out of range", `"date"`, true, `2147483648`, nil,
 		`Invalid record value: field "v": value 2147483648 out of range for date (record 0, offset 7)`},
 
-	// decimal: exact, rounded half up to the scale, precision checked
+	// decimal: exact or refused, never rounded; precision checked
 	{"decimal/number", `"decimal(10,2)"`, true, `12.34`, int64(1234), ""},
 	{"decimal/p9 is int32", `"decimal(9,2)"`, true, `12.34`, int32(1234), ""},
 	{"decimal/integer", `"decimal(10,2)"`, true, `12`, int64(1200), ""},
 	{"decimal/string", `"decimal(10,2)"`, true, `"-12.34"`, int64(-1234), ""},
 	{"decimal/string plus", `"decimal(10,2)"`, true, `"+.5"`, int64(50), ""},
 	{"decimal/exponent", `"decimal(10,2)"`, true, `1.5e2`, int64(15000), ""},
-	{"decimal/round half up", `"decimal(10,2)"`, true, `12.345`, int64(1235), ""},
-	{"decimal/round down", `"decimal(10,2)"`, true, `12.3449999`, int64(1234), ""},
-	{"decimal/round negative away", `"decimal(10,2)"`, true, `-0.005`, int64(-1), ""},
-	{"decimal/round to zero", `"decimal(10,2)"`, true, `-0.004`, int64(0), ""},
-	{"decimal/float noise", `"decimal(10,2)"`, true, `0.30000000000000004`, int64(30), ""},
+	{"decimal/needs rounding up", `"decimal(10,2)"`, true, `12.345`, nil,
+		`Invalid record value: field "v": value 12.345 has more than 2 fractional digits and would be rounded to fit decimal(10,2) (record 0, offset 7)`},
+	{"decimal/needs rounding down", `"decimal(10,2)"`, true, `12.3449999`, nil,
+		`Invalid record value: field "v": value 12.3449999 has more than 2 fractional digits and would be rounded to fit decimal(10,2) (record 0, offset 7)`},
+	{"decimal/string needs rounding", `"decimal(12,3)"`, true, `"1.2345"`, nil,
+		`Invalid record value: field "v": value "1.2345" has more than 3 fractional digits and would be rounded to fit decimal(12,3) (record 0, offset 7)`},
+	{"decimal/negative needs rounding", `"decimal(10,2)"`, true, `-0.005`, nil,
+		`Invalid record value: field "v": value -0.005 has more than 2 fractional digits and would be rounded to fit decimal(10,2) (record 0, offset 7)`},
+	{"decimal/would round to zero", `"decimal(10,2)"`, true, `-0.004`, nil,
+		`Invalid record value: field "v": value -0.004 has more than 2 fractional digits and would be rounded to fit decimal(10,2) (record 0, offset 7)`},
+	{"decimal/float noise", `"decimal(10,2)"`, true, `0.30000000000000004`, nil,
+		`Invalid record value: field "v": value 0.30000000000000004 has more than 2 fractional digits and would be rounded to fit decimal(10,2) (record 0, offset 7)`},
+	{"decimal/exponent needs rounding", `"decimal(12,3)"`, true, `"1.2345e-1"`, nil,
+		`Invalid record value: field "v": value "1.2345e-1" has more than 3 fractional digits and would be rounded to fit decimal(12,3) (record 0, offset 7)`},
+	{"decimal/scale 0 needs rounding", `"decimal(5,0)"`, true, `2.5`, nil,
+		`Invalid record value: field "v": value 2.5 is not an integer and would be rounded to fit decimal(5,0) (record 0, offset 7)`},
 	{"decimal/trailing zeros", `"decimal(5,2)"`, true, `123.4500000`, int32(12345), ""},
+	{"decimal/string trailing zeros", `"decimal(12,3)"`, true, `"1.2340"`, int64(1234), ""},
+	{"decimal/exponent exact", `"decimal(12,3)"`, true, `1.2345e1`, int64(12345), ""},
+	{"decimal/string exponent exact", `"decimal(12,3)"`, true, `"1.2345E+1"`, int64(12345), ""},
+	{"decimal/negative exponent exact", `"decimal(12,3)"`, true, `"12345e-3"`, int64(12345), ""},
+	{"decimal/zero with many digits", `"decimal(5,2)"`, true, `"-0.0000000"`, int32(0), ""},
 	{"decimal/max", `"decimal(5,2)"`, true, `999.99`, int32(99999), ""},
 	{"decimal/too many digits", `"decimal(5,2)"`, true, `1000`, nil,
 		`Invalid record value: field "v": value 1000 does not fit decimal(5,2) (record 0, offset 7)`},
-	{"decimal/rounds over precision", `"decimal(5,2)"`, true, `999.995`, nil,
-		`Invalid record value: field "v": value 999.995 does not fit decimal(5,2) (record 0, offset 7)`},
+	{"decimal/needs rounding at max", `"decimal(5,2)"`, true, `999.995`, nil,
+		`Invalid record value: field "v": value 999.995 has more than 2 fractional digits and would be rounded to fit decimal(5,2) (record 0, offset 7)`},
+	{"decimal/too many digits and rounding", `"decimal(5,2)"`, true, `"123456.789"`, nil,
+		`Invalid record value: field "v": value "123456.789" does not fit decimal(5,2) (record 0, offset 7)`},
 	{"decimal/huge exponent", `"decimal(5,2)"`, true, `1e999999999`, nil,
 		`Invalid record value: field "v": value 1e999999999 does not fit decimal(5,2) (record 0, offset 7)`},
-	{"decimal/tiny exponent", `"decimal(5,2)"`, true, `1e-999999999`, int32(0), ""},
+	{"decimal/tiny exponent", `"decimal(5,2)"`, true, `1e-999999999`, nil,
+		`Invalid record value: field "v": value 1e-999999999 has more than 2 fractional digits and would be rounded to fit decimal(5,2) (record 0, offset 7)`},
 	{"decimal/scale 0", `"decimal(3,0)"`, true, `-999`, int32(-999), ""},
 	{"decimal/unparsable", `"decimal(10,2)"`, true, `"12,5"`, nil,
 		`Invalid record value: field "v": cannot parse "12,5" as decimal(10,2) (record 0, offset 7)`},
@@ -306,7 +344,11 @@ func TestCoercions(t *testing.T) {
 func equalValue(a, b any) bool {
 	if fa, ok := a.(float64); ok {
 		fb, ok := b.(float64)
-		return ok && (fa == fb && math.Signbit(fa) == math.Signbit(fb))
+		return ok && (fa == fb && math.Signbit(fa) == math.Signbit(fb) || fa != fa && fb != fb)
+	}
+	if fa, ok := a.(float32); ok {
+		fb, ok := b.(float32)
+		return ok && (fa == fb || fa != fa && fb != fb)
 	}
 	return a == b
 }
@@ -321,7 +363,12 @@ func TestDecimalWide(t *testing.T) {
 		{`"decimal(38,0)"`, `"-99999999999999999999999999999999999999"`, "-99999999999999999999999999999999999999", ""},
 		{`"decimal(38,0)"`, `"100000000000000000000000000000000000000"`, "",
 			`Invalid record value: field "v": value "100000000000000000000000000000000000000" does not fit decimal(38,0) (record 0, offset 7)`},
-		{`"decimal(38,10)"`, `1.00000000005`, "10000000001", ""},
+		{`"decimal(38,10)"`, `1.00000000010`, "10000000001", ""},
+		{`"decimal(38,10)"`, `1.00000000005`, "",
+			`Invalid record value: field "v": value 1.00000000005 has more than 10 fractional digits and would be rounded to fit decimal(38,10) (record 0, offset 7)`},
+		{`"decimal(38,37)"`, `"-9.9999999999999999999999999999999999999"`, "-99999999999999999999999999999999999999", ""},
+		{`"decimal(38,37)"`, `"-9.99999999999999999999999999999999999999"`, "",
+			`Invalid record value: field "v": value "-9.99999999999999999999999999999999999999" has more than 37 fractional digits and would be rounded to fit decimal(38,37) (record 0, offset 7)`},
 		{`"decimal(19,0)"`, `-1`, "-1", ""},
 	} {
 		t.Run(tc.typ+tc.in, func(t *testing.T) {

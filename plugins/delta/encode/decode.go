@@ -17,6 +17,10 @@ type decoder struct {
 	depth int
 	cols  []*column
 	nrec  int // records buffered before this one
+	// matched is set when a top-level key names a column: a record with
+	// none is most likely meant for another table, or spelled differently
+	// (names match case-sensitively).
+	matched bool
 
 	num     decNum
 	scratch []byte   // unescaped keys and strings that are parsed, not stored
@@ -26,6 +30,7 @@ type decoder struct {
 
 func (d *decoder) reset(payload []byte, nrec int) {
 	d.buf, d.pos, d.depth, d.nrec = payload, 0, 0, nrec
+	d.matched = false
 	d.seen = d.seen[:0]
 	d.marks = d.marks[:0]
 }
@@ -273,6 +278,9 @@ func (d *decoder) object(n *node, rep uint8) *valueError {
 					return err.field(f.name)
 				}
 				hint = idx + 1
+				if d.depth == 1 {
+					d.matched = true
+				}
 			}
 			if d.pos < len(d.buf) && d.buf[d.pos] == ',' {
 				d.pos++
@@ -512,13 +520,22 @@ func (d *decoder) integer(n *node, tok []byte, lo, hi int64) (int64, *valueError
 // decimal stores d.num (already parsed) in decimal column n. raw is the
 // value as sent (a JSON string's content when quoted), for messages.
 func (d *decoder) decimal(n *node, raw []byte, quoted bool, rep uint8) *valueError {
-	hi, lo, nd, _ := d.num.unscaled(n.scale)
-	if nd > n.precision {
+	hi, lo, nd, inexact := d.num.unscaled(n.scale)
+	if nd > n.precision || inexact {
 		shown := truncateForMessage(string(raw))
 		if quoted {
 			shown = quoteValue(raw)
 		}
-		return valueErr(ErrOutOfRange, "value "+shown+" does not fit "+n.typeName())
+		if nd > n.precision {
+			// Too many integer digits, whatever the fraction.
+			return valueErr(ErrOutOfRange, "value "+shown+" does not fit "+n.typeName())
+		}
+		// Never rounded: a money column must not change silently.
+		what := "has more than " + strconv.Itoa(n.scale) + " fractional digits"
+		if n.scale == 0 {
+			what = "is not an integer"
+		}
+		return valueErr(ErrInexact, "value "+shown+" "+what+" and would be rounded to fit "+n.typeName())
 	}
 	col := d.cols[n.leaf]
 	neg := d.num.neg
@@ -590,6 +607,20 @@ func (d *decoder) fromString(n *node, s []byte, rep uint8, key bool) *valueError
 			return valueErr(ErrUnparsable, "cannot decode "+quoteValue(s)+" as base64")
 		}
 		col.endBytes(rep)
+	case kDouble, kFloat:
+		// JSON has no literal for NaN and the infinities; these strings are
+		// how Spark, Jackson and delta-rs spell them.
+		f, ok := nonFinite(s)
+		switch {
+		case ok && n.kind == kDouble:
+			col.putDouble(f, rep)
+		case ok:
+			col.putFloat(float32(f), rep)
+		case key:
+			return d.keyFromString(n, s, rep)
+		default:
+			return valueErr(ErrTypeMismatch, "expected "+n.typeName()+", got JSON string (only \"NaN\", \"Infinity\" and \"-Infinity\" are read from strings)")
+		}
 	default:
 		if !key {
 			return valueErr(ErrTypeMismatch, "expected "+n.typeName()+", got JSON string")
@@ -597,6 +628,19 @@ func (d *decoder) fromString(n *node, s []byte, rep uint8, key bool) *valueError
 		return d.keyFromString(n, s, rep)
 	}
 	return nil
+}
+
+// nonFinite reads the three non-finite float spellings, exactly.
+func nonFinite(s []byte) (float64, bool) {
+	switch string(s) {
+	case "NaN":
+		return math.NaN(), true
+	case "Infinity":
+		return math.Inf(1), true
+	case "-Infinity":
+		return math.Inf(-1), true
+	}
+	return 0, false
 }
 
 // keyFromString parses a map key for boolean and numeric key types.

@@ -31,24 +31,29 @@
 //     (`{ "a" : 1.50 }` becomes `{"a":1.50}`).
 //   - timestamp, timestamp_ntz: RFC 3339 with a zone ('T', 't' or ' '
 //     before the time, 'Z'/'z' or ±HH:MM) is converted to UTC microseconds;
-//     "YYYY-MM-DD HH:MM:SS[.f…]" without a zone is read as UTC; fractions
-//     beyond microseconds are truncated; an integer is kept as microseconds
-//     (integral forms like 1.5e6 too); anything else fails with
-//     `cannot parse "…" as a timestamp`. "2026-09-03T21:15:04" (T, no zone)
-//     is not RFC 3339 and fails. Both types follow the same rules.
+//     the same without a zone ("2026-09-03 21:15:04[.f…]" or
+//     "2026-09-03T21:15:04[.f…]") is read as UTC, both separators giving
+//     the same instant; fractions beyond microseconds are truncated; an
+//     integer is kept as microseconds (integral forms like 1.5e6 too);
+//     anything else fails with `cannot parse "…" as a timestamp`. Both
+//     types follow the same rules.
 //   - long, integer, short, byte: JSON numbers only, range checked; an
 //     integral number written with a fraction or exponent (5.0, 1e3) is
 //     accepted, a fractional one (5.5) is a type mismatch, a string is a
 //     type mismatch.
 //   - float, double: JSON numbers, parsed exactly as strconv does; a
-//     number beyond the type's range fails (JSON has no NaN or Infinity).
+//     number beyond the type's range fails. JSON has no NaN or Infinity:
+//     the strings "NaN", "Infinity" and "-Infinity" (Spark's and delta-rs'
+//     spellings, exactly) are taken for them, any other string fails.
+//     Stats leave such a column's min/max out (deltalog.StatsCollector).
 //   - boolean: true/false only.
 //   - binary: a base64 string, standard or URL alphabet, padding optional.
 //   - date: "YYYY-MM-DD", or an integer number of days since 1970-01-01.
 //   - decimal(p,s): a JSON number or a numeric string ([+-]digits[.digits]
-//     [e±n]), converted exactly (never through a float) and rounded half up
-//     (away from zero) to scale s, as Spark's CAST does; more than p digits
-//     after rounding fails naming the field.
+//     [e±n]), converted exactly (never through a float) and never rounded:
+//     nonzero digits beyond scale s fail (ErrInexact), trailing zeros
+//     beyond it are exact ("1.2340" into scale 3 is 1.234); more than p
+//     digits fails (ErrOutOfRange). Both name the field and the value.
 //   - struct: a JSON object walked the same way. array: a JSON array,
 //     elements walked. map: a JSON object, one entry per member, keys
 //     parsed as the key type (map keys must be primitive).
@@ -56,7 +61,8 @@
 //     position fails naming it; in a nullable one it is null.
 //   - Fields the table lacks are skipped (still validated as JSON); so are
 //     values of void columns, which Delta never writes. Field names match
-//     exactly (case-sensitive).
+//     exactly (case-sensitive); Matched reports a record none of whose
+//     top-level fields named a column.
 //   - Duplicate keys in an object: the last one wins, as in encoding/json
 //     and serde_json. In a map column duplicate keys are kept as separate
 //     entries, in order.
@@ -88,7 +94,7 @@
 //
 // # File map
 //
-//	encoder.go  Encoder, Options, New, Add, Len, BufferedBytes, Reset
+//	encoder.go  Encoder, Options, New, Add, Matched, Len, BufferedBytes, Reset
 //	flush.go    Flush, Target, File: per-partition files, column values to parquet-go
 //	decode.go   the schema-driven decoder and the coercions
 //	scan.go     JSON lexing: strings, numbers, skipping and validating values

@@ -251,6 +251,13 @@ func toRecordError(verr *valueError, index int, offset uint64) *RecordError {
 	return re
 }
 
+// Matched reports whether the record the last successful Add buffered had
+// a top-level field naming a column (partition columns included). Names
+// match case-sensitively, so a record whose every field is spelled
+// differently from the table's columns is buffered as a row of nulls with
+// Matched false; callers count and report those.
+func (e *Encoder) Matched() bool { return e.dec.matched }
+
 // Len returns the number of buffered records.
 func (e *Encoder) Len() int { return e.nrec }
 

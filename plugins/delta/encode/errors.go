@@ -33,6 +33,9 @@ const (
 	ErrOutOfRange
 	// ErrNull: null in, or absence of, a non-nullable field.
 	ErrNull
+	// ErrInexact: a decimal with nonzero digits beyond the column's scale.
+	// Storing it would round it, which the sink never does.
+	ErrInexact
 )
 
 func (k ErrorKind) String() string {
@@ -49,6 +52,8 @@ func (k ErrorKind) String() string {
 		return "out of range"
 	case ErrNull:
 		return "null in non-nullable field"
+	case ErrInexact:
+		return "would need rounding"
 	}
 	return "ErrorKind(" + strconv.Itoa(int(k)) + ")"
 }
@@ -56,14 +61,21 @@ func (k ErrorKind) String() string {
 // RecordError reports a record that cannot be encoded. The record is not
 // buffered; records added before it stay buffered.
 //
-// Error() renders, for value errors,
+// Error() renders, for value errors (every kind but ErrInvalidJSON and
+// ErrNotObject), the spec's wording,
 //
 //	Invalid record value: field "created_at": cannot parse "yesterday" as a timestamp (record 3, offset 1042)
 //
 // and for payloads that are not JSON objects
 //
 //	Invalid JSON record: expected ',' or '}' after object member at byte 17 (record 3, offset 1042)
+//
+// With Topic set (the sink sets it) the parenthesis starts with
+// topic "orders", .
 type RecordError struct {
+	// Topic is the record's topic when the caller knows it; Add leaves it
+	// empty.
+	Topic string
 	// Index is the record's position in the current batch: the number of
 	// Add calls since the last Flush or Reset, counting failed ones.
 	Index int
@@ -92,7 +104,13 @@ func (e *RecordError) Error() string {
 		b.WriteString(": ")
 	}
 	b.WriteString(e.Detail)
-	b.WriteString(" (record ")
+	b.WriteString(" (")
+	if e.Topic != "" {
+		b.WriteString("topic ")
+		b.WriteString(strconv.Quote(e.Topic))
+		b.WriteString(", ")
+	}
+	b.WriteString("record ")
 	b.WriteString(strconv.Itoa(e.Index))
 	b.WriteString(", offset ")
 	b.WriteString(strconv.FormatUint(e.Offset, 10))

@@ -60,6 +60,19 @@ func FuzzValue(f *testing.F) {
 		`{"p":[]}`, `{"deep":[[[{}]]]}`} {
 		f.Add(uint8(i), []byte(v))
 	}
+	// Non-finite float strings, decimals that would need rounding, and
+	// zone-less 'T' timestamps.
+	for _, v := range []struct {
+		field string
+		value string
+	}{{"float", `"NaN"`}, {"double", `"-Infinity"`}, {"double", `"Infinity"`}, {"dec9", `"1.2345"`}, {"dec18", `1.2340`},
+		{"dec38", `"1.2345e1"`}, {"ts", `"2026-09-03T21:15:04"`}, {"ntz", `"2026-09-03T21:15:04.5"`}} {
+		for i, name := range fields {
+			if name == v.field {
+				f.Add(uint8(i), []byte(v.value))
+			}
+		}
+	}
 	enc, err := encode.New(kitchenSink(f), []string{"part"}, encode.Options{})
 	if err != nil {
 		f.Fatal(err)

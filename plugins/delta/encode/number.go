@@ -89,26 +89,21 @@ func (d *decNum) parseDecimal(s []byte) bool {
 	return true
 }
 
-// unscaled returns |value| × 10^scale rounded half up (away from zero) as a
-// 128-bit magnitude, the number of decimal digits of that magnitude, and
-// whether nonzero digits were rounded away. When ndigits > 38 the magnitude
-// is not computed (every caller rejects such values).
+// unscaled returns |value| × 10^scale truncated toward zero as a 128-bit
+// magnitude, the number of decimal digits of that magnitude, and whether
+// nonzero digits were cut off. Callers refuse inexact values: a decimal
+// column never rounds (money must not change silently). When ndigits > 38
+// the magnitude is not computed (every caller rejects such values).
 func (d *decNum) unscaled(scale int) (hi, lo uint64, ndigits int, inexact bool) {
 	if len(d.digits) == 0 {
 		return 0, 0, 0, false
 	}
 	shift := d.exp + scale // unscaled = digits × 10^shift
 	keep := len(d.digits)
-	roundUp := false
 	if shift < 0 {
-		keep = len(d.digits) + shift
-		inexact = true // digits are trimmed of trailing zeros: some dropped digit is nonzero
-		switch {
-		case keep < 0:
-			return 0, 0, 0, true
-		default:
-			roundUp = d.digits[keep] >= '5'
-		}
+		// digits carry no trailing zeros, so cutting any is inexact.
+		keep = max(0, len(d.digits)+shift)
+		inexact = true
 		shift = 0
 	}
 	ndigits = keep + shift
@@ -121,15 +116,6 @@ func (d *decNum) unscaled(scale int) (hi, lo uint64, ndigits int, inexact bool) 
 	}
 	for range shift {
 		hi, lo = mul128(hi, lo, 10)
-	}
-	if roundUp {
-		hi, lo = add128(hi, lo, 1)
-		if hi == pow10hi[ndigits] && lo == pow10lo[ndigits] {
-			ndigits++ // 99.5 -> 100
-		}
-	}
-	if hi == 0 && lo == 0 {
-		ndigits = 0
 	}
 	return hi, lo, ndigits, inexact
 }
@@ -330,15 +316,4 @@ func decimalFromFixed(b []byte) (neg bool, hi, lo uint64) {
 		hi, lo = neg128(hi, lo)
 	}
 	return neg, hi, lo
-}
-
-// pow10hi/pow10lo hold 10^i as 128-bit values for i in [0, 39].
-var pow10hi, pow10lo [40]uint64
-
-func init() {
-	hi, lo := uint64(0), uint64(1)
-	for i := range pow10hi {
-		pow10hi[i], pow10lo[i] = hi, lo
-		hi, lo = mul128(hi, lo, 10)
-	}
 }

@@ -147,3 +147,18 @@ func TestStatsInvalidConfiguration(t *testing.T) {
 		t.Fatalf("stats\n got %s\nwant %s", got, want)
 	}
 }
+
+// JSON cannot hold NaN or ±Infinity: a column that saw one gets no bounds
+// in that file (no data skipping on it), the other columns keep theirs.
+func TestStatsNonFiniteFloats(t *testing.T) {
+	fields := []string{field("id", `"long"`, true), field("f", `"float"`, true), field("d", `"double"`, true)}
+	for _, tc := range []struct{ f, d, want string }{
+		{`"NaN"`, `"Infinity"`, `{"numRecords":2,"minValues":{"id":1},"maxValues":{"id":2},"nullCount":{"id":0,"f":0,"d":0}}`},
+		{`"-Infinity"`, `null`, `{"numRecords":2,"minValues":{"id":1,"d":2.5},"maxValues":{"id":2,"d":2.5},"nullCount":{"id":0,"f":0,"d":1}}`},
+	} {
+		got := statsOf(t, fields, nil, nil, `{"id":1,"f":`+tc.f+`,"d":`+tc.d+`}`, `{"id":2,"f":0.5,"d":2.5}`)
+		if got != tc.want {
+			t.Errorf("f=%s d=%s: stats\n got %s\nwant %s", tc.f, tc.d, got, tc.want)
+		}
+	}
+}

@@ -69,7 +69,7 @@ func parseDate(s []byte) (int64, bool) {
 //
 //	RFC 3339 with a zone:  2026-09-03T21:15:04Z, 2026-09-03T21:15:04.123456+02:00
 //	                       ('T', 't' or ' ' between date and time, 'Z' or 'z')
-//	space, no zone (UTC):  2026-09-03 21:15:04, 2026-09-03 21:15:04.5
+//	no zone (read as UTC): 2026-09-03 21:15:04, 2026-09-03T21:15:04.5
 //
 // Fractional seconds may have any number of digits; digits past the
 // microsecond are truncated. The result is microseconds since the epoch.
@@ -112,8 +112,9 @@ func parseTimestamp(s []byte) (int64, bool) {
 		us += frac
 	}
 	if i == len(s) {
-		// No zone: only the space-separated form is read as UTC.
-		return us, sep == ' '
+		// No zone: read as UTC, with 'T' as with a space, so the two
+		// spellings of one local time never land on different instants.
+		return us, true
 	}
 	switch s[i] {
 	case 'Z', 'z':
