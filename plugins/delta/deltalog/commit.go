@@ -330,6 +330,16 @@ func CommitAppend(ctx context.Context, store Store, s *Snapshot, c AppendCommit,
 	if c.Now.IsZero() {
 		c.Now = time.Now()
 	}
+	// Version s.Version+1 may only be put on top of the commit s was read
+	// from: after the table was deleted and created again it would land on
+	// another table's log, past its end.
+	fresh, err := s.VerifyHead(ctx, store)
+	if err != nil {
+		return nil, err
+	}
+	if fresh != nil {
+		return nil, &StaleSnapshotError{Version: s.Version}
+	}
 	for attempt := 1; attempt <= maxAttempts; attempt++ {
 		pc, err := PrepareAppend(s, c)
 		var already *AlreadyCommittedError
@@ -346,12 +356,15 @@ func CommitAppend(ctx context.Context, store Store, s *Snapshot, c AppendCommit,
 			if err != nil {
 				return nil, err
 			}
-			return &CommitResult{Version: pc.Version, TxnID: pc.TxnID, Snapshot: next, Attempts: attempt}, nil
+			return &CommitResult{Version: pc.Version, TxnID: pc.TxnID, Snapshot: next.withHead(pc.Data), Attempts: attempt}, nil
 		case Retryable:
 			return nil, err
 		case Conflict:
 			winners, err := ReadCommits(ctx, store, s.Version+1)
 			if err != nil {
+				return nil, err
+			}
+			if err := sameTable(s, winners); err != nil {
 				return nil, err
 			}
 			res := ResolveConflict(c.AppID, c.AppVersion, c.TxnID, winners)
@@ -362,6 +375,7 @@ func CommitAppend(ctx context.Context, store Store, s *Snapshot, c AppendCommit,
 				if s, err = s.Apply(w.Version, w.Actions); err != nil {
 					return nil, err
 				}
+				s.withHead(w.Data)
 			}
 			switch res.Resolution {
 			case ResolutionCommitted:
@@ -391,6 +405,15 @@ func CommitAppend(ctx context.Context, store Store, s *Snapshot, c AppendCommit,
 type Commit struct {
 	Version int64
 	Actions []Action
+	Data    []byte // the file as read
+}
+
+func parseCommit(v int64, data []byte) (Commit, error) {
+	actions, err := ParseActions(data)
+	if err != nil {
+		return Commit{}, fmt.Errorf("%w: %s: %w", ErrCorruptLog, CommitPath(v), err)
+	}
+	return Commit{Version: v, Actions: actions, Data: data}, nil
 }
 
 // ReadCommits reads the contiguous commits from version from onward (the
@@ -414,12 +437,25 @@ func ReadCommits(ctx context.Context, store Store, from int64) ([]Commit, error)
 		if err != nil {
 			return nil, err
 		}
-		actions, err := ParseActions(data)
+		c, err := parseCommit(lf.version, data)
 		if err != nil {
-			return nil, fmt.Errorf("%w: %s: %w", ErrCorruptLog, lf.Path, err)
+			return nil, err
 		}
-		out = append(out, Commit{Version: lf.version, Actions: actions})
+		out = append(out, c)
 		next++
 	}
 	return out, nil
+}
+
+// sameTable checks that no winner carries another table's metaData.id: a
+// table created anew at the same location is not a concurrent append.
+func sameTable(s *Snapshot, winners []Commit) error {
+	for _, w := range winners {
+		for _, a := range w.Actions {
+			if md, ok := a.(*Metadata); ok && md.ID != s.Metadata.ID {
+				return &TableReplacedError{OldID: s.Metadata.ID, OldVersion: s.Version, NewID: md.ID, NewVersion: w.Version}
+			}
+		}
+	}
+	return nil
 }
