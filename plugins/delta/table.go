@@ -254,14 +254,12 @@ func (t *table) commit(ctx context.Context, b *sdk.Batch, records []sdk.Record, 
 	if t.sink.cfg.ExactlyOnce {
 		add.AppID, add.AppVersion = appID, int64(b.LastOffset())
 	}
-	res, err := deltalog.CommitAppend(ctx, t.store, t.snap, add, nil)
+	res, err := deltalog.CommitAppend(ctx, t.store, t.snap, add, &deltalog.CommitOptions{
+		LostRace: func(int64) { t.sink.stats.conflicts.Add(1) }})
 	if err != nil {
 		if errors.Is(err, deltalog.ErrConcurrentModification) || errors.Is(err, deltalog.ErrTableReplaced) ||
 			errors.Is(err, deltalog.ErrNoTable) {
 			// The commit certainly did not land: our files are garbage.
-			if errors.Is(err, deltalog.ErrConcurrentModification) {
-				t.sink.stats.conflicts.Add(1)
-			}
 			t.discard(written, "commit aborted")
 		} else {
 			// The outcome may be unknown (a timeout after the store took the
@@ -279,9 +277,6 @@ func (t *table) commit(ctx context.Context, b *sdk.Batch, records []sdk.Record, 
 		t.sink.host.Logger.Info("batch already committed to the Delta table", "table", t.uri, "topic", b.Topic,
 			"last_offset", b.LastOffset(), "version", res.Version)
 		return nil
-	}
-	if res.Attempts > 1 {
-		t.sink.stats.conflicts.Add(int64(res.Attempts - 1))
 	}
 	t.ckpt.committed(res.Snapshot)
 	t.sink.stats.commits.Add(1)

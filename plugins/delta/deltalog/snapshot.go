@@ -212,6 +212,11 @@ func Load(ctx context.Context, store Store, opts *LoadOptions) (*Snapshot, error
 	for i, c := range seg.commits {
 		isLast := i == len(seg.commits)-1
 		info, data, err := replayCommit(ctx, store, c, st, isLast)
+		if errors.Is(err, ErrNotFound) {
+			// Not even there by name (listSegment fills holes in a
+			// listing with the name): a real gap.
+			err = &LogGapError{Missing: c.version, Latest: seg.latest}
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -553,7 +558,10 @@ func listSegmentUpTo(ctx context.Context, store Store, startAfter string, maxVer
 	for v := start; v <= seg.latest; v++ {
 		c, ok := commits[v]
 		if !ok {
-			return nil, &LogGapError{Missing: v, Latest: seg.latest}
+			// A listing taken while another writer commits can show v+1
+			// before v: a hole in the listing is not a hole in the log.
+			// Read v by name; the reader reports a real gap.
+			c = logFile{FileInfo: FileInfo{Path: CommitPath(v)}, kind: fileCommit, version: v}
 		}
 		seg.commits = append(seg.commits, c)
 	}
