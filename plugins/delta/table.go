@@ -65,14 +65,50 @@ func (t *table) load(ctx context.Context) error {
 	return nil
 }
 
-// refresh reads the commits made since our snapshot.
+// refresh reads the commits made since our snapshot. The error is the
+// batch's (RETRY).
 func (t *table) refresh(ctx context.Context) error {
 	snap, err := t.snap.Update(ctx, t.store)
+	var replaced *deltalog.TableReplacedError
+	if errors.As(err, &replaced) {
+		return t.replaced(ctx, replaced)
+	}
 	if err != nil {
-		return fmt.Errorf("Failed to load Delta table %s: %w", t.uri, err)
+		return sdk.Retry(fmt.Errorf("Failed to load Delta table %s: %w", t.uri, err))
 	}
 	t.snap, t.stale = snap, false
 	return nil
+}
+
+// replaced switches to the table that now lives at t.uri after ours was
+// deleted and another one created there (another metaData.id). The batch
+// in hand fails with RETRY, naming both tables, so the change shows in the
+// runtime; its redelivery is written to the new table, filtered against
+// the new table's application transactions (which know nothing of ours:
+// every record of the batch is written). What the old table had is not
+// copied over.
+func (t *table) replaced(ctx context.Context, r *deltalog.TableReplacedError) error {
+	snap := r.Snapshot
+	if snap == nil { // a winning commit showed the new id: read the table
+		var err error
+		snap, err = deltalog.Load(ctx, t.store, &deltalog.LoadOptions{Logger: t.sink.host.Logger})
+		if err != nil {
+			t.stale = true
+			return sdk.Retry(fmt.Errorf("Delta table %s was replaced (table id %s became %s at version %d) and could not be reloaded: %w",
+				t.uri, r.OldID, r.NewID, r.NewVersion, err))
+		}
+	}
+	msg := fmt.Sprintf("Delta table %s was replaced: table id %s (version %d) is now table id %s (version %d)",
+		t.uri, r.OldID, r.OldVersion, snap.Metadata.ID, snap.Version)
+	t.sink.host.Logger.Warn(msg+"; reloaded it, the batch is retried against the new table and nothing is copied from the old one",
+		"table", t.uri, "old_table_id", r.OldID, "new_table_id", snap.Metadata.ID)
+	if t.enc != nil {
+		t.enc.Reset()
+	}
+	t.ckpt.stop() // its file list is the old table's
+	t.snap, t.stale = snap, false
+	t.ckpt = t.sink.newCheckpointer(t.uri, t.store, snap)
+	return sdk.Retry(fmt.Errorf("%s; the batch is retried against the new table", msg))
 }
 
 // encoder returns the encoder for the current snapshot's definition,
@@ -107,7 +143,7 @@ func (t *table) write(ctx context.Context, b *sdk.Batch, appID string) error {
 	for round := 1; ; round++ {
 		if t.stale || (round == 1 && b.Attempt > 1) {
 			if err := t.refresh(ctx); err != nil {
-				return sdk.Retry(err)
+				return err
 			}
 		}
 		if err := t.snap.Writable(); err != nil {
@@ -124,6 +160,10 @@ func (t *table) write(ctx context.Context, b *sdk.Batch, appID string) error {
 		t.stale = true
 		if t.enc != nil {
 			t.enc.Reset()
+		}
+		var replaced *deltalog.TableReplacedError
+		if errors.As(err, &replaced) {
+			return t.replaced(ctx, replaced)
 		}
 		if !errors.Is(err, deltalog.ErrConcurrentModification) || round == rebuilds {
 			return err
@@ -238,11 +278,12 @@ func (t *table) commit(ctx context.Context, b *sdk.Batch, records []sdk.Record, 
 	if t.sink.cfg.ExactlyOnce {
 		add.AppID, add.AppVersion = appID, int64(b.LastOffset())
 	}
-	res, err := deltalog.CommitAppend(ctx, t.store, t.snap, add, nil)
+	res, err := deltalog.CommitAppend(ctx, t.store, t.snap, add, &deltalog.CommitOptions{
+		LostRace: func(int64) { t.sink.stats.conflicts.Add(1) }})
 	if err != nil {
-		if errors.Is(err, deltalog.ErrConcurrentModification) {
+		if errors.Is(err, deltalog.ErrConcurrentModification) || errors.Is(err, deltalog.ErrTableReplaced) ||
+			errors.Is(err, deltalog.ErrNoTable) {
 			// The commit certainly did not land: our files are garbage.
-			t.sink.stats.conflicts.Add(1)
 			t.discard(written, "commit aborted")
 		} else {
 			// The outcome may be unknown (a timeout after the store took the
@@ -260,9 +301,6 @@ func (t *table) commit(ctx context.Context, b *sdk.Batch, records []sdk.Record, 
 		t.sink.host.Logger.Info("batch already committed to the Delta table", "table", t.uri, "topic", b.Topic,
 			"last_offset", b.LastOffset(), "version", res.Version)
 		return nil
-	}
-	if res.Attempts > 1 {
-		t.sink.stats.conflicts.Add(int64(res.Attempts - 1))
 	}
 	t.ckpt.committed(res.Snapshot)
 	t.sink.stats.commits.Add(1)

@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
-	mrand "math/rand/v2"
 	"strings"
 	"time"
 )
@@ -259,24 +258,58 @@ func (o CommitOutcome) String() string {
 // the caller must reload the snapshot — the txn action keeps a retry
 // exactly-once.
 func PutCommit(ctx context.Context, store Store, pc *PreparedCommit) (CommitOutcome, error) {
+	out, _, err := putCommit(ctx, store, pc)
+	return out, err
+}
+
+// putCommit is PutCommit that also returns, on Conflict, the winning commit
+// file it read back: the first of the winners the committer reads next.
+func putCommit(ctx context.Context, store Store, pc *PreparedCommit) (CommitOutcome, []byte, error) {
 	err := store.PutIfAbsent(ctx, pc.Path, pc.Data)
 	if err == nil {
-		return Committed, nil
+		return Committed, nil, nil
 	}
 	putErr := err
-	data, err := store.Get(ctx, pc.Path)
+	var data []byte
+	if errors.Is(putErr, ErrAlreadyExists) {
+		// The store says the version is there: a not-found now is a store
+		// that has not caught up, not an empty slot.
+		data, err = getExisting(ctx, store, pc.Version)
+	} else {
+		data, err = store.Get(ctx, pc.Path)
+	}
 	switch {
 	case err == nil && IsOurCommit(data, pc.TxnID):
-		return Committed, nil
+		return Committed, nil, nil
 	case err == nil:
-		return Conflict, nil
+		return Conflict, data, nil
 	case errors.Is(err, ErrNotFound) && !errors.Is(putErr, ErrAlreadyExists):
-		return Retryable, putErr
+		return Retryable, nil, putErr
 	case errors.Is(err, ErrNotFound):
-		// "Exists" but unreadable as missing: eventual consistency.
-		return 0, fmt.Errorf("deltalog: %s reported existing but reads as missing: %w", pc.Path, putErr)
+		return 0, nil, fmt.Errorf("deltalog: %s reported existing but reads as missing: %w", pc.Path, putErr)
 	default:
-		return 0, fmt.Errorf("deltalog: commit %d outcome unknown: put: %w; read-back: %w", pc.Version, putErr, err)
+		return 0, nil, fmt.Errorf("deltalog: commit %d outcome unknown: put: %w; read-back: %w", pc.Version, putErr, err)
+	}
+}
+
+// getExisting reads the commit file of version v, which the store has just
+// said exists (a put-if-absent lost to it, or a listing showed a later
+// version). Some stores answer a read right after another client's write
+// with not-found for a moment: read the name again, briefly, before
+// calling it missing.
+func getExisting(ctx context.Context, store Store, v int64) ([]byte, error) {
+	pause := 2 * time.Millisecond
+	for i := 0; ; i++ {
+		data, err := store.Get(ctx, CommitPath(v))
+		if !errors.Is(err, ErrNotFound) || i == 6 { // about 130 ms in all
+			return data, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(pause):
+		}
+		pause *= 2
 	}
 }
 
@@ -284,15 +317,14 @@ func PutCommit(ctx context.Context, store Store, pc *PreparedCommit) (CommitOutc
 type CommitOptions struct {
 	// MaxAttempts bounds conflict retries (default 20).
 	MaxAttempts int
-	// Backoff is the pause before retry n (1-based) after a lost race.
-	// Default: full jitter over 10 ms × 2^(n-1), capped at 1 s, so writers
-	// that collided once do not collide again in lockstep.
+	// Backoff is the pause before retry n (1-based) after a lost race that
+	// the winners do not invalidate. Default: none. The committer has just
+	// read the winners and is current; a pause only lets the next winner
+	// in (as Spark, which retries a blind append at once).
 	Backoff func(n int) time.Duration
-}
-
-func defaultBackoff(n int) time.Duration {
-	ceiling := min(10*time.Millisecond<<min(n-1, 10), time.Second)
-	return time.Duration(mrand.Int64N(int64(ceiling) + 1))
+	// LostRace, when set, is called for every race lost to another commit
+	// (version is the one we did not get), whatever the outcome.
+	LostRace func(version int64)
 }
 
 // CommitResult is the outcome of CommitAppend.
@@ -309,20 +341,29 @@ type CommitResult struct {
 	Attempts int
 }
 
-// CommitAppend commits c on top of s with optimistic concurrency: prepare,
-// put-if-absent, and on a lost race read the winning commits, resolve, and
-// retry at the next version. It returns an error wrapping
+// CommitAppend commits c on top of s with optimistic concurrency: check
+// that the log still holds s's head (VerifyHead), read by name the commits
+// made since s, prepare, put-if-absent, and on a lost race read the winning
+// commits by name, resolve, and retry at the next version at once. The log
+// is never listed on this path: a listing taken while another writer
+// commits can show a hole that is not there. It returns an error wrapping
 // ErrConcurrentModification when a winner changed protocol or metadata
-// (the files were written against a schema that may no longer hold).
+// (the files were written against a schema that may no longer hold), and a
+// *TableReplacedError when the log belongs to another table now.
 // Transient storage errors are returned as they are; nothing is retried
 // with a delay here — retry policy belongs to the caller.
 func CommitAppend(ctx context.Context, store Store, s *Snapshot, c AppendCommit, opts *CommitOptions) (*CommitResult, error) {
-	maxAttempts, backoff := 20, defaultBackoff
+	maxAttempts := 20
+	var backoff func(int) time.Duration
+	lost := func(int64) {}
 	if opts != nil && opts.MaxAttempts > 0 {
 		maxAttempts = opts.MaxAttempts
 	}
-	if opts != nil && opts.Backoff != nil {
+	if opts != nil {
 		backoff = opts.Backoff
+		if opts.LostRace != nil {
+			lost = opts.LostRace
+		}
 	}
 	if c.TxnID == "" {
 		c.TxnID = NewUUID()
@@ -330,28 +371,26 @@ func CommitAppend(ctx context.Context, store Store, s *Snapshot, c AppendCommit,
 	if c.Now.IsZero() {
 		c.Now = time.Now()
 	}
-	for attempt := 1; attempt <= maxAttempts; attempt++ {
-		pc, err := PrepareAppend(s, c)
-		var already *AlreadyCommittedError
-		if errors.As(err, &already) {
-			return &CommitResult{Version: s.Version, TxnID: c.TxnID, AlreadyCommitted: true, Snapshot: s, Attempts: attempt}, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-		outcome, err := PutCommit(ctx, store, pc)
-		switch outcome {
-		case Committed:
-			next, err := s.Apply(pc.Version, pc.Actions)
-			if err != nil {
-				return nil, err
-			}
-			return &CommitResult{Version: pc.Version, TxnID: pc.TxnID, Snapshot: next, Attempts: attempt}, nil
-		case Retryable:
-			return nil, err
-		case Conflict:
-			winners, err := ReadCommits(ctx, store, s.Version+1)
-			if err != nil {
+	// Version s.Version+1 may only be put on top of the commit s was read
+	// from: after the table was deleted and created again it would land on
+	// another table's log, past its end.
+	fresh, err := s.VerifyHead(ctx, store)
+	if err != nil {
+		return nil, err
+	}
+	if fresh != nil {
+		return nil, &StaleSnapshotError{Version: s.Version}
+	}
+	// Catch up by name with the commits made since s was read: against a
+	// busy writer the version after s is most likely taken already, and a
+	// lost put is a round trip spent finding that out.
+	winners, err := readWinners(ctx, store, s.Version+1, nil)
+	if err != nil {
+		return nil, err
+	}
+	for attempt := 1; ; attempt++ {
+		if len(winners) > 0 {
+			if err := sameTable(s, winners); err != nil {
 				return nil, err
 			}
 			res := ResolveConflict(c.AppID, c.AppVersion, c.TxnID, winners)
@@ -362,6 +401,7 @@ func CommitAppend(ctx context.Context, store Store, s *Snapshot, c AppendCommit,
 				if s, err = s.Apply(w.Version, w.Actions); err != nil {
 					return nil, err
 				}
+				s.withHead(w.Data)
 			}
 			switch res.Resolution {
 			case ResolutionCommitted:
@@ -371,55 +411,142 @@ func CommitAppend(ctx context.Context, store Store, s *Snapshot, c AppendCommit,
 			case ResolutionAbort:
 				return nil, res.Err
 			}
-			// ResolutionRetry: s now includes the winners; go again after a
-			// pause. The clock moves on so lastUpdated and the ICT stay
-			// truthful.
-			select {
-			case <-ctx.Done():
-				return nil, ctx.Err()
-			case <-time.After(backoff(attempt)):
-			}
+			// ResolutionRetry: s now includes the winners, read by name, so
+			// version s.Version+1 is the next free one as far as anyone
+			// knows: go again at once. The clock moves on so lastUpdated
+			// and the ICT stay truthful.
 			c.Now = time.Now()
+		}
+		if attempt > maxAttempts {
+			return nil, fmt.Errorf("deltalog: gave up after %d commit attempts lost to concurrent writers", maxAttempts)
+		}
+		pc, err := PrepareAppend(s, c)
+		var already *AlreadyCommittedError
+		if errors.As(err, &already) {
+			return &CommitResult{Version: s.Version, TxnID: c.TxnID, AlreadyCommitted: true, Snapshot: s, Attempts: attempt}, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		outcome, first, err := putCommit(ctx, store, pc)
+		switch outcome {
+		case Committed:
+			next, err := s.Apply(pc.Version, pc.Actions)
+			if err != nil {
+				return nil, err
+			}
+			return &CommitResult{Version: pc.Version, TxnID: pc.TxnID, Snapshot: next.withHead(pc.Data), Attempts: attempt}, nil
+		case Retryable:
+			return nil, err
+		case Conflict:
+			lost(pc.Version)
+			if winners, err = readWinners(ctx, store, pc.Version, first); err != nil {
+				return nil, err
+			}
+			if backoff != nil {
+				select {
+				case <-ctx.Done():
+					return nil, ctx.Err()
+				case <-time.After(backoff(attempt)):
+				}
+			}
 		default:
 			return nil, err
 		}
 	}
-	return nil, fmt.Errorf("deltalog: gave up after %d commit attempts lost to concurrent writers", maxAttempts)
 }
 
 // Commit is one commit file read from the log.
 type Commit struct {
 	Version int64
 	Actions []Action
+	Data    []byte // the file as read
 }
 
-// ReadCommits reads the contiguous commits from version from onward (the
-// ones that won a race), in order.
+func parseCommit(v int64, data []byte) (Commit, error) {
+	actions, err := ParseActions(data)
+	if err != nil {
+		return Commit{}, fmt.Errorf("%w: %s: %w", ErrCorruptLog, CommitPath(v), err)
+	}
+	return Commit{Version: v, Actions: actions, Data: data}, nil
+}
+
+// ReadCommits reads the contiguous commits from version from onward, in
+// order. The listing only says how far the log goes: each version is read
+// by name, because a listing taken while another writer commits can show
+// version n+1 before n — a hole in a listing is not a hole in the log. A
+// version below the newest listed one that is not there even by name is a
+// *LogGapError.
 func ReadCommits(ctx context.Context, store Store, from int64) ([]Commit, error) {
 	files, err := store.List(ctx, LogDir, versionPrefix(from))
 	if err != nil {
 		return nil, err
 	}
-	var out []Commit
-	next := from
+	latest := from - 1
 	for _, fi := range files {
-		lf, ok := parseLogFile(fi)
-		if !ok || lf.kind != fileCommit {
-			continue
+		if lf, ok := parseLogFile(fi); ok && lf.kind == fileCommit {
+			latest = max(latest, lf.version)
 		}
-		if lf.version != next {
-			return nil, &LogGapError{Missing: next, Latest: lf.version}
+	}
+	var out []Commit
+	for v := from; v <= latest; v++ {
+		data, err := getExisting(ctx, store, v)
+		if errors.Is(err, ErrNotFound) {
+			return nil, &LogGapError{Missing: v, Latest: latest}
 		}
-		data, err := store.Get(ctx, lf.Path)
 		if err != nil {
 			return nil, err
 		}
-		actions, err := ParseActions(data)
+		c, err := parseCommit(v, data)
 		if err != nil {
-			return nil, fmt.Errorf("%w: %s: %w", ErrCorruptLog, lf.Path, err)
+			return nil, err
 		}
-		out = append(out, Commit{Version: lf.version, Actions: actions})
-		next++
+		out = append(out, c)
 	}
 	return out, nil
+}
+
+// readWinners reads, by name and without listing the log, the commits from
+// version from onward up to the first free name: the ones that won the race
+// for from (whose file putCommit read back: first), or, with first nil, the
+// ones made since a snapshot was read. A name that reads as missing is where
+// the committer tries next; if it was merely slow to show, that put loses
+// and reads on from there.
+func readWinners(ctx context.Context, store Store, from int64, first []byte) ([]Commit, error) {
+	var out []Commit
+	v := from
+	if first != nil {
+		c, err := parseCommit(from, first)
+		if err != nil {
+			return nil, err
+		}
+		out, v = append(out, c), from+1
+	}
+	for ; ; v++ {
+		data, err := store.Get(ctx, CommitPath(v))
+		if errors.Is(err, ErrNotFound) {
+			return out, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		c, err := parseCommit(v, data)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, c)
+	}
+}
+
+// sameTable checks that no winner carries another table's metaData.id: a
+// table created anew at the same location is not a concurrent append.
+func sameTable(s *Snapshot, winners []Commit) error {
+	for _, w := range winners {
+		for _, a := range w.Actions {
+			if md, ok := a.(*Metadata); ok && md.ID != s.Metadata.ID {
+				return &TableReplacedError{OldID: s.Metadata.ID, OldVersion: s.Version, NewID: md.ID, NewVersion: w.Version}
+			}
+		}
+	}
+	return nil
 }

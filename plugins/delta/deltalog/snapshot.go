@@ -2,6 +2,7 @@ package deltalog
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -42,6 +43,18 @@ type Snapshot struct {
 	state    *replayState
 	opts     LoadOptions
 	writeErr error
+	// head is the SHA-256 of the commit file at Version, when known: the
+	// identity check before a commit (VerifyHead) compares it with what the
+	// log holds now.
+	head      [sha256.Size]byte
+	headKnown bool
+}
+
+// withHead records the bytes of the commit file at s.Version. s must be
+// fresh (not yet shared).
+func (s *Snapshot) withHead(commit []byte) *Snapshot {
+	s.head, s.headKnown = sha256.Sum256(commit), true
+	return s
 }
 
 // LoadOptions tunes Load. The zero value is ready to use.
@@ -88,6 +101,45 @@ type LogGapError struct {
 func (e *LogGapError) Error() string {
 	return fmt.Sprintf("deltalog: commit %d is missing from the log (latest is %d)", e.Missing, e.Latest)
 }
+
+// ErrTableReplaced is matched by *TableReplacedError.
+var ErrTableReplaced = errors.New("deltalog: the table was replaced by another table at the same location")
+
+// TableReplacedError reports that the log no longer belongs to the table a
+// snapshot was read from: the table was deleted and another one created at
+// the same location (a different metaData.id), or its history was rewound.
+// Nothing may be committed on top of the old snapshot: its version, schema
+// and application transactions describe a table that is gone.
+type TableReplacedError struct {
+	OldID      string // metaData.id of the snapshot we held
+	OldVersion int64
+	NewID      string // metaData.id the log holds now
+	NewVersion int64  // the new table's version (or the commit that showed the new id)
+	// Snapshot is the new table, when it was loaded (nil when a winning
+	// commit's metaData showed the new id).
+	Snapshot *Snapshot
+}
+
+func (e *TableReplacedError) Error() string {
+	return fmt.Sprintf("deltalog: the table was replaced: table id %s at version %d is now table id %s at version %d",
+		e.OldID, e.OldVersion, e.NewID, e.NewVersion)
+}
+
+func (e *TableReplacedError) Is(target error) bool { return target == ErrTableReplaced }
+
+// StaleSnapshotError reports that the commit at the snapshot's version is no
+// longer the one the snapshot was read from (cleaned up, or rewritten by a
+// writer without put-if-absent) while the table is still the same one. It
+// matches ErrConcurrentModification: reload, and rebuild the commit.
+type StaleSnapshotError struct {
+	Version int64
+}
+
+func (e *StaleSnapshotError) Error() string {
+	return fmt.Sprintf("deltalog: the log no longer holds version %d as this writer read it; the batch must be rebuilt against a reloaded snapshot", e.Version)
+}
+
+func (e *StaleSnapshotError) Unwrap() error { return ErrConcurrentModification }
 
 // Writable returns CheckWritable's verdict for this snapshot: nil, or why
 // this package's writer refuses to append to the table.
@@ -156,14 +208,20 @@ func Load(ctx context.Context, store Store, opts *LoadOptions) (*Snapshot, error
 		}
 	}
 	var lastInfo *CommitInfo
+	var head []byte
 	for i, c := range seg.commits {
 		isLast := i == len(seg.commits)-1
-		info, err := replayCommit(ctx, store, c, st, isLast)
+		info, data, err := replayCommit(ctx, store, c, st, isLast)
+		if errors.Is(err, ErrNotFound) {
+			// Not even there by name (listSegment fills holes in a
+			// listing with the name): a real gap.
+			err = &LogGapError{Missing: c.version, Latest: seg.latest}
+		}
 		if err != nil {
 			return nil, err
 		}
 		if isLast {
-			lastInfo = info
+			lastInfo, head = info, data
 		}
 	}
 	if st.protocol == nil || st.metadata == nil {
@@ -171,14 +229,24 @@ func Load(ctx context.Context, store Store, opts *LoadOptions) (*Snapshot, error
 	}
 	// Checkpoints drop commitInfo, so when the snapshot version is the
 	// checkpoint itself, its in-commit timestamp lives in the commit file.
-	if len(seg.commits) == 0 && inCommitTimestampEnabled(st.protocol, st.metadata) && seg.atCheckpoint != nil {
-		info, err := readCommitInfo(ctx, store, *seg.atCheckpoint)
+	// Its bytes identify the table's head (see VerifyHead), so read it
+	// either way; a commit cleaned up behind the checkpoint leaves the head
+	// unknown.
+	if len(seg.commits) == 0 && seg.atCheckpoint != nil {
+		info, data, err := readCommitInfo(ctx, store, *seg.atCheckpoint)
 		if err != nil {
 			return nil, err
 		}
-		lastInfo = info
+		if inCommitTimestampEnabled(st.protocol, st.metadata) {
+			lastInfo = info
+		}
+		head = data
 	}
-	return newSnapshot(seg.latest, cpVersion, st, lastInfo, o)
+	s, err := newSnapshot(seg.latest, cpVersion, st, lastInfo, o)
+	if err != nil || head == nil {
+		return s, err
+	}
+	return s.withHead(head), nil
 }
 
 func newSnapshot(version, cpVersion int64, st *replayState, info *CommitInfo, o LoadOptions) (*Snapshot, error) {
@@ -254,7 +322,16 @@ func (s *Snapshot) Apply(version int64, actions []Action) (*Snapshot, error) {
 // commits after s.Version. If there are none, it returns s. If the log no
 // longer holds them contiguously (cleaned up behind a newer checkpoint), it
 // falls back to a full Load.
+//
+// Before reading on, it checks that the log still holds the table s was
+// read from (VerifyHead): a table replaced at the same location is a
+// *TableReplacedError carrying the new table's snapshot, never a snapshot
+// that mixes the two.
 func (s *Snapshot) Update(ctx context.Context, store Store) (*Snapshot, error) {
+	fresh, err := s.VerifyHead(ctx, store)
+	if err != nil || fresh != nil {
+		return fresh, err
+	}
 	commits, err := ReadCommits(ctx, store, s.Version+1)
 	var gap *LogGapError
 	if errors.As(err, &gap) || errors.Is(err, ErrNotFound) {
@@ -268,16 +345,56 @@ func (s *Snapshot) Update(ctx context.Context, store Store) (*Snapshot, error) {
 		if cur, err = cur.Apply(c.Version, c.Actions); err != nil {
 			return nil, err
 		}
+		cur.withHead(c.Data)
 	}
 	return cur, nil
 }
 
-// replayCommit folds one commit file into st and returns its commitInfo when
-// wantInfo is set.
-func replayCommit(ctx context.Context, store Store, c logFile, st *replayState, wantInfo bool) (*CommitInfo, error) {
-	data, err := store.Get(ctx, c.Path)
+// VerifyHead checks that the log still holds the table s was read from:
+// the commit file at s.Version is there, byte for byte the one s knows. It
+// returns nil, nil when it is. Otherwise it loads the table afresh and
+// compares identities: another metaData.id (or a version below s.Version:
+// history rewound) is a *TableReplacedError with the new snapshot; the same
+// table is returned as the fresh snapshot; no table at all is an error
+// wrapping ErrNoTable. A committer calls it before putting version
+// s.Version+1, so that no commit lands on a predecessor that is not the one
+// it read — on a new table's log that would leave a gap every reader
+// refuses.
+func (s *Snapshot) VerifyHead(ctx context.Context, store Store) (*Snapshot, error) {
+	if s.headKnown {
+		data, err := store.Get(ctx, CommitPath(s.Version))
+		if err == nil && sha256.Sum256(data) == s.head {
+			return nil, nil
+		}
+		if err != nil && !errors.Is(err, ErrNotFound) {
+			return nil, err
+		}
+	}
+	fresh, err := Load(ctx, store, &s.opts)
+	if errors.Is(err, ErrNoTable) {
+		return nil, fmt.Errorf("the table (id %s, version %d) is gone: %w", s.Metadata.ID, s.Version, err)
+	}
 	if err != nil {
 		return nil, err
+	}
+	if fresh.Metadata.ID != s.Metadata.ID || fresh.Version < s.Version {
+		return nil, &TableReplacedError{OldID: s.Metadata.ID, OldVersion: s.Version,
+			NewID: fresh.Metadata.ID, NewVersion: fresh.Version, Snapshot: fresh}
+	}
+	if !s.headKnown && fresh.Version == s.Version {
+		// s was loaded at a checkpoint whose commit file is gone: the same
+		// table at the same version is all there is to compare.
+		return nil, nil
+	}
+	return fresh, nil
+}
+
+// replayCommit folds one commit file into st and returns its commitInfo when
+// wantInfo is set.
+func replayCommit(ctx context.Context, store Store, c logFile, st *replayState, wantInfo bool) (*CommitInfo, []byte, error) {
+	data, err := store.Get(ctx, c.Path)
+	if err != nil {
+		return nil, nil, err
 	}
 	var info *CommitInfo
 	err = scanJSONActionsOpt(data, wantInfo, func(a Action) error {
@@ -291,18 +408,18 @@ func replayCommit(ctx context.Context, store Store, c logFile, st *replayState, 
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %w", ErrCorruptLog, c.Path, err)
+		return nil, nil, fmt.Errorf("%w: %s: %w", ErrCorruptLog, c.Path, err)
 	}
-	return info, nil
+	return info, data, nil
 }
 
-func readCommitInfo(ctx context.Context, store Store, c logFile) (*CommitInfo, error) {
+func readCommitInfo(ctx context.Context, store Store, c logFile) (*CommitInfo, []byte, error) {
 	data, err := store.Get(ctx, c.Path)
 	if errors.Is(err, ErrNotFound) {
-		return nil, nil
+		return nil, nil, nil
 	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var info *CommitInfo
 	err = scanJSONActionsOpt(data, true, func(a Action) error {
@@ -312,9 +429,9 @@ func readCommitInfo(ctx context.Context, store Store, c logFile) (*CommitInfo, e
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %w", ErrCorruptLog, c.Path, err)
+		return nil, nil, fmt.Errorf("%w: %s: %w", ErrCorruptLog, c.Path, err)
 	}
-	return info, nil
+	return info, data, nil
 }
 
 // lastCheckpoint is the part of _last_checkpoint the loader uses.
@@ -441,7 +558,10 @@ func listSegmentUpTo(ctx context.Context, store Store, startAfter string, maxVer
 	for v := start; v <= seg.latest; v++ {
 		c, ok := commits[v]
 		if !ok {
-			return nil, &LogGapError{Missing: v, Latest: seg.latest}
+			// A listing taken while another writer commits can show v+1
+			// before v: a hole in the listing is not a hole in the log.
+			// Read v by name; the reader reports a real gap.
+			c = logFile{FileInfo: FileInfo{Path: CommitPath(v)}, kind: fileCommit, version: v}
 		}
 		seg.commits = append(seg.commits, c)
 	}

@@ -514,6 +514,9 @@ func loadState(ctx context.Context, store Store, at int64, opts *LoadOptions) (*
 	}
 	for _, c := range seg.commits {
 		data, err := store.Get(ctx, c.Path)
+		if errors.Is(err, ErrNotFound) {
+			return nil, &LogGapError{Missing: c.version, Latest: seg.latest}
+		}
 		if err != nil {
 			return nil, err
 		}

@@ -1,0 +1,126 @@
+package delta_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/picomq/heavy-sinks/e2e/hostdriver"
+	"github.com/picomq/heavy-sinks/e2e/services"
+)
+
+// tableID is the table's metaData.id as delta-rs reads it.
+func tableID(t *testing.T, uri string) string {
+	t.Helper()
+	var id string
+	out := py(t, `dump(DeltaTable(uri, storage_options=opts).metadata().id)`, uri)
+	if err := json.Unmarshal([]byte(out), &id); err != nil || id == "" {
+		t.Fatalf("table id: %v: %s", err, out)
+	}
+	return id
+}
+
+// createEventsAt creates the events table and appends sys.argv[2] single-row
+// commits (ids 1000, 1001, ...) with delta-rs: the table ends at that version.
+const createEventsAt = createEvents + `
+for i in range(int(sys.argv[2])):
+    write_deltalake(uri, pa.Table.from_pylist([{"id": 1000 + i, "body": "other"}], schema=schema), mode="append", storage_options=opts)
+`
+
+// recreateUnderSink commits three batches (versions 1..3), lets remove
+// delete the table, creates a new one at the same URI with delta-rs at
+// version `versions`, and checks that the sink notices: the next batch fails
+// with RETRY naming the URI and both table ids, its redelivery lands in the
+// new table exactly once, and delta-rs reads the new table whole.
+func recreateUnderSink(t *testing.T, uri string, cfg map[string]any, remove func(), versions int) {
+	py(t, createEvents, uri)
+	oldID := tableID(t, uri)
+	inst := newHarness(t).open("ev", cfg)
+	for n := range 3 {
+		consume(t, inst, events("events", n*2, 2))
+	}
+	remove()
+	py(t, createEventsAt, uri, fmt.Sprint(versions))
+	newID := tableID(t, uri)
+
+	b := events("events", 6, 2)
+	wantStatus(t, inst.Consume(b), hostdriver.StatusRetry, uri, oldID, newID)
+	b.Attempt = 2
+	consume(t, inst, b)
+	consume(t, inst, events("events", 8, 2))
+
+	want := span(6, 9)
+	for i := range versions {
+		want += fmt.Sprintf(",%d", 1000+i)
+	}
+	wantIDs(t, uri, want)
+	if h := history(t, uri); len(h) != versions+3 || h[0]["version"] != float64(versions+2) {
+		t.Fatalf("history %v, want versions 0..%d", h, versions+2)
+	}
+	var warned bool
+	for _, l := range inst.Logs() {
+		if l.Level == slog.LevelWarn && contains(l.Message, "was replaced", oldID, newID) {
+			warned = true
+		}
+	}
+	if !warned {
+		t.Fatalf("no warning naming both table ids: %v", inst.Logs())
+	}
+}
+
+func contains(s string, subs ...string) bool {
+	for _, sub := range subs {
+		if !strings.Contains(s, sub) {
+			return false
+		}
+	}
+	return true
+}
+
+// A table deleted and created again under an open instance, with the new
+// table behind the sink's cached version (version 0) and ahead of it (5).
+func TestRecreatedTableIsNoticed(t *testing.T) {
+	for _, versions := range []int{0, 5} {
+		t.Run(fmt.Sprintf("new table at version %d", versions), func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "events")
+			uri := fileURI(dir)
+			recreateUnderSink(t, uri, map[string]any{"table_uri": uri}, func() {
+				if err := os.RemoveAll(dir); err != nil {
+					t.Fatal(err)
+				}
+			}, versions)
+		})
+	}
+}
+
+func TestS3RecreatedTableIsNoticed(t *testing.T) {
+	svc := services.Require(t)
+	for _, versions := range []int{0, 5} {
+		t.Run(fmt.Sprintf("new table at version %d", versions), func(t *testing.T) {
+			bucket := svc.NewBucket(t)
+			cfg := minio(t, svc)
+			uri := "s3://" + bucket + "/events"
+			recreateUnderSink(t, uri, with(cfg, "table_uri", uri), func() {
+				ctx := context.Background()
+				client := svc.S3Client()
+				keys, err := services.Keys(ctx, client, bucket, "events/")
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, k := range keys {
+					if _, err := client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(bucket), Key: aws.String(k)}); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}, versions)
+		})
+	}
+}
