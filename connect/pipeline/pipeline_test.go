@@ -2,6 +2,7 @@ package pipeline_test
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"syscall"
@@ -285,5 +286,56 @@ func TestBackoff(t *testing.T) {
 	want := []time.Duration{200 * time.Millisecond, 585 * time.Millisecond, 1710 * time.Millisecond, 5 * time.Second}
 	if !slices.Equal(got, want) {
 		t.Errorf("Backoff(1..4) = %v, want %v", got, want)
+	}
+}
+
+// A second runtime joins the group: the partition it takes is revoked from
+// the first, whose buffered records of it are dropped, not delivered and
+// not committed; the new owner delivers them. Every record once, and the
+// group's offsets at the end.
+func TestRevokedPartitionNotCommitted(t *testing.T) {
+	kf := cluster(t, "a", "b")
+	a := newHarness(t, kf, "[[topics]]\ntopics = [\"a\", \"b\"]\nschema = \"json\"\npoll_interval = \"1h\"\n", "")
+	produce(t, kf, "a", jsonPayloads(0, 5)...)
+	produce(t, kf, "b", jsonPayloads(0, 5)...)
+	a.start()
+	time.Sleep(1500 * time.Millisecond) // both buckets buffered, none due
+	if n := len(readLines(t, a.records)); n != 0 {
+		t.Fatalf("%d batches before the rebalance", n)
+	}
+	b := newHarness(t, kf, "[[topics]]\ntopics = [\"a\", \"b\"]\nschema = \"json\"\npoll_interval = \"100ms\"\n", "")
+	b.start()
+	var taken string
+	until(t, 30*time.Second, "the new member to deliver a partition", func() bool {
+		for _, l := range readLines(t, b.records) {
+			taken = l.Topic
+			return true
+		}
+		return false
+	})
+	until(t, 10*time.Second, "its commit", func() bool { return committed(t, kf, group, taken)[taken] == 5 })
+	if err := a.stop(); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.stop(); err != nil {
+		t.Fatal(err)
+	}
+	count := map[string]int{}
+	for _, h := range []*harness{a, b} {
+		for _, l := range readLines(t, h.records) {
+			for _, r := range l.Records {
+				count[fmt.Sprintf("%s@%d", l.Topic, r.Offset)]++
+			}
+		}
+	}
+	for _, topic := range []string{"a", "b"} {
+		for o := range 5 {
+			if n := count[fmt.Sprintf("%s@%d", topic, o)]; n != 1 {
+				t.Errorf("%s@%d delivered %d times", topic, o, n)
+			}
+		}
+	}
+	if got := committed(t, kf, group, "a", "b"); got["a"] != 5 || got["b"] != 5 {
+		t.Errorf("committed %v", got)
 	}
 }
