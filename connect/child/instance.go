@@ -17,6 +17,7 @@ type Instance struct {
 	log    *slog.Logger
 
 	mu   sync.Mutex
+	h    *hostdriver.Host // the child inst lives in
 	inst *hostdriver.Instance
 	gen  int
 }
@@ -35,7 +36,7 @@ func (p *Process) Open(ctx context.Context, config string, log *slog.Logger) (*I
 
 // ensure opens the instance in the current child, again after a restart.
 func (i *Instance) ensure(ctx context.Context) error {
-	lib, gen, err := i.p.current(ctx)
+	h, lib, gen, err := i.p.current(ctx)
 	if err != nil {
 		return exited(err)
 	}
@@ -48,14 +49,14 @@ func (i *Instance) ensure(ctx context.Context) error {
 	inst, err := lib.Open(i.config, hostdriver.WithContext(ctx))
 	if err != nil {
 		if reopen {
-			return exited(fmt.Errorf("reopening after a plugin host restart: %w", err))
+			return exitedFrom(h, fmt.Errorf("reopening after a plugin host restart: %w", err))
 		}
-		return exited(err)
+		return exitedFrom(h, err)
 	}
 	if i.log != nil {
 		i.p.loggers.Store(inst.Ctx(), i.log)
 	}
-	i.inst, i.gen = inst, gen
+	i.h, i.inst, i.gen = h, inst, gen
 	return nil
 }
 
@@ -68,7 +69,7 @@ func (i *Instance) Consume(ctx context.Context, b hostdriver.Batch) error {
 	if err := i.ensure(ctx); err != nil {
 		return err
 	}
-	return exited(i.inst.Consume(b, hostdriver.WithContext(ctx)))
+	return exitedFrom(i.h, i.inst.Consume(b, hostdriver.WithContext(ctx)))
 }
 
 // Metrics returns the instance's metrics() JSON.
@@ -79,7 +80,7 @@ func (i *Instance) Metrics(ctx context.Context) (string, error) {
 		return "", err
 	}
 	s, err := i.inst.Metrics(hostdriver.WithContext(ctx))
-	return s, exited(err)
+	return s, exitedFrom(i.h, err)
 }
 
 // Close closes the instance in the child, if the child still runs it.
@@ -99,5 +100,5 @@ func (i *Instance) Close() error {
 	}
 	err := inst.Close()
 	i.p.loggers.Delete(inst.Ctx())
-	return exited(err)
+	return exitedFrom(i.h, err)
 }

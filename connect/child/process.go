@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/picomq/heavy-sinks/e2e/hostdriver"
 )
@@ -60,14 +61,14 @@ func New(bin, lib string, o Options) *Process {
 
 // current returns the running child and its library, starting a child
 // first when there is none or the last one died.
-func (p *Process) current(ctx context.Context) (*hostdriver.Lib, int, error) {
+func (p *Process) current(ctx context.Context) (*hostdriver.Host, *hostdriver.Lib, int, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
-		return nil, 0, errors.New("plugin process closed")
+		return nil, nil, 0, errors.New("plugin process closed")
 	}
 	if p.h != nil && p.h.Err() == nil {
-		return p.l, p.gen, nil
+		return p.h, p.l, p.gen, nil
 	}
 	if p.h != nil {
 		p.restarts++
@@ -80,17 +81,17 @@ func (p *Process) current(ctx context.Context) (*hostdriver.Lib, int, error) {
 	}
 	h, err := hostdriver.Start(ctx, p.bin, opts...)
 	if err != nil {
-		return nil, 0, fmt.Errorf("starting plugin host %s: %w", p.bin, err)
+		return nil, nil, 0, fmt.Errorf("starting plugin host %s: %w", p.bin, err)
 	}
 	l, err := h.Load(p.lib)
 	if err != nil {
 		h.Kill()
-		return nil, 0, fmt.Errorf("loading %s: %w", p.lib, err)
+		return nil, nil, 0, fmt.Errorf("loading %s: %w", p.lib, err)
 	}
 	p.h, p.l = h, l
 	p.gen++
 	p.log.Info("plugin host process started", "pid", h.Pid(), "generation", p.gen)
-	return l, p.gen, nil
+	return h, l, p.gen, nil
 }
 
 // onLog forwards a plugin's log line to its instance's logger. It runs on
@@ -146,3 +147,27 @@ func exited(err error) error {
 	}
 	return err
 }
+
+// exitedFrom is exited for a call on h. A call can fail on a dying child
+// before the driver has seen the exit, for example writing the request to
+// a closed pipe (EPIPE); any error that is not the plugin's own status
+// then waits a little for h to end, and counts as an exit if it did.
+func exitedFrom(h *hostdriver.Host, err error) error {
+	var se *hostdriver.StatusError
+	if err == nil || errors.As(err, &se) {
+		return err
+	}
+	if err = exited(err); errors.Is(err, ErrExited) {
+		return err
+	}
+	select {
+	case <-h.Done():
+		return fmt.Errorf("%w: %w (%w)", ErrExited, h.Err(), err)
+	case <-time.After(exitGrace):
+		return err
+	}
+}
+
+// exitGrace is how long a failed call waits to see whether its child is
+// exiting.
+const exitGrace = 2 * time.Second
