@@ -160,6 +160,29 @@ type harness struct {
 	cancel  context.CancelFunc
 	done    chan error
 	backoff backoffLog
+	seen    observed
+}
+
+// observed is an Observer that keeps every delivery.
+type observed struct {
+	mu sync.Mutex
+	d  []pipeline.Delivery
+}
+
+func (o *observed) Delivered(d pipeline.Delivery) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.d = append(o.d, d)
+}
+
+func (o *observed) outcomes() []string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	var out []string
+	for _, d := range o.d {
+		out = append(out, fmt.Sprintf("%s@%d#%d:%s", d.Topic, d.First, d.Attempt, d.Outcome))
+	}
+	return out
 }
 
 type backoffLog struct {
@@ -208,7 +231,7 @@ func (h *harness) start() {
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	h.sink = pipeline.New(h.def, inst, pipeline.Config{Brokers: h.kf.ListenAddrs(), Logger: log, Backoff: h.backoff.wait,
+	h.sink = pipeline.New(h.def, inst, pipeline.Config{Brokers: h.kf.ListenAddrs(), Logger: log, Backoff: h.backoff.wait, Observer: &h.seen,
 		ClientOpts: []kgo.Opt{kgo.FetchMaxWait(50 * time.Millisecond)}})
 	runCtx, cancel := context.WithCancel(ctx)
 	h.cancel, h.done = cancel, make(chan error, 1)

@@ -98,6 +98,9 @@ func TestRetryThenOK(t *testing.T) {
 	if got := h.backoff.get(); !slices.Equal(got, []int{1, 2}) {
 		t.Errorf("backoff after attempts %v, want [1 2]", got)
 	}
+	if got := h.seen.outcomes(); !slices.Equal(got, []string{"a@0#1:retry", "a@0#2:retry", "a@0#3:ok"}) {
+		t.Errorf("observed %v", got)
+	}
 }
 
 // Five RETRYs stop the consumer: the sink is in error, the earlier
