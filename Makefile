@@ -35,7 +35,7 @@ services-stop:
 # services.sh, delta-rs and pyarrow from the venv buildscripts/pyenv.sh makes.
 e2e: build services pyenv
 	set -a; source .services.env; set +a; \
-	PICOMQ_DIST=$(CURDIR)/dist $(GO) test -count=1 -timeout 25m ./e2e/...
+	PICOMQ_DIST=$(CURDIR)/dist $(GO) test -count=1 -timeout 25m ./e2e/... ./connect/... ./cmd/...
 
 pyenv:
 	buildscripts/pyenv.sh >/dev/null

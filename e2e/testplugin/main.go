@@ -21,13 +21,16 @@ import (
 
 // Config is the test plugin's plugin_config.
 type Config struct {
-	RecordPath string        `config:"record_path,required" doc:"File that receives one JSON line per batch"`
-	Token      string        `config:"token,secret" doc:"A secret; logged on purpose at open so tests can check redaction"`
-	FailMode   string        `config:"fail_mode" doc:"retry, fatal, panic, panic_goroutine, panic_background, panic_open, block or empty"`
-	FailTopic  string        `config:"fail_topic" doc:"Only batches of this topic fail; empty means all"`
-	Delay      time.Duration `config:"delay" default:"0s" doc:"Sleep per consume"`
-	MaxBatch   int           `config:"max_batch" default:"100000" doc:"Batches larger than this fail as FATAL"`
-	Verbose    bool          `config:"verbose" doc:"Log every batch at info"`
+	RecordPath string `config:"record_path,required" doc:"File that receives one JSON line per batch"`
+	Token      string `config:"token,secret" doc:"A secret; logged on purpose at open so tests can check redaction"`
+	FailMode   string `config:"fail_mode" doc:"retry, fatal, panic, panic_goroutine, panic_background, panic_open, block or empty"`
+	FailTopic  string `config:"fail_topic" doc:"Only batches of this topic fail; empty means all"`
+	// FailAttempts lets a runtime's retries succeed: fail_mode retry with
+	// fail_attempts 2 fails attempts 1 and 2 of a batch, and 3 writes it.
+	FailAttempts int           `config:"fail_attempts" doc:"Fail only attempts 1 to N of a batch; 0 fails every attempt"`
+	Delay        time.Duration `config:"delay" default:"0s" doc:"Sleep per consume"`
+	MaxBatch     int           `config:"max_batch" default:"100000" doc:"Batches larger than this fail as FATAL"`
+	Verbose      bool          `config:"verbose" doc:"Log every batch at info"`
 }
 
 func main() {}
@@ -80,7 +83,8 @@ func (s *sink) Consume(ctx context.Context, b *sdk.Batch) error {
 	if s.cfg.Delay > 0 {
 		time.Sleep(s.cfg.Delay)
 	}
-	if s.cfg.FailTopic == "" || s.cfg.FailTopic == b.Topic {
+	if (s.cfg.FailTopic == "" || s.cfg.FailTopic == b.Topic) &&
+		(s.cfg.FailAttempts <= 0 || int(b.Attempt) <= s.cfg.FailAttempts) {
 		switch s.cfg.FailMode {
 		case "retry":
 			return sdk.Retryf("test plugin: asked to fail %s with RETRY (token %s)", b, s.cfg.Token)

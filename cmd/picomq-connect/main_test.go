@@ -1,0 +1,145 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/picomq/heavy-sinks/e2e/hostdriver"
+)
+
+// distDir is $PICOMQ_DIST or <repo>/dist, with the test plugin built.
+func distDir(t *testing.T) string {
+	t.Helper()
+	dir := os.Getenv("PICOMQ_DIST")
+	if dir == "" {
+		root, err := hostdriver.RepoRoot()
+		if err != nil {
+			t.Fatal(err)
+		}
+		dir = filepath.Join(root, "dist")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "test", "libpicomq_connector_test_a_sink.so")); err != nil {
+		t.Fatalf("plugins not built (%v): run buildscripts/build.sh first", err)
+	}
+	return dir
+}
+
+func setup(t *testing.T, pluginConfig string) (kf *kfake.Cluster, defDir, records string) {
+	t.Helper()
+	kf, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(kf.Close)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(kf.ListenAddrs()...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	for i := range 7 {
+		if err := cl.ProduceSync(context.Background(), &kgo.Record{Topic: "a", Value: fmt.Appendf(nil, `{"i":%d}`, i)}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	defDir = t.TempDir()
+	records = filepath.Join(t.TempDir(), "records.jsonl")
+	def := fmt.Sprintf(`type = "sink"
+key = "cli"
+name = "cli test"
+path = "test/libpicomq_connector_test_a_sink"
+
+[[topics]]
+topics = ["a"]
+schema = "json"
+batch_length = 5
+poll_interval = "50ms"
+
+[plugin_config]
+record_path = %q
+%s
+`, records, pluginConfig)
+	if err := os.WriteFile(filepath.Join(defDir, "cli.toml"), []byte(def), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return kf, defDir, records
+}
+
+func args(t *testing.T, kf *kfake.Cluster, defDir string) []string {
+	return []string{"--brokers", strings.Join(kf.ListenAddrs(), ","), "--plugin-dir", distDir(t),
+		"--host", hostdriver.BuildHost(t), "--log-level", "debug", defDir}
+}
+
+// The command runs a definition until SIGTERM, then exits 0 with every
+// record committed.
+func TestRunUntilSIGTERM(t *testing.T) {
+	kf, defDir, _ := setup(t, "")
+	done := make(chan int, 1)
+	go func() { done <- run(args(t, kf, defDir)) }()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(kf.ListenAddrs()...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		resp, err := adm.FetchOffsets(context.Background(), "picomq-connect-sink-cli")
+		if o, ok := resp.Lookup("a", 0); err == nil && ok && o.At == 7 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("offset 7 never committed")
+		}
+	}
+	if err := syscall.Kill(os.Getpid(), syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case code := <-done:
+		if code != exitOK {
+			t.Errorf("exit code %d, want 0", code)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("no exit after SIGTERM")
+	}
+}
+
+// A sink that stops on FATAL makes the command exit 1 once nothing runs.
+func TestExitCodeOnSinkError(t *testing.T) {
+	kf, defDir, _ := setup(t, `fail_mode = "fatal"`)
+	done := make(chan int, 1)
+	go func() { done <- run(args(t, kf, defDir)) }()
+	select {
+	case code := <-done:
+		if code != exitSinkError {
+			t.Errorf("exit code %d, want %d", code, exitSinkError)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("no exit after FATAL")
+	}
+}
+
+// Bad definitions and refused plugin configs exit 2 before consuming.
+func TestExitCodeUsage(t *testing.T) {
+	kf, defDir, _ := setup(t, `colour = "red"`)
+	if code := run(args(t, kf, defDir)); code != exitUsage {
+		t.Errorf("plugin refusing its config: exit %d, want %d", code, exitUsage)
+	}
+	bad := filepath.Join(t.TempDir(), "bad.toml")
+	os.WriteFile(bad, []byte("type = \"sink\"\nkey = \"k\"\npath = \"p\"\nbatch = 1\n"), 0o644)
+	if code := run([]string{"--check", bad}); code != exitUsage {
+		t.Errorf("bad definition: exit %d, want %d", code, exitUsage)
+	}
+	if code := run(append([]string{"--check"}, args(t, kf, defDir)...)); code != exitOK {
+		t.Errorf("--check of a good definition: exit %d", code)
+	}
+}

@@ -1,0 +1,16 @@
+// Package child runs sink plugin libraries for picomq-connect, each in a
+// child process of its own: the project's C host (picomq-host), driven over
+// pipes by e2e/hostdriver. The Go team does not support loading a Go
+// c-shared library into a Go program, nor several Go runtimes in one
+// process, so the runtime never dlopens a plugin itself: one child per
+// library, one Go runtime per child, many instances inside.
+//
+// A Process restarts its child when it dies: the next call starts a new
+// one, loads the library again, and each Instance reopens with its
+// definition before it consumes. A call that was in flight when the child
+// died returns an error matching ErrExited; what the plugin wrote for that
+// batch is unknown, so the caller redelivers from its last committed offset.
+//
+// File map: process.go (the child and its restarts), instance.go (opened
+// sinks), find.go (locating the picomq-host binary).
+package child

@@ -1,0 +1,173 @@
+package child
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/picomq/heavy-sinks/e2e/hostdriver"
+)
+
+// ErrExited matches the error of a call made while the child process died.
+var ErrExited = errors.New("plugin host process exited")
+
+// Process is one plugin library in a child host process, started on first
+// use and restarted after it dies.
+type Process struct {
+	bin, lib string
+	workers  int
+	log      *slog.Logger
+	stderr   io.Writer
+
+	mu       sync.Mutex
+	h        *hostdriver.Host
+	l        *hostdriver.Lib
+	gen      int // bumped by every start: instances reopen when it changes
+	restarts int
+	closed   bool
+	loggers  sync.Map // log ctx (uint64) -> *slog.Logger of the instance
+}
+
+// Options for New. Zero values take the defaults.
+type Options struct {
+	// Workers is the number of host threads calling into the plugin;
+	// default 4. One consume per instance runs at a time, so more
+	// workers help only when one library serves several blocks or sinks.
+	Workers int
+	// Logger receives the runtime's lines about the process and, at their
+	// own level, the plugin's lines; default slog.Default().
+	Logger *slog.Logger
+	// Stderr receives what the child writes to stderr (a plugin logging
+	// without the callback, crash reports); default: discarded, but the
+	// tail is kept for the error of a dead child.
+	Stderr io.Writer
+}
+
+// New returns a Process for the library at lib, run by the host binary
+// bin. Nothing starts until the first Open.
+func New(bin, lib string, o Options) *Process {
+	if o.Workers <= 0 {
+		o.Workers = 4
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	return &Process{bin: bin, lib: lib, workers: o.Workers, log: o.Logger.With("library", lib), stderr: o.Stderr}
+}
+
+// current returns the running child and its library, starting a child
+// first when there is none or the last one died.
+func (p *Process) current(ctx context.Context) (*hostdriver.Host, *hostdriver.Lib, int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return nil, nil, 0, errors.New("plugin process closed")
+	}
+	if p.h != nil && p.h.Err() == nil {
+		return p.h, p.l, p.gen, nil
+	}
+	if p.h != nil {
+		p.restarts++
+		p.log.Warn("plugin host process exited; starting a new one", "err", p.h.Err(), "restarts", p.restarts)
+		p.h, p.l = nil, nil
+	}
+	opts := []hostdriver.Option{hostdriver.Workers(p.workers), hostdriver.KeepLogs(1), hostdriver.OnLog(p.onLog)}
+	if p.stderr != nil {
+		opts = append(opts, hostdriver.Stderr(p.stderr))
+	}
+	h, err := hostdriver.Start(ctx, p.bin, opts...)
+	if err != nil {
+		return nil, nil, 0, fmt.Errorf("starting plugin host %s: %w", p.bin, err)
+	}
+	l, err := h.Load(p.lib)
+	if err != nil {
+		h.Kill()
+		return nil, nil, 0, fmt.Errorf("loading %s: %w", p.lib, err)
+	}
+	p.h, p.l = h, l
+	p.gen++
+	p.log.Info("plugin host process started", "pid", h.Pid(), "generation", p.gen)
+	return h, l, p.gen, nil
+}
+
+// onLog forwards a plugin's log line to its instance's logger. It runs on
+// the driver's read loop and must not block: slog handlers write and
+// return.
+func (p *Process) onLog(l hostdriver.LogLine) {
+	log := p.log
+	if v, ok := p.loggers.Load(l.Ctx); ok {
+		log = v.(*slog.Logger)
+	}
+	if l.Late {
+		log = log.With("late", true)
+	}
+	log.Log(context.Background(), l.Level, l.Message, "source", "plugin")
+}
+
+// Pid returns the pid of the running child, 0 when there is none.
+func (p *Process) Pid() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.h == nil || p.h.Err() != nil {
+		return 0
+	}
+	return p.h.Pid()
+}
+
+// Restarts returns how many times the child was started again after it
+// died.
+func (p *Process) Restarts() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.restarts
+}
+
+// Close ends the child: it finishes the calls it has, closes instances
+// still open, and exits. Close the instances first to see their errors.
+func (p *Process) Close() error {
+	p.mu.Lock()
+	h := p.h
+	p.closed = true
+	p.mu.Unlock()
+	if h == nil {
+		return nil
+	}
+	return h.Close()
+}
+
+// exited wraps an error from a dead child so that it matches ErrExited.
+func exited(err error) error {
+	var ee *hostdriver.ExitError
+	if errors.As(err, &ee) {
+		return fmt.Errorf("%w: %w", ErrExited, err)
+	}
+	return err
+}
+
+// exitedFrom is exited for a call on h. A call can fail on a dying child
+// before the driver has seen the exit, for example writing the request to
+// a closed pipe (EPIPE); any error that is not the plugin's own status
+// then waits a little for h to end, and counts as an exit if it did.
+func exitedFrom(h *hostdriver.Host, err error) error {
+	var se *hostdriver.StatusError
+	if err == nil || errors.As(err, &se) {
+		return err
+	}
+	if err = exited(err); errors.Is(err, ErrExited) {
+		return err
+	}
+	select {
+	case <-h.Done():
+		return fmt.Errorf("%w: %w (%w)", ErrExited, h.Err(), err)
+	case <-time.After(exitGrace):
+		return err
+	}
+}
+
+// exitGrace is how long a failed call waits to see whether its child is
+// exiting.
+const exitGrace = 2 * time.Second

@@ -1,0 +1,155 @@
+package definition
+
+import (
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+)
+
+// Defaults the spec gives for a [[topics]] block.
+const (
+	DefaultBatchLength  = 1000
+	DefaultPollInterval = 100 * time.Millisecond
+	// MaxBatchLength bounds batch_length: a bucket is held in memory.
+	MaxBatchLength = 1_000_000
+)
+
+// Definition is one sink definition file, checked.
+type Definition struct {
+	File    string // where it was read from, for messages
+	Key     string
+	Enabled bool // default true
+	Version int64
+	Name    string
+	Path    string // as written; see LibraryPath
+	Topics  []Topic
+	// PluginConfig is the [plugin_config] table, passed to open() as is.
+	PluginConfig map[string]any
+}
+
+// Topic is one [[topics]] block: one consumer in one consumer group.
+type Topic struct {
+	Index        int      // 1-based position among the file's [[topics]] blocks
+	Topics       []string // explicit topic names
+	Pattern      string   // anchored with ^; empty when none
+	Schema       Schema
+	BatchLength  int
+	PollInterval time.Duration
+	// ConsumerGroup is the group id: consumer_group, or
+	// picomq-connect-sink-<key> for the first block and
+	// picomq-connect-sink-<key>-<Index> for the others.
+	ConsumerGroup string
+	OffsetReset   OffsetReset
+	Client        Client
+}
+
+// Schema is how record payloads are decoded before consume().
+type Schema string
+
+// The schemas of the spec. Only JSON, Text and Raw are decoded by this
+// runtime so far; the others are refused at start.
+const (
+	SchemaJSON       Schema = "json"
+	SchemaText       Schema = "text"
+	SchemaRaw        Schema = "raw"
+	SchemaAvro       Schema = "avro"
+	SchemaProto      Schema = "proto"
+	SchemaFlatbuffer Schema = "flatbuffer"
+)
+
+// UnmarshalText accepts the schemas the runtime can decode and names the
+// others.
+func (s *Schema) UnmarshalText(b []byte) error {
+	switch v := Schema(b); v {
+	case SchemaJSON, SchemaText, SchemaRaw:
+		*s = v
+		return nil
+	case SchemaAvro, SchemaProto, SchemaFlatbuffer:
+		return fmt.Errorf("schema %q is not supported by this runtime yet (json, text or raw)", v)
+	default:
+		return fmt.Errorf("unknown schema %q (json, text or raw)", v)
+	}
+}
+
+// OffsetReset is where a group with no committed offset starts.
+type OffsetReset string
+
+// auto_offset_reset values.
+const (
+	Earliest OffsetReset = "earliest"
+	Latest   OffsetReset = "latest"
+)
+
+// UnmarshalText accepts earliest and latest.
+func (o *OffsetReset) UnmarshalText(b []byte) error {
+	switch v := OffsetReset(b); v {
+	case Earliest, Latest:
+		*o = v
+		return nil
+	default:
+		return fmt.Errorf("auto_offset_reset %q: want earliest or latest", v)
+	}
+}
+
+// Duration is a TOML string such as "100ms" or "2s".
+type Duration time.Duration
+
+// UnmarshalText parses a Go duration; it must be above zero.
+func (d *Duration) UnmarshalText(b []byte) error {
+	v, err := time.ParseDuration(string(b))
+	if err != nil {
+		return fmt.Errorf("duration %q: want a number with a unit, such as \"100ms\" or \"2s\"", b)
+	}
+	if v <= 0 {
+		return fmt.Errorf("duration %q must be above zero", b)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// LibraryPath resolves path against dir (unless it is absolute) and adds
+// ".so" unless it ends in it already.
+func (d *Definition) LibraryPath(dir string) string {
+	p := d.Path
+	if !strings.HasSuffix(p, ".so") {
+		p += ".so"
+	}
+	if strings.HasPrefix(p, "/") || dir == "" {
+		return p
+	}
+	return strings.TrimSuffix(dir, "/") + "/" + p
+}
+
+// OpenConfig is the JSON open() receives, as include/picomq_sink.h
+// defines it: {"key","name","version","plugin_config"}.
+func (d *Definition) OpenConfig() ([]byte, error) {
+	pc := d.PluginConfig
+	if pc == nil {
+		pc = map[string]any{}
+	}
+	b, err := json.Marshal(struct {
+		Key          string         `json:"key"`
+		Name         string         `json:"name"`
+		Version      int64          `json:"version"`
+		PluginConfig map[string]any `json:"plugin_config"`
+	}{d.Key, d.Name, d.Version, pc})
+	if err != nil {
+		return nil, fmt.Errorf("%s: [plugin_config]: %w", d.File, err)
+	}
+	return b, nil
+}
+
+// GroupPrefix is the default consumer group of a sink, before its key.
+const GroupPrefix = "picomq-connect-sink-"
+
+var keyRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,199}$`)
+
+// anchor prefixes ^ unless the pattern starts with it, as the spec says.
+func anchor(p string) string {
+	if strings.HasPrefix(p, "^") {
+		return p
+	}
+	return "^" + p
+}

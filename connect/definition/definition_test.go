@@ -1,0 +1,251 @@
+package definition_test
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/picomq/heavy-sinks/connect/definition"
+)
+
+const spec = `type = "sink"
+key = "orders_pg"
+enabled = true
+version = 0
+name = "Orders to Postgres"
+path = "libpicomq_connector_postgres_sink"
+
+[[topics]]
+pattern = 'orders\..*'
+schema = "json"
+batch_length = 1000
+poll_interval = "100ms"
+
+[plugin_config]
+connection_string = "postgres://user:pass@db:5432/app"
+target_table = "orders_{topic_segment[-1]}"
+auto_create_table = true
+`
+
+// The spec's own example parses, with its defaults.
+func TestSpecExample(t *testing.T) {
+	d, err := definition.Parse("orders.toml", []byte(spec))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Key != "orders_pg" || !d.Enabled || d.Name != "Orders to Postgres" || len(d.Topics) != 1 {
+		t.Fatalf("%+v", d)
+	}
+	tp := d.Topics[0]
+	if tp.Pattern != `^orders\..*` || tp.Schema != definition.SchemaJSON || tp.BatchLength != 1000 ||
+		tp.PollInterval != 100*time.Millisecond || tp.ConsumerGroup != "picomq-connect-sink-orders_pg" ||
+		tp.OffsetReset != definition.Earliest || tp.Index != 1 {
+		t.Errorf("%+v", tp)
+	}
+	if got := d.LibraryPath("dist"); got != "dist/libpicomq_connector_postgres_sink.so" {
+		t.Errorf("LibraryPath = %q", got)
+	}
+	js, err := d.OpenConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v map[string]any
+	if err := json.Unmarshal(js, &v); err != nil {
+		t.Fatal(err)
+	}
+	want := `{"key":"orders_pg","name":"Orders to Postgres","plugin_config":{"auto_create_table":true,"connection_string":"postgres://user:pass@db:5432/app","target_table":"orders_{topic_segment[-1]}"},"version":0}`
+	if got, _ := json.Marshal(v); string(got) != want {
+		t.Errorf("OpenConfig:\n%s\nwant\n%s", got, want)
+	}
+}
+
+func TestDefaultsAndOverrides(t *testing.T) {
+	d, err := definition.Parse("d.toml", []byte(`type = "sink"
+key = "k"
+path = "/opt/lib/libx.so"
+[[topics]]
+topics = ["a", "b"]
+schema = "raw"
+[[topics]]
+topics = ["c"]
+pattern = '^c\d+'
+schema = "text"
+batch_length = 5
+poll_interval = "2s"
+consumer_group = "g2"
+auto_offset_reset = "latest"
+[topics.properties]
+"client.id" = "me"
+"session.timeout.ms" = 30000
+"fetch.max.bytes" = "1048576"
+"security.protocol" = "SASL_SSL"
+"sasl.mechanism" = "scram-sha-512"
+"sasl.username" = "u"
+"sasl.password" = "hunter2"
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := d.Topics[0], d.Topics[1]
+	if a.BatchLength != definition.DefaultBatchLength || a.PollInterval != definition.DefaultPollInterval ||
+		a.ConsumerGroup != "picomq-connect-sink-k" || a.Pattern != "" || a.Schema != definition.SchemaRaw {
+		t.Errorf("block 1: %+v", a)
+	}
+	if b.Pattern != `^c\d+` || b.BatchLength != 5 || b.PollInterval != 2*time.Second || b.ConsumerGroup != "g2" ||
+		b.OffsetReset != definition.Latest || b.Index != 2 {
+		t.Errorf("block 2: %+v", b)
+	}
+	c := b.Client
+	if c.ClientID != "me" || c.SessionTimeout != 30*time.Second || c.FetchMaxBytes != 1<<20 || !c.TLS ||
+		c.SASLMechanism != "SCRAM-SHA-512" || c.SASLUser != "u" || c.SASLPassword != "hunter2" {
+		t.Errorf("client: %+v", c)
+	}
+	if got := d.LibraryPath("dist"); got != "/opt/lib/libx.so" {
+		t.Errorf("LibraryPath = %q", got)
+	}
+}
+
+// Every refusal names the file, the line (when the key is written) and
+// the key.
+func TestRefused(t *testing.T) {
+	const head = "type = \"sink\"\nkey = \"k\"\npath = \"p\"\n"
+	const block = "[[topics]]\ntopics = [\"a\"]\nschema = \"json\"\n"
+	for _, tc := range []struct {
+		name, doc, want string
+	}{
+		{"unknown top key", head + "colour = 1\n" + block, "f.toml:4:1: colour: unknown key"},
+		{"unknown block key", head + block + "batch_lenght = 5\n", "f.toml:7:1: topics.batch_lenght: unknown key"},
+		{"ill-typed", head + block + "batch_length = \"5\"\n", "f.toml:7:16: topics.batch_length: cannot decode TOML string"},
+		{"float version", "type = \"sink\"\nkey = \"k\"\nversion = 1.5\npath = \"p\"\n" + block, "f.toml:3:11: version: cannot decode TOML float"},
+		{"bad duration", head + block + "poll_interval = \"soon\"\n", "f.toml:7:17: topics.poll_interval"},
+		{"zero duration", head + block + "poll_interval = \"0s\"\n", "must be above zero"},
+		{"avro", head + "[[topics]]\ntopics = [\"a\"]\nschema = \"avro\"\n", `f.toml:6:1: topics[1].schema: schema "avro" is not supported`},
+		{"proto", head + "[[topics]]\ntopics = [\"a\"]\nschema = \"proto\"\n", `schema "proto" is not supported`},
+		{"unknown schema", head + "[[topics]]\ntopics = [\"a\"]\nschema = \"xml\"\n", `unknown schema "xml"`},
+		{"no schema", head + "[[topics]]\ntopics = [\"a\"]\n", "f.toml:4:3: topics[1].schema: missing"},
+		{"avro companion", head + block + "avro_schema_json = \"{}\"\n", "f.toml:7:1: topics[1].avro_schema_json: applies only with"},
+		{"batch_length 0", head + block + "batch_length = 0\n", "f.toml:7:1: topics[1].batch_length: 0 out of range"},
+		{"offset reset", head + block + "auto_offset_reset = \"smallest\"\n", `auto_offset_reset "smallest"`},
+		{"no subscription", head + "[[topics]]\nschema = \"json\"\n", "f.toml:4:3: topics[1].: [[topics]] block 1 names neither"},
+		{"bad pattern", head + "[[topics]]\npattern = 'a('\nschema = \"json\"\n", "f.toml:5:1: topics[1].pattern: error parsing regexp"},
+		{"no topics", head, "f.toml: topics: missing"},
+		{"not a sink", "type = \"source\"\nkey = \"k\"\npath = \"p\"\n" + block, `f.toml:1:1: type: "source"`},
+		{"no type", "key = \"k\"\npath = \"p\"\n" + block, "f.toml: type: missing"},
+		{"bad key", "type = \"sink\"\nkey = \"a b\"\npath = \"p\"\n" + block, `f.toml:2:1: key: "a b"`},
+		{"no path", "type = \"sink\"\nkey = \"k\"\n" + block, "f.toml: path: missing"},
+		{"duplicate topic", head + "[[topics]]\ntopics = [\"a\", \"a\"]\nschema = \"json\"\n", `"a" is listed twice`},
+		{"same group twice", head + block + block + "consumer_group = \"picomq-connect-sink-k\"\n", `f.toml:10:1: topics[2].consumer_group: "picomq-connect-sink-k" is the group of [[topics]] block 1 too`},
+		{"unknown property", head + block + "[topics.properties]\n\"enable.auto.commit\" = \"true\"\n", `f.toml:8:1: topics[1].properties.enable.auto.commit: not a property`},
+		{"inline property", head + block + "properties = { \"queued.min.messages\" = 1 }\n", `f.toml:7:1: topics[1].properties.queued.min.messages: not a property`},
+		{"bad property number", head + block + "[topics.properties]\n\"fetch.min.bytes\" = \"lots\"\n", `"lots": want an integer`},
+		{"property bool", head + block + "[topics.properties]\n\"client.id\" = true\n", "want a string or an integer, got bool"},
+		{"sasl without protocol", head + block + "[topics.properties]\n\"sasl.mechanism\" = \"PLAIN\"\n\"sasl.username\" = \"u\"\n\"sasl.password\" = \"p\"\n", "SASL_PLAINTEXT or SASL_SSL go with a mechanism"},
+		{"sasl without user", head + block + "[topics.properties]\n\"security.protocol\" = \"SASL_SSL\"\n\"sasl.mechanism\" = \"PLAIN\"\n", "PLAIN needs sasl.username and sasl.password"},
+		{"gssapi", head + block + "[topics.properties]\n\"security.protocol\" = \"SASL_SSL\"\n\"sasl.mechanism\" = \"GSSAPI\"\n", `"GSSAPI": want PLAIN`},
+		{"ca without tls", head + block + "[topics.properties]\n\"ssl.ca.location\" = \"/etc/hosts\"\n", "set without security.protocol SSL"},
+		{"syntax", head + "[[topics]\n", "f.toml"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := definition.Parse("f.toml", []byte(tc.doc))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %v\nwant it to contain %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// The SASL password never shows in an error or a printed Client.
+func TestSecretNotPrinted(t *testing.T) {
+	d, err := definition.Parse("f.toml", []byte("type = \"sink\"\nkey = \"k\"\npath = \"p\"\n[[topics]]\ntopics = [\"a\"]\nschema = \"json\"\n"+
+		"[topics.properties]\n\"security.protocol\" = \"SASL_SSL\"\n\"sasl.mechanism\" = \"PLAIN\"\n\"sasl.username\" = \"u\"\n\"sasl.password\" = \"hunter2\"\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{fmtV(d.Topics[0].Client), fmtGo(d.Topics[0].Client)} {
+		if strings.Contains(s, "hunter2") {
+			t.Errorf("printed: %s", s)
+		}
+	}
+}
+
+func TestLoad(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, doc string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(doc), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	def := func(key string) string {
+		return "type = \"sink\"\nkey = \"" + key + "\"\npath = \"p\"\n[[topics]]\ntopics = [\"a\"]\nschema = \"json\"\n"
+	}
+	write("b.toml", def("b"))
+	write("a.toml", def("a"))
+	write("notes.txt", "not a definition")
+	defs, err := definition.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(defs) != 2 || defs[0].Key != "a" || defs[1].Key != "b" {
+		t.Fatalf("Load(dir) = %v", defs)
+	}
+	dup := write("dup.toml.x", def("A"))
+	if _, err := definition.Load(dir, dup); err == nil || !strings.Contains(err.Error(), `"A" is the key of`) {
+		t.Errorf("duplicate key: %v", err)
+	}
+	bad := write("bad.toml.x", def("c")+"x = 1\n")
+	if _, err := definition.Load(bad); err == nil || !strings.Contains(err.Error(), "bad.toml.x:7:1: topics.x: unknown key") {
+		t.Errorf("bad file: %v", err)
+	}
+	if _, err := definition.Load(t.TempDir()); err == nil || !strings.Contains(err.Error(), "no *.toml") {
+		t.Errorf("empty dir: %v", err)
+	}
+}
+
+func TestGroupPerBlock(t *testing.T) {
+	d, err := definition.Parse("f.toml", []byte("type = \"sink\"\nkey = \"k\"\npath = \"p\"\n"+
+		"[[topics]]\ntopics = [\"a\"]\nschema = \"json\"\n[[topics]]\ntopics = [\"b\"]\nschema = \"json\"\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g1, g2 := d.Topics[0].ConsumerGroup, d.Topics[1].ConsumerGroup; g1 != "picomq-connect-sink-k" || g2 != "picomq-connect-sink-k-2" {
+		t.Errorf("groups %q, %q", g1, g2)
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	f.Add([]byte(spec))
+	f.Add([]byte("type = \"sink\"\nkey = \"k\"\npath = \"p\"\n[[topics]]\ntopics = [\"a\"]\nschema = \"raw\"\n[topics.properties]\n\"client.id\" = 1\n"))
+	f.Add([]byte("[[topics]]\n[[topics]]\n[topics.properties]\na.b = 1\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		d, err := definition.Parse("f.toml", data)
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), "f.toml") {
+				t.Fatalf("error without the file: %v", err)
+			}
+			return
+		}
+		// What parses is complete and in range.
+		if d.Key == "" || d.Path == "" || len(d.Topics) == 0 {
+			t.Fatalf("accepted without key, path or topics: %+v", d)
+		}
+		for _, tp := range d.Topics {
+			if tp.BatchLength < 1 || tp.PollInterval <= 0 || tp.ConsumerGroup == "" ||
+				(len(tp.Topics) == 0 && tp.Pattern == "") || (tp.Pattern != "" && tp.Pattern[0] != '^') {
+				t.Fatalf("accepted block %+v", tp)
+			}
+			switch tp.Schema {
+			case definition.SchemaJSON, definition.SchemaText, definition.SchemaRaw:
+			default:
+				t.Fatalf("accepted schema %q", tp.Schema)
+			}
+		}
+		if _, err := d.OpenConfig(); err != nil && !strings.Contains(err.Error(), "plugin_config") {
+			t.Fatalf("OpenConfig: %v", err)
+		}
+	})
+}

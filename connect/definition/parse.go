@@ -1,0 +1,293 @@
+package definition
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/pelletier/go-toml/v2"
+	"github.com/pelletier/go-toml/v2/unstable"
+)
+
+// Error is a definition refused at start: the file, the position of the
+// key when known (Line 0 when not), the key and what is wrong with it.
+type Error struct {
+	File      string
+	Line, Col int
+	Key       string // dotted, with the block: topics[2].batch_length
+	Msg       string
+}
+
+func (e *Error) Error() string {
+	var b strings.Builder
+	b.WriteString(e.File)
+	if e.Line > 0 {
+		fmt.Fprintf(&b, ":%d:%d", e.Line, e.Col)
+	}
+	if e.Key != "" {
+		b.WriteString(": " + e.Key)
+	}
+	b.WriteString(": " + e.Msg)
+	return b.String()
+}
+
+// rawDefinition is the file as TOML, before defaults and checks. Pointers
+// tell a field left out from one set to its zero value.
+type rawDefinition struct {
+	Type         *string        `toml:"type"`
+	Key          string         `toml:"key"`
+	Enabled      *bool          `toml:"enabled"`
+	Version      int64          `toml:"version"`
+	Name         string         `toml:"name"`
+	Path         string         `toml:"path"`
+	Topics       []rawTopic     `toml:"topics"`
+	PluginConfig map[string]any `toml:"plugin_config"`
+}
+
+type rawTopic struct {
+	Topics          []string       `toml:"topics"`
+	Pattern         *string        `toml:"pattern"`
+	Schema          *string        `toml:"schema"`
+	AvroSchemaJSON  *string        `toml:"avro_schema_json"`
+	AvroSchemaPath  *string        `toml:"avro_schema_path"`
+	BatchLength     *int64         `toml:"batch_length"`
+	PollInterval    *Duration      `toml:"poll_interval"`
+	ConsumerGroup   *string        `toml:"consumer_group"`
+	AutoOffsetReset *string        `toml:"auto_offset_reset"`
+	Properties      map[string]any `toml:"properties"`
+}
+
+// Parse decodes and checks one definition. file names it in errors.
+func Parse(file string, data []byte) (*Definition, error) {
+	var raw rawDefinition
+	dec := toml.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&raw); err != nil {
+		return nil, decodeError(file, err)
+	}
+	p := &parsed{file: file, pos: positions(data)}
+	d := p.check(&raw)
+	if len(p.errs) > 0 {
+		return nil, errors.Join(p.errs...)
+	}
+	return d, nil
+}
+
+// decodeError turns go-toml's errors into Errors with positions; a strict
+// mode error lists every unknown key.
+func decodeError(file string, err error) error {
+	var sm *toml.StrictMissingError
+	if errors.As(err, &sm) {
+		var errs []error
+		for i := range sm.Errors {
+			errs = append(errs, positioned(file, &sm.Errors[i], "unknown key"))
+		}
+		return errors.Join(errs...)
+	}
+	var de *toml.DecodeError
+	if errors.As(err, &de) {
+		return positioned(file, de, strings.TrimPrefix(de.Error(), "toml: "))
+	}
+	return &Error{File: file, Msg: err.Error()}
+}
+
+func positioned(file string, de *toml.DecodeError, msg string) *Error {
+	line, col := de.Position()
+	return &Error{File: file, Line: line, Col: col, Key: strings.Join(de.Key(), "."), Msg: msg}
+}
+
+type parsed struct {
+	file string
+	pos  map[string]unstable.Position
+	errs []error
+}
+
+// errorf records a problem with key (a path as positions() spells it).
+func (p *parsed) errorf(key, format string, args ...any) {
+	e := &Error{File: p.file, Key: key, Msg: fmt.Sprintf(format, args...)}
+	// The nearest enclosing key that is written down: an inline table's
+	// entries and a missing key's table have no line of their own.
+	for k := key; k != ""; {
+		if pos, ok := p.pos[k]; ok {
+			e.Line, e.Col = pos.Line, pos.Column
+			break
+		}
+		i := strings.LastIndexByte(strings.TrimSuffix(k, "."), '.')
+		if i < 0 {
+			break
+		}
+		k = k[:i+1]
+		if _, ok := p.pos[k]; !ok {
+			k = strings.TrimSuffix(k, ".")
+		}
+	}
+	p.errs = append(p.errs, e)
+}
+
+func (p *parsed) check(raw *rawDefinition) *Definition {
+	d := &Definition{File: p.file, Key: raw.Key, Enabled: true, Version: raw.Version,
+		Name: raw.Name, Path: raw.Path, PluginConfig: raw.PluginConfig}
+	switch {
+	case raw.Type == nil:
+		p.errorf("type", `missing: a sink definition says type = "sink"`)
+	case *raw.Type != "sink":
+		p.errorf("type", `%q: this runtime runs sinks only (type = "sink")`, *raw.Type)
+	}
+	if raw.Enabled != nil {
+		d.Enabled = *raw.Enabled
+	}
+	if !keyRE.MatchString(raw.Key) {
+		p.errorf("key", "%q: want 1 to 200 of [A-Za-z0-9_.-], starting with a letter or digit", raw.Key)
+	}
+	if raw.Version < 0 {
+		p.errorf("version", "%d must not be negative", raw.Version)
+	}
+	if raw.Path == "" {
+		p.errorf("path", "missing: the plugin library, such as \"libpicomq_connector_delta_sink\"")
+	}
+	if len(raw.Topics) == 0 {
+		p.errorf("topics", "missing: a sink needs at least one [[topics]] block")
+	}
+	groups := map[string]int{}
+	for i := range raw.Topics {
+		t := p.topic(raw.Key, i, &raw.Topics[i])
+		if prev, dup := groups[t.ConsumerGroup]; dup {
+			p.errorf(blockKey(i, "consumer_group"),
+				"%q is the group of [[topics]] block %d too: two consumers in one group split its partitions", t.ConsumerGroup, prev)
+		}
+		groups[t.ConsumerGroup] = t.Index
+		d.Topics = append(d.Topics, t)
+	}
+	return d
+}
+
+func blockKey(i int, key string) string {
+	return "topics[" + strconv.Itoa(i+1) + "]." + key
+}
+
+func (p *parsed) topic(sinkKey string, i int, r *rawTopic) Topic {
+	k := func(key string) string { return blockKey(i, key) }
+	t := Topic{Index: i + 1, BatchLength: DefaultBatchLength, PollInterval: DefaultPollInterval,
+		ConsumerGroup: GroupPrefix + sinkKey, OffsetReset: Earliest}
+	// Each block is its own group; the spec's name goes to the first, and
+	// the others get their block number, so that blocks never share one.
+	if i > 0 {
+		t.ConsumerGroup += "-" + strconv.Itoa(i+1)
+	}
+	seen := map[string]bool{}
+	for _, name := range r.Topics {
+		switch {
+		case name == "":
+			p.errorf(k("topics"), "an empty topic name")
+		case seen[name]:
+			p.errorf(k("topics"), "%q is listed twice", name)
+		}
+		seen[name] = true
+	}
+	t.Topics = r.Topics
+	if r.Pattern != nil {
+		t.Pattern = anchor(*r.Pattern)
+		if *r.Pattern == "" {
+			p.errorf(k("pattern"), "empty")
+		} else if _, err := regexp.Compile(t.Pattern); err != nil {
+			p.errorf(k("pattern"), "%v", err)
+		}
+	}
+	if len(r.Topics) == 0 && r.Pattern == nil {
+		p.errorf(blockKey(i, ""), "[[topics]] block %d names neither topics nor pattern", i+1)
+	}
+	if r.Schema == nil {
+		p.errorf(k("schema"), "missing: json, text or raw")
+	} else if err := t.Schema.UnmarshalText([]byte(*r.Schema)); err != nil {
+		p.errorf(k("schema"), "%v", err)
+	}
+	// Schema avro is refused when decoded, so its companions never apply.
+	if r.AvroSchemaJSON != nil {
+		p.errorf(k("avro_schema_json"), `applies only with schema = "avro", which this runtime does not support yet`)
+	}
+	if r.AvroSchemaPath != nil {
+		p.errorf(k("avro_schema_path"), `applies only with schema = "avro", which this runtime does not support yet`)
+	}
+	if r.BatchLength != nil {
+		if n := *r.BatchLength; n < 1 || n > MaxBatchLength {
+			p.errorf(k("batch_length"), "%d out of range [1, %d]", n, MaxBatchLength)
+		} else {
+			t.BatchLength = int(n)
+		}
+	}
+	if r.PollInterval != nil {
+		t.PollInterval = time.Duration(*r.PollInterval)
+	}
+	if r.ConsumerGroup != nil {
+		if *r.ConsumerGroup == "" {
+			p.errorf(k("consumer_group"), "empty: leave it out for %s%s", GroupPrefix, sinkKey)
+		} else {
+			t.ConsumerGroup = *r.ConsumerGroup
+		}
+	}
+	if r.AutoOffsetReset != nil {
+		if err := t.OffsetReset.UnmarshalText([]byte(*r.AutoOffsetReset)); err != nil {
+			p.errorf(k("auto_offset_reset"), "%v", err)
+		}
+	}
+	t.Client = p.client(i, r.Properties)
+	return t
+}
+
+// positions maps each key of the document to where it is written, keyed as
+// errorf spells them: "key", "topics[2].batch_length",
+// "topics[1].properties.client.id", and "topics[2]." for the header of the
+// second block.
+func positions(data []byte) map[string]unstable.Position {
+	pos := map[string]unstable.Position{}
+	var prs unstable.Parser
+	prs.Reset(data)
+	counts := map[string]int{}
+	prefix := ""
+	for prs.NextExpression() {
+		e := prs.Expression()
+		var parts []string
+		var first *unstable.Node
+		for it := e.Key(); it.Next(); {
+			if first == nil {
+				first = it.Node()
+			}
+			parts = append(parts, string(it.Node().Data))
+		}
+		name := strings.Join(parts, ".")
+		at := func() unstable.Position {
+			if first == nil {
+				return unstable.Position{}
+			}
+			return prs.Shape(first.Raw).Start
+		}
+		switch e.Kind {
+		case unstable.Table:
+			prefix = name + "."
+			prefix = indexed(prefix, counts)
+			pos[strings.TrimSuffix(prefix, ".")] = at()
+		case unstable.ArrayTable:
+			counts[name]++
+			prefix = name + "[" + strconv.Itoa(counts[name]) + "]."
+			pos[prefix] = at()
+		case unstable.KeyValue:
+			if _, dup := pos[prefix+name]; !dup {
+				pos[prefix+name] = at()
+			}
+		}
+	}
+	return pos
+}
+
+// indexed rewrites a table header under the last [[topics]] block, such as
+// "topics.properties.", to "topics[N].properties.".
+func indexed(prefix string, counts map[string]int) string {
+	if n := counts["topics"]; n > 0 && strings.HasPrefix(prefix, "topics.") {
+		return "topics[" + strconv.Itoa(n) + "]." + strings.TrimPrefix(prefix, "topics.")
+	}
+	return prefix
+}

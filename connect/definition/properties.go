@@ -1,0 +1,159 @@
+package definition
+
+import (
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Client is what a block's properties table sets on its Kafka client,
+// from the librdkafka consumer keys users actually set. A zero field keeps
+// the client's default.
+type Client struct {
+	Brokers        []string      // bootstrap.servers; overrides the runtime's --brokers
+	ClientID       string        // client.id
+	SessionTimeout time.Duration // session.timeout.ms
+	Heartbeat      time.Duration // heartbeat.interval.ms
+	FetchMaxBytes  int32         // fetch.max.bytes
+	PartitionBytes int32         // max.partition.fetch.bytes
+	FetchMinBytes  int32         // fetch.min.bytes
+	FetchMaxWait   time.Duration // fetch.wait.max.ms
+	TLS            bool          // security.protocol SSL or SASL_SSL
+	CAFile         string        // ssl.ca.location
+	SASLMechanism  string        // sasl.mechanism(s): PLAIN, SCRAM-SHA-256, SCRAM-SHA-512
+	SASLUser       string        // sasl.username
+	SASLPassword   Secret        // sasl.password
+}
+
+// Secret is a value never printed: fmt and slog show "[redacted]".
+type Secret string
+
+func (Secret) String() string   { return "[redacted]" }
+func (Secret) GoString() string { return `"[redacted]"` }
+
+// property is one understood librdkafka key.
+type property struct {
+	kind string // "string", "ms", "bytes"
+	set  func(c *Client, s string, n int64)
+}
+
+var properties = map[string]property{
+	"bootstrap.servers": {"string", func(c *Client, s string, _ int64) {
+		for _, b := range strings.Split(s, ",") {
+			if b = strings.TrimSpace(b); b != "" {
+				c.Brokers = append(c.Brokers, b)
+			}
+		}
+	}},
+	"client.id":                 {"string", func(c *Client, s string, _ int64) { c.ClientID = s }},
+	"session.timeout.ms":        {"ms", func(c *Client, _ string, n int64) { c.SessionTimeout = time.Duration(n) * time.Millisecond }},
+	"heartbeat.interval.ms":     {"ms", func(c *Client, _ string, n int64) { c.Heartbeat = time.Duration(n) * time.Millisecond }},
+	"fetch.max.bytes":           {"bytes", func(c *Client, _ string, n int64) { c.FetchMaxBytes = int32(n) }},
+	"max.partition.fetch.bytes": {"bytes", func(c *Client, _ string, n int64) { c.PartitionBytes = int32(n) }},
+	"fetch.min.bytes":           {"bytes", func(c *Client, _ string, n int64) { c.FetchMinBytes = int32(n) }},
+	"fetch.wait.max.ms":         {"ms", func(c *Client, _ string, n int64) { c.FetchMaxWait = time.Duration(n) * time.Millisecond }},
+	"security.protocol":         {"string", nil}, // checked with the SASL keys below
+	"ssl.ca.location":           {"string", func(c *Client, s string, _ int64) { c.CAFile = s }},
+	"sasl.mechanism":            {"string", func(c *Client, s string, _ int64) { c.SASLMechanism = strings.ToUpper(s) }},
+	"sasl.mechanisms":           {"string", func(c *Client, s string, _ int64) { c.SASLMechanism = strings.ToUpper(s) }},
+	"sasl.username":             {"string", func(c *Client, s string, _ int64) { c.SASLUser = s }},
+	"sasl.password":             {"string", func(c *Client, s string, _ int64) { c.SASLPassword = Secret(s) }},
+}
+
+// PropertyNames lists the properties keys understood, sorted.
+func PropertyNames() []string {
+	names := make([]string, 0, len(properties))
+	for n := range properties {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// client checks a block's properties table. Values may be TOML strings or,
+// for the numeric keys, integers; librdkafka takes both as strings.
+func (p *parsed) client(i int, props map[string]any) Client {
+	var c Client
+	k := func(name string) string { return blockKey(i, "properties."+name) }
+	str := map[string]string{}
+	for _, name := range sortedKeys(props) {
+		prop, ok := properties[name]
+		if !ok {
+			p.errorf(k(name), "not a property this runtime maps to its Kafka client (it understands %s)", strings.Join(PropertyNames(), ", "))
+			continue
+		}
+		var s string
+		var n int64
+		switch v := props[name].(type) {
+		case string:
+			s = v
+		case int64:
+			s = strconv.FormatInt(v, 10)
+		default:
+			p.errorf(k(name), "want a string or an integer, got %T", v)
+			continue
+		}
+		if prop.kind != "string" {
+			var err error
+			n, err = strconv.ParseInt(s, 10, 32)
+			if err != nil || n <= 0 {
+				p.errorf(k(name), "%q: want an integer in [1, %d]", s, int32(1<<31-1))
+				continue
+			}
+		} else if s == "" {
+			p.errorf(k(name), "empty")
+			continue
+		}
+		str[name] = s
+		if prop.set != nil {
+			prop.set(&c, s, n)
+		}
+	}
+	if _, ok := str["sasl.mechanism"]; ok {
+		if _, both := str["sasl.mechanisms"]; both {
+			p.errorf(k("sasl.mechanisms"), "set together with sasl.mechanism; keep one")
+		}
+	}
+	switch proto := strings.ToUpper(str["security.protocol"]); proto {
+	case "", "PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL":
+		c.TLS = strings.HasSuffix(proto, "SSL")
+		sasl := strings.HasPrefix(proto, "SASL_")
+		if sasl != (c.SASLMechanism != "") {
+			p.errorf(k("security.protocol"), "%q with sasl.mechanism %q: SASL_PLAINTEXT or SASL_SSL go with a mechanism, the others without", str["security.protocol"], c.SASLMechanism)
+		}
+		if c.CAFile != "" && !c.TLS {
+			p.errorf(k("ssl.ca.location"), "set without security.protocol SSL or SASL_SSL")
+		}
+	default:
+		p.errorf(k("security.protocol"), "%q: want PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL", str["security.protocol"])
+	}
+	switch c.SASLMechanism {
+	case "":
+		if c.SASLUser != "" || c.SASLPassword != "" {
+			p.errorf(k("sasl.username"), "sasl.username or sasl.password set without sasl.mechanism")
+		}
+	case "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512":
+		if c.SASLUser == "" || c.SASLPassword == "" {
+			p.errorf(k("sasl.mechanism"), "%s needs sasl.username and sasl.password", c.SASLMechanism)
+		}
+	default:
+		p.errorf(k("sasl.mechanism"), "%q: want PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512", c.SASLMechanism)
+	}
+	if c.CAFile != "" {
+		if _, err := os.Stat(c.CAFile); err != nil {
+			p.errorf(k("ssl.ca.location"), "%v", err)
+		}
+	}
+	return c
+}
+
+func sortedKeys(m map[string]any) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

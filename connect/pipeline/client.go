@@ -1,0 +1,102 @@
+package pipeline
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"os"
+	"regexp"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
+
+	"github.com/picomq/heavy-sinks/connect/definition"
+)
+
+// PatternRefresh is how often a block's pattern is matched against the
+// broker's topic list again: the spec's two seconds.
+const PatternRefresh = 2 * time.Second
+
+// clientOpts maps a [[topics]] block to kgo options: its group, its
+// subscription, where a new group starts, and its properties.
+func clientOpts(brokers []string, t definition.Topic) ([]kgo.Opt, error) {
+	c := t.Client
+	if len(c.Brokers) > 0 {
+		brokers = c.Brokers
+	}
+	if len(brokers) == 0 {
+		return nil, fmt.Errorf("no brokers: pass --brokers or set bootstrap.servers in properties")
+	}
+	opts := []kgo.Opt{
+		kgo.SeedBrokers(brokers...),
+		kgo.ConsumerGroup(t.ConsumerGroup),
+		kgo.DisableAutoCommit(),
+		// Rebalance callbacks run between our polls, never while a batch
+		// is being delivered and committed.
+		kgo.BlockRebalanceOnPoll(),
+	}
+	if t.Pattern != "" {
+		// With ConsumeRegex every topic is a pattern: named topics are
+		// matched exactly, the union the spec asks for.
+		topics := []string{t.Pattern}
+		for _, name := range t.Topics {
+			topics = append(topics, "^"+regexp.QuoteMeta(name)+"$")
+		}
+		opts = append(opts, kgo.ConsumeRegex(), kgo.ConsumeTopics(topics...),
+			kgo.MetadataMaxAge(PatternRefresh), kgo.MetadataMinAge(PatternRefresh/2))
+	} else {
+		opts = append(opts, kgo.ConsumeTopics(t.Topics...))
+	}
+	if t.OffsetReset == definition.Latest {
+		opts = append(opts, kgo.ConsumeResetOffset(kgo.NewOffset().AtEnd()))
+	} else {
+		opts = append(opts, kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	}
+	if c.ClientID != "" {
+		opts = append(opts, kgo.ClientID(c.ClientID))
+	}
+	if c.SessionTimeout > 0 {
+		opts = append(opts, kgo.SessionTimeout(c.SessionTimeout))
+	}
+	if c.Heartbeat > 0 {
+		opts = append(opts, kgo.HeartbeatInterval(c.Heartbeat))
+	}
+	if c.FetchMaxBytes > 0 {
+		opts = append(opts, kgo.FetchMaxBytes(c.FetchMaxBytes))
+	}
+	if c.PartitionBytes > 0 {
+		opts = append(opts, kgo.FetchMaxPartitionBytes(c.PartitionBytes))
+	}
+	if c.FetchMinBytes > 0 {
+		opts = append(opts, kgo.FetchMinBytes(c.FetchMinBytes))
+	}
+	if c.FetchMaxWait > 0 {
+		opts = append(opts, kgo.FetchMaxWait(c.FetchMaxWait))
+	}
+	if c.TLS {
+		cfg := &tls.Config{MinVersion: tls.VersionTLS12}
+		if c.CAFile != "" {
+			pem, err := os.ReadFile(c.CAFile)
+			if err != nil {
+				return nil, fmt.Errorf("ssl.ca.location: %w", err)
+			}
+			cfg.RootCAs = x509.NewCertPool()
+			if !cfg.RootCAs.AppendCertsFromPEM(pem) {
+				return nil, fmt.Errorf("ssl.ca.location %s: no PEM certificate", c.CAFile)
+			}
+		}
+		opts = append(opts, kgo.DialTLSConfig(cfg))
+	}
+	user, pass := c.SASLUser, string(c.SASLPassword)
+	switch c.SASLMechanism {
+	case "PLAIN":
+		opts = append(opts, kgo.SASL(plain.Auth{User: user, Pass: pass}.AsMechanism()))
+	case "SCRAM-SHA-256":
+		opts = append(opts, kgo.SASL(scram.Auth{User: user, Pass: pass}.AsSha256Mechanism()))
+	case "SCRAM-SHA-512":
+		opts = append(opts, kgo.SASL(scram.Auth{User: user, Pass: pass}.AsSha512Mechanism()))
+	}
+	return opts, nil
+}

@@ -1,0 +1,278 @@
+package pipeline
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/picomq/heavy-sinks/connect/definition"
+)
+
+type tp struct {
+	topic     string
+	partition int32
+}
+
+// mark remembers the attempts a batch used before its process died, so
+// its redelivery continues the count.
+type mark struct {
+	offset  int64
+	attempt int
+}
+
+type bucket struct {
+	recs []*kgo.Record
+	last time.Time // when a record last arrived
+}
+
+// consumer is one [[topics]] block: one kgo client in one group. Batches
+// are delivered one at a time, in the loop that polls.
+type consumer struct {
+	s    *Sink
+	t    definition.Topic
+	opts []kgo.Opt
+	log  *slog.Logger
+
+	attempts map[tp]mark // survives rewinds
+
+	mu      sync.Mutex // the loop holds it while it buffers and delivers; revocations take it
+	buckets map[tp]*bucket
+	cl      *kgo.Client
+}
+
+func newConsumer(s *Sink, t definition.Topic, opts []kgo.Opt) *consumer {
+	return &consumer{s: s, t: t, opts: opts, attempts: map[tp]mark{},
+		log: s.log.With("block", t.Index, "group", t.ConsumerGroup)}
+}
+
+// run consumes until ctx is done (then nil after the shutdown flush) or the
+// consumer stops on a batch (a *StopError).
+func (c *consumer) run(ctx context.Context) error {
+	// Deliveries and commits run on work, which outlives ctx by the
+	// shutdown timeout: a signal must not abandon a consume in flight,
+	// and the shutdown flush needs time.
+	work, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancel()
+	stop := context.AfterFunc(ctx, func() { time.AfterFunc(c.s.cfg.ShutdownTimeout, cancel) })
+	defer stop()
+	for {
+		err := c.session(ctx, work)
+		if !errors.Is(err, errRewind) {
+			return err
+		}
+		c.log.Warn("plugin process died with a batch in flight; resuming from the committed offsets")
+	}
+}
+
+// session is one client's life: from joining the group at the committed
+// offsets to shutdown, a stop, or a rewind.
+func (c *consumer) session(ctx, work context.Context) error {
+	c.buckets = map[tp]*bucket{}
+	drop := func(_ context.Context, _ *kgo.Client, parts map[string][]int32) {
+		// Buffered records of a partition we no longer own are dropped,
+		// never committed: its next owner fetches them from the group's
+		// offset. A batch being delivered finishes first (we wait for mu),
+		// and only its own offset is committed.
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		for topic, ps := range parts {
+			for _, p := range ps {
+				if b := c.buckets[tp{topic, p}]; b != nil && len(b.recs) > 0 {
+					c.log.Info("partition revoked; dropping its buffered records", "topic", topic, "partition", p, "records", len(b.recs))
+				}
+				delete(c.buckets, tp{topic, p})
+			}
+		}
+	}
+	opts := append(slices.Clip(c.opts), kgo.OnPartitionsRevoked(drop), kgo.OnPartitionsLost(drop))
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return fmt.Errorf("kafka client: %w", err)
+	}
+	defer func() {
+		// Leaving the group runs the revocation callback, which a blocked
+		// rebalance would hold forever.
+		cl.AllowRebalance()
+		cl.Close()
+	}()
+	c.cl = cl
+	for {
+		pctx, cancel := ctx, context.CancelFunc(func() {})
+		if at, ok := c.nextIdleFlush(); ok {
+			pctx, cancel = context.WithDeadline(ctx, at)
+		}
+		fs := cl.PollRecords(pctx, c.t.BatchLength)
+		cancel()
+		if fs.IsClientClosed() {
+			return errors.New("kafka client closed")
+		}
+		fs.EachError(func(topic string, p int32, err error) {
+			if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
+				c.log.Warn("fetch error", "topic", topic, "partition", p, "err", err)
+			}
+		})
+		c.mu.Lock()
+		now := time.Now()
+		fs.EachRecord(func(r *kgo.Record) {
+			k := tp{r.Topic, r.Partition}
+			b := c.buckets[k]
+			if b == nil {
+				b = &bucket{}
+				c.buckets[k] = b
+			}
+			b.recs = append(b.recs, r)
+			b.last = now
+		})
+		if ctx.Err() != nil {
+			c.mu.Unlock()
+			return c.shutdown(work, nil)
+		}
+		var failed *tp
+		err := c.flush(work, now, &failed)
+		c.mu.Unlock()
+		cl.AllowRebalance()
+		switch {
+		case err == nil:
+			continue
+		case errors.Is(err, errRewind):
+			return err
+		case failed != nil:
+			// A stop: what the other partitions buffered is flushed too,
+			// then committed with one synchronous commit.
+			return errors.Join(err, c.shutdown(work, failed))
+		default: // work ended: the shutdown timeout passed mid-delivery
+			return fmt.Errorf("shutdown timed out with a batch in flight: %w", err)
+		}
+	}
+}
+
+// nextIdleFlush is when the earliest bucket has gone poll_interval without
+// a new record.
+func (c *consumer) nextIdleFlush() (time.Time, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var at time.Time
+	for _, b := range c.buckets {
+		if len(b.recs) > 0 {
+			if t := b.last.Add(c.t.PollInterval); at.IsZero() || t.Before(at) {
+				at = t
+			}
+		}
+	}
+	return at, !at.IsZero()
+}
+
+// sortedKeys orders buckets so that flushes are deterministic.
+func (c *consumer) sortedKeys() []tp {
+	keys := make([]tp, 0, len(c.buckets))
+	for k := range c.buckets {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b tp) int {
+		return cmp.Or(cmp.Compare(a.topic, b.topic), cmp.Compare(a.partition, b.partition))
+	})
+	return keys
+}
+
+// flush delivers and commits every full batch, and every bucket idle for
+// poll_interval. On a stop, *failed names the partition that stopped.
+func (c *consumer) flush(work context.Context, now time.Time, failed **tp) error {
+	for _, k := range c.sortedKeys() {
+		b := c.buckets[k]
+		for len(b.recs) >= c.t.BatchLength || len(b.recs) > 0 && now.Sub(b.last) >= c.t.PollInterval {
+			n := min(len(b.recs), c.t.BatchLength)
+			if err := c.deliver(work, b.recs[:n]); err != nil {
+				var se *StopError
+				if errors.As(err, &se) {
+					*failed = &k
+				}
+				return err
+			}
+			c.commit(work, b.recs[n-1])
+			b.recs = b.recs[n:]
+		}
+		if len(b.recs) == 0 {
+			delete(c.buckets, k)
+		}
+	}
+	return nil
+}
+
+// shutdown flushes every bucket but the failed one's and commits what was
+// delivered with one synchronous commit.
+func (c *consumer) shutdown(work context.Context, failed *tp) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	offsets := map[string]map[int32]kgo.EpochOffset{}
+	var errs []error
+	for _, k := range c.sortedKeys() {
+		if failed != nil && k == *failed {
+			continue
+		}
+		b := c.buckets[k]
+		for len(b.recs) > 0 {
+			n := min(len(b.recs), c.t.BatchLength)
+			err := c.deliver(work, b.recs[:n])
+			if errors.Is(err, errRewind) {
+				c.log.Warn("plugin process died during the shutdown flush; the rest is delivered on restart", "topic", k.topic, "partition", k.partition)
+				break
+			}
+			if err != nil {
+				errs = append(errs, err)
+				break
+			}
+			last := b.recs[n-1]
+			if offsets[k.topic] == nil {
+				offsets[k.topic] = map[int32]kgo.EpochOffset{}
+			}
+			offsets[k.topic][k.partition] = kgo.EpochOffset{Epoch: last.LeaderEpoch, Offset: last.Offset + 1}
+			b.recs = b.recs[n:]
+		}
+	}
+	if len(offsets) > 0 {
+		c.commitOffsets(work, offsets)
+	}
+	c.log.Info("consumer stopped", "flushed_partitions", len(offsets))
+	return errors.Join(errs...)
+}
+
+// commit commits the offset just past last.
+func (c *consumer) commit(ctx context.Context, last *kgo.Record) {
+	c.commitOffsets(ctx, map[string]map[int32]kgo.EpochOffset{
+		last.Topic: {last.Partition: {Epoch: last.LeaderEpoch, Offset: last.Offset + 1}},
+	})
+}
+
+// commitOffsets commits exactly these offsets and waits. A failed commit is
+// logged, not fatal: the batch was written, and it is delivered again
+// (which the plugins make harmless) after a restart or rebalance.
+func (c *consumer) commitOffsets(ctx context.Context, offsets map[string]map[int32]kgo.EpochOffset) {
+	var cerr error
+	c.cl.CommitOffsetsSync(ctx, offsets, func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
+		if err != nil {
+			cerr = err
+			return
+		}
+		for _, t := range resp.Topics {
+			for _, p := range t.Partitions {
+				if e := kerr.ErrorForCode(p.ErrorCode); e != nil {
+					cerr = errors.Join(cerr, fmt.Errorf("%s[%d]: %w", t.Topic, p.Partition, e))
+				}
+			}
+		}
+	})
+	if cerr != nil {
+		c.log.Warn("commit failed; the batch will be delivered again after a restart or rebalance", "offsets", fmt.Sprint(offsets), "err", cerr)
+		return
+	}
+	c.log.Debug("committed", "offsets", fmt.Sprint(offsets))
+}

@@ -1,0 +1,187 @@
+package pipeline
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+	"unicode/utf8"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/picomq/heavy-sinks/connect/child"
+	"github.com/picomq/heavy-sinks/connect/definition"
+	"github.com/picomq/heavy-sinks/e2e/hostdriver"
+)
+
+// Outcome is how one delivery attempt ended.
+type Outcome int
+
+// Outcomes of an attempt.
+const (
+	OK      Outcome = iota // consume() returned OK; the offset moves
+	Retry                  // RETRY: the same batch again, up to MaxAttempts
+	Fatal                  // FATAL, a contract breach or a host refusal: stop
+	Exited                 // the plugin's process died: rewind to the committed offsets
+	Invalid                // the runtime could not decode a record for the schema
+)
+
+func (o Outcome) String() string {
+	return [...]string{"ok", "retry", "fatal", "exited", "invalid"}[o]
+}
+
+// Delivery is one attempt to hand a batch to the plugin, as the Observer
+// sees it. Per-record outcomes (ABI 1.1) and dead letters will hang off it.
+type Delivery struct {
+	Sink      string
+	Topic     string
+	Partition int32
+	First     int64 // offset of the first record
+	Last      int64 // offset of the last record
+	Records   int
+	Attempt   int
+	Took      time.Duration
+	Outcome   Outcome
+	Err       error
+}
+
+// Observer is told about every delivery attempt. Its methods must not
+// block.
+type Observer interface {
+	Delivered(Delivery)
+}
+
+type nopObserver struct{}
+
+func (nopObserver) Delivered(Delivery) {}
+
+// classify maps what a Deliverer returned to an Outcome.
+func classify(err error) Outcome {
+	switch {
+	case err == nil:
+		return OK
+	case errors.Is(err, child.ErrExited):
+		return Exited
+	case hostdriver.CodeOf(err) == hostdriver.StatusRetry:
+		return Retry
+	default:
+		return Fatal
+	}
+}
+
+// StopError is a consumer stopped on a batch: after MaxAttempts failures,
+// on FATAL, or on a record the runtime cannot decode.
+type StopError struct {
+	Topic     string
+	Partition int32
+	Offset    int64 // the first record of the batch; delivered first on restart
+	Attempts  int
+	Outcome   Outcome
+	Err       error
+}
+
+func (e *StopError) Error() string {
+	return fmt.Sprintf("topic %s partition %d offset %d: %s after %d attempt(s): %v",
+		e.Topic, e.Partition, e.Offset, e.Outcome, e.Attempts, e.Err)
+}
+
+func (e *StopError) Unwrap() error { return e.Err }
+
+// errRewind asks the consumer to drop what it buffered and resume from the
+// committed offsets: the plugin's process died with a batch in flight.
+var errRewind = errors.New("rewind to the committed offsets")
+
+// decode checks each payload against the schema and builds the batch. The
+// plugin gets the payload bytes as they are: json and text are checked,
+// not rewritten.
+func decode(schema definition.Schema, recs []*kgo.Record) (hostdriver.Batch, error) {
+	b := hostdriver.Batch{Topic: recs[0].Topic, Partition: uint32(recs[0].Partition), Schema: string(schema),
+		Records: make([]hostdriver.Record, len(recs))}
+	for i, r := range recs {
+		switch schema {
+		case definition.SchemaJSON:
+			if !json.Valid(r.Value) {
+				return b, fmt.Errorf("record at offset %d is not valid JSON (schema = \"json\")", r.Offset)
+			}
+		case definition.SchemaText:
+			if !utf8.Valid(r.Value) {
+				return b, fmt.Errorf("record at offset %d is not valid UTF-8 (schema = \"text\")", r.Offset)
+			}
+		}
+		hr := hostdriver.Record{Offset: uint64(r.Offset), TimestampMs: r.Timestamp.UnixMilli(), Key: r.Key, Payload: r.Value}
+		if hr.Payload == nil {
+			hr.Payload = []byte{}
+		}
+		for _, h := range r.Headers {
+			hr.Headers = append(hr.Headers, hostdriver.Header{Key: h.Key, Value: h.Value})
+		}
+		b.Records[i] = hr
+	}
+	return b, nil
+}
+
+// deliver hands recs (one topic-partition, in offset order) to the plugin
+// until it returns OK, and returns nil then. It returns errRewind when the
+// plugin's process died, a *StopError when the consumer must stop, or
+// ctx's error when the wait between attempts was cut short.
+func (c *consumer) deliver(ctx context.Context, recs []*kgo.Record) error {
+	first, last := recs[0], recs[len(recs)-1]
+	k := tp{first.Topic, first.Partition}
+	d := Delivery{Sink: c.s.def.Key, Topic: k.topic, Partition: k.partition, First: first.Offset, Last: last.Offset, Records: len(recs)}
+	b, err := decode(c.t.Schema, recs)
+	if err != nil {
+		d.Outcome, d.Err = Invalid, err
+		c.s.cfg.Observer.Delivered(d)
+		return &StopError{Topic: k.topic, Partition: k.partition, Offset: first.Offset, Outcome: Invalid, Err: err}
+	}
+	// A batch redelivered after its process died keeps counting attempts.
+	attempt := 1
+	if m, ok := c.attempts[k]; ok && m.offset == first.Offset {
+		attempt = m.attempt + 1
+	}
+	delete(c.attempts, k)
+	for {
+		b.Attempt = uint32(attempt)
+		start := time.Now()
+		err := c.s.out.Consume(ctx, b)
+		if err != nil && ctx.Err() != nil {
+			return ctx.Err() // the shutdown timeout passed: the outcome is unknown
+		}
+		d.Attempt, d.Took, d.Outcome, d.Err = attempt, time.Since(start), classify(err), err
+		c.s.cfg.Observer.Delivered(d)
+		log := c.log.With("topic", k.topic, "partition", k.partition, "first_offset", first.Offset,
+			"last_offset", last.Offset, "records", len(recs), "attempt", attempt)
+		switch d.Outcome {
+		case OK:
+			log.Debug("batch delivered", "took", d.Took)
+			return nil
+		case Fatal:
+			return &StopError{Topic: k.topic, Partition: k.partition, Offset: first.Offset, Attempts: attempt, Outcome: Fatal, Err: err}
+		}
+		if attempt >= MaxAttempts {
+			return &StopError{Topic: k.topic, Partition: k.partition, Offset: first.Offset, Attempts: attempt, Outcome: d.Outcome, Err: err}
+		}
+		wait := c.s.cfg.Backoff(attempt)
+		log.Warn("batch not delivered; delivering again", "outcome", d.Outcome, "err", err, "backoff", wait)
+		if err := sleep(ctx, wait); err != nil {
+			return err
+		}
+		if d.Outcome == Exited {
+			c.attempts[k] = mark{offset: first.Offset, attempt: attempt}
+			return errRewind
+		}
+		attempt++
+	}
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

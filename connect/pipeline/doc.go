@@ -1,0 +1,23 @@
+// Package pipeline is the sink loop of picomq-connect, as the runtime spec
+// describes it: per [[topics]] block one Kafka consumer in its own group,
+// records bucketed per topic-partition, a bucket flushed at batch_length
+// records or after poll_interval without new ones, decoded per schema,
+// handed to the plugin's consume(), and the offset just past the batch
+// committed only once consume() returned OK.
+//
+// A RETRY result hands the same batch again, attempts 2 to 5, with backoff
+// from 200 ms to 5 s; the fifth failure stops that consumer and marks the
+// sink failed. FATAL stops it at once: retrying cannot succeed. When the
+// plugin's host process dies, the consumer drops what it buffered and
+// starts again from the group's committed offsets, so the batch in flight
+// and everything after it are delivered again; a death counts as a failed
+// attempt of that batch, so a batch that kills its host five times stops
+// the consumer too.
+//
+// The package uses franz-go's kgo client, and reaches plugins through the
+// Deliverer interface (a child.Instance in the runtime, anything in tests).
+//
+// File map: sink.go (a sink, its state, Run), consumer.go (the poll and
+// bucket loop, commits, revocations), deliver.go (decoding, attempts,
+// backoff, outcomes), client.go (kgo options from a definition).
+package pipeline

@@ -1,0 +1,147 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/picomq/heavy-sinks/connect/definition"
+	"github.com/picomq/heavy-sinks/e2e/hostdriver"
+)
+
+// Deliverer hands one batch to a plugin's consume(): nil for OK, a
+// *hostdriver.StatusError for any other result, an error matching
+// child.ErrExited when the plugin's process died.
+type Deliverer interface {
+	Consume(ctx context.Context, b hostdriver.Batch) error
+}
+
+// State is where a sink is in its life.
+type State string
+
+// Sink states. A sink is in StateError once any of its consumers stopped
+// on a failure; its other consumers keep running.
+const (
+	StateStarting State = "starting"
+	StateRunning  State = "running"
+	StateError    State = "error"
+	StateStopped  State = "stopped"
+)
+
+// Config is what the runtime gives every sink. Zero fields take the
+// defaults.
+type Config struct {
+	// Brokers are the seed brokers, unless a block's bootstrap.servers
+	// property names others.
+	Brokers []string
+	Logger  *slog.Logger // default slog.Default()
+	// Observer is told about every delivery attempt; the metrics hook.
+	Observer Observer
+	// Backoff is the wait after failed attempt n (1..4) before attempt
+	// n+1; default Backoff.
+	Backoff func(attempt int) time.Duration
+	// ShutdownTimeout bounds the flush and the final commit on shutdown;
+	// default 30s.
+	ShutdownTimeout time.Duration
+	// ClientOpts are added to every consumer's kgo options, after the
+	// definition's: for tests, or settings no property maps.
+	ClientOpts []kgo.Opt
+}
+
+// MaxAttempts is how many times one batch is delivered before its
+// consumer stops: the spec's five.
+const MaxAttempts = 5
+
+// Backoff waits from 200 ms after the first failure to 5 s after the
+// fourth, growing by the same factor each time (about 2.9): 200 ms,
+// 585 ms, 1.71 s, 5 s.
+func Backoff(attempt int) time.Duration {
+	steps := []time.Duration{200 * time.Millisecond, 585 * time.Millisecond, 1710 * time.Millisecond, 5 * time.Second}
+	return steps[min(max(attempt, 1), len(steps))-1]
+}
+
+// Sink runs one definition: a consumer per [[topics]] block, all handing
+// batches to one plugin instance.
+type Sink struct {
+	def *definition.Definition
+	out Deliverer
+	cfg Config
+	log *slog.Logger
+
+	mu      sync.Mutex
+	state   State
+	lastErr error
+}
+
+// New returns a Sink for def that delivers to out.
+func New(def *definition.Definition, out Deliverer, cfg Config) *Sink {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Observer == nil {
+		cfg.Observer = nopObserver{}
+	}
+	if cfg.Backoff == nil {
+		cfg.Backoff = Backoff
+	}
+	if cfg.ShutdownTimeout <= 0 {
+		cfg.ShutdownTimeout = 30 * time.Second
+	}
+	return &Sink{def: def, out: out, cfg: cfg, log: cfg.Logger.With("sink_key", def.Key), state: StateStarting}
+}
+
+// Key returns the sink's key.
+func (s *Sink) Key() string { return s.def.Key }
+
+// State returns the sink's state and the error that put it there.
+func (s *Sink) State() (State, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.state, s.lastErr
+}
+
+func (s *Sink) setState(st State, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.state == StateError && st != StateError {
+		return // an error stays visible until the sink is restarted
+	}
+	s.state, s.lastErr = st, err
+}
+
+// Run consumes until ctx is done, then flushes, commits once and returns
+// nil; or until every consumer has stopped, returning their errors. A
+// consumer that fails stops alone; Run returns once all have stopped.
+func (s *Sink) Run(ctx context.Context) error {
+	consumers := make([]*consumer, len(s.def.Topics))
+	for i, t := range s.def.Topics {
+		opts, err := clientOpts(s.cfg.Brokers, t)
+		if err != nil {
+			s.setState(StateError, err)
+			return err
+		}
+		consumers[i] = newConsumer(s, t, append(opts, s.cfg.ClientOpts...))
+	}
+	s.setState(StateRunning, nil)
+	errs := make([]error, len(consumers))
+	var wg sync.WaitGroup
+	for i, c := range consumers {
+		wg.Go(func() {
+			if err := c.run(ctx); err != nil {
+				errs[i] = err
+				s.setState(StateError, err)
+				s.log.Error("consumer stopped", "block", c.t.Index, "group", c.t.ConsumerGroup, "err", err)
+			}
+		})
+	}
+	wg.Wait()
+	err := errors.Join(errs...)
+	if err == nil {
+		s.setState(StateStopped, nil)
+	}
+	return err
+}

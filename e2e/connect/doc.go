@@ -1,0 +1,6 @@
+// Package connect holds the end-to-end tests of the picomq-connect runtime
+// with the real plugins: records produced to an in-process Kafka-protocol
+// broker (franz-go's kfake), consumed by connect/pipeline, written by the
+// real .so in a child C host, and read back by an independent reader
+// (delta-rs). Run with `make e2e` after buildscripts/build.sh.
+package connect
