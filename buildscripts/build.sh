@@ -30,7 +30,7 @@ build_so e2e/testplugin dist/test/libpicomq_connector_test_b_sink.so
 
 cp include/picomq_sink.h dist/
 ${CC:-gcc} -std=c11 -Wall -Wextra -Werror -O2 -pthread -Iinclude \
-  -o dist/picomq-host e2e/host/picomq_host.c -ldl
+  -o dist/picomq-host cmd/picomq-host/picomq_host.c -ldl
 
 (cd dist && sha256sum $(ls *.so test/*.so 2>/dev/null) picomq_sink.h picomq-host > SHA256SUMS)
 echo "built $VERSION:"

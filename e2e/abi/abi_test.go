@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/picomq/heavy-sinks/e2e/hostdriver"
+	"github.com/picomq/heavy-sinks/shared/hostdriver"
 )
 
 // distDir is where buildscripts/build.sh put the libraries: $PICOMQ_DIST or

@@ -10,8 +10,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/picomq/heavy-sinks/e2e/hostdriver"
-	"github.com/picomq/heavy-sinks/e2e/pyenv"
+	"github.com/picomq/heavy-sinks/shared/hostdriver"
+	"github.com/picomq/heavy-sinks/shared/testenv/pyenv"
 )
 
 func distDir(t testing.TB) string {

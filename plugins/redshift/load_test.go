@@ -10,7 +10,7 @@ import (
 	"github.com/picomq/heavy-sinks/shared/sdk"
 )
 
-// Integration tests against the Redshift emulator (e2e/rsemu) with the
+// Integration tests against the Redshift emulator (plugins/redshift/rsemu) with the
 // services of buildscripts/services.sh.
 
 func TestLoadRowsExactlyAsSpecified(t *testing.T) {

@@ -3,7 +3,7 @@
  * testing the e2e host and its Go driver without the Go SDK.
  *
  *   gcc -std=c11 -shared -fPIC -pthread -I include -DSTUB_NAME='"stub-a"' \
- *       -o stub_a.so e2e/host/testdata/stubplugin.c
+ *       -o stub_a.so cmd/picomq-host/testdata/stubplugin.c
  *
  * open accepts any config, except that it returns BAD_CONFIG when the config
  * contains "bad"; a config containing "latelog" makes close start a thread

@@ -16,11 +16,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/picomq/heavy-sinks/e2e/hostdriver"
+	"github.com/picomq/heavy-sinks/shared/hostdriver"
 )
 
 // Built once by TestMain: the host and two copies of the C stub plugin
-// (e2e/host/testdata/stubplugin.c) under different names, so that one host
+// (cmd/picomq-host/testdata/stubplugin.c) under different names, so that one host
 // can load two distinct libraries.
 var hostBin, stubA, stubB string
 
@@ -57,7 +57,7 @@ func buildStub(dir, name string) (string, error) {
 	cmd := exec.Command("gcc", "-std=c11", "-Wall", "-Wextra", "-Werror", "-O2", "-g",
 		"-shared", "-fPIC", "-pthread", "-Wl,-z,nodelete",
 		"-I", filepath.Join(root, "include"), fmt.Sprintf("-DSTUB_NAME=%q", name),
-		"-o", out, filepath.Join(root, "e2e/host/testdata/stubplugin.c"))
+		"-o", out, filepath.Join(root, "cmd/picomq-host/testdata/stubplugin.c"))
 	if msg, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("building %s: %v\n%s", name, err, msg)
 	}

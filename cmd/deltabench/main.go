@@ -6,7 +6,7 @@
 // batches with delta-rs (write_deltalake, mode append, table kept open,
 // JSON parsed by pyarrow) and prints our throughput as a ratio to it.
 //
-//	go run ./e2e/cmd/deltabench -batches 200            (make bench-delta)
+//	go run ./cmd/deltabench -batches 200            (make bench-delta)
 //
 // Needs dist/ (make build), the Python env (buildscripts/pyenv.sh) and, for
 // the s3 target, the services (.services.env from buildscripts/services.sh).
@@ -27,8 +27,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
-	"github.com/picomq/heavy-sinks/e2e/hostdriver"
-	"github.com/picomq/heavy-sinks/e2e/services"
+	"github.com/picomq/heavy-sinks/shared/hostdriver"
+	"github.com/picomq/heavy-sinks/shared/testenv/services"
 )
 
 var (

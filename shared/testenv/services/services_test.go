@@ -25,7 +25,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"google.golang.org/api/googleapi"
 
-	"github.com/picomq/heavy-sinks/e2e/services"
+	"github.com/picomq/heavy-sinks/shared/testenv/services"
 )
 
 func TestDatabaseIsFreshAndDropped(t *testing.T) {

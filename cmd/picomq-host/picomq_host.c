@@ -4,7 +4,7 @@
  * It loads sink plugin libraries through the C ABI in include/picomq_sink.h,
  * the way the real (non-Go) connector runtime does, and drives them from
  * framed requests on stdin. Responses and the plugins' log lines go out as
- * frames on stdout. e2e/hostdriver is its Go client; e2e/host/PROTOCOL.md
+ * frames on stdout. shared/hostdriver is its Go client; cmd/picomq-host/PROTOCOL.md
  * says the same as this comment at more length.
  *
  *   usage: picomq_host [-w workers] [-q quarantine_bytes]

@@ -18,8 +18,8 @@
 // checkpointer needs: every add), the checkpoint write, and both loads again
 // from that checkpoint.
 //
-//	go run ./e2e/cmd/deltascale                  (10,000 versions)
-//	go run ./e2e/cmd/deltascale -versions 2000
+//	go run ./cmd/deltascale                  (10,000 versions)
+//	go run ./cmd/deltascale -versions 2000
 //
 // Needs dist/ (buildscripts/build.sh; or -dist / PICOMQ_DIST) and the
 // Python env (buildscripts/pyenv.sh).
@@ -46,9 +46,9 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 
-	"github.com/picomq/heavy-sinks/e2e/hostdriver"
 	"github.com/picomq/heavy-sinks/plugins/delta/deltalog"
 	"github.com/picomq/heavy-sinks/plugins/delta/objstore"
+	"github.com/picomq/heavy-sinks/shared/hostdriver"
 	"github.com/picomq/heavy-sinks/shared/sdk"
 )
 

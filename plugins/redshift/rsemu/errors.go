@@ -95,7 +95,7 @@ func notEmulated(what string) *Error {
 	return &Error{
 		Code:    CodeFeatureNotSupp,
 		Message: "rsemu: " + what + " is not supported by the Redshift emulator",
-		Hint:    "see e2e/rsemu/README.md for what is emulated",
+		Hint:    "see plugins/redshift/rsemu/README.md for what is emulated",
 	}
 }
 

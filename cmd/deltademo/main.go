@@ -16,7 +16,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/picomq/heavy-sinks/e2e/hostdriver"
+	"github.com/picomq/heavy-sinks/shared/hostdriver"
 )
 
 var dir = flag.String("table", "", "table directory (default: a new temporary directory)")

@@ -130,7 +130,7 @@ func parseType(toks []token, i int) (colType, int, *Error) {
 			return colType{}, i, notEmulated("the " + strings.ToUpper(name) + " type")
 		}
 		return colType{}, i, &Error{Code: "42704", Message: fmt.Sprintf("type %q does not exist", name),
-			Hint: "rsemu accepts the Redshift types listed in e2e/rsemu/README.md"}
+			Hint: "rsemu accepts the Redshift types listed in plugins/redshift/rsemu/README.md"}
 	}
 	t := colType{fam: spec.fam, length: spec.defLen}
 	if spec.fam == famNumeric {

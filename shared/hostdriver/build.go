@@ -17,7 +17,7 @@ import (
 // Paths of the host's source and the ABI header, relative to the repository
 // root.
 const (
-	hostSource = "e2e/host/picomq_host.c"
+	hostSource = "cmd/picomq-host/picomq_host.c"
 	includeDir = "include"
 )
 

@@ -1,7 +1,7 @@
 // Command rsbench measures the Redshift sink end to end: the real
 // libpicomq_connector_redshift_sink.so in the C host (dist/picomq-host, one
 // worker, no quarantine), loading batches of 10,000 JSON records of about
-// 250 bytes into the Redshift emulator (e2e/rsemu, started in this process
+// 250 bytes into the Redshift emulator (plugins/redshift/rsemu, started in this process
 // in front of a fresh PostgreSQL database of the services), with the
 // Parquet files going to MinIO through a counting reverse proxy. For each
 // batch_size (100, the default, 1,000 and 10,000) it prints:
@@ -23,8 +23,8 @@
 //
 //   - peak RSS of the host process (VmHWM), one fresh host per batch_size.
 //
-//     go run ./e2e/cmd/rsbench                      (make bench-redshift)
-//     go run ./e2e/cmd/rsbench -batches 5 -sizes 100,10000
+//     go run ./cmd/rsbench                      (make bench-redshift)
+//     go run ./cmd/rsbench -batches 5 -sizes 100,10000
 //
 // Needs dist/ (make build) and the services (.services.env from
 // buildscripts/services.sh start).
@@ -56,11 +56,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/picomq/heavy-sinks/e2e/hostdriver"
-	"github.com/picomq/heavy-sinks/e2e/rsemu"
-	"github.com/picomq/heavy-sinks/e2e/services"
+	"github.com/picomq/heavy-sinks/plugins/redshift/rsemu"
 	"github.com/picomq/heavy-sinks/plugins/redshift/rsparquet"
 	"github.com/picomq/heavy-sinks/plugins/redshift/rsql"
+	"github.com/picomq/heavy-sinks/shared/hostdriver"
+	"github.com/picomq/heavy-sinks/shared/testenv/services"
 )
 
 var (

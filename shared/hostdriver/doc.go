@@ -1,5 +1,5 @@
 // Package hostdriver drives real sink plugins inside a real non-Go process:
-// the C test host in e2e/host, which loads plugin libraries with dlopen and
+// the C test host in cmd/picomq-host, which loads plugin libraries with dlopen and
 // calls them through the C ABI of include/picomq_sink.h, as the connector
 // runtime does. Use it from e2e tests that need the whole path (C caller,
 // borrowed memory, foreign threads, several Go runtimes in one process); use
@@ -35,7 +35,7 @@
 // process's environment the way a real host injects secrets after it
 // started, to test that plugins read it at open.
 //
-// The wire protocol is documented in e2e/host/PROTOCOL.md.
+// The wire protocol is documented in cmd/picomq-host/PROTOCOL.md.
 //
 // File map: host.go (process, request multiplexing, options), lib.go
 // (libraries, instances, call options), batch.go (batches on the wire),
