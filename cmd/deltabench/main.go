@@ -28,6 +28,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/picomq/heavy-sinks/shared/hostdriver"
+	"github.com/picomq/heavy-sinks/shared/testenv"
 	"github.com/picomq/heavy-sinks/shared/testenv/services"
 )
 
@@ -85,11 +86,14 @@ func main() {
 }
 
 func run() error {
-	root, err := hostdriver.RepoRoot()
+	root, err := testenv.RepoRoot()
 	if err != nil {
 		return err
 	}
-	dist := filepath.Join(root, "dist")
+	dist, err := testenv.DistDir()
+	if err != nil {
+		return err
+	}
 	py, err := exec.Command(filepath.Join(root, "buildscripts", "pyenv.sh")).Output()
 	if err != nil {
 		return fmt.Errorf("pyenv: %w", err)

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/picomq/heavy-sinks/shared/hostdriver"
+	"github.com/picomq/heavy-sinks/shared/testenv"
 )
 
 var dir = flag.String("table", "", "table directory (default: a new temporary directory)")
@@ -52,7 +53,7 @@ func main() {
 }
 
 func run() error {
-	root, err := hostdriver.RepoRoot()
+	root, err := testenv.RepoRoot()
 	if err != nil {
 		return err
 	}
@@ -73,7 +74,10 @@ func run() error {
 	}
 	fmt.Printf("created Delta table file://%s (partitioned by region) with delta-rs\n", table)
 
-	dist := filepath.Join(root, "dist")
+	dist, err := testenv.DistDir()
+	if err != nil {
+		return err
+	}
 	host, err := hostdriver.Start(context.Background(), filepath.Join(dist, "picomq-host"))
 	if err != nil {
 		return err

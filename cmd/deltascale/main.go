@@ -50,6 +50,7 @@ import (
 	"github.com/picomq/heavy-sinks/plugins/delta/objstore"
 	"github.com/picomq/heavy-sinks/shared/hostdriver"
 	"github.com/picomq/heavy-sinks/shared/sdk"
+	"github.com/picomq/heavy-sinks/shared/testenv"
 )
 
 const sdkLogLevel = sdk.LogLevelEnv
@@ -60,7 +61,7 @@ var (
 	window      = flag.Int("window", 500, "consume() latency percentiles over the last N batches before each milestone")
 	partitioned = flag.Bool("partitioned", true, "partition the table by region (3 values): 3 data files per commit")
 	distFlag    = flag.String("dist", "", "directory with the built library and host (default $PICOMQ_DIST or <repo>/dist)")
-	testdata    = flag.String("testdata", "", "delta test tables (default <repo>/../shared/testdata/delta-tables)")
+	testdata    = flag.String("testdata", "", "delta test tables (default $PICOMQ_DELTA_TABLES or <repo>/../shared/testdata/delta-tables)")
 	skip300k    = flag.Bool("skip-300k", false, "skip the 300k-file table")
 	keep        = flag.Bool("keep", false, "keep the work directory")
 
@@ -137,16 +138,15 @@ func (c *checkpointLog) since(from int64) []int64 {
 }
 
 func run() error {
-	root, err := hostdriver.RepoRoot()
+	root, err := testenv.RepoRoot()
 	if err != nil {
 		return err
 	}
 	dist := *distFlag
 	if dist == "" {
-		dist = os.Getenv("PICOMQ_DIST")
-	}
-	if dist == "" {
-		dist = filepath.Join(root, "dist")
+		if dist, err = testenv.DistDir(); err != nil {
+			return err
+		}
 	}
 	pyOut, err := exec.Command(filepath.Join(root, "buildscripts", "pyenv.sh")).Output()
 	if err != nil {
@@ -326,10 +326,12 @@ func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 // ---- the 300k-file table ---------------------------------------------------
 
 func table300k(work string) error {
-	root, _ := hostdriver.RepoRoot()
 	td := *testdata
 	if td == "" {
-		td = filepath.Join(root, "..", "shared", "testdata", "delta-tables")
+		var err error
+		if td, err = testenv.DeltaTablesDir(); err != nil {
+			return err
+		}
 	}
 	archive := filepath.Join(td, "300k-add-files-100-col-partitioned.tar.zst")
 	dest := filepath.Join(work, "300k")

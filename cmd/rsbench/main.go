@@ -60,6 +60,7 @@ import (
 	"github.com/picomq/heavy-sinks/plugins/redshift/rsparquet"
 	"github.com/picomq/heavy-sinks/plugins/redshift/rsql"
 	"github.com/picomq/heavy-sinks/shared/hostdriver"
+	"github.com/picomq/heavy-sinks/shared/testenv"
 	"github.com/picomq/heavy-sinks/shared/testenv/services"
 )
 
@@ -104,11 +105,10 @@ func run() error {
 	if *batches < 1 || *records < 1 {
 		return errors.New("-batches and -records must be above 0")
 	}
-	root, err := hostdriver.RepoRoot()
+	dist, err := testenv.DistDir()
 	if err != nil {
 		return err
 	}
-	dist := filepath.Join(root, "dist")
 	hostBin := filepath.Join(dist, "picomq-host")
 	lib := filepath.Join(dist, "libpicomq_connector_redshift_sink.so")
 	for _, p := range []string{hostBin, lib} {

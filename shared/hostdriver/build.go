@@ -3,7 +3,6 @@ package hostdriver
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -12,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/picomq/heavy-sinks/shared/testenv"
 )
 
 // Paths of the host's source and the ABI header, relative to the repository
@@ -25,31 +26,12 @@ const (
 // source and -ldl.
 var CFlags = []string{"-std=c11", "-Wall", "-Wextra", "-Werror", "-O2", "-g", "-pthread"}
 
-// RepoRoot returns the nearest directory at or above the working directory
-// that holds a go.mod.
-func RepoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("hostdriver: no go.mod at or above the working directory")
-		}
-		dir = parent
-	}
-}
-
 // sourceRoot returns the repository root that holds the host's source: the
-// working directory's (RepoRoot), or else the one this file was compiled
+// working directory's (testenv.RepoRoot), or else the one this file was compiled
 // from, for a driver imported from another module.
 func sourceRoot() (string, error) {
 	var tried []string
-	if root, err := RepoRoot(); err == nil {
+	if root, err := testenv.RepoRoot(); err == nil {
 		if _, err := os.Stat(filepath.Join(root, hostSource)); err == nil {
 			return root, nil
 		}
@@ -66,7 +48,7 @@ func sourceRoot() (string, error) {
 }
 
 // Build compiles the host with gcc into dir and returns the binary's path.
-// It finds the source under RepoRoot, or else where the driver's own source
+// It finds the source under testenv.RepoRoot, or else where the driver's own source
 // is.
 func Build(dir string) (string, error) {
 	root, err := sourceRoot()

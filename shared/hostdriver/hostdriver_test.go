@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/picomq/heavy-sinks/shared/hostdriver"
+	"github.com/picomq/heavy-sinks/shared/testenv"
 )
 
 // Built once by TestMain: the host and two copies of the C stub plugin
@@ -47,7 +48,7 @@ func TestMain(m *testing.M) {
 }
 
 func buildStub(dir, name string) (string, error) {
-	root, err := hostdriver.RepoRoot()
+	root, err := testenv.RepoRoot()
 	if err != nil {
 		return "", err
 	}

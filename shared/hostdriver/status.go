@@ -5,20 +5,24 @@ import (
 	"fmt"
 	"os"
 	"strings"
+
+	"github.com/picomq/heavy-sinks/shared/sdk"
 )
 
 // Status is a result code: a picomq_status from include/picomq_sink.h, or
 // one of the host's own negative codes.
 type Status int32
 
-// The header's result codes.
+// The header's result codes. They are the SDK's values, which shared/sdk/cabi
+// checks against the header at compile time, so the host side keeps no copy
+// of its own.
 const (
-	StatusOK             Status = 0
-	StatusRetry          Status = 1
-	StatusFatal          Status = 2
-	StatusBadConfig      Status = 3
-	StatusABIMismatch    Status = 4
-	StatusBufferTooSmall Status = 5
+	StatusOK             = Status(sdk.StatusOK)
+	StatusRetry          = Status(sdk.StatusRetry)
+	StatusFatal          = Status(sdk.StatusFatal)
+	StatusBadConfig      = Status(sdk.StatusBadConfig)
+	StatusABIMismatch    = Status(sdk.StatusABIMismatch)
+	StatusBufferTooSmall = Status(sdk.StatusBufferTooSmall)
 )
 
 // The host's own codes, never returned by a plugin.
@@ -31,22 +35,14 @@ const (
 	StatusContract Status = -2
 )
 
-var statusNames = map[Status]string{
-	StatusOK:             "OK",
-	StatusRetry:          "RETRY",
-	StatusFatal:          "FATAL",
-	StatusBadConfig:      "BAD_CONFIG",
-	StatusABIMismatch:    "ABI_MISMATCH",
-	StatusBufferTooSmall: "BUFFER_TOO_SMALL",
-	StatusHostError:      "HOST_ERROR",
-	StatusContract:       "CONTRACT",
-}
-
 func (s Status) String() string {
-	if n, ok := statusNames[s]; ok {
-		return n
+	switch s {
+	case StatusHostError:
+		return "HOST_ERROR"
+	case StatusContract:
+		return "CONTRACT"
 	}
-	return fmt.Sprintf("Status(%d)", int32(s))
+	return sdk.Status(s).String() // the header's names; Status(n) for others
 }
 
 // StatusError is a call that returned a status other than StatusOK.

@@ -5,12 +5,13 @@ package pyenv
 
 import (
 	"bytes"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/picomq/heavy-sinks/shared/testenv"
 )
 
 var (
@@ -24,7 +25,7 @@ var (
 func Python(tb testing.TB) string {
 	tb.Helper()
 	once.Do(func() {
-		root, err := repoRoot()
+		root, err := testenv.RepoRoot()
 		if err != nil {
 			setup = err
 			return
@@ -59,21 +60,4 @@ func Run(tb testing.TB, script string, args ...string) string {
 		tb.Fatalf("python: %v\n%s", err, stderr.String())
 	}
 	return string(out)
-}
-
-func repoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", os.ErrNotExist
-		}
-		dir = parent
-	}
 }

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/picomq/heavy-sinks/shared/testenv"
 )
 
 // Environment variables that name the services. buildscripts/services.sh
@@ -154,27 +156,8 @@ func instructions(err error, what string) string {
 		"which writes %s at the repository root (or export the %s variables yourself).", err, what, EnvFile, "PICOMQ_TEST_*")
 }
 
-// RepoRoot returns the directory holding go.mod, walking up from the working
-// directory.
-func RepoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("no go.mod above the working directory")
-		}
-		dir = parent
-	}
-}
-
 func readEnvFile() (map[string]string, error) {
-	root, err := RepoRoot()
+	root, err := testenv.RepoRoot()
 	if err != nil {
 		return nil, err
 	}
