@@ -4,7 +4,7 @@
 #   dist/test/libpicomq_connector_test_{a,b}_sink.so  the ABI test plugin, twice
 #                                        (two libraries = two Go runtimes in one host)
 #   dist/picomq_sink.h                   the ABI header
-#   dist/picomq-host                     the C test host
+#   dist/picomq-host                     the C host (cmd/picomq-host)
 #   dist/SHA256SUMS
 # The version is stamped from git (describe, or the commit when untagged).
 set -euo pipefail

@@ -8,7 +8,7 @@
 //
 //	go run ./cmd/deltabench -batches 200            (make bench-delta)
 //
-// Needs dist/ (make build), the Python env (buildscripts/pyenv.sh) and, for
+// Needs dist/ (make build; or $PICOMQ_DIST), the Python env (buildscripts/pyenv.sh) and, for
 // the s3 target, the services (.services.env from buildscripts/services.sh).
 package main
 

@@ -1,6 +1,6 @@
 // Command deltademo is `make demo`: it creates a local partitioned Delta
 // table with delta-rs, streams sample order records through the real Delta
-// sink library loaded in the C test host (as the connector runtime would),
+// sink library loaded in the C host (as the connector runtime would),
 // replays one batch to show that nothing is written twice, and prints the
 // table's versions and row count as delta-rs reads them.
 package main

@@ -1,11 +1,12 @@
 /*
- * picomq_host.c - a small PicoMQ connector host for end-to-end tests.
+ * picomq_host.c - a small PicoMQ connector host for end-to-end tests,
+ * benchmarks and the demo; buildscripts/build.sh ships it as dist/picomq-host.
  *
  * It loads sink plugin libraries through the C ABI in include/picomq_sink.h,
  * the way the real (non-Go) connector runtime does, and drives them from
  * framed requests on stdin. Responses and the plugins' log lines go out as
- * frames on stdout. shared/hostdriver is its Go client; cmd/picomq-host/PROTOCOL.md
- * says the same as this comment at more length.
+ * frames on stdout. shared/hostdriver is its Go client; PROTOCOL.md beside
+ * this file says the same as this comment at more length.
  *
  *   usage: picomq_host [-w workers] [-q quarantine_bytes]
  *     -w  worker threads that call into plugins (default 4, at most 256)

@@ -1,8 +1,8 @@
 // Command rsbench measures the Redshift sink end to end: the real
 // libpicomq_connector_redshift_sink.so in the C host (dist/picomq-host, one
 // worker, no quarantine), loading batches of 10,000 JSON records of about
-// 250 bytes into the Redshift emulator (plugins/redshift/rsemu, started in this process
-// in front of a fresh PostgreSQL database of the services), with the
+// 250 bytes into the Redshift emulator (plugins/redshift/rsemu, started in
+// this process in front of a fresh PostgreSQL database of the services), with the
 // Parquet files going to MinIO through a counting reverse proxy. For each
 // batch_size (100, the default, 1,000 and 10,000) it prints:
 //
@@ -26,7 +26,7 @@
 //     go run ./cmd/rsbench                      (make bench-redshift)
 //     go run ./cmd/rsbench -batches 5 -sizes 100,10000
 //
-// Needs dist/ (make build) and the services (.services.env from
+// Needs dist/ (make build; or $PICOMQ_DIST) and the services (.services.env from
 // buildscripts/services.sh start).
 package main
 

@@ -57,7 +57,7 @@ func Build(dir string) (string, error) {
 	}
 	cc, err := exec.LookPath("gcc")
 	if err != nil {
-		return "", fmt.Errorf("hostdriver: the e2e host needs gcc: %w", err)
+		return "", fmt.Errorf("hostdriver: building the C host needs gcc: %w", err)
 	}
 	return build(root, cc, dir)
 }
@@ -100,7 +100,7 @@ func cachedBuild() (string, error) {
 	}
 	cc, err := exec.LookPath("gcc")
 	if err != nil {
-		return "", fmt.Errorf("hostdriver: the e2e host needs gcc: %w", err)
+		return "", fmt.Errorf("hostdriver: building the C host needs gcc: %w", err)
 	}
 	sum := sha256.New()
 	for _, f := range []string{hostSource, filepath.Join(includeDir, "picomq_sink.h")} {

@@ -1,9 +1,11 @@
 // Package hostdriver drives real sink plugins inside a real non-Go process:
-// the C test host in cmd/picomq-host, which loads plugin libraries with dlopen and
-// calls them through the C ABI of include/picomq_sink.h, as the connector
-// runtime does. Use it from e2e tests that need the whole path (C caller,
-// borrowed memory, foreign threads, several Go runtimes in one process); use
-// the SDK's own tests for anything that does not.
+// the C host in cmd/picomq-host (shipped as dist/picomq-host by
+// buildscripts/build.sh), which loads plugin libraries with dlopen and calls
+// them through the C ABI of include/picomq_sink.h, as the connector runtime
+// does. The e2e suites, the benchmarks and the demo under cmd/ use it. Use it
+// where the whole path matters (C caller, borrowed memory, foreign threads,
+// several Go runtimes in one process); use the SDK's own tests for anything
+// that does not.
 //
 // A test builds the host once, starts it, loads libraries and drives
 // instances:
@@ -35,7 +37,8 @@
 // process's environment the way a real host injects secrets after it
 // started, to test that plugins read it at open.
 //
-// The wire protocol is documented in cmd/picomq-host/PROTOCOL.md.
+// The wire protocol is documented in cmd/picomq-host/PROTOCOL.md. The status
+// codes are the SDK's (shared/sdk), which are the header's.
 //
 // File map: host.go (process, request multiplexing, options), lib.go
 // (libraries, instances, call options), batch.go (batches on the wire),

@@ -1,6 +1,6 @@
 /*
  * stubplugin.c - a tiny C sink plugin implementing include/picomq_sink.h, for
- * testing the e2e host and its Go driver without the Go SDK.
+ * testing the C host (picomq_host.c) and its Go driver without the Go SDK.
  *
  *   gcc -std=c11 -shared -fPIC -pthread -I include -DSTUB_NAME='"stub-a"' \
  *       -o stub_a.so cmd/picomq-host/testdata/stubplugin.c

@@ -1,6 +1,11 @@
-// Package rsemu is a Redshift emulator for tests: a PostgreSQL wire-protocol
-// proxy in front of a real PostgreSQL that speaks enough Redshift for the
-// Redshift sink — Redshift column types with byte-length semantics,
+// Package rsemu is a test peer, a Redshift stand-in for tests, not part of
+// the Redshift sink plugin: the plugin never imports it (its tests do), and
+// it imports nothing of the plugin. It sits beside the sink as franz-go's
+// kfake sits beside its client, so any test, in this repository or another,
+// can import it.
+//
+// It is a PostgreSQL wire-protocol proxy in front of a real PostgreSQL that
+// speaks enough Redshift for the Redshift sink — Redshift column types with byte-length semantics,
 // pg_table_def, COPY from Parquet in S3, TRUNCATE that commits, the load
 // error system views — and refuses the Redshift syntax it does not emulate
 // loudly, so no test passes by accident.
