@@ -44,17 +44,17 @@ test: fmt-check vet unit e2e
 
 # Build, create a local partitioned table, stream records into it through the C host, show the result.
 demo: build pyenv
-	$(GO) run ./e2e/cmd/deltademo
+	$(GO) run ./cmd/deltademo
 
 bench: bench-delta bench-redshift
 
 # records/s, MB/s, consume() p50/p99 and peak RSS, file:// and MinIO, and the ratio to delta-rs.
 bench-delta: build services pyenv
-	$(GO) run ./e2e/cmd/deltabench -batches 200
+	$(GO) run ./cmd/deltabench -batches 200
 
 # rows/s through the emulator for batch_size 100/1000/10000, CPU per row, statements and S3 requests per chunk, peak RSS.
 bench-redshift: build services
-	$(GO) run ./e2e/cmd/rsbench
+	$(GO) run ./cmd/rsbench
 
 clean:
 	rm -rf dist

@@ -4,7 +4,7 @@
 #   dist/test/libpicomq_connector_test_{a,b}_sink.so  the ABI test plugin, twice
 #                                        (two libraries = two Go runtimes in one host)
 #   dist/picomq_sink.h                   the ABI header
-#   dist/picomq-host                     the C test host
+#   dist/picomq-host                     the C host (cmd/picomq-host)
 #   dist/SHA256SUMS
 # The version is stamped from git (describe, or the commit when untagged).
 set -euo pipefail
@@ -30,7 +30,7 @@ build_so e2e/testplugin dist/test/libpicomq_connector_test_b_sink.so
 
 cp include/picomq_sink.h dist/
 ${CC:-gcc} -std=c11 -Wall -Wextra -Werror -O2 -pthread -Iinclude \
-  -o dist/picomq-host e2e/host/picomq_host.c -ldl
+  -o dist/picomq-host cmd/picomq-host/picomq_host.c -ldl
 
 (cd dist && sha256sum $(ls *.so test/*.so 2>/dev/null) picomq_sink.h picomq-host > SHA256SUMS)
 echo "built $VERSION:"

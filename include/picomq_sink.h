@@ -3,7 +3,7 @@
  * a sink plugin shared library. ABI version 1.0.
  *
  * This header is the contract. It is hand-written and committed; the Go SDK
- * (shared/sdk) implements it and the C test host (e2e/host) consumes it.
+ * (shared/sdk) implements it and the C test host (cmd/picomq-host) consumes it.
  * docs/abi.md explains the same rules at more length.
  *
  * ENTRY POINT

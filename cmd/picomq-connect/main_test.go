@@ -14,24 +14,14 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/picomq/heavy-sinks/e2e/hostdriver"
+	"github.com/picomq/heavy-sinks/shared/hostdriver"
+	"github.com/picomq/heavy-sinks/shared/testenv"
 )
 
 // distDir is $PICOMQ_DIST or <repo>/dist, with the test plugin built.
 func distDir(t *testing.T) string {
 	t.Helper()
-	dir := os.Getenv("PICOMQ_DIST")
-	if dir == "" {
-		root, err := hostdriver.RepoRoot()
-		if err != nil {
-			t.Fatal(err)
-		}
-		dir = filepath.Join(root, "dist")
-	}
-	if _, err := os.Stat(filepath.Join(dir, "test", "libpicomq_connector_test_a_sink.so")); err != nil {
-		t.Fatalf("plugins not built (%v): run buildscripts/build.sh first", err)
-	}
-	return dir
+	return filepath.Dir(filepath.Dir(testenv.Library(t, "test/libpicomq_connector_test_a_sink.so")))
 }
 
 func setup(t *testing.T, pluginConfig string) (kf *kfake.Cluster, defDir, records string) {

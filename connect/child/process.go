@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/picomq/heavy-sinks/e2e/hostdriver"
+	"github.com/picomq/heavy-sinks/shared/hostdriver"
 )
 
 // ErrExited matches the error of a call made while the child process died.

@@ -12,7 +12,7 @@ import (
 
 	"github.com/picomq/heavy-sinks/connect/child"
 	"github.com/picomq/heavy-sinks/connect/definition"
-	"github.com/picomq/heavy-sinks/e2e/hostdriver"
+	"github.com/picomq/heavy-sinks/shared/hostdriver"
 )
 
 // Outcome is how one delivery attempt ended.

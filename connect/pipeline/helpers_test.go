@@ -23,7 +23,8 @@ import (
 	"github.com/picomq/heavy-sinks/connect/child"
 	"github.com/picomq/heavy-sinks/connect/definition"
 	"github.com/picomq/heavy-sinks/connect/pipeline"
-	"github.com/picomq/heavy-sinks/e2e/hostdriver"
+	"github.com/picomq/heavy-sinks/shared/hostdriver"
+	"github.com/picomq/heavy-sinks/shared/testenv"
 )
 
 // testLib is the e2e test plugin that buildscripts/build.sh put in
@@ -31,19 +32,7 @@ import (
 // skips.
 func testLib(t testing.TB) string {
 	t.Helper()
-	dir := os.Getenv("PICOMQ_DIST")
-	if dir == "" {
-		root, err := hostdriver.RepoRoot()
-		if err != nil {
-			t.Fatal(err)
-		}
-		dir = filepath.Join(root, "dist")
-	}
-	p := filepath.Join(dir, "test", "libpicomq_connector_test_a_sink.so")
-	if _, err := os.Stat(p); err != nil {
-		t.Fatalf("test plugin not built (%v): run buildscripts/build.sh first", err)
-	}
-	return p
+	return testenv.Library(t, "test/libpicomq_connector_test_a_sink.so")
 }
 
 // cluster starts an in-process broker with topics of one partition.

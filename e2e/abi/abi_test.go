@@ -16,23 +16,19 @@ import (
 	"testing"
 	"time"
 
-	"github.com/picomq/heavy-sinks/e2e/hostdriver"
+	"github.com/picomq/heavy-sinks/shared/hostdriver"
+	"github.com/picomq/heavy-sinks/shared/testenv"
 )
 
-// distDir is where buildscripts/build.sh put the libraries: $PICOMQ_DIST or
-// <repo>/dist. A missing build fails the test; it never skips.
+// distDir is where buildscripts/build.sh put the libraries (testenv.DistDir),
+// checked to hold the test plugin. A missing build fails the test; it never
+// skips.
 func distDir(t testing.TB) string {
 	t.Helper()
-	dir := os.Getenv("PICOMQ_DIST")
-	if dir == "" {
-		root, err := hostdriver.RepoRoot()
-		if err != nil {
-			t.Fatal(err)
-		}
-		dir = filepath.Join(root, "dist")
-	}
-	if _, err := os.Stat(filepath.Join(dir, "test", "libpicomq_connector_test_a_sink.so")); err != nil {
-		t.Fatalf("plugin libraries not built (%v): run `make build` first", err)
+	testenv.Library(t, "test/libpicomq_connector_test_a_sink.so")
+	dir, err := testenv.DistDir()
+	if err != nil {
+		t.Fatal(err)
 	}
 	return dir
 }

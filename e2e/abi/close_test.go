@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/picomq/heavy-sinks/e2e/hostdriver"
+	"github.com/picomq/heavy-sinks/shared/hostdriver"
 )
 
 // close cancels a consume in flight, which returns RETRY (here although the

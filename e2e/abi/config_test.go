@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/picomq/heavy-sinks/e2e/hostdriver"
+	"github.com/picomq/heavy-sinks/shared/hostdriver"
 )
 
 // A host sets overrides with setenv(3) after it started, before or after it

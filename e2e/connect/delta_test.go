@@ -19,24 +19,14 @@ import (
 	"github.com/picomq/heavy-sinks/connect/child"
 	"github.com/picomq/heavy-sinks/connect/definition"
 	"github.com/picomq/heavy-sinks/connect/pipeline"
-	"github.com/picomq/heavy-sinks/e2e/hostdriver"
-	"github.com/picomq/heavy-sinks/e2e/pyenv"
+	"github.com/picomq/heavy-sinks/shared/hostdriver"
+	"github.com/picomq/heavy-sinks/shared/testenv"
+	"github.com/picomq/heavy-sinks/shared/testenv/pyenv"
 )
 
 func distDir(t *testing.T) string {
 	t.Helper()
-	dir := os.Getenv("PICOMQ_DIST")
-	if dir == "" {
-		root, err := hostdriver.RepoRoot()
-		if err != nil {
-			t.Fatal(err)
-		}
-		dir = filepath.Join(root, "dist")
-	}
-	if _, err := os.Stat(filepath.Join(dir, "libpicomq_connector_delta_sink.so")); err != nil {
-		t.Fatalf("delta sink not built (%v): run buildscripts/build.sh first", err)
-	}
-	return dir
+	return filepath.Dir(testenv.Library(t, "libpicomq_connector_delta_sink.so"))
 }
 
 const group = "picomq-connect-sink-orders_delta"

@@ -14,10 +14,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/picomq/heavy-sinks/e2e/hostdriver"
-	"github.com/picomq/heavy-sinks/e2e/services"
 	"github.com/picomq/heavy-sinks/plugins/delta/deltalog"
 	"github.com/picomq/heavy-sinks/plugins/delta/objstore"
+	"github.com/picomq/heavy-sinks/shared/hostdriver"
+	"github.com/picomq/heavy-sinks/shared/testenv/services"
 )
 
 // Checkpoints and log cleanup through the real library in the C host, read

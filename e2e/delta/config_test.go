@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/picomq/heavy-sinks/e2e/hostdriver"
-	"github.com/picomq/heavy-sinks/e2e/services"
+	"github.com/picomq/heavy-sinks/shared/hostdriver"
+	"github.com/picomq/heavy-sinks/shared/testenv/services"
 )
 
 // An override the host sets with setenv(3) after it loaded the library is

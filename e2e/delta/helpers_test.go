@@ -4,31 +4,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 
-	"github.com/picomq/heavy-sinks/e2e/hostdriver"
-	"github.com/picomq/heavy-sinks/e2e/pyenv"
+	"github.com/picomq/heavy-sinks/shared/hostdriver"
+	"github.com/picomq/heavy-sinks/shared/testenv"
+	"github.com/picomq/heavy-sinks/shared/testenv/pyenv"
 )
-
-func distDir(t testing.TB) string {
-	t.Helper()
-	dir := os.Getenv("PICOMQ_DIST")
-	if dir == "" {
-		root, err := hostdriver.RepoRoot()
-		if err != nil {
-			t.Fatal(err)
-		}
-		dir = filepath.Join(root, "dist")
-	}
-	if _, err := os.Stat(filepath.Join(dir, "libpicomq_connector_delta_sink.so")); err != nil {
-		t.Fatalf("delta sink not built (%v): run `make build` first", err)
-	}
-	return dir
-}
 
 // harness is one C host with the Delta sink library loaded.
 type harness struct {
@@ -40,7 +23,7 @@ type harness struct {
 func newHarness(t *testing.T, opts ...hostdriver.Option) *harness {
 	t.Helper()
 	h := hostdriver.StartTest(t, hostdriver.BuildHost(t), opts...)
-	lib, err := h.Load(filepath.Join(distDir(t), "libpicomq_connector_delta_sink.so"))
+	lib, err := h.Load(testenv.Library(t, "libpicomq_connector_delta_sink.so"))
 	if err != nil {
 		t.Fatal(err)
 	}

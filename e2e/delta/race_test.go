@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/picomq/heavy-sinks/e2e/hostdriver"
-	"github.com/picomq/heavy-sinks/e2e/services"
+	"github.com/picomq/heavy-sinks/shared/hostdriver"
+	"github.com/picomq/heavy-sinks/shared/testenv/services"
 )
 
 // conflicts reads the sink's commit_conflicts metric.

@@ -11,8 +11,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
-	"github.com/picomq/heavy-sinks/e2e/hostdriver"
-	"github.com/picomq/heavy-sinks/e2e/services"
+	"github.com/picomq/heavy-sinks/shared/hostdriver"
+	"github.com/picomq/heavy-sinks/shared/testenv/services"
 )
 
 // minio points the delta-rs helper scripts at the test MinIO and returns the

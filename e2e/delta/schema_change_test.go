@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/picomq/heavy-sinks/e2e/hostdriver"
+	"github.com/picomq/heavy-sinks/shared/hostdriver"
 )
 
 // Another writer adds a column while the sink runs: the next batch is

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/picomq/heavy-sinks/e2e/hostdriver"
+	"github.com/picomq/heavy-sinks/shared/hostdriver"
 )
 
 // Values that must either land exactly or fail the batch naming field,

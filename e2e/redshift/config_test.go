@@ -4,7 +4,7 @@ import (
 	"net/url"
 	"testing"
 
-	"github.com/picomq/heavy-sinks/e2e/hostdriver"
+	"github.com/picomq/heavy-sinks/shared/hostdriver"
 )
 
 // The connection string with the password, injected by the host with

@@ -1,8 +1,8 @@
 // Package redshift holds the end-to-end tests of the Redshift sink: the real
-// libpicomq_connector_redshift_sink.so from dist/ in the C test host (through
-// the C ABI, as the connector runtime calls it), loading into the Redshift
-// emulator (e2e/rsemu) in front of a fresh PostgreSQL database, with the
-// Parquet files in a fresh MinIO bucket. The tests assert on table content
+// libpicomq_connector_redshift_sink.so from dist/ in the C host (through the
+// C ABI, as the connector runtime calls it), loading into the Redshift
+// emulator (plugins/redshift/rsemu) in front of a fresh PostgreSQL database,
+// with the Parquet files in a fresh MinIO bucket. The tests assert on table content
 // read from the backend, on the status codes and messages the host sees, on
 // the log lines it captures, and on the objects left in S3; pyarrow reads
 // the Parquet files back.

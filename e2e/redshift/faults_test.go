@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/picomq/heavy-sinks/e2e/hostdriver"
-	"github.com/picomq/heavy-sinks/e2e/rsemu"
+	"github.com/picomq/heavy-sinks/plugins/redshift/rsemu"
+	"github.com/picomq/heavy-sinks/shared/hostdriver"
 )
 
 // retryWaits returns the "attempt=N wait=D" pairs of an instance's retry

@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"os"
-	"path/filepath"
 	"regexp"
 	"sort"
 	"strconv"
@@ -19,30 +17,19 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/picomq/heavy-sinks/e2e/hostdriver"
-	"github.com/picomq/heavy-sinks/e2e/rsemu"
-	"github.com/picomq/heavy-sinks/e2e/services"
+	"github.com/picomq/heavy-sinks/plugins/redshift/rsemu"
+	"github.com/picomq/heavy-sinks/shared/hostdriver"
+	"github.com/picomq/heavy-sinks/shared/testenv"
+	"github.com/picomq/heavy-sinks/shared/testenv/services"
 )
 
 const libName = "libpicomq_connector_redshift_sink.so"
 
-// libPath is the sink library buildscripts/build.sh put in $PICOMQ_DIST or
-// <repo>/dist. A missing build fails the test; it never skips.
+// libPath is the sink library buildscripts/build.sh built (testenv.Library).
+// A missing build fails the test; it never skips.
 func libPath(t testing.TB) string {
 	t.Helper()
-	dir := os.Getenv("PICOMQ_DIST")
-	if dir == "" {
-		root, err := hostdriver.RepoRoot()
-		if err != nil {
-			t.Fatal(err)
-		}
-		dir = filepath.Join(root, "dist")
-	}
-	p := filepath.Join(dir, libName)
-	if _, err := os.Stat(p); err != nil {
-		t.Fatalf("Redshift sink not built (%v): run `make build` first", err)
-	}
-	return p
+	return testenv.Library(t, libName)
 }
 
 // connector is one C host process with the sink library loaded: what one

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/picomq/heavy-sinks/e2e/hostdriver"
-	"github.com/picomq/heavy-sinks/e2e/rsemu"
+	"github.com/picomq/heavy-sinks/plugins/redshift/rsemu"
+	"github.com/picomq/heavy-sinks/shared/hostdriver"
 )
 
 // specColumns is "What lands in the table" with defaults: the columns of

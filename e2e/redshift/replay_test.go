@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/picomq/heavy-sinks/e2e/hostdriver"
-	"github.com/picomq/heavy-sinks/e2e/rsemu"
+	"github.com/picomq/heavy-sinks/plugins/redshift/rsemu"
+	"github.com/picomq/heavy-sinks/shared/hostdriver"
 )
 
 // The spec's replay table has one row, "Any": a replayed batch changes

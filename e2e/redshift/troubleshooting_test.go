@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/picomq/heavy-sinks/e2e/hostdriver"
-	"github.com/picomq/heavy-sinks/e2e/rsemu"
+	"github.com/picomq/heavy-sinks/plugins/redshift/rsemu"
+	"github.com/picomq/heavy-sinks/shared/hostdriver"
 )
 
 // Each test here reproduces one row of the spec's troubleshooting table

@@ -4,18 +4,16 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/picomq/heavy-sinks/plugins/delta/deltalog"
 	"github.com/picomq/heavy-sinks/plugins/delta/objstore"
 	"github.com/picomq/heavy-sinks/shared/sdk"
+	"github.com/picomq/heavy-sinks/shared/sdk/sdktest"
 )
 
 // smallTable creates a table (id long, region string, partitioned by
@@ -39,28 +37,11 @@ func smallTable(t *testing.T, conf map[string]string) string {
 	return dir
 }
 
-type logBook struct {
-	mu    sync.Mutex
-	lines []string
-}
-
-func (l *logBook) log(level slog.Level, line string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.lines = append(l.lines, level.String()+" "+line)
-}
-
-func (l *logBook) find(s string) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return slices.ContainsFunc(l.lines, func(x string) bool { return strings.Contains(x, s) })
-}
-
-func openSink(t *testing.T, key, dir string) (uint64, *logBook) {
+func openSink(t *testing.T, key, dir string) (uint64, *sdktest.Logs) {
 	t.Helper()
 	def, _ := json.Marshal(map[string]any{"key": key, "plugin_config": map[string]any{"table_uri": "file://" + dir}})
-	logs := &logBook{}
-	h, err := sdk.Open(def, logs.log)
+	logs := &sdktest.Logs{}
+	h, err := sdk.Open(def, logs.Log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,8 +117,8 @@ func TestSinkWritesCheckpointsAtTheInterval(t *testing.T) {
 			t.Fatalf("unexpected checkpoint at %d", v)
 		}
 	}
-	if !logs.find("wrote Delta checkpoint") {
-		t.Fatalf("no checkpoint log line: %v", logs.lines)
+	if !logs.Contains("wrote Delta checkpoint") {
+		t.Fatalf("no checkpoint log line: %v", logs.Lines())
 	}
 
 	// The checkpoint holds the whole table: read from it alone (commits
@@ -187,13 +168,13 @@ func TestSinkCatchesUpAMissedCheckpoint(t *testing.T) {
 	h, logs := openSink(t, "late", dir)
 	defer sdk.Close(h)
 	waitFor(t, "checkpoint 12", func() bool { return exists(ckptFile(dir, 12)) })
-	if !logs.find("missed a checkpoint") {
-		t.Fatalf("logs %v", logs.lines)
+	if !logs.Contains("missed a checkpoint") {
+		t.Fatalf("logs %v", logs.Lines())
 	}
 	// Up to date now: nothing is scheduled on the next open.
 	h2, logs2 := openSink(t, "late2", dir)
 	sdk.Close(h2)
-	if logs2.find("missed a checkpoint") {
+	if logs2.Contains("missed a checkpoint") {
 		t.Fatal("a checkpointed table reported as missing one")
 	}
 }

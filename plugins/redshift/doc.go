@@ -29,8 +29,9 @@
 // Tests: config_internal_test.go, open_test.go and docs_test.go need no
 // services (docs_test.go keeps docs/redshift-config.md in sync, -update
 // rewrites it); the others run the sink in-process against the Redshift
-// emulator (e2e/rsemu) and MinIO from buildscripts/services.sh, through the
-// helpers in rig_test.go, and fail when those are not running.
+// emulator (the rsemu test peer beside this package) and MinIO from
+// buildscripts/services.sh, through the helpers in rig_test.go, and fail
+// when those are not running.
 //
 // Error classes: a record that can never fit its column, a text payload that
 // is not text, or a topic the template cannot resolve is FATAL; everything

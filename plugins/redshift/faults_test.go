@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/picomq/heavy-sinks/e2e/rsemu"
+	"github.com/picomq/heavy-sinks/plugins/redshift/rsemu"
 	"github.com/picomq/heavy-sinks/shared/sdk"
 )
 
@@ -52,8 +52,8 @@ func TestTransientFaultsAreRetriedFromBegin(t *testing.T) {
 				if m := metrics(t, h); m["copy_retries"] != 2 || m["chunks"] != 1 {
 					t.Errorf("metrics %v", m)
 				}
-				if got := strings.Count(logs.all(), "WARN Redshift load transaction failed, retrying"); got != 2 {
-					t.Errorf("%d retry warnings:\n%s", got, logs.all())
+				if got := strings.Count(logs.String(), "WARN Redshift load transaction failed, retrying"); got != 2 {
+					t.Errorf("%d retry warnings:\n%s", got, logs.String())
 				}
 			})
 		}
@@ -71,13 +71,13 @@ func TestRetryBackoffIsLinear(t *testing.T) {
 	if elapsed < 900*time.Millisecond {
 		t.Errorf("took %v, the waits alone are 900ms", elapsed)
 	}
-	waits := regexp.MustCompile(`attempt=(\d) wait=(\S+)`).FindAllStringSubmatch(logs.all(), -1)
+	waits := regexp.MustCompile(`attempt=(\d) wait=(\S+)`).FindAllStringSubmatch(logs.String(), -1)
 	var got []string
 	for _, w := range waits {
 		got = append(got, w[1]+":"+w[2])
 	}
 	if strings.Join(got, " ") != "1:150ms 2:300ms 3:450ms" {
-		t.Errorf("waits %v\n%s", got, logs.all())
+		t.Errorf("waits %v\n%s", got, logs.String())
 	}
 	if n := r.countStatements(`^COPY`); n != 4 {
 		t.Errorf("COPY ran %d times, want 4", n)

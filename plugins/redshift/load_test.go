@@ -10,7 +10,7 @@ import (
 	"github.com/picomq/heavy-sinks/shared/sdk"
 )
 
-// Integration tests against the Redshift emulator (e2e/rsemu) with the
+// Integration tests against the Redshift emulator (plugins/redshift/rsemu) with the
 // services of buildscripts/services.sh.
 
 func TestLoadRowsExactlyAsSpecified(t *testing.T) {
@@ -153,8 +153,8 @@ func TestTextPayload(t *testing.T) {
 		t.Run(format, func(t *testing.T) {
 			r := newRig(t)
 			h, logs := r.open("text", r.config(map[string]any{"target_table": "events", "payload_format": format, "include_metadata": false}))
-			if format == "json" && !strings.Contains(logs.all(), "WARN Json is not supported, falling back to Text") {
-				t.Errorf("json warning missing:\n%s", logs.all())
+			if format == "json" && !strings.Contains(logs.String(), "WARN Json is not supported, falling back to Text") {
+				t.Errorf("json warning missing:\n%s", logs.String())
 			}
 			b := batch("events", 0, 5)
 			b.Records[1].Payload = []byte(`{"name":"größe ✓"}`)

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/picomq/heavy-sinks/e2e/rsemu"
+	"github.com/picomq/heavy-sinks/plugins/redshift/rsemu"
 	"github.com/picomq/heavy-sinks/shared/sdk"
 )
 
@@ -15,18 +15,18 @@ func TestVerboseLogging(t *testing.T) {
 	hq, quiet := r.open("quiet", r.config(map[string]any{"target_table": "logged"}))
 	mustConsume(t, hv, batch("orders", 0, 3))
 	mustConsume(t, hq, batch("orders", 10, 3))
-	if !strings.Contains(verbose.all(), "INFO batch loaded topic=orders table=logged records=3 offsets=0..2 chunks=1 inserted=3 skipped_duplicates=0 duration=") {
-		t.Errorf("verbose_logging = true logs no batch line at info:\n%s", verbose.all())
+	if !strings.Contains(verbose.String(), "INFO batch loaded topic=orders table=logged records=3 offsets=0..2 chunks=1 inserted=3 skipped_duplicates=0 duration=") {
+		t.Errorf("verbose_logging = true logs no batch line at info:\n%s", verbose.String())
 	}
-	if strings.Contains(quiet.all(), "batch loaded") {
-		t.Errorf("verbose_logging = false logged the batch at info:\n%s", quiet.all())
+	if strings.Contains(quiet.String(), "batch loaded") {
+		t.Errorf("verbose_logging = false logged the batch at info:\n%s", quiet.String())
 	}
 
 	t.Setenv(sdk.LogLevelEnv, "debug")
 	hd, debug := r.open("debug", r.config(map[string]any{"target_table": "logged"}))
 	mustConsume(t, hd, batch("orders", 20, 3))
-	if !strings.Contains(debug.all(), "DEBUG batch loaded topic=orders") {
-		t.Errorf("no debug batch line:\n%s", debug.all())
+	if !strings.Contains(debug.String(), "DEBUG batch loaded topic=orders") {
+		t.Errorf("no debug batch line:\n%s", debug.String())
 	}
 }
 
@@ -55,7 +55,7 @@ func TestSecretsStayInside(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	texts = append(texts, string(raw), logs.all())
+	texts = append(texts, string(raw), logs.String())
 	if err := sdk.Close(h); err != nil {
 		t.Fatal(err)
 	}

@@ -2,32 +2,13 @@ package redshift_test
 
 import (
 	"encoding/json"
-	"log/slog"
 	"net"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/picomq/heavy-sinks/shared/sdk"
+	"github.com/picomq/heavy-sinks/shared/sdk/sdktest"
 )
-
-// logLines collects what an instance logs.
-type logLines struct {
-	mu    sync.Mutex
-	lines []string
-}
-
-func (l *logLines) fn(level slog.Level, line string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.lines = append(l.lines, level.String()+" "+line)
-}
-
-func (l *logLines) all() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return strings.Join(l.lines, "\n")
-}
 
 func definition(t testing.TB, key string, cfg map[string]any) []byte {
 	t.Helper()
@@ -89,8 +70,8 @@ func TestOpenRefusesBadConfig(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := baseConfig(dsn)
 			tt.change(cfg)
-			logs := &logLines{}
-			h, err := sdk.Open(definition(t, "bad_config", cfg), logs.fn)
+			logs := &sdktest.Logs{}
+			h, err := sdk.Open(definition(t, "bad_config", cfg), logs.Log)
 			if err == nil {
 				sdk.Close(h)
 				t.Fatal("open succeeded")
@@ -101,27 +82,27 @@ func TestOpenRefusesBadConfig(t *testing.T) {
 			if sdk.StatusOf(err) != sdk.StatusBadConfig {
 				t.Fatalf("status %v, want BAD_CONFIG", sdk.StatusOf(err))
 			}
-			if strings.Contains(err.Error()+logs.all(), "hunter2-secret") || strings.Contains(err.Error()+logs.all(), "s3cr3t-value") {
-				t.Fatalf("a secret leaked: %v\n%s", err, logs.all())
+			if strings.Contains(err.Error()+logs.String(), "hunter2-secret") || strings.Contains(err.Error()+logs.String(), "s3cr3t-value") {
+				t.Fatalf("a secret leaked: %v\n%s", err, logs.String())
 			}
 		})
 	}
 }
 
 func TestOpenFailsToConnectWithoutLeakingThePassword(t *testing.T) {
-	logs := &logLines{}
+	logs := &sdktest.Logs{}
 	cfg := baseConfig("postgres://loader:hunter2-secret@" + closedPort(t) + "/analytics?sslmode=disable&connect_timeout=5")
 	cfg["payload_format"] = "json"
 	cfg["s3_prefix"] = "" // required, but may be empty
 	cfg["retry_delay"] = "whenever"
-	_, err := sdk.Open(definition(t, "no_db", cfg), logs.fn)
+	_, err := sdk.Open(definition(t, "no_db", cfg), logs.Log)
 	if err == nil || !strings.HasPrefix(err.Error(), "Failed to connect to Redshift: ") {
 		t.Fatalf("got %v", err)
 	}
 	if sdk.StatusOf(err) != sdk.StatusRetry {
 		t.Fatalf("status %v, want RETRY (the endpoint may come back)", sdk.StatusOf(err))
 	}
-	all := logs.all()
+	all := logs.String()
 	if strings.Contains(err.Error()+all, "hunter2-secret") {
 		t.Fatalf("password leaked: %v\n%s", err, all)
 	}
@@ -134,15 +115,15 @@ func TestOpenFailsToConnectWithoutLeakingThePassword(t *testing.T) {
 }
 
 func TestOpenWarnsAboutUnknownPayloadFormat(t *testing.T) {
-	logs := &logLines{}
+	logs := &sdktest.Logs{}
 	cfg := baseConfig("postgres://loader:pw-value@" + closedPort(t) + "/analytics?sslmode=disable")
 	cfg["payload_format"] = "parquet"
-	_, err := sdk.Open(definition(t, "unknown_format", cfg), logs.fn)
+	_, err := sdk.Open(definition(t, "unknown_format", cfg), logs.Log)
 	if err == nil {
 		t.Fatal("open succeeded without a database")
 	}
-	if !strings.Contains(logs.all(), `WARN payload_format "parquet" is not supported, falling back to Varbyte`) {
-		t.Fatalf("warning missing:\n%s", logs.all())
+	if !strings.Contains(logs.String(), `WARN payload_format "parquet" is not supported, falling back to Varbyte`) {
+		t.Fatalf("warning missing:\n%s", logs.String())
 	}
 }
 

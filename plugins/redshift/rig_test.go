@@ -12,9 +12,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/picomq/heavy-sinks/e2e/rsemu"
-	"github.com/picomq/heavy-sinks/e2e/services"
+	"github.com/picomq/heavy-sinks/plugins/redshift/rsemu"
 	"github.com/picomq/heavy-sinks/shared/sdk"
+	"github.com/picomq/heavy-sinks/shared/sdk/sdktest"
+	"github.com/picomq/heavy-sinks/shared/testenv/services"
 )
 
 // rig is one integration test's world: a fresh PostgreSQL database behind
@@ -81,25 +82,25 @@ func (r *rig) config(overrides map[string]any) map[string]any {
 }
 
 // open opens a sink instance and closes it at the end of the test.
-func (r *rig) open(key string, cfg map[string]any) (uint64, *logLines) {
+func (r *rig) open(key string, cfg map[string]any) (uint64, *sdktest.Logs) {
 	r.t.Helper()
-	logs := &logLines{}
-	h, err := sdk.Open(definition(r.t, key, cfg), logs.fn)
+	logs := &sdktest.Logs{}
+	h, err := sdk.Open(definition(r.t, key, cfg), logs.Log)
 	if err != nil {
-		r.t.Fatalf("open: %v\n%s", err, logs.all())
+		r.t.Fatalf("open: %v\n%s", err, logs.String())
 	}
 	r.t.Cleanup(func() { _ = sdk.Close(h) })
 	return h, logs
 }
 
 // openErr opens a sink that is expected to fail.
-func (r *rig) openErr(key string, cfg map[string]any) (error, *logLines) {
+func (r *rig) openErr(key string, cfg map[string]any) (error, *sdktest.Logs) {
 	r.t.Helper()
-	logs := &logLines{}
-	h, err := sdk.Open(definition(r.t, key, cfg), logs.fn)
+	logs := &sdktest.Logs{}
+	h, err := sdk.Open(definition(r.t, key, cfg), logs.Log)
 	if err == nil {
 		_ = sdk.Close(h)
-		r.t.Fatalf("open succeeded\n%s", logs.all())
+		r.t.Fatalf("open succeeded\n%s", logs.String())
 	}
 	return err, logs
 }

@@ -109,8 +109,8 @@ func TestUploadFailures(t *testing.T) {
 			if r.count("up") != 0 {
 				t.Error("rows visible")
 			}
-			if strings.Contains(err.Error()+logs.all(), "definitely-wrong-secret") || strings.Contains(err.Error()+logs.all(), r.svc.S3SecretKey) {
-				t.Errorf("secret leaked: %v\n%s", err, logs.all())
+			if strings.Contains(err.Error()+logs.String(), "definitely-wrong-secret") || strings.Contains(err.Error()+logs.String(), r.svc.S3SecretKey) {
+				t.Errorf("secret leaked: %v\n%s", err, logs.String())
 			}
 		})
 	}

@@ -11,7 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
-	"github.com/picomq/heavy-sinks/e2e/rsemu"
+	"github.com/picomq/heavy-sinks/plugins/redshift/rsemu"
 	"github.com/picomq/heavy-sinks/plugins/redshift/rsparquet"
 	"github.com/picomq/heavy-sinks/plugins/redshift/rsql"
 	"github.com/picomq/heavy-sinks/shared/sdk"

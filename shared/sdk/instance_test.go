@@ -5,13 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/picomq/heavy-sinks/shared/sdk"
+	"github.com/picomq/heavy-sinks/shared/sdk/sdktest"
 )
 
 // probeConfig configures probeSink, a sink that does what the test asks.
@@ -120,33 +120,16 @@ func (p *probeSink) Metrics() map[string]any {
 	return map[string]any{"seen": len(p.seen), "dsn": p.cfg.DSN}
 }
 
-type logLines struct {
-	mu    sync.Mutex
-	lines []string
-}
-
-func (l *logLines) fn(level slog.Level, line string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.lines = append(l.lines, level.String()+" "+line)
-}
-
-func (l *logLines) all() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return strings.Join(l.lines, "\n")
-}
-
 func definition(key string, cfg map[string]any) []byte {
 	b, _ := json.Marshal(map[string]any{"key": key, "name": "n", "version": 3, "plugin_config": cfg})
 	return b
 }
 
-func open(t *testing.T, key string, cfg map[string]any, logs *logLines) uint64 {
+func open(t *testing.T, key string, cfg map[string]any, logs *sdktest.Logs) uint64 {
 	t.Helper()
 	var fn sdk.LogFunc
 	if logs != nil {
-		fn = logs.fn
+		fn = logs.Log
 	}
 	h, err := sdk.Open(definition(key, cfg), fn)
 	if err != nil {
@@ -165,7 +148,7 @@ func jsonBatch(payloads ...string) *sdk.Batch {
 }
 
 func TestOpenConsumeMetricsClose(t *testing.T) {
-	logs := &logLines{}
+	logs := &sdktest.Logs{}
 	h := open(t, "happy", map[string]any{"password": "pa55word"}, logs)
 	if err := sdk.Consume(h, jsonBatch(`{"a":1}`, `[2]`)); err != nil {
 		t.Fatal(err)
@@ -193,7 +176,7 @@ func TestOpenConsumeMetricsClose(t *testing.T) {
 	if !probes["happy"].closed {
 		t.Fatal("sink Close not called")
 	}
-	if got := logs.all(); !strings.Contains(got, "INFO opened password=[REDACTED]") || strings.Contains(got, "pa55word") {
+	if got := logs.String(); !strings.Contains(got, "INFO opened password=[REDACTED]") || strings.Contains(got, "pa55word") {
 		t.Fatalf("logs %q", got)
 	}
 }
@@ -285,7 +268,7 @@ func TestPayloadsAreCheckedBySchema(t *testing.T) {
 }
 
 func TestBackgroundPanicPoisonsInstance(t *testing.T) {
-	logs := &logLines{}
+	logs := &sdktest.Logs{}
 	h := open(t, "bg", map[string]any{"mode": "background_panic"}, logs)
 	if err := sdk.Consume(h, jsonBatch(`1`)); err != nil {
 		t.Fatal(err)
@@ -294,23 +277,23 @@ func TestBackgroundPanicPoisonsInstance(t *testing.T) {
 	if sdk.StatusOf(err) != sdk.StatusFatal || !strings.Contains(err.Error(), "bg boom") {
 		t.Fatalf("%v", err)
 	}
-	if !strings.Contains(logs.all(), "ERROR background goroutine panicked") {
-		t.Fatalf("logs %q", logs.all())
+	if !strings.Contains(logs.String(), "ERROR background goroutine panicked") {
+		t.Fatalf("logs %q", logs.String())
 	}
 }
 
 func TestNothingIsLoggedAfterClose(t *testing.T) {
-	logs := &logLines{}
-	h, err := sdk.Open(definition("lac", map[string]any{"mode": "log_after_close"}), logs.fn)
+	logs := &sdktest.Logs{}
+	h, err := sdk.Open(definition("lac", map[string]any{"mode": "log_after_close"}), logs.Log)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := sdk.Close(h); err != nil {
 		t.Fatal(err)
 	}
-	before := logs.all()
+	before := logs.String()
 	time.Sleep(30 * time.Millisecond)
-	if after := logs.all(); after != before || strings.Contains(after, "after close") {
+	if after := logs.String(); after != before || strings.Contains(after, "after close") {
 		t.Fatalf("logged after close: %q", after)
 	}
 }
@@ -465,8 +448,8 @@ func TestCloseWaitsForTheCancelledConsumeWhichReturnsRetry(t *testing.T) {
 
 func TestOpenEnvReadsTheGivenEnvironment(t *testing.T) {
 	t.Setenv("PICOMQ_CONNECTORS_SINK_ENVD_PLUGIN_CONFIG_PASSWORD", "from-os-environ")
-	var logs logLines
-	h, err := sdk.OpenEnv(definition("envd", map[string]any{"password": "from-json"}), logs.fn, []string{
+	var logs sdktest.Logs
+	h, err := sdk.OpenEnv(definition("envd", map[string]any{"password": "from-json"}), logs.Log, []string{
 		"PICOMQ_CONNECTORS_SINK_ENVD_PLUGIN_CONFIG_DSN=user:given-pw",
 		sdk.LogLevelEnv + "=warn",
 	})
@@ -480,7 +463,7 @@ func TestOpenEnvReadsTheGivenEnvironment(t *testing.T) {
 	if err := sdk.Close(h); err != nil {
 		t.Fatal(err)
 	}
-	if all := logs.all(); strings.Contains(all, "INFO") {
+	if all := logs.String(); strings.Contains(all, "INFO") {
 		t.Fatalf("%s=warn from the given environment ignored:\n%s", sdk.LogLevelEnv, all)
 	}
 	_, err = sdk.OpenEnv(definition("envd", nil), nil, []string{"PICOMQ_CONNECTORS_SINK_ENVD_PLUGIN_CONFIG_PASWORD=x"})

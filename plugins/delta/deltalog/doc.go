@@ -61,4 +61,11 @@
 //	checkpoint_write.go WriteCheckpoint, EncodeCheckpoint, the checkpoint
 //	                   schema, WriteLastCheckpoint and its checksum
 //	cleanup.go         CleanupLog: expired-log cleanup behind a checkpoint
+//
+// # Tests
+//
+// The conformance tests (conformance_test.go) load the Delta tables in
+// shared/testdata/delta-tables, which sits beside the repository checkout;
+// they find it through testenv.DeltaTables (shared/testenv), which fails
+// with where it looked and how to point it elsewhere (PICOMQ_DELTA_TABLES).
 package deltalog

@@ -16,17 +16,17 @@ import (
 	"github.com/klauspost/compress/zstd"
 
 	"github.com/picomq/heavy-sinks/plugins/delta/deltalog"
+	"github.com/picomq/heavy-sinks/shared/testenv"
 )
 
-// testTablesDir is shared/testdata/delta-tables, which sits beside the
-// repository checkout (see shared/README.md).
-var testTablesDir = filepath.Join("..", "..", "..", "..", "shared", "testdata", "delta-tables")
-
-// tableDir returns the directory of a test table, unpacking <name>.tar.zst
-// into a temporary directory when the table ships compressed. A missing
-// table fails the test: the fixtures are part of the suite, not optional.
+// tableDir returns the directory of a conformance table (testenv.DeltaTables:
+// shared/testdata/delta-tables beside the repository checkout), unpacking
+// <name>.tar.zst into a temporary directory when the table ships compressed.
+// A missing table fails the test: the fixtures are part of the suite, not
+// optional.
 func tableDir(tb testing.TB, name string) string {
 	tb.Helper()
+	testTablesDir := testenv.DeltaTables(tb)
 	dir := filepath.Join(testTablesDir, name)
 	if st, err := os.Stat(dir); err == nil && st.IsDir() {
 		return dir

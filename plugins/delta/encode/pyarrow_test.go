@@ -3,7 +3,7 @@ package encode_test
 // REQUIRES PYTHON. TestPyarrowReadsFiles checks the files with a second,
 // independent Parquet implementation (Arrow C++ through pyarrow): types,
 // column order, encodings, values. It runs in the project's pinned
-// virtualenv (e2e/pyenv: buildscripts/pyenv.sh creates .cache/venv from
+// virtualenv (shared/testenv/pyenv: buildscripts/pyenv.sh creates .cache/venv from
 // buildscripts/requirements.txt on first use) and fails, never skips, when
 // that env cannot be made.
 
@@ -14,8 +14,8 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/picomq/heavy-sinks/e2e/pyenv"
 	"github.com/picomq/heavy-sinks/plugins/delta/encode"
+	"github.com/picomq/heavy-sinks/shared/testenv/pyenv"
 )
 
 const pyarrowCheck = `

@@ -1,4 +1,5 @@
-// Package sdktest holds test helpers shared by the plugins' tests.
+// Package sdktest holds test helpers shared by the SDK's and the plugins' tests:
+// Logs collects an instance's log lines, Golden checks generated files.
 package sdktest
 
 import (

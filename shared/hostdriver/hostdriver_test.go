@@ -1,0 +1,641 @@
+package hostdriver_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/picomq/heavy-sinks/shared/hostdriver"
+	"github.com/picomq/heavy-sinks/shared/testenv"
+)
+
+// Built once by TestMain: the host and two copies of the C stub plugin
+// (cmd/picomq-host/testdata/stubplugin.c) under different names, so that one host
+// can load two distinct libraries.
+var hostBin, stubA, stubB string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "hostdriver-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := func() int {
+		defer os.RemoveAll(dir)
+		if hostBin, err = hostdriver.Build(dir); err == nil {
+			if stubA, err = buildStub(dir, "stub-a"); err == nil {
+				stubB, err = buildStub(dir, "stub-b")
+			}
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		return m.Run()
+	}()
+	os.Exit(code)
+}
+
+func buildStub(dir, name string) (string, error) {
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		return "", err
+	}
+	out := filepath.Join(dir, name+".so")
+	// -z nodelete, as Go links its c-shared libraries: the stub's late-log
+	// thread may outlive dlclose at host exit.
+	cmd := exec.Command("gcc", "-std=c11", "-Wall", "-Wextra", "-Werror", "-O2", "-g",
+		"-shared", "-fPIC", "-pthread", "-Wl,-z,nodelete",
+		"-I", filepath.Join(root, "include"), fmt.Sprintf("-DSTUB_NAME=%q", name),
+		"-o", out, filepath.Join(root, "cmd/picomq-host/testdata/stubplugin.c"))
+	if msg, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("building %s: %v\n%s", name, err, msg)
+	}
+	return out, nil
+}
+
+// start starts a host for t. PICOMQ_HOST_WRAPPER runs it under a wrapper,
+// e.g. PICOMQ_HOST_WRAPPER="valgrind -q --error-exitcode=99".
+func start(t *testing.T, opts ...hostdriver.Option) *hostdriver.Host {
+	t.Helper()
+	return hostdriver.StartTest(t, hostBin, append(wrapper(), opts...)...)
+}
+
+func wrapper() []hostdriver.Option {
+	if w := os.Getenv("PICOMQ_HOST_WRAPPER"); w != "" {
+		return []hostdriver.Option{hostdriver.Wrapper(strings.Fields(w)...), hostdriver.ExitTimeout(5 * time.Minute)}
+	}
+	return nil
+}
+
+func load(t *testing.T, h *hostdriver.Host, path string, opts ...hostdriver.CallOption) *hostdriver.Lib {
+	t.Helper()
+	lib, err := h.Load(path, opts...)
+	if err != nil {
+		t.Fatalf("Load(%s): %v", path, err)
+	}
+	return lib
+}
+
+func open(t *testing.T, lib *hostdriver.Lib, config string, opts ...hostdriver.CallOption) *hostdriver.Instance {
+	t.Helper()
+	inst, err := lib.Open(config, opts...)
+	if err != nil {
+		t.Fatalf("Open(%s): %v", config, err)
+	}
+	return inst
+}
+
+// wantStatus checks that err is a *StatusError with code and a message
+// containing msg.
+func wantStatus(t *testing.T, err error, code hostdriver.Status, msg string) {
+	t.Helper()
+	var se *hostdriver.StatusError
+	if !errors.As(err, &se) {
+		t.Fatalf("got error %v, want a *StatusError %s", err, code)
+	}
+	if se.Code != code || !strings.Contains(se.Message, msg) {
+		t.Fatalf("got %v, want %s with a message containing %q", err, code, msg)
+	}
+}
+
+func metrics(t *testing.T, inst *hostdriver.Instance) (batches, records uint64) {
+	t.Helper()
+	js, err := inst.Metrics()
+	if err != nil {
+		t.Fatalf("Metrics: %v", err)
+	}
+	var m struct{ Batches, Records uint64 }
+	if err := json.Unmarshal([]byte(js), &m); err != nil {
+		t.Fatalf("metrics %q: %v", js, err)
+	}
+	return m.Batches, m.Records
+}
+
+func batch(topic string, payloads ...string) hostdriver.Batch {
+	b := hostdriver.Batch{Attempt: 1, Topic: topic, Schema: "json"}
+	for i, p := range payloads {
+		b.Records = append(b.Records, hostdriver.Record{Offset: uint64(i), Payload: []byte(p)})
+	}
+	return b
+}
+
+const config = `{"key":"k","name":"n","version":1,"plugin_config":{"table":"t"}}`
+
+func TestLoad(t *testing.T) {
+	h := start(t)
+	a := load(t, h, stubA)
+	if major, minor := a.ABI(); major != 1 || minor != 0 {
+		t.Errorf("ABI() = %d.%d, want 1.0", major, minor)
+	}
+	if again := load(t, h, stubA); again.ID() != a.ID() {
+		t.Errorf("loading %s again gave library %d, want %d", stubA, again.ID(), a.ID())
+	}
+	if b := load(t, h, stubB); b.ID() == a.ID() {
+		t.Errorf("two libraries share id %d", a.ID())
+	}
+
+	_, err := h.Load("/nonexistent/plugin.so")
+	wantStatus(t, err, hostdriver.StatusHostError, "dlopen")
+	_, err = h.Load("libm.so.6")
+	wantStatus(t, err, hostdriver.StatusHostError, "no picomq_sink_plugin_init")
+}
+
+func TestABIMismatch(t *testing.T) {
+	h := start(t)
+	_, err := h.LoadWithABI(stubA, 2, 0)
+	wantStatus(t, err, hostdriver.StatusABIMismatch, "returned ABI_MISMATCH")
+	var se *hostdriver.StatusError
+	if errors.As(err, &se); se.Op != "load" {
+		t.Errorf("Op = %q, want load", se.Op)
+	}
+	// A newer minor version is fine, and the refusal left nothing behind.
+	lib, err := h.LoadWithABI(stubA, 1, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lib.Describe(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestTableSize(t *testing.T) {
+	h := start(t)
+	// struct_size, abi_major, abi_minor, describe, open: an older host's table.
+	lib := load(t, h, stubA, hostdriver.TableSize(32))
+	if _, err := lib.Describe(); err != nil {
+		t.Fatal(err)
+	}
+	inst := open(t, lib, config)
+	wantStatus(t, inst.Consume(batch("t", "{}")), hostdriver.StatusHostError, "has no consume")
+
+	// A newer host's longer table.
+	load(t, h, stubB, hostdriver.TableSize(200))
+	_, err := h.Load(stubB, hostdriver.TableSize(4))
+	wantStatus(t, err, hostdriver.StatusHostError, "out of range")
+}
+
+func TestDescribeBufferTooSmall(t *testing.T) {
+	h := start(t)
+	lib := load(t, h, stubA)
+	for _, tc := range []struct {
+		cap, calls int
+	}{{64, 2}, {0, 2}, {1, 2}, {4096, 1}} {
+		var calls int
+		js, err := lib.Describe(hostdriver.OutCap(tc.cap), hostdriver.CallCount(&calls))
+		if err != nil {
+			t.Fatalf("OutCap(%d): %v", tc.cap, err)
+		}
+		if calls != tc.calls {
+			t.Errorf("OutCap(%d): %d calls, want %d", tc.cap, calls, tc.calls)
+		}
+		var v struct{ Name string }
+		if err := json.Unmarshal([]byte(js), &v); err != nil || v.Name != "stub-a" || len(js) <= 64 {
+			t.Errorf("OutCap(%d): describe = %q (%v)", tc.cap, js, err)
+		}
+	}
+}
+
+func TestInstanceLifecycle(t *testing.T) {
+	h := start(t)
+	lib := load(t, h, stubA)
+
+	_, err := lib.Open(`{"plugin_config":{"bad":1}}`)
+	wantStatus(t, err, hostdriver.StatusBadConfig, "plugin_config.bad")
+
+	inst := open(t, lib, config)
+	if inst.Handle() == 0 {
+		t.Fatal("handle 0")
+	}
+	if err := inst.Consume(batch("t", "{}", "{}", "{}")); err != nil {
+		t.Fatal(err)
+	}
+	wantStatus(t, inst.Consume(batch("retry", "{}", "{}")), hostdriver.StatusRetry, "retry: 2 records")
+	wantStatus(t, inst.Consume(batch("fatal")), hostdriver.StatusFatal, "fatal requested")
+	if err := inst.Consume(batch("empty")); err != nil {
+		t.Fatal(err)
+	}
+	if b, r := metrics(t, inst); b != 2 || r != 3 {
+		t.Errorf("metrics: %d batches, %d records; want 2, 3", b, r)
+	}
+	var calls int
+	if _, err := inst.Metrics(hostdriver.OutCap(8), hostdriver.CallCount(&calls)); err != nil || calls != 2 {
+		t.Errorf("Metrics(OutCap(8)): %d calls, %v; want 2 calls", calls, err)
+	}
+	if err := inst.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	// The handle is invalid now: FATAL, never a crash.
+	wantStatus(t, inst.Consume(batch("t", "{}")), hostdriver.StatusFatal, "unknown instance")
+	_, err = inst.Metrics()
+	wantStatus(t, err, hostdriver.StatusFatal, "metrics returned FATAL")
+	wantStatus(t, inst.Close(), hostdriver.StatusFatal, "unknown instance")
+	wantStatus(t, lib.Instance(12345).Consume(batch("t")), hostdriver.StatusFatal, "unknown instance 12345")
+	if got := hostdriver.CodeOf(inst.Close()); got != hostdriver.StatusFatal {
+		t.Errorf("CodeOf = %s, want FATAL", got)
+	}
+}
+
+// The stub's "echo" topic returns its view of the batch as RETRY text: this
+// checks every field the host builds from the frame.
+func TestBatchEncoding(t *testing.T) {
+	h := start(t)
+	inst := open(t, load(t, h, stubA), config)
+	b := hostdriver.Batch{
+		Attempt: 3, Partition: 7, Topic: "echo", Schema: "avro",
+		Records: []hostdriver.Record{
+			{Offset: 10, TimestampMs: -5, Payload: []byte("hello")},
+			{Offset: 11, TimestampMs: 1700000000000, Key: []byte{},
+				Headers: []hostdriver.Header{{Key: "k1", Value: []byte("v1")}, {Key: "", Value: nil}},
+			},
+			{Offset: 1<<64 - 1, Key: []byte{0, 0xff}, Payload: []byte{0, 1, 2}},
+		},
+	}
+	want := "attempt=3 partition=7 topic=echo schema=avro records=3" +
+		"|off=10 ts=-5 key=- headers=[] payload=x68656c6c6f" +
+		"|off=11 ts=1700000000000 key=x headers=[x6b31:x7631,x:x] payload=x" +
+		"|off=18446744073709551615 ts=0 key=x00ff headers=[] payload=x000102"
+	wantStatus(t, inst.Consume(b, hostdriver.ErrCap(4096)), hostdriver.StatusRetry, want)
+
+	wantStatus(t, inst.Consume(hostdriver.Batch{Topic: "echo"}), hostdriver.StatusRetry,
+		"attempt=0 partition=0 topic=echo schema= records=0")
+}
+
+func TestErrCap(t *testing.T) {
+	h := start(t)
+	inst := open(t, load(t, h, stubA), config)
+	for _, tc := range []struct {
+		cap  int
+		want string
+	}{{8, "retry: "}, {1, ""}, {0, ""}, {1024, "retry: 1 records"}} {
+		err := inst.Consume(batch("retry", "{}"), hostdriver.ErrCap(tc.cap))
+		var se *hostdriver.StatusError
+		if !errors.As(err, &se) || se.Code != hostdriver.StatusRetry || se.Message != tc.want {
+			t.Errorf("ErrCap(%d): %v, want RETRY %q", tc.cap, err, tc.want)
+		}
+	}
+}
+
+func TestContractViolations(t *testing.T) {
+	h := start(t)
+	inst := open(t, load(t, h, stubA), config)
+	wantStatus(t, inst.Consume(batch("nonul")), hostdriver.StatusContract, "not NUL-terminated")
+	wantStatus(t, inst.Consume(batch("badutf8")), hostdriver.StatusContract, "not UTF-8")
+}
+
+// A plugin that keeps a pointer into a batch reads poison afterwards.
+func TestLentMemoryIsPoisoned(t *testing.T) {
+	h := start(t)
+	inst := open(t, load(t, h, stubA), config)
+	if err := inst.Consume(batch("keep", "hello")); err != nil {
+		t.Fatal(err)
+	}
+	wantStatus(t, inst.Consume(batch("peek")), hostdriver.StatusRetry, "xa5a5a5a5a5")
+}
+
+func TestLogs(t *testing.T) {
+	var mu sync.Mutex
+	var seen []hostdriver.LogLine
+	h := start(t, hostdriver.OnLog(func(l hostdriver.LogLine) {
+		mu.Lock()
+		seen = append(seen, l)
+		mu.Unlock()
+	}))
+	lib := load(t, h, stubA)
+	inst := open(t, lib, config)
+
+	logs := inst.Logs()
+	if len(logs) != 1 {
+		t.Fatalf("after open: %v, want one line", logs)
+	}
+	l := logs[0]
+	if l.Level != slog.LevelInfo || l.Lib != lib.ID() || l.Late || l.Ctx != inst.Ctx() ||
+		l.Message != fmt.Sprintf("stub-a: opened instance %d config_len=%d", inst.Handle(), len(config)) {
+		t.Errorf("open log line: %+v", l)
+	}
+
+	if err := inst.Consume(batch("log", "one", "two")); err != nil {
+		t.Fatal(err)
+	}
+	if err := inst.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, l := range inst.Logs() {
+		got = append(got, l.Level.String()+" "+l.Message)
+	}
+	want := []string{
+		fmt.Sprintf("INFO stub-a: opened instance %d config_len=%d", inst.Handle(), len(config)),
+		"WARN one", "WARN two",
+		fmt.Sprintf("INFO stub-a: closing instance %d", inst.Handle()),
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("log lines:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	mu.Lock()
+	if len(seen) != 4 {
+		t.Errorf("OnLog saw %d lines, want 4", len(seen))
+	}
+	mu.Unlock()
+
+	// log == NULL: the plugin logs to stderr.
+	quiet := open(t, lib, config, hostdriver.NoLog())
+	if n := len(quiet.Logs()); n != 0 {
+		t.Errorf("NoLog: %d lines captured", n)
+	}
+	line := fmt.Sprintf("stub-a: opened instance %d", quiet.Handle())
+	for deadline := time.Now().Add(5 * time.Second); !strings.Contains(h.Stderr(), line); {
+		if time.Now().After(deadline) {
+			t.Fatalf("NoLog: stderr %q lacks %q", h.Stderr(), line)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func TestLateLogIsFlagged(t *testing.T) {
+	h := start(t)
+	inst := open(t, load(t, h, stubA), `{"plugin_config":{"latelog":true}}`)
+	if err := inst.Close(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	l, err := h.WaitLog(ctx, func(l hostdriver.LogLine) bool { return l.Ctx == inst.Ctx() && l.Late })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Level != slog.LevelError || l.Lib != 0 || !strings.Contains(l.Message, "after close") {
+		t.Errorf("late line: %+v", l)
+	}
+}
+
+// Two libraries, several instances each, driven from many goroutines on all
+// host workers.
+func TestConcurrency(t *testing.T) {
+	const workers = 8
+	h := start(t, hostdriver.Workers(workers))
+	libs := []*hostdriver.Lib{load(t, h, stubA), load(t, h, stubB)}
+	var insts []*hostdriver.Instance
+	for _, lib := range libs {
+		for range workers / 2 {
+			insts = append(insts, open(t, lib, config))
+		}
+	}
+
+	// Each library's barrier opens only when 4 calls are inside its consume
+	// at once: the 8 calls on 8 workers must really run concurrently.
+	var wg sync.WaitGroup
+	for i, inst := range insts {
+		wg.Go(func() {
+			if err := inst.ConsumeOn(i, batch("barrier:4", "{}")); err != nil {
+				t.Errorf("barrier on worker %d: %v", i, err)
+			}
+		})
+	}
+	wg.Wait()
+
+	// Many calls, out of order: each goroutine checks that every response
+	// is its own (RETRY texts carry the record count) and counts what it
+	// wrote, which the metrics must match.
+	const goroutines, calls = 32, 150
+	var mu sync.Mutex
+	wantRecords := make([]uint64, len(insts))
+	wantBatches := make([]uint64, len(insts))
+	for g := range goroutines {
+		wg.Go(func() {
+			rng := rand.New(rand.NewPCG(uint64(g), 1))
+			for c := range calls {
+				i := rng.IntN(len(insts))
+				n := rng.IntN(20)
+				payloads := make([]string, n)
+				for k := range payloads {
+					payloads[k] = fmt.Sprintf(`{"g":%d,"c":%d}`, g, c)
+				}
+				switch c % 3 {
+				case 0:
+					err := insts[i].Consume(batch("retry", payloads...))
+					var se *hostdriver.StatusError
+					if !errors.As(err, &se) || se.Message != fmt.Sprintf("retry: %d records", n) {
+						t.Errorf("retry with %d records: %v", n, err)
+						return
+					}
+				case 1:
+					if _, err := insts[i].Metrics(); err != nil {
+						t.Error(err)
+						return
+					}
+				default:
+					if err := insts[i].ConsumeOn(rng.IntN(workers), batch("t", payloads...)); err != nil {
+						t.Error(err)
+						return
+					}
+					mu.Lock()
+					wantBatches[i]++
+					wantRecords[i] += uint64(n)
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	wg.Wait()
+	for i, inst := range insts {
+		if b, r := metrics(t, inst); b != wantBatches[i]+1 || r != wantRecords[i]+1 {
+			t.Errorf("instance %d: %d batches, %d records; want %d, %d", i, b, r, wantBatches[i]+1, wantRecords[i]+1)
+		}
+		if err := inst.Close(); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// By default a call goes to an idle worker, so metrics does not queue behind
+// a consume that blocks.
+func TestCallsAvoidBusyWorkers(t *testing.T) {
+	h := start(t, hostdriver.Workers(2))
+	inst := open(t, load(t, h, stubA), config)
+	slow := make(chan error, 1)
+	go func() { slow <- inst.Consume(batch("sleep:1500")) }()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	if _, err := inst.Metrics(hostdriver.WithContext(ctx)); err != nil {
+		t.Errorf("metrics during a slow consume: %v", err)
+	}
+	if err := <-slow; err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestCallContext(t *testing.T) {
+	h := start(t)
+	inst := open(t, load(t, h, stubA), config)
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	err := inst.Consume(batch("sleep:500"), hostdriver.WithContext(ctx))
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("got %v, want DeadlineExceeded", err)
+	}
+	if hostdriver.CodeOf(err) != hostdriver.StatusHostError {
+		t.Errorf("CodeOf(%v) = %s", err, hostdriver.CodeOf(err))
+	}
+	if b, _ := metrics(t, inst); b != 0 {
+		t.Errorf("%d batches before the abandoned call finished", b)
+	}
+}
+
+func TestUnknownWorker(t *testing.T) {
+	h := start(t, hostdriver.Workers(2))
+	inst := open(t, load(t, h, stubA), config)
+	wantStatus(t, inst.ConsumeOn(99, batch("t")), hostdriver.StatusHostError, "no worker 99")
+}
+
+// Setenv and Unsetenv change the host process's environment as the C
+// library sees it, for the plugin's next call on any worker.
+func TestSetenv(t *testing.T) {
+	h := start(t, hostdriver.Workers(2), hostdriver.Env("PICOMQ_STUB_VAR=from-start"))
+	inst := open(t, load(t, h, stubA), config)
+	get := func(worker int) error { return inst.ConsumeOn(worker, batch("getenv", "PICOMQ_STUB_VAR")) }
+	wantStatus(t, get(0), hostdriver.StatusRetry, "PICOMQ_STUB_VAR=from-start")
+	if err := h.Setenv("PICOMQ_STUB_VAR", "set later", hostdriver.OnWorker(0)); err != nil {
+		t.Fatal(err)
+	}
+	wantStatus(t, get(1), hostdriver.StatusRetry, "PICOMQ_STUB_VAR=set later")
+	if err := h.Setenv("PICOMQ_STUB_VAR", ""); err != nil {
+		t.Fatal(err)
+	}
+	wantStatus(t, get(0), hostdriver.StatusRetry, "PICOMQ_STUB_VAR=")
+	if err := h.Unsetenv("PICOMQ_STUB_VAR"); err != nil {
+		t.Fatal(err)
+	}
+	wantStatus(t, get(1), hostdriver.StatusRetry, "PICOMQ_STUB_VAR unset")
+	wantStatus(t, h.Setenv("A=B", "x"), hostdriver.StatusHostError, "bad name")
+	wantStatus(t, h.Setenv("", "x"), hostdriver.StatusHostError, "bad name")
+	wantStatus(t, h.Setenv("A", "x\x00y"), hostdriver.StatusHostError, "bad name or value")
+}
+
+// A crash fails every pending and later call with the exit status and
+// stderr, promptly.
+func TestCrash(t *testing.T) {
+	h := start(t)
+	lib := load(t, h, stubA)
+	a, b := open(t, lib, config), open(t, lib, config)
+
+	pending := make(chan error, 1)
+	go func() { pending <- b.ConsumeOn(1, batch("barrier:2")) }() // waits 10 s for a partner
+	time.Sleep(100 * time.Millisecond)
+
+	err := a.ConsumeOn(0, batch("abort"))
+	var ee *hostdriver.ExitError
+	if !errors.As(err, &ee) {
+		t.Fatalf("got %v, want an *ExitError", err)
+	}
+	if ws, ok := ee.ProcessState.Sys().(syscall.WaitStatus); !ok || ws.Signal() != syscall.SIGABRT {
+		t.Errorf("process state %v, want SIGABRT", ee.ProcessState)
+	}
+	if msg := err.Error(); !strings.Contains(msg, "signal: aborted") || !strings.Contains(msg, "stub-a: abort requested") {
+		t.Errorf("error %q lacks the signal or the stderr", msg)
+	}
+
+	select {
+	case err := <-pending:
+		if !errors.As(err, &ee) {
+			t.Errorf("pending call: %v, want an *ExitError", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a call pending during the crash did not return")
+	}
+	<-h.Done()
+	if _, err := a.Metrics(); !errors.As(err, &ee) {
+		t.Errorf("call after the crash: %v", err)
+	}
+	if _, err := h.Load(stubB); !errors.As(err, &ee) {
+		t.Errorf("load after the crash: %v", err)
+	}
+	if err := h.Close(); !errors.As(err, &ee) {
+		t.Errorf("Close after the crash: %v", err)
+	}
+}
+
+func TestKill(t *testing.T) {
+	h := start(t)
+	inst := open(t, load(t, h, stubA), config)
+	h.Kill()
+	err := inst.Consume(batch("t"))
+	var ee *hostdriver.ExitError
+	if !errors.As(err, &ee) || ee.Reason != "killed by Kill" || !strings.Contains(ee.State, "killed") {
+		t.Errorf("after Kill: %v", err)
+	}
+}
+
+// Close lets the host close what is still open and exit 0; calls after it
+// fail with ErrClosed.
+func TestCloseClosesLeftovers(t *testing.T) {
+	h, err := hostdriver.Start(context.Background(), hostBin, wrapper()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inst, err := load(t, h, stubA).Open(config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Close(); err != nil {
+		t.Fatal(err)
+	}
+	logs := inst.Logs()
+	if len(logs) != 2 || !strings.Contains(logs[1].Message, "closing instance") {
+		t.Errorf("logs %v, want the open and the close", logs)
+	}
+	if !strings.Contains(h.Stderr(), fmt.Sprintf("closed leftover instance %d of library 1: OK", inst.Handle())) {
+		t.Errorf("stderr %q", h.Stderr())
+	}
+	if err := inst.Consume(batch("t")); !errors.Is(err, hostdriver.ErrClosed) {
+		t.Errorf("after Close: %v, want ErrClosed", err)
+	}
+	if err := h.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+}
+
+func TestStart(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	// A "host" that never says HELLO.
+	_, err := hostdriver.Start(ctx, hostBin, hostdriver.Wrapper("sh", "-c", "sleep 10", "--"))
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("silent host: %v, want DeadlineExceeded", err)
+	}
+	if _, err := hostdriver.Start(context.Background(), "/nonexistent/picomq_host"); err == nil {
+		t.Error("started a missing binary")
+	}
+	// A host that exits at once: its error carries the exit status and stderr.
+	_, err = hostdriver.Start(context.Background(), hostBin, hostdriver.Wrapper("sh", "-c", `echo oops >&2; exit 7`, "--"))
+	var ee *hostdriver.ExitError
+	if !errors.As(err, &ee) || ee.State != "exit status 7" || !strings.Contains(ee.Stderr, "oops") {
+		t.Errorf("failing host: %v", err)
+	}
+	if _, err := hostdriver.Start(context.Background(), hostBin, hostdriver.Workers(0)); err == nil {
+		t.Error("Workers(0) accepted")
+	}
+}
+
+func TestBuildHost(t *testing.T) {
+	p1, p2 := hostdriver.BuildHost(t), hostdriver.BuildHost(t)
+	if p1 != p2 {
+		t.Errorf("BuildHost built twice: %s, %s", p1, p2)
+	}
+	h := hostdriver.StartTest(t, p1)
+	if major, minor := h.ABI(); major != 1 || minor != 0 {
+		t.Errorf("host ABI %d.%d", major, minor)
+	}
+}
