@@ -1,6 +1,6 @@
 /*
  * picomq_sink.h - the C ABI between a PicoMQ connector runtime (the host) and
- * a sink plugin shared library. ABI version 1.0.
+ * a sink plugin shared library. ABI version 1.1.
  *
  * This header is the contract. It is hand-written and committed; the Go SDK
  * (shared/sdk) implements it and the C test host (cmd/picomq-host) consumes it.
@@ -62,6 +62,10 @@
  *   PICOMQ_ABI_MISMATCH the host's major ABI version is not supported.
  *   PICOMQ_BUFFER_TOO_SMALL the output did not fit; *out_len holds the size
  *                      needed (without the NUL); call again with a larger buffer.
+ *   A consume may also return PICOMQ_OK having REJECTED some records (ABI
+ *   1.1, see picomq_batch.reject): every other record is durably written,
+ *   the rejected ones never will be, and the host decides what becomes of
+ *   them (a dead-letter topic) before it commits the offset.
  *   Panics inside the plugin (in an exported call or in a goroutine the SDK
  *   started) are recovered and reported as PICOMQ_FATAL with the panic text.
  *
@@ -88,7 +92,7 @@ extern "C" {
 #endif
 
 #define PICOMQ_SINK_ABI_MAJOR 1
-#define PICOMQ_SINK_ABI_MINOR 0
+#define PICOMQ_SINK_ABI_MINOR 1
 
 /* Result codes. */
 typedef int32_t picomq_status;
@@ -128,7 +132,56 @@ typedef struct picomq_record {
   picomq_bytes payload; /* decoded according to the batch schema */
 } picomq_record;
 
-/* One batch: records of one topic partition, in offset order. */
+/* Why a record was rejected (ABI 1.1): a small, closed set a host can act
+ * on without parsing messages. Hosts treat a value they do not know (from a
+ * later minor version) like PICOMQ_REJECT_VALUE; 0 is never valid. */
+typedef int32_t picomq_reject_reason;
+/* A value that cannot be represented in the destination: a type the column
+ * cannot take, a number out of range, a decimal that would need rounding,
+ * null or absence in a non-nullable field. */
+#define PICOMQ_REJECT_VALUE 1
+/* A value longer than the destination holds (a byte limit). */
+#define PICOMQ_REJECT_SIZE 2
+/* A payload that is not what the batch schema says: not JSON (or not a JSON
+ * object where one is needed), not valid UTF-8 text. */
+#define PICOMQ_REJECT_ENCODING 3
+
+/* Per-record rejection callback (ABI 1.1). index is the record's position
+ * in batch->records; msg is UTF-8, not NUL-terminated, borrowed for the call
+ * (the host copies it). ctx is batch->reject_ctx. */
+typedef void (*picomq_reject_fn)(void *ctx, size_t index,
+                                 picomq_reject_reason reason, const char *msg,
+                                 size_t msg_len);
+
+/* One batch: records of one topic partition, in offset order.
+ *
+ * ABI 1.1 appends reject and reject_ctx. A 1.0 host passes a struct_size
+ * that ends at record_count: the plugin must not read past struct_size, and
+ * treats a short struct like reject == NULL.
+ *
+ * REJECTIONS (ABI 1.1). When reject is not NULL the host accepts per-record
+ * outcomes: a plugin that finds records which can never be written (the
+ * same batch retried cannot succeed for them) may call reject once per such
+ * record, write every other record, and return PICOMQ_OK. That OK means:
+ * every record not rejected is durably written, and no rejected record is
+ * (nor will a replay write it). Rules:
+ *   - reject is called only during consume, on the thread that called
+ *     consume, at most once per index, with index < record_count and
+ *     reason != 0; the host may answer a breach as a broken contract.
+ *   - Rejections count only when consume returns PICOMQ_OK. With any other
+ *     result the host forgets them: the batch as a whole did not happen.
+ *   - Rejections are a function of the batch and the destination's
+ *     definition: a replay of a batch already written (attempt > 1, or a
+ *     restart) reports the same records again, so a host that crashed before
+ *     it dealt with them learns them again.
+ *   - A failure that is not one record's (a network error, a topic name or
+ *     schema the plugin cannot take) is still RETRY or FATAL for the whole
+ *     batch. Rejecting every record of a batch is allowed.
+ * When reject is NULL (a 1.0 host, or a host that does not want rejections)
+ * a plugin fails the batch as ABI 1.0 says: PICOMQ_FATAL naming the first
+ * record that cannot be written. A 1.0 plugin ignores the field, so a 1.1
+ * host must be ready for FATAL either way; the plugin's abi_minor tells it
+ * whether rejections can ever come. */
 typedef struct picomq_batch {
   size_t struct_size; /* sizeof(picomq_batch) as the host knows it */
   uint32_t attempt;   /* 1 for the first delivery, up to 5 for the same batch */
@@ -137,7 +190,14 @@ typedef struct picomq_batch {
   picomq_bytes schema; /* "json", "raw", "text", "proto", "flatbuffer", "avro" */
   const picomq_record *records;
   size_t record_count;
+  /* ABI 1.1 */
+  picomq_reject_fn reject; /* NULL: fail the batch rather than reject records */
+  void *reject_ctx;
 } picomq_batch;
+
+/* struct_size of a 1.0 host's batch, the smallest a 1.1 plugin accepts. */
+#define PICOMQ_BATCH_SIZE_1_0 \
+  (offsetof(picomq_batch, record_count) + sizeof(size_t))
 
 /* An open instance. 0 is never a valid handle. */
 typedef uint64_t picomq_instance;
@@ -176,7 +236,8 @@ typedef struct picomq_sink_api {
                         picomq_instance *out, char *err, size_t err_cap);
 
   /* Writes one batch. Returns only after the write is durable (PICOMQ_OK) or
-   * known not to have happened (any other code). */
+   * known not to have happened (any other code). With batch->reject set
+   * (ABI 1.1) OK may come with records rejected; see picomq_batch. */
   picomq_status (*consume)(picomq_instance inst, const picomq_batch *batch,
                            char *err, size_t err_cap);
 

@@ -24,7 +24,9 @@
  *   2 DESCRIBE u32 lib, u32 out_cap
  *   3 OPEN     u32 lib, u64 log_ctx, u8 flags (1: pass log = NULL),
  *              u32 err_cap, bytes config
- *   4 CONSUME  u32 lib, u64 instance, u32 err_cap, u32 attempt,
+ *   4 CONSUME  u32 lib, u64 instance, u32 err_cap, u8 flags (1: pass a
+ *              reject callback, ABI 1.1; 2: pass a 1.0 host's batch,
+ *              struct_size PICOMQ_BATCH_SIZE_1_0), u32 attempt,
  *              u32 partition, bytes topic, bytes schema, u32 count, then
  *              count records: u64 offset, i64 timestamp_ms, ?bytes key,
  *              u32 header_count, header_count * (bytes key, bytes value),
@@ -40,9 +42,11 @@
  *   can come back in any order and are matched by id.
  *
  * OUTPUT (stdout): u8 kind, then
- *   1 HELLO    u32 protocol version (1), u32 workers, u32 abi_major,
+ *   1 HELLO    u32 protocol version (2), u32 workers, u32 abi_major,
  *              u32 abi_minor. Always the first frame.
- *   2 RESPONSE u64 id, i32 status, u64 value, bytes text
+ *   2 RESPONSE u64 id, i32 status, u64 value, bytes text, u32 nrej, then
+ *              nrej * (u64 index, i32 reason, bytes message): the records
+ *              a consume that returned OK rejected (0 for other ops)
  *   3 LOG      u64 log_ctx, u32 lib, i32 level, u8 flags, bytes message
  *              flags: 1 late (log_ctx is not an open in progress or an open
  *              instance: the plugin logged after close returned), 2 the
@@ -87,7 +91,7 @@
 
 #include "picomq_sink.h"
 
-#define PROTOCOL_VERSION 1u
+#define PROTOCOL_VERSION 2u
 #define DEFAULT_WORKERS 4
 #define MAX_WORKERS 256
 #define MAX_LIBS 64
@@ -116,6 +120,7 @@ enum {
 enum { KIND_HELLO = 1, KIND_RESPONSE = 2, KIND_LOG = 3 };
 enum { LOG_LATE = 1, LOG_NULL_MSG = 2 };
 enum { OPEN_NO_LOG = 1 };
+enum { CONSUME_REJECT = 1, CONSUME_BATCH_1_0 = 2 };
 
 /* ---- small utilities ---------------------------------------------------- */
 
@@ -349,6 +354,8 @@ typedef struct {
   uint64_t value;
   char *text;
   size_t text_len;
+  uint32_t nrej; /* CONSUME: rejections reported with OK, encoded in rej */
+  obuf rej;
 } result;
 
 static void set_text(result *r, const void *p, size_t n) {
@@ -388,9 +395,14 @@ static void respond(uint64_t id, result *r) {
   ob_u32(&b, (uint32_t)r->status);
   ob_u64(&b, r->value);
   ob_bytes(&b, r->text, r->text_len);
+  ob_u32(&b, r->nrej);
+  ob_put(&b, r->rej.p, r->rej.len);
   frame_send(&b);
   free(r->text);
   r->text = NULL;
+  free(r->rej.p);
+  r->rej = (obuf){0};
+  r->nrej = 0;
 }
 
 /* Refuses buffer sizes the host will not allocate. */
@@ -858,13 +870,65 @@ static int parse_records(cursor *c, uint32_t count, picomq_record *recs,
   return 1;
 }
 
+/* What the reject callback of one consume collected (ABI 1.1). */
+typedef struct {
+  pthread_t thread; /* the thread calling consume */
+  size_t record_count;
+  uint8_t *seen; /* one byte per record */
+  uint32_t n;
+  obuf out;      /* n * (u64 index, i32 reason, bytes message) */
+  char *breach;  /* the first contract breach, or NULL */
+} rejects;
+
+static void rejects_breach(rejects *rj, const char *fmt, size_t a,
+                           int32_t b) {
+  if (rj->breach) return;
+  char tmp[256];
+  snprintf(tmp, sizeof tmp, fmt, a, b);
+  rj->breach = strdup(tmp);
+  if (!rj->breach) die("out of memory");
+}
+
+/* The picomq_reject_fn the host passes: copies the rejection, checks the
+ * rules picomq_sink.h gives for it. */
+static void host_reject(void *ctx, size_t index, picomq_reject_reason reason,
+                        const char *msg, size_t msg_len) {
+  rejects *rj = ctx;
+  if (!pthread_equal(pthread_self(), rj->thread))
+    rejects_breach(rj, "reject(%zu, %d) called from a thread other than consume's", index, reason);
+  else if (index >= rj->record_count)
+    rejects_breach(rj, "reject(%zu, %d): index out of range", index, reason);
+  else if (reason == 0)
+    rejects_breach(rj, "reject(%zu, %d): reason 0", index, reason);
+  else if (rj->seen[index])
+    rejects_breach(rj, "reject(%zu, %d): record rejected twice", index, reason);
+  else if (msg == NULL && msg_len > 0)
+    rejects_breach(rj, "reject(%zu, %d): NULL message with a length", index, reason);
+  else if (!utf8_valid((const uint8_t *)msg, msg_len))
+    rejects_breach(rj, "reject(%zu, %d): message is not UTF-8", index, reason);
+  else {
+    rj->seen[index] = 1;
+    rj->n++;
+    ob_u64(&rj->out, index);
+    ob_u32(&rj->out, (uint32_t)reason);
+    ob_bytes(&rj->out, msg, msg_len);
+  }
+}
+
 static void op_consume(cursor *c, result *r) {
   uint32_t lib_id = get_u32(c);
   uint64_t inst = get_u64(c);
   uint32_t err_cap = get_u32(c);
-  picomq_batch *batch = xmalloc(sizeof *batch);
-  memset(batch, 0, sizeof *batch);
-  batch->struct_size = sizeof *batch;
+  uint8_t flags = get_u8(c);
+  size_t full = sizeof(picomq_batch);
+  size_t bsize = (flags & CONSUME_BATCH_1_0) ? PICOMQ_BATCH_SIZE_1_0 : full;
+  /* A batch as a host knowing bsize bytes of it lays it out: the bytes past
+   * struct_size are poison, so a plugin reading the 1.1 fields of a 1.0
+   * batch finds a wild pointer rather than a plausible NULL. */
+  picomq_batch *batch = xmalloc(full);
+  memset(batch, POISON, full);
+  memset(batch, 0, bsize);
+  batch->struct_size = bsize;
   batch->attempt = get_u32(c);
   batch->partition = get_u32(c);
   batch->topic = get_bytes(c);
@@ -890,6 +954,13 @@ static void op_consume(cursor *c, result *r) {
   parse_records(c, count, recs, hdrs, &nheaders);
   batch->records = recs;
   batch->record_count = count;
+  rejects rj = {.thread = pthread_self(), .record_count = count};
+  if ((flags & CONSUME_REJECT) && bsize == full) {
+    rj.seen = xmalloc(count);
+    memset(rj.seen, 0, count);
+    batch->reject = host_reject;
+    batch->reject_ctx = &rj;
+  }
 
   /* The byte strings point into the request body, which handle() poisons
    * after this returns; the arrays and the batch are poisoned here. */
@@ -901,11 +972,22 @@ static void op_consume(cursor *c, result *r) {
       char *err = err_cap ? alloc_out(err_cap) : NULL;
       picomq_status st = api.consume(inst, batch, err, err_cap);
       finish_err("consume", st, err, err_cap, r);
+      if (rj.breach)
+        set_fmt(r, STATUS_CONTRACT, "consume returned %s; %s", status_name(st), rj.breach);
+      else if (r->status == PICOMQ_OK) {
+        /* Rejections count only with OK; otherwise they are forgotten. */
+        r->nrej = rj.n;
+        r->rej = rj.out;
+        rj.out = (obuf){0};
+      }
     }
   }
+  free(rj.breach);
+  free(rj.out.p);
+  free(rj.seen);
   lend_done(recs, count * sizeof *recs);
   lend_done(hdrs, nheaders * sizeof *hdrs);
-  lend_done(batch, sizeof *batch);
+  lend_done(batch, full);
 }
 
 static void op_close(cursor *c, result *r) {

@@ -165,7 +165,7 @@ func TestDescribeEveryLibrary(t *testing.T) {
 		}
 		var raw map[string]any
 		_ = json.Unmarshal([]byte(doc), &raw)
-		if d.Name == "" || d.Version == "" || raw["abi_version"] != "1.0" || !strings.HasPrefix(raw["go_version"].(string), "go") || len(d.Config) == 0 {
+		if d.Name == "" || d.Version == "" || raw["abi_version"] != "1.1" || !strings.HasPrefix(raw["go_version"].(string), "go") || len(d.Config) == 0 {
 			t.Fatalf("%s: incomplete describe: %s", path, doc)
 		}
 		if strings.Contains(path, "/test/") {
@@ -499,4 +499,52 @@ func TestSoakTwoLibrariesManyThreads(t *testing.T) {
 	}
 	t.Logf("soak: %d calls (%d consumes of %d records) over %d instances in 2 libraries on %d host threads in %v (%.0f calls/s)",
 		calls.Load(), len(targets)*batchesPer, recordsPer, len(targets), workers, elapsed.Round(time.Millisecond), float64(calls.Load())/elapsed.Seconds())
+}
+
+// ABI 1.1 through the real Go library: under a 1.1 host that accepts
+// rejections the bad records come back rejected and only the others are
+// written; under a 1.0 host (the batch without the 1.1 fields) the same
+// batch fails FATAL as ABI 1.0 says and nothing is written.
+func TestRejectedRecordsBothWays(t *testing.T) {
+	h := startHost(t)
+	lib, err := h.Load(testPlugin(t, "a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if major, minor := lib.ABI(); major != 1 || minor != 1 {
+		t.Fatalf("plugin ABI %d.%d, want 1.1", major, minor)
+	}
+	rec := filepath.Join(t.TempDir(), "rec.jsonl")
+	inst, err := lib.Open(definition(t, "rejects", map[string]any{"record_path": rec, "reject_prefix": "BAD", "token": "s3cret"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := hostdriver.Batch{Attempt: 1, Topic: "orders", Schema: "raw"}
+	for i, p := range []string{"a", "BAD1", "b", "c", "BAD2"} {
+		b.Records = append(b.Records, hostdriver.Record{Offset: uint64(100 + i), Payload: []byte(p)})
+	}
+
+	_, err = inst.ConsumeResult(b, hostdriver.Batch1_0())
+	wantStatus(t, err, hostdriver.StatusFatal, `offset 101 starts with "BAD"`)
+	if got := readRecorded(t, rec); len(got) != 0 {
+		t.Fatalf("1.0 host: %d batches written", len(got))
+	}
+
+	b.AcceptRejections = true
+	rej, err := inst.ConsumeResult(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rej) != 2 || rej[0].Index != 1 || rej[1].Index != 4 || rej[0].Reason != hostdriver.RejectValue ||
+		rej[1].Message != `test plugin: record at topic "orders" offset 104 starts with "BAD"` {
+		t.Fatalf("rejections %+v", rej)
+	}
+	got := readRecorded(t, rec)
+	if len(got) != 1 || len(got[0].Records) != 3 || got[0].Records[0].Offset != 100 || got[0].Records[1].Offset != 102 || got[0].Records[2].Offset != 103 {
+		t.Fatalf("written %+v", got)
+	}
+	m, err := inst.Metrics()
+	if err != nil || !strings.Contains(m, `"rejected":2`) || !strings.Contains(m, `"records":3`) {
+		t.Fatalf("metrics %s %v", m, err)
+	}
 }

@@ -362,7 +362,7 @@ func TestDescribe(t *testing.T) {
 	if err := json.Unmarshal([]byte(doc), &d); err != nil {
 		t.Fatalf("%v\n%s", err, doc)
 	}
-	if d.Name != "redshift_sink" || d.ABIVersion != "1.0" || d.Version == "" {
+	if d.Name != "redshift_sink" || d.ABIVersion != "1.1" || d.Version == "" {
 		t.Errorf("name %q abi %q version %q", d.Name, d.ABIVersion, d.Version)
 	}
 	// key, type, default ("-" for none), required, secret

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -31,6 +32,10 @@ type Config struct {
 	Delay        time.Duration `config:"delay" default:"0s" doc:"Sleep per consume"`
 	MaxBatch     int           `config:"max_batch" default:"100000" doc:"Batches larger than this fail as FATAL"`
 	Verbose      bool          `config:"verbose" doc:"Log every batch at info"`
+	// RejectPrefix makes records whose payload starts with it records that
+	// can never be written (ABI 1.1): rejected when the host accepts
+	// rejections, otherwise the batch fails FATAL as with ABI 1.0.
+	RejectPrefix string `config:"reject_prefix" doc:"Reject records whose payload starts with this (ABI 1.1)"`
 }
 
 func main() {}
@@ -118,8 +123,21 @@ func (s *sink) Consume(ctx context.Context, b *sdk.Batch) error {
 	if len(b.Records) > s.cfg.MaxBatch {
 		return sdk.Fatalf("batch of %d records exceeds max_batch %d", len(b.Records), s.cfg.MaxBatch)
 	}
-	line := recorded{Topic: b.Topic, Partition: b.Partition, Schema: b.Schema, Attempt: b.Attempt, Records: make([]recordedRecord, len(b.Records))}
+	if p := s.cfg.RejectPrefix; p != "" {
+		for i, r := range b.Records {
+			if strings.HasPrefix(string(r.Payload), p) {
+				err := fmt.Errorf("test plugin: record at topic %q offset %d starts with %q", b.Topic, r.Offset, p)
+				if !b.Reject(i, sdk.RejectValue, err) {
+					return sdk.Fatal(err)
+				}
+			}
+		}
+	}
+	line := recorded{Topic: b.Topic, Partition: b.Partition, Schema: b.Schema, Attempt: b.Attempt, Records: []recordedRecord{}}
 	for i, r := range b.Records {
+		if b.Rejected(i) {
+			continue
+		}
 		rr := recordedRecord{Offset: r.Offset, Timestamp: r.Timestamp, Payload: base64.StdEncoding.EncodeToString(r.Payload), Headers: [][2]string{}}
 		if r.Key != nil {
 			k := base64.StdEncoding.EncodeToString(r.Key)
@@ -128,7 +146,7 @@ func (s *sink) Consume(ctx context.Context, b *sdk.Batch) error {
 		for _, h := range r.Headers {
 			rr.Headers = append(rr.Headers, [2]string{string(h.Key), string(h.Value)})
 		}
-		line.Records[i] = rr
+		line.Records = append(line.Records, rr)
 	}
 	data, err := json.Marshal(line)
 	if err != nil {

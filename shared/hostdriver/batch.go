@@ -1,5 +1,11 @@
 package hostdriver
 
+import (
+	"fmt"
+
+	"github.com/picomq/heavy-sinks/shared/sdk"
+)
+
 // Batch is a picomq_batch: records of one topic partition, in offset order.
 // The host passes every field as given: it does not check that Attempt is
 // in 1..5 or that offsets ascend, so tests can send what a plugin must
@@ -10,6 +16,39 @@ type Batch struct {
 	Topic     string
 	Schema    string // "json", "raw", "text", "proto", "flatbuffer", "avro"
 	Records   []Record
+	// AcceptRejections passes a reject callback (ABI 1.1): the plugin may
+	// then reject single records and write the rest. Read them with
+	// Instance.ConsumeResult.
+	AcceptRejections bool
+}
+
+// RejectReason is a picomq_reject_reason: why a record was rejected.
+type RejectReason int32
+
+// The header's reasons; the SDK's values, checked against the header by
+// shared/sdk/cabi.
+const (
+	RejectValue    = RejectReason(sdk.RejectValue)
+	RejectSize     = RejectReason(sdk.RejectSize)
+	RejectEncoding = RejectReason(sdk.RejectEncoding)
+)
+
+// String is the reason's name as the runtime's dead-letter headers carry
+// it: value, size, encoding; "unknown(N)" for a value this side does not
+// know (a later minor version).
+func (r RejectReason) String() string {
+	switch r {
+	case RejectValue, RejectSize, RejectEncoding:
+		return sdk.RejectReason(r).String()
+	}
+	return fmt.Sprintf("unknown(%d)", int32(r))
+}
+
+// Rejection is one record a consume that returned OK rejected.
+type Rejection struct {
+	Index   int // position in Batch.Records
+	Reason  RejectReason
+	Message string
 }
 
 // Record is a picomq_record.

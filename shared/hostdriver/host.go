@@ -50,10 +50,11 @@ type pending struct {
 }
 
 type response struct {
-	status Status
-	value  uint64
-	text   string
-	err    error
+	status  Status
+	value   uint64
+	text    string
+	rejects []Rejection
+	err     error
 }
 
 type hello struct {
@@ -302,6 +303,9 @@ func (h *Host) dispatch(body []byte) error {
 	case kindResponse:
 		id := d.u64()
 		r := response{status: Status(int32(d.u32())), value: d.u64(), text: d.str()}
+		for n := d.u32(); n > 0 && !d.short; n-- {
+			r.rejects = append(r.rejects, Rejection{Index: int(d.u64()), Reason: RejectReason(int32(d.u32())), Message: d.str()})
+		}
 		if d.short {
 			return errors.New("short RESPONSE frame")
 		}

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"syscall"
@@ -35,7 +36,9 @@ func TestMain(m *testing.M) {
 		defer os.RemoveAll(dir)
 		if hostBin, err = hostdriver.Build(dir); err == nil {
 			if stubA, err = buildStub(dir, "stub-a"); err == nil {
-				stubB, err = buildStub(dir, "stub-b")
+				// stub-b is a 1.0-style plugin: it reports ABI 1.0 and
+				// never reads the batch's 1.1 fields.
+				stubB, err = buildStub(dir, "stub-b", "-DSTUB_ABI_MINOR=0")
 			}
 		}
 		if err != nil {
@@ -47,7 +50,7 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-func buildStub(dir, name string) (string, error) {
+func buildStub(dir, name string, flags ...string) (string, error) {
 	root, err := testenv.RepoRoot()
 	if err != nil {
 		return "", err
@@ -57,8 +60,9 @@ func buildStub(dir, name string) (string, error) {
 	// thread may outlive dlclose at host exit.
 	cmd := exec.Command("gcc", "-std=c11", "-Wall", "-Wextra", "-Werror", "-O2", "-g",
 		"-shared", "-fPIC", "-pthread", "-Wl,-z,nodelete",
-		"-I", filepath.Join(root, "include"), fmt.Sprintf("-DSTUB_NAME=%q", name),
-		"-o", out, filepath.Join(root, "cmd/picomq-host/testdata/stubplugin.c"))
+		"-I", filepath.Join(root, "include"), fmt.Sprintf("-DSTUB_NAME=%q", name))
+	cmd.Args = append(cmd.Args, flags...)
+	cmd.Args = append(cmd.Args, "-o", out, filepath.Join(root, "cmd/picomq-host/testdata/stubplugin.c"))
 	if msg, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("building %s: %v\n%s", name, err, msg)
 	}
@@ -136,8 +140,11 @@ const config = `{"key":"k","name":"n","version":1,"plugin_config":{"table":"t"}}
 func TestLoad(t *testing.T) {
 	h := start(t)
 	a := load(t, h, stubA)
-	if major, minor := a.ABI(); major != 1 || minor != 0 {
-		t.Errorf("ABI() = %d.%d, want 1.0", major, minor)
+	if major, minor := a.ABI(); major != 1 || minor != 1 {
+		t.Errorf("ABI() = %d.%d, want 1.1", major, minor)
+	}
+	if major, minor := load(t, h, stubB).ABI(); major != 1 || minor != 0 {
+		t.Errorf("1.0-style stub: ABI() = %d.%d, want 1.0", major, minor)
 	}
 	if again := load(t, h, stubA); again.ID() != a.ID() {
 		t.Errorf("loading %s again gave library %d, want %d", stubA, again.ID(), a.ID())
@@ -635,7 +642,71 @@ func TestBuildHost(t *testing.T) {
 		t.Errorf("BuildHost built twice: %s, %s", p1, p2)
 	}
 	h := hostdriver.StartTest(t, p1)
-	if major, minor := h.ABI(); major != 1 || minor != 0 {
+	if major, minor := h.ABI(); major != 1 || minor != 1 {
 		t.Errorf("host ABI %d.%d", major, minor)
 	}
+}
+
+// ABI 1.1 rejections, both ways: a 1.1 plugin under a 1.1 host rejects
+// single records and returns OK; under a 1.0 host (a batch without the 1.1
+// fields) or without the callback it fails the batch as 1.0 does; a 1.0
+// plugin under a 1.1 host ignores the callback and fails the batch.
+func TestRejections(t *testing.T) {
+	h := start(t)
+	a, b := load(t, h, stubA), load(t, h, stubB)
+	ia, ib := open(t, a, config), open(t, b, config)
+	rb := batch("reject", "{}", "bad one", "{}", "bad two")
+	rb.Records[3].Offset = 7
+
+	rb.AcceptRejections = true
+	rej, err := ia.ConsumeResult(rb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []hostdriver.Rejection{
+		{Index: 1, Reason: hostdriver.RejectValue, Message: "bad record at offset 1"},
+		{Index: 3, Reason: hostdriver.RejectValue, Message: "bad record at offset 7"},
+	}
+	if !reflect.DeepEqual(rej, want) {
+		t.Errorf("rejections %+v, want %+v", rej, want)
+	}
+	// Consume refuses to drop rejections unseen.
+	if err := ia.Consume(rb); err == nil || !strings.Contains(err.Error(), "rejected 2 record(s)") {
+		t.Errorf("Consume with rejections: %v", err)
+	}
+
+	// A 1.0 host: the batch ends at record_count (the host poisons what
+	// follows), so the plugin cannot reject and fails as 1.0 says.
+	_, err = ia.ConsumeResult(rb, hostdriver.Batch1_0())
+	wantStatus(t, err, hostdriver.StatusFatal, "record at offset 1 is bad")
+	// A 1.1 host that did not ask for rejections.
+	rb.AcceptRejections = false
+	_, err = ia.ConsumeResult(rb)
+	wantStatus(t, err, hostdriver.StatusFatal, "record at offset 1 is bad")
+	// A 1.0 plugin under a 1.1 host that asks: FATAL, as before.
+	rb.AcceptRejections = true
+	rej, err = ib.ConsumeResult(rb)
+	wantStatus(t, err, hostdriver.StatusFatal, "record at offset 1 is bad")
+	if rej != nil {
+		t.Errorf("rejections with FATAL: %+v", rej)
+	}
+	// Both plugins still take a 1.0 host's good batch.
+	for _, inst := range []*hostdriver.Instance{ia, ib} {
+		if err := inst.Consume(batch("reject", "{}"), hostdriver.Batch1_0()); err != nil {
+			t.Errorf("1.0 batch: %v", err)
+		}
+	}
+
+	// Rejections without OK are forgotten.
+	rr := batch("rejectretry", "{}", "{}")
+	rr.AcceptRejections = true
+	rej, err = ia.ConsumeResult(rr)
+	wantStatus(t, err, hostdriver.StatusRetry, "retry after a rejection")
+	if rej != nil {
+		t.Errorf("rejections with RETRY: %+v", rej)
+	}
+	// An index out of range breaks the contract.
+	rr.Topic = "rejectbad"
+	_, err = ia.ConsumeResult(rr)
+	wantStatus(t, err, hostdriver.StatusContract, "index out of range")
 }

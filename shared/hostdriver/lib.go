@@ -16,6 +16,7 @@ type callConfig struct {
 	outCap    int
 	tableSize int
 	noLog     bool
+	batch1_0  bool
 	calls     *int
 }
 
@@ -46,6 +47,10 @@ func CallCount(n *int) CallOption { return func(c *callConfig) { c.calls = n } }
 // TableSize sets the table_size Load passes to picomq_sink_plugin_init,
 // as an older or newer host would. Default sizeof(picomq_sink_api).
 func TableSize(n int) CallOption { return func(c *callConfig) { c.tableSize = n } }
+
+// Batch1_0 makes Consume pass the batch as a host built against ABI 1.0
+// would: struct_size PICOMQ_BATCH_SIZE_1_0, no reject callback.
+func Batch1_0() CallOption { return func(c *callConfig) { c.batch1_0 = true } }
 
 // NoLog makes Open pass log == NULL, so the plugin logs to stderr.
 func NoLog() CallOption { return func(c *callConfig) { c.noLog = true } }
@@ -185,19 +190,39 @@ func (i *Instance) Handle() uint64 { return i.handle }
 // Ctx returns the log context passed to open (0 for Lib.Instance).
 func (i *Instance) Ctx() uint64 { return i.ctx }
 
-// Consume calls consume with b; any status but OK is a *StatusError.
+// Consume calls consume with b; any status but OK is a *StatusError. A
+// batch with AcceptRejections set must go through ConsumeResult: Consume
+// then fails rather than drop rejections unseen.
 func (i *Instance) Consume(b Batch, opts ...CallOption) error {
+	rej, err := i.ConsumeResult(b, opts...)
+	if err == nil && len(rej) > 0 {
+		return fmt.Errorf("hostdriver: consume: the plugin rejected %d record(s) (use ConsumeResult)", len(rej))
+	}
+	return err
+}
+
+// ConsumeResult calls consume with b and returns the records it rejected
+// (ABI 1.1; only with b.AcceptRejections, and only when it returned OK).
+func (i *Instance) ConsumeResult(b Batch, opts ...CallOption) ([]Rejection, error) {
 	cc := newCallConfig(opts)
 	r, err := i.lib.h.call(opConsume, cc, func(e *encoder, _ uint64) {
 		e.u32(i.lib.id)
 		e.u64(i.handle)
 		e.size("err cap", cc.errCap)
+		var flags uint8
+		if b.AcceptRejections {
+			flags |= consumeRejects
+		}
+		if cc.batch1_0 {
+			flags |= consumeBatch1_0
+		}
+		e.u8(flags)
 		b.encode(e)
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return result(opConsume, r)
+	return r.rejects, result(opConsume, r)
 }
 
 // ConsumeOn is Consume on host worker thread worker.

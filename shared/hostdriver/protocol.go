@@ -10,7 +10,7 @@ import (
 )
 
 // protocolVersion is the version the host sends in its HELLO frame.
-const protocolVersion = 1
+const protocolVersion = 2
 
 // maxFrame is the largest frame body either side accepts.
 const maxFrame = 1 << 30
@@ -57,9 +57,11 @@ const (
 
 // Flag bits.
 const (
-	openNoLog  = 1 // OPEN: pass log == NULL
-	logLate    = 1 // LOG: the context was not live
-	logNullMsg = 2 // LOG: msg was NULL
+	openNoLog       = 1 // OPEN: pass log == NULL
+	consumeRejects  = 1 // CONSUME: pass a reject callback (ABI 1.1)
+	consumeBatch1_0 = 2 // CONSUME: pass a 1.0 host's batch (struct_size without the 1.1 fields)
+	logLate         = 1 // LOG: the context was not live
+	logNullMsg      = 2 // LOG: msg was NULL
 )
 
 // encoder builds one request frame; the first 4 bytes hold the length.

@@ -17,6 +17,8 @@ type Batch struct {
 	Schema    string // json, raw, text, proto, flatbuffer, avro
 	Attempt   uint32 // 1 on first delivery, up to 5 for the same batch
 	Records   []Record
+
+	rejects *rejections // ABI 1.1 per-record outcomes; see Reject
 }
 
 // Record is one message of a batch.
@@ -106,7 +108,8 @@ func (b *Batch) Clone() *Batch {
 // CheckPayloads verifies every payload against the batch schema: a json
 // batch must carry one JSON value per record and a text batch valid UTF-8.
 // Other schemas are opaque bytes. A failure is Fatal: the same batch can
-// never pass.
+// never pass. It never rejects single records (see Reject): a sink that
+// leaves the check to the SDK does not know to skip them.
 func (b *Batch) CheckPayloads() error {
 	switch b.Schema {
 	case SchemaJSON:

@@ -10,7 +10,7 @@ import (
 // ABI version implemented by this SDK (picomq_sink.h).
 const (
 	ABIMajor = 1
-	ABIMinor = 0
+	ABIMinor = 1
 )
 
 // Version is the plugin version, stamped at build time with

@@ -53,6 +53,7 @@ type instance struct {
 	poisoned atomic.Pointer[error]
 
 	batches, records, bytes   atomic.Uint64
+	rejected                  atomic.Uint64 // records rejected (ABI 1.1)
 	failures, retries, fatals atomic.Uint64
 	lastErrorUnixNano         atomic.Int64
 	lastError                 atomic.Pointer[string]
@@ -151,6 +152,7 @@ func Consume(h uint64, b *Batch) error {
 	}
 	err := in.consume(b)
 	if err != nil {
+		b.forgetRejections()
 		in.failures.Add(1)
 		if StatusOf(err) == StatusFatal {
 			in.fatals.Add(1)
@@ -163,8 +165,21 @@ func Consume(h uint64, b *Batch) error {
 		in.lastError.Store(&msg)
 		return err
 	}
+	rej := 0
+	if b.rejects != nil {
+		// Rejection messages leave the instance like errors: scrubbed.
+		for i, r := range b.rejects.byIndex {
+			if r.Err == nil {
+				r.Err = fmt.Errorf("record at offset %d rejected (%s)", b.Records[i].Offset, r.Reason)
+			}
+			r.Err = in.scrub(r.Err)
+			b.rejects.byIndex[i] = r
+		}
+		rej = len(b.rejects.byIndex)
+		in.rejected.Add(uint64(rej))
+	}
 	in.batches.Add(1)
-	in.records.Add(uint64(len(b.Records)))
+	in.records.Add(uint64(len(b.Records) - rej))
 	in.bytes.Add(uint64(b.PayloadBytes()))
 	return nil
 }
@@ -207,6 +222,7 @@ func Metrics(h uint64) ([]byte, error) {
 		"key":             in.host.Key,
 		"batches":         in.batches.Load(),
 		"records":         in.records.Load(),
+		"rejected":        in.rejected.Load(),
 		"bytes":           in.bytes.Load(),
 		"failures":        in.failures.Load(),
 		"retry_failures":  in.retries.Load(),

@@ -90,6 +90,25 @@ func (p *probeSink) Consume(ctx context.Context, b *sdk.Batch) error {
 		p.seen = append(p.seen, "returned")
 		p.mu.Unlock()
 		return sdk.Fatalf("gave up: %w", ctx.Err())
+	case "reject", "reject_then_retry":
+		// Rejects payloads starting with "bad"; without a host that
+		// accepts rejections, fails the batch as ABI 1.0 says.
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		for i, r := range b.Records {
+			if strings.HasPrefix(string(r.Payload), `"bad`) {
+				err := fmt.Errorf("offset %d is bad (password %s)", r.Offset, p.cfg.Password)
+				if !b.Reject(i, sdk.RejectValue, err) {
+					return sdk.Fatal(err)
+				}
+				continue
+			}
+			p.seen = append(p.seen, string(r.Payload))
+		}
+		if p.cfg.Mode == "reject_then_retry" {
+			return sdk.Retryf("store unreachable")
+		}
+		return nil
 	case "background_panic":
 		done := make(chan struct{})
 		p.host.Go(func(context.Context) { defer close(done); panic("bg boom") })
@@ -360,7 +379,7 @@ func TestDescribe(t *testing.T) {
 	if err := json.Unmarshal(raw, &d); err != nil {
 		t.Fatal(err)
 	}
-	if d.Name != "probe_sink" || d.ABIVersion != "1.0" || !strings.HasPrefix(d.GoVersion, "go") || d.Version == "" || len(d.Config) != 3 || !d.Config[1].Secret {
+	if d.Name != "probe_sink" || d.ABIVersion != "1.1" || !strings.HasPrefix(d.GoVersion, "go") || d.Version == "" || len(d.Config) != 3 || !d.Config[1].Secret {
 		t.Fatalf("%s", raw)
 	}
 }
@@ -469,5 +488,39 @@ func TestOpenEnvReadsTheGivenEnvironment(t *testing.T) {
 	_, err = sdk.OpenEnv(definition("envd", nil), nil, []string{"PICOMQ_CONNECTORS_SINK_ENVD_PLUGIN_CONFIG_PASWORD=x"})
 	if sdk.StatusOf(err) != sdk.StatusBadConfig || !strings.Contains(err.Error(), `did you mean PICOMQ_CONNECTORS_SINK_ENVD_PLUGIN_CONFIG_PASSWORD (key "password")?`) {
 		t.Fatalf("unknown override: %v", err)
+	}
+}
+
+func TestRejections(t *testing.T) {
+	h := open(t, "reject", map[string]any{"mode": "reject", "password": "topsecret"}, nil)
+	// A 1.0 host: no rejections, the batch fails FATAL.
+	err := sdk.Consume(h, jsonBatch(`{}`, `"bad"`, `{}`))
+	if sdk.StatusOf(err) != sdk.StatusFatal || !strings.Contains(err.Error(), "offset 11 is bad (password [REDACTED])") {
+		t.Fatalf("1.0 host: %v", err)
+	}
+	b := jsonBatch(`{}`, `"bad"`, `{}`, `"bad2"`)
+	b.AcceptRejections()
+	if err := sdk.Consume(h, b); err != nil {
+		t.Fatal(err)
+	}
+	rej := b.Rejections()
+	if len(rej) != 2 || rej[0].Index != 1 || rej[1].Index != 3 || rej[0].Reason != sdk.RejectValue ||
+		rej[0].Err.Error() != "offset 11 is bad (password [REDACTED])" {
+		t.Fatalf("rejections %+v", rej)
+	}
+	raw, _ := sdk.Metrics(h)
+	if !strings.Contains(string(raw), `"rejected":2`) || !strings.Contains(string(raw), `"records":2`) {
+		t.Fatalf("metrics %s", raw)
+	}
+
+	// A failed consume forgets its rejections: the batch did not happen.
+	h2 := open(t, "reject_retry", map[string]any{"mode": "reject_then_retry"}, nil)
+	b = jsonBatch(`"bad"`, `{}`)
+	b.AcceptRejections()
+	if err := sdk.Consume(h2, b); sdk.StatusOf(err) != sdk.StatusRetry {
+		t.Fatalf("got %v, want RETRY", err)
+	}
+	if rej := b.Rejections(); rej != nil {
+		t.Fatalf("rejections after RETRY: %+v", rej)
 	}
 }

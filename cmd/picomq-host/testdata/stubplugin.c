@@ -27,7 +27,16 @@
  *   badutf8     RETRY with error text that is not UTF-8 (contract violation)
  *   getenv      RETRY, error text "NAME=value" or "NAME unset" for the
  *               getenv of the first record's payload
+ *   reject      ABI 1.1: rejects (PICOMQ_REJECT_VALUE, "bad record at
+ *               offset O") every record whose payload starts with "bad" and
+ *               returns OK; when the batch has no reject callback (a 1.0
+ *               host) or the stub is built as a 1.0 plugin, FATAL "record
+ *               at offset O is bad" instead
+ *   rejectretry rejects record 0, then returns RETRY (the host forgets it)
+ *   rejectbad   rejects index record_count (a contract violation), OK
  *   anything else: OK
+ * Built with -DSTUB_ABI_MINOR=0 it is a 1.0-style plugin: it reports ABI 1.0
+ * and never looks at the batch's 1.1 fields.
  * describe returns fixed JSON longer than 64 bytes; metrics returns
  * {"name":...,"instance":H,"batches":B,"records":R}.
  */
@@ -36,6 +45,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,6 +56,9 @@
 
 #ifndef STUB_NAME
 #define STUB_NAME "stub"
+#endif
+#ifndef STUB_ABI_MINOR
+#define STUB_ABI_MINOR PICOMQ_SINK_ABI_MINOR
 #endif
 
 #define MAX_INSTANCES 1024
@@ -324,6 +337,31 @@ static picomq_status stub_consume(picomq_instance h, const picomq_batch *b,
     else
       set_err(err, cap, "%s unset", name);
     st = PICOMQ_RETRY;
+  } else if (topic_is(b, "reject") || topic_is(b, "rejectretry") ||
+             topic_is(b, "rejectbad")) {
+    picomq_reject_fn reject = NULL;
+    if (STUB_ABI_MINOR >= 1 &&
+        b->struct_size >= offsetof(picomq_batch, reject_ctx) + sizeof(void *))
+      reject = b->reject;
+    if (topic_is(b, "rejectbad") && reject) {
+      reject(b->reject_ctx, b->record_count, PICOMQ_REJECT_VALUE, "x", 1);
+    } else if (topic_is(b, "rejectretry") && reject && b->record_count) {
+      reject(b->reject_ctx, 0, PICOMQ_REJECT_SIZE, "too big", 7);
+      set_err(err, cap, "retry after a rejection");
+      st = PICOMQ_RETRY;
+    }
+    for (size_t i = 0; st == PICOMQ_OK && topic_is(b, "reject") && i < b->record_count; i++) {
+      const picomq_record *r = &b->records[i];
+      if (r->payload.len < 3 || memcmp(r->payload.ptr, "bad", 3) != 0) continue;
+      if (!reject) {
+        set_err(err, cap, "record at offset %llu is bad", (unsigned long long)r->offset);
+        st = PICOMQ_FATAL;
+        break;
+      }
+      char msg[64];
+      int n = snprintf(msg, sizeof msg, "bad record at offset %llu", (unsigned long long)r->offset);
+      reject(b->reject_ctx, i, PICOMQ_REJECT_VALUE, msg, (size_t)n);
+    }
   } else if (topic_is(b, "badutf8")) {
     set_err(err, cap, "bad \xff\xfe text");
     st = PICOMQ_RETRY;
@@ -420,7 +458,7 @@ picomq_status picomq_sink_plugin_init(uint32_t host_major, uint32_t host_minor,
   picomq_sink_api api = {
       .struct_size = table_size >= sizeof(size_t) ? table->struct_size : 0,
       .abi_major = PICOMQ_SINK_ABI_MAJOR,
-      .abi_minor = PICOMQ_SINK_ABI_MINOR,
+      .abi_minor = STUB_ABI_MINOR,
       .describe = stub_describe,
       .open = stub_open,
       .consume = stub_consume,

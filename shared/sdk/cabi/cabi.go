@@ -6,6 +6,7 @@ package cabi
 #include "picomq_sink.h"
 
 void picomq_cabi_call_log(picomq_log_fn fn, void *ctx, int32_t level, const char *msg, size_t len);
+void picomq_cabi_call_reject(picomq_reject_fn fn, void *ctx, size_t index, picomq_reject_reason reason, const char *msg, size_t len);
 char **picomq_cabi_environ(void);
 */
 import "C"
@@ -64,6 +65,14 @@ func picomq_sink_v1_consume(inst C.picomq_instance, cb *C.picomq_batch, errBuf *
 		writeErr(errBuf, errCap, err.Error())
 		return status(err)
 	}
+	// Rejections go to the host only with OK, on the thread that called
+	// consume, as the header says (batchFromC accepted them only when the
+	// host's batch has reject set).
+	for _, r := range b.Rejections() {
+		msg := r.Err.Error()
+		C.picomq_cabi_call_reject(cb.reject, cb.reject_ctx, C.size_t(r.Index), C.picomq_reject_reason(r.Reason),
+			(*C.char)(unsafe.Pointer(unsafe.StringData(msg))), C.size_t(len(msg)))
+	}
 	return C.PICOMQ_OK
 }
 
@@ -118,6 +127,16 @@ var _ = func() (x [1]struct{}) {
 	_ = x[sdk.StatusABIMismatch-C.PICOMQ_ABI_MISMATCH]
 	_ = x[C.PICOMQ_BUFFER_TOO_SMALL-sdk.StatusBufferTooSmall]
 	_ = x[sdk.StatusBufferTooSmall-C.PICOMQ_BUFFER_TOO_SMALL]
+	_ = x[C.PICOMQ_SINK_ABI_MAJOR-sdk.ABIMajor]
+	_ = x[sdk.ABIMajor-C.PICOMQ_SINK_ABI_MAJOR]
+	_ = x[C.PICOMQ_SINK_ABI_MINOR-sdk.ABIMinor]
+	_ = x[sdk.ABIMinor-C.PICOMQ_SINK_ABI_MINOR]
+	_ = x[C.PICOMQ_REJECT_VALUE-sdk.RejectValue]
+	_ = x[sdk.RejectValue-C.PICOMQ_REJECT_VALUE]
+	_ = x[C.PICOMQ_REJECT_SIZE-sdk.RejectSize]
+	_ = x[sdk.RejectSize-C.PICOMQ_REJECT_SIZE]
+	_ = x[C.PICOMQ_REJECT_ENCODING-sdk.RejectEncoding]
+	_ = x[sdk.RejectEncoding-C.PICOMQ_REJECT_ENCODING]
 	return
 }
 
@@ -137,9 +156,12 @@ func batchFromC(cb *C.picomq_batch) (*sdk.Batch, error) {
 	if cb == nil {
 		return nil, sdk.Fatalf("consume: NULL batch")
 	}
-	if uintptr(cb.struct_size) < unsafe.Sizeof(*cb) {
-		return nil, sdk.Fatalf("consume: batch struct_size %d is smaller than this plugin's %d", cb.struct_size, unsafe.Sizeof(*cb))
+	// A 1.0 host's batch ends at record_count; the 1.1 fields are read only
+	// when struct_size covers them.
+	if uintptr(cb.struct_size) < uintptr(C.PICOMQ_BATCH_SIZE_1_0) {
+		return nil, sdk.Fatalf("consume: batch struct_size %d is smaller than ABI 1.0's %d", cb.struct_size, C.PICOMQ_BATCH_SIZE_1_0)
 	}
+	withReject := uintptr(cb.struct_size) >= unsafe.Offsetof(cb.reject_ctx)+unsafe.Sizeof(cb.reject_ctx) && cb.reject != nil
 	n := int(cb.record_count)
 	if n > 0 && cb.records == nil {
 		return nil, sdk.Fatalf("consume: NULL records with record_count %d", n)
@@ -150,6 +172,9 @@ func batchFromC(cb *C.picomq_batch) (*sdk.Batch, error) {
 		Schema:    string(view(cb.schema)),
 		Attempt:   uint32(cb.attempt),
 		Records:   make([]sdk.Record, n),
+	}
+	if withReject {
+		b.AcceptRejections()
 	}
 	if n == 0 {
 		return b, nil

@@ -60,6 +60,12 @@ HIDDEN void picomq_cabi_call_log(picomq_log_fn fn, void *ctx, int32_t level,
   fn(ctx, level, msg, len);
 }
 
+HIDDEN void picomq_cabi_call_reject(picomq_reject_fn fn, void *ctx,
+                                    size_t index, picomq_reject_reason reason,
+                                    const char *msg, size_t len) {
+  fn(ctx, index, reason, msg, len);
+}
+
 /* The process environment as the C library holds it: setenv(3) updates
  * this, not the copy the Go runtime took when the library was loaded. */
 extern char **environ;
