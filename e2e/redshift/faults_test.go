@@ -1,6 +1,7 @@
 package redshift_test
 
 import (
+	"fmt"
 	"regexp"
 	"strings"
 	"testing"
@@ -277,4 +278,46 @@ func TestStalledWriterHoldingTheStagingLockCostsARetry(t *testing.T) {
 		t.Fatalf("redelivery: %v", err)
 	}
 	w.exactlyOnceTopics("shared", map[string]uint64{"a": 5, "b": 5})
+}
+
+// ABI 1.1: with a host that accepts rejections, the records the pre-flight
+// check refuses (too long, text not UTF-8) are rejected one by one and the
+// rest are loaded; a replay rejects the same records and loads nothing
+// twice. The same batch from a 1.0 host fails FATAL before anything loads.
+func TestPreflightRejectsSingleRecords(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	text := w.open("rej_text", w.config(map[string]any{"target_table": "rej_{topic_segment[0]}", "payload_format": "text"}))
+	b := batch("mix", 100, 10)
+	b.Schema = "raw"
+	b.Records[3].Payload = []byte(`"` + strings.Repeat("ü", 32767) + `"`)
+	b.Records[8].Payload = []byte{'o', 'k', 0xff}
+
+	_, err := text.ConsumeResult(b, hostdriver.Batch1_0())
+	wantStatus(t, err, hostdriver.StatusFatal, `record at topic "mix" offset 103 cannot be loaded into Redshift: column payload needs 65536 bytes but holds at most 65535`)
+	if n := w.count("rej_mix"); n != 0 {
+		t.Fatalf("1.0 host: %d rows", n)
+	}
+
+	b.AcceptRejections = true
+	for attempt := uint32(1); attempt <= 2; attempt++ {
+		b.Attempt = attempt
+		rej, err := text.ConsumeResult(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rej) != 2 || rej[0].Index != 3 || rej[0].Reason != hostdriver.RejectSize ||
+			!strings.Contains(rej[0].Message, `offset 103 cannot be loaded into Redshift: column payload needs 65536 bytes`) ||
+			rej[1].Index != 8 || rej[1].Reason != hostdriver.RejectEncoding ||
+			rej[1].Message != `record at topic "mix" offset 108 cannot be loaded into Redshift: column payload is not valid UTF-8 (payload_format = "text" stores the payload as VARCHAR)` {
+			t.Fatalf("attempt %d: rejections %+v", attempt, rej)
+		}
+		var offsets []uint64
+		for _, r := range w.rows("rej_mix") {
+			offsets = append(offsets, offsetOf(r))
+		}
+		if fmt.Sprint(offsets) != "[100 101 102 104 105 106 107 109]" {
+			t.Fatalf("attempt %d: offsets %v", attempt, offsets)
+		}
+	}
 }

@@ -150,8 +150,14 @@ func (t *table) write(ctx context.Context, b *sdk.Batch, appID string) error {
 			return sdk.Fatalf("Delta table %s cannot be written by this sink: %v", t.uri, err)
 		}
 		records, err := t.pending(b, appID)
-		if err != nil || len(records) == 0 {
+		if err != nil {
 			return err
+		}
+		if err := t.recheck(b, len(b.Records)-len(records)); err != nil {
+			return err
+		}
+		if len(records) == 0 {
+			return nil
 		}
 		err = t.commit(ctx, b, records, appID)
 		if err == nil {
@@ -200,11 +206,40 @@ func (t *table) pending(b *sdk.Batch, appID string) ([]sdk.Record, error) {
 	return records[skip:], nil
 }
 
+// recheck finds again the records a replay skips (the first skip of b,
+// committed by an earlier delivery) that the first delivery rejected: the
+// host may have lost that answer, and ABI 1.1 asks for the same rejections
+// on every delivery of a batch. Only when the host accepts rejections; the
+// encoder is left empty.
+func (t *table) recheck(b *sdk.Batch, skip int) error {
+	if skip == 0 || !b.CanReject() {
+		return nil
+	}
+	enc, err := t.encoder()
+	if err != nil {
+		return err
+	}
+	defer enc.Reset()
+	for i := range skip {
+		r := &b.Records[i]
+		if len(r.Payload) == 0 && t.sink.cfg.SkipEmptyPayloads {
+			continue
+		}
+		if err := enc.Add(r.Payload, r.Offset); err != nil {
+			if reason, rerr, ok := rejectable(b.Topic, r.Payload, err); ok {
+				b.Reject(i, reason, rerr)
+			}
+		}
+	}
+	return nil
+}
+
 func (t *table) commit(ctx context.Context, b *sdk.Batch, records []sdk.Record, appID string) error {
 	enc, err := t.encoder()
 	if err != nil {
 		return err
 	}
+	base := len(b.Records) - len(records) // records is b.Records[base:]
 	var empty, unmatched int64
 	firstUnmatched := uint64(0)
 	for i := range records {
@@ -216,6 +251,12 @@ func (t *table) commit(ctx context.Context, b *sdk.Batch, records []sdk.Record, 
 			continue
 		}
 		if err := enc.Add(r.Payload, r.Offset); err != nil {
+			// A record that cannot fit the table is rejected alone when
+			// the host accepts that (ABI 1.1; Add left nothing of it
+			// behind); otherwise it fails the batch.
+			if reason, rerr, ok := rejectable(b.Topic, r.Payload, err); ok && b.Reject(base+i, reason, rerr) {
+				continue
+			}
 			return recordError(b.Topic, r.Payload, err)
 		}
 		if !enc.Matched() {
@@ -346,6 +387,22 @@ func recordError(topic string, payload []byte, err error) error {
 		re.Detail = "empty payload (a tombstone?): the Delta sink writes JSON objects only; set skip_empty_payloads = true to skip empty payloads"
 	}
 	return sdk.Fatal(re)
+}
+
+// rejectable reports whether an encoder error is one record's (a
+// *encode.RecordError), with its ABI 1.1 reason and the message recordError
+// would fail the batch with.
+func rejectable(topic string, payload []byte, err error) (sdk.RejectReason, error, bool) {
+	var re *encode.RecordError
+	if !errors.As(err, &re) {
+		return 0, nil, false
+	}
+	reason := sdk.RejectValue
+	if re.Kind == encode.ErrInvalidJSON || re.Kind == encode.ErrNotObject {
+		reason = sdk.RejectEncoding
+	}
+	ferr := recordError(topic, payload, err)
+	return reason, errors.Unwrap(ferr), true
 }
 
 func engineInfo() string { return "picomq-delta-sink/" + sdk.BuildVersion() }

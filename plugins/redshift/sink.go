@@ -173,8 +173,38 @@ func (s *Sink) Consume(ctx context.Context, b *sdk.Batch) error {
 	}()
 	createdAt := start.UTC().Format(createdAtLayout)
 	all := rsparquet.Chunk{Topic: b.Topic, Partition: b.Partition, CreatedAt: createdAt, Records: recs}
-	if err := rsparquet.Check(s.cfg.layout, t.limits, all); err != nil {
+	// A record that can never be loaded is rejected alone when the host
+	// accepts that (ABI 1.1), else it fails the batch as the spec says. The
+	// check is deterministic, so a replay rejects the same records.
+	var refused error
+	err = rsparquet.CheckEach(s.cfg.layout, t.limits, all, func(i int, e *rsparquet.RecordError) {
+		reason := sdk.RejectEncoding
+		if e.TooLong() {
+			reason = sdk.RejectSize
+		}
+		if refused == nil && !b.Reject(i, reason, e) {
+			refused = e
+		}
+	})
+	if err == nil {
+		err = refused
+	}
+	if err != nil {
 		return sdk.Fatal(err)
+	}
+	if rej := len(b.Rejections()); rej > 0 {
+		kept := recs[:0]
+		for i := range recs {
+			if !b.Rejected(i) {
+				kept = append(kept, recs[i])
+			}
+		}
+		clear(recs[len(kept):])
+		recs = kept
+		s.log.Warn("records rejected: they can never be loaded", "topic", b.Topic, "table", name, "rejected", rej)
+		if len(recs) == 0 {
+			return nil
+		}
 	}
 
 	var inserted, copied int64

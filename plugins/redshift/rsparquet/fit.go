@@ -37,6 +37,27 @@ func (e *RecordError) Error() string {
 // Redshift would otherwise fail the COPY with an opaque load error, or, for
 // some settings, truncate; either way the batch could never succeed.
 func Check(l *rsql.Layout, lim rsql.Limits, c Chunk) error {
+	var first error
+	err := CheckEach(l, lim, c, func(_ int, e *RecordError) {
+		if first == nil {
+			first = e
+		}
+	})
+	if err != nil {
+		return err
+	}
+	return first
+}
+
+// TooLong reports whether the record failed a byte limit (rather than
+// holding text Redshift cannot store).
+func (e *RecordError) TooLong() bool { return e.Reason == "" }
+
+// CheckEach is Check reporting every record that cannot be loaded: bad is
+// called once per such record, with its index in c.Records, in order. The
+// error it returns is for what fails every record alike (the topic name,
+// the created_at value), which no single record can be blamed for.
+func CheckEach(l *rsql.Layout, lim rsql.Limits, c Chunk, bad func(i int, e *RecordError)) error {
 	if len(c.Records) == 0 {
 		return nil
 	}
@@ -62,6 +83,7 @@ func Check(l *rsql.Layout, lim rsql.Limits, c Chunk) error {
 	if p := l.Position(rsql.Payload); p >= 0 {
 		textPayload = l.Columns[p].Family == rsql.FamilyVarchar
 	}
+records:
 	for i := range c.Records {
 		r := &c.Records[i]
 		for col, spec := range l.Columns {
@@ -80,22 +102,24 @@ func Check(l *rsql.Layout, lim rsql.Limits, c Chunk) error {
 				n = len(r.Payload)
 				if textPayload {
 					if ok, why := validText(r.Payload); !ok {
-						return &RecordError{Topic: c.Topic, Offset: r.Offset, Column: spec.Name,
-							Reason: why + " (payload_format = \"text\" stores the payload as VARCHAR)"}
+						bad(i, &RecordError{Topic: c.Topic, Offset: r.Offset, Column: spec.Name,
+							Reason: why + " (payload_format = \"text\" stores the payload as VARCHAR)"})
+						continue records
 					}
 				}
 			default:
 				continue
 			}
 			if limit > 0 && n > limit {
-				return tooLong(c, i, spec, n, limit)
+				bad(i, tooLong(c, i, spec, n, limit))
+				continue records
 			}
 		}
 	}
 	return nil
 }
 
-func tooLong(c Chunk, i int, col rsql.Column, size, limit int) error {
+func tooLong(c Chunk, i int, col rsql.Column, size, limit int) *RecordError {
 	return &RecordError{Topic: c.Topic, Offset: c.Records[i].Offset, Column: col.Name, Size: size, Limit: limit}
 }
 
