@@ -60,16 +60,18 @@ func (i *Instance) ensure(ctx context.Context) error {
 	return nil
 }
 
-// Consume hands b to the plugin: nil for OK, a *hostdriver.StatusError for
+// Consume hands b to the plugin: nil for OK, with the records it rejected
+// when b.AcceptRejections is set (ABI 1.1), a *hostdriver.StatusError for
 // RETRY, FATAL and the host's own codes, and an error matching ErrExited
 // when the child died (before or during the call).
-func (i *Instance) Consume(ctx context.Context, b hostdriver.Batch) error {
+func (i *Instance) Consume(ctx context.Context, b hostdriver.Batch) ([]hostdriver.Rejection, error) {
 	i.mu.Lock()
 	defer i.mu.Unlock()
 	if err := i.ensure(ctx); err != nil {
-		return err
+		return nil, err
 	}
-	return exitedFrom(i.h, i.inst.Consume(b, hostdriver.WithContext(ctx)))
+	rej, err := i.inst.ConsumeResult(b, hostdriver.WithContext(ctx))
+	return rej, exitedFrom(i.h, err)
 }
 
 // Metrics returns the instance's metrics() JSON.

@@ -43,6 +43,49 @@ type Topic struct {
 	ConsumerGroup string
 	OffsetReset   OffsetReset
 	Client        Client
+	// ErrorsTolerance says what a record that can never be written does:
+	// stop the consumer (ToleranceNone, the spec's behaviour) or go to the
+	// dead-letter topic (ToleranceAll).
+	ErrorsTolerance Tolerance
+	// DeadLetterTopic is where ToleranceAll produces rejected records; empty
+	// means "<source topic>.dlq" (see DeadLetterFor).
+	DeadLetterTopic string
+}
+
+// Tolerance is errors_tolerance.
+type Tolerance string
+
+// errors_tolerance values.
+const (
+	ToleranceNone Tolerance = "none"
+	ToleranceAll  Tolerance = "all"
+)
+
+// DeadLetterSuffix makes the default dead-letter topic of a source topic.
+const DeadLetterSuffix = ".dlq"
+
+// DeadLetterFor is the dead-letter topic of records from topic.
+func (t *Topic) DeadLetterFor(topic string) string {
+	if t.DeadLetterTopic != "" {
+		return t.DeadLetterTopic
+	}
+	return topic + DeadLetterSuffix
+}
+
+// Consumes reports whether the block reads topic (named, or matched by its
+// pattern): a dead-letter topic it consumed would feed itself.
+func (t *Topic) Consumes(topic string) bool {
+	for _, name := range t.Topics {
+		if name == topic {
+			return true
+		}
+	}
+	if t.Pattern != "" {
+		if re, err := regexp.Compile(t.Pattern); err == nil && re.MatchString(topic) {
+			return true
+		}
+	}
+	return false
 }
 
 // Schema is how record payloads are decoded before consume().

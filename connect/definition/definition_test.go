@@ -147,6 +147,10 @@ func TestRefused(t *testing.T) {
 		{"gssapi", head + block + "[topics.properties]\n\"security.protocol\" = \"SASL_SSL\"\n\"sasl.mechanism\" = \"GSSAPI\"\n", `"GSSAPI": want PLAIN`},
 		{"ca without tls", head + block + "[topics.properties]\n\"ssl.ca.location\" = \"/etc/hosts\"\n", "set without security.protocol SSL"},
 		{"syntax", head + "[[topics]\n", "f.toml"},
+		{"errors_tolerance", head + block + "errors_tolerance = \"some\"\n", `f.toml:7:1: topics[1].errors_tolerance: "some": want none or all`},
+		{"dlq without tolerance", head + block + "dead_letter_topic = \"x\"\n", `topics[1].dead_letter_topic: applies only with errors_tolerance = "all"`},
+		{"dlq bad name", head + block + "errors_tolerance = \"all\"\ndead_letter_topic = \"a b\"\n", `"a b" is not a Kafka topic name`},
+		{"dlq consumed", head + "[[topics]]\npattern = 'a.*'\nschema = \"json\"\nerrors_tolerance = \"all\"\ndead_letter_topic = \"a.dlq\"\n", `"a.dlq" is consumed by this block`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := definition.Parse("f.toml", []byte(tc.doc))
@@ -248,4 +252,26 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("OpenConfig: %v", err)
 		}
 	})
+}
+
+// errors_tolerance defaults to none; with all, the dead-letter topic is
+// <topic>.dlq unless dead_letter_topic names one.
+func TestErrorsTolerance(t *testing.T) {
+	const head = "type = \"sink\"\nkey = \"k\"\npath = \"p\"\n"
+	d, err := definition.Parse("f.toml", []byte(head+"[[topics]]\ntopics = [\"a\"]\nschema = \"json\"\n"+
+		"[[topics]]\ntopics = [\"b\"]\nschema = \"json\"\nerrors_tolerance = \"all\"\n"+
+		"[[topics]]\ntopics = [\"c\"]\nschema = \"json\"\nerrors_tolerance = \"all\"\ndead_letter_topic = \"bad-things\"\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b, c := d.Topics[0], d.Topics[1], d.Topics[2]
+	if a.ErrorsTolerance != definition.ToleranceNone || b.ErrorsTolerance != definition.ToleranceAll || c.ErrorsTolerance != definition.ToleranceAll {
+		t.Errorf("tolerances %s %s %s", a.ErrorsTolerance, b.ErrorsTolerance, c.ErrorsTolerance)
+	}
+	if got := b.DeadLetterFor("b"); got != "b.dlq" {
+		t.Errorf("default dead-letter topic %q", got)
+	}
+	if got := c.DeadLetterFor("c"); got != "bad-things" {
+		t.Errorf("dead-letter topic %q", got)
+	}
 }

@@ -58,6 +58,8 @@ type rawTopic struct {
 	PollInterval    *Duration      `toml:"poll_interval"`
 	ConsumerGroup   *string        `toml:"consumer_group"`
 	AutoOffsetReset *string        `toml:"auto_offset_reset"`
+	ErrorsTolerance *string        `toml:"errors_tolerance"`
+	DeadLetterTopic *string        `toml:"dead_letter_topic"`
 	Properties      map[string]any `toml:"properties"`
 }
 
@@ -234,9 +236,33 @@ func (p *parsed) topic(sinkKey string, i int, r *rawTopic) Topic {
 			p.errorf(k("auto_offset_reset"), "%v", err)
 		}
 	}
+	t.ErrorsTolerance = ToleranceNone
+	if r.ErrorsTolerance != nil {
+		switch v := Tolerance(*r.ErrorsTolerance); v {
+		case ToleranceNone, ToleranceAll:
+			t.ErrorsTolerance = v
+		default:
+			p.errorf(k("errors_tolerance"), "%q: want none or all", v)
+		}
+	}
+	if r.DeadLetterTopic != nil {
+		switch name := *r.DeadLetterTopic; {
+		case t.ErrorsTolerance != ToleranceAll:
+			p.errorf(k("dead_letter_topic"), `applies only with errors_tolerance = "all"`)
+		case !topicRE.MatchString(name):
+			p.errorf(k("dead_letter_topic"), "%q is not a Kafka topic name (1-249 of [A-Za-z0-9._-])", name)
+		case t.Consumes(name):
+			p.errorf(k("dead_letter_topic"), "%q is consumed by this block: its dead letters would come back to it", name)
+		default:
+			t.DeadLetterTopic = name
+		}
+	}
 	t.Client = p.client(i, r.Properties)
 	return t
 }
+
+// topicRE is what Kafka accepts as a topic name ("." and ".." aside).
+var topicRE = regexp.MustCompile(`^[A-Za-z0-9._-]{1,249}$`)
 
 // positions maps each key of the document to where it is written, keyed as
 // errorf spells them: "key", "topics[2].batch_length",

@@ -23,20 +23,17 @@ const PatternRefresh = 2 * time.Second
 // subscription, where a new group starts, and its properties.
 func clientOpts(brokers []string, t definition.Topic) ([]kgo.Opt, error) {
 	c := t.Client
-	if len(c.Brokers) > 0 {
-		brokers = c.Brokers
+	conn, err := connOpts(brokers, t)
+	if err != nil {
+		return nil, err
 	}
-	if len(brokers) == 0 {
-		return nil, fmt.Errorf("no brokers: pass --brokers or set bootstrap.servers in properties")
-	}
-	opts := []kgo.Opt{
-		kgo.SeedBrokers(brokers...),
+	opts := append(conn,
 		kgo.ConsumerGroup(t.ConsumerGroup),
 		kgo.DisableAutoCommit(),
 		// Rebalance callbacks run between our polls, never while a batch
 		// is being delivered and committed.
 		kgo.BlockRebalanceOnPoll(),
-	}
+	)
 	if t.Pattern != "" {
 		// With ConsumeRegex every topic is a pattern: named topics are
 		// matched exactly, the union the spec asks for.
@@ -53,9 +50,6 @@ func clientOpts(brokers []string, t definition.Topic) ([]kgo.Opt, error) {
 		opts = append(opts, kgo.ConsumeResetOffset(kgo.NewOffset().AtEnd()))
 	} else {
 		opts = append(opts, kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
-	}
-	if c.ClientID != "" {
-		opts = append(opts, kgo.ClientID(c.ClientID))
 	}
 	if c.SessionTimeout > 0 {
 		opts = append(opts, kgo.SessionTimeout(c.SessionTimeout))
@@ -74,6 +68,23 @@ func clientOpts(brokers []string, t definition.Topic) ([]kgo.Opt, error) {
 	}
 	if c.FetchMaxWait > 0 {
 		opts = append(opts, kgo.FetchMaxWait(c.FetchMaxWait))
+	}
+	return opts, nil
+}
+
+// connOpts are the options of every client of a block, consumer or
+// dead-letter producer: where the brokers are and how to reach them.
+func connOpts(brokers []string, t definition.Topic) ([]kgo.Opt, error) {
+	c := t.Client
+	if len(c.Brokers) > 0 {
+		brokers = c.Brokers
+	}
+	if len(brokers) == 0 {
+		return nil, fmt.Errorf("no brokers: pass --brokers or set bootstrap.servers in properties")
+	}
+	opts := []kgo.Opt{kgo.SeedBrokers(brokers...)}
+	if c.ClientID != "" {
+		opts = append(opts, kgo.ClientID(c.ClientID))
 	}
 	if c.TLS {
 		cfg := &tls.Config{MinVersion: tls.VersionTLS12}

@@ -47,6 +47,7 @@ type consumer struct {
 	mu      sync.Mutex // the loop holds it while it buffers and delivers; revocations take it
 	buckets map[tp]*bucket
 	cl      *kgo.Client
+	dlq     *kgo.Client // dead-letter producer, made on first use
 }
 
 func newConsumer(s *Sink, t definition.Topic, opts []kgo.Opt) *consumer {
@@ -64,6 +65,11 @@ func (c *consumer) run(ctx context.Context) error {
 	defer cancel()
 	stop := context.AfterFunc(ctx, func() { time.AfterFunc(c.s.cfg.ShutdownTimeout, cancel) })
 	defer stop()
+	defer func() {
+		if c.dlq != nil {
+			c.dlq.Close()
+		}
+	}()
 	for {
 		err := c.session(ctx, work)
 		if !errors.Is(err, errRewind) {

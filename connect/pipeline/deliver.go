@@ -25,14 +25,17 @@ const (
 	Fatal                  // FATAL, a contract breach or a host refusal: stop
 	Exited                 // the plugin's process died: rewind to the committed offsets
 	Invalid                // the runtime could not decode a record for the schema
+	// DeadLetterFailed: the batch was written but its rejected records
+	// could not be produced to the dead-letter topic: stop, uncommitted.
+	DeadLetterFailed
 )
 
 func (o Outcome) String() string {
-	return [...]string{"ok", "retry", "fatal", "exited", "invalid"}[o]
+	return [...]string{"ok", "retry", "fatal", "exited", "invalid", "dead_letter_failed"}[o]
 }
 
 // Delivery is one attempt to hand a batch to the plugin, as the Observer
-// sees it. Per-record outcomes (ABI 1.1) and dead letters will hang off it.
+// sees it.
 type Delivery struct {
 	Sink      string
 	Topic     string
@@ -44,6 +47,13 @@ type Delivery struct {
 	Took      time.Duration
 	Outcome   Outcome
 	Err       error
+	// DeadLetters counts the records of an OK delivery that went to the
+	// dead-letter topic (errors_tolerance = "all"), per reason class
+	// (value, size, encoding): rejected by the plugin (ABI 1.1) or not
+	// decodable by the runtime. They are produced and acknowledged before
+	// the offset moves. Attempt 0 is a batch no record of which reached the
+	// plugin.
+	DeadLetters map[string]int
 }
 
 // Observer is told about every delivery attempt. Its methods must not
@@ -92,22 +102,41 @@ func (e *StopError) Unwrap() error { return e.Err }
 // committed offsets: the plugin's process died with a batch in flight.
 var errRewind = errors.New("rewind to the committed offsets")
 
+// rejected is a record that will never be written, on its way to the
+// dead-letter topic.
+type rejected struct {
+	rec    *kgo.Record
+	reason hostdriver.RejectReason
+	msg    string
+}
+
 // decode checks each payload against the schema and builds the batch. The
 // plugin gets the payload bytes as they are: json and text are checked,
-// not rewritten.
-func decode(schema definition.Schema, recs []*kgo.Record) (hostdriver.Batch, error) {
-	b := hostdriver.Batch{Topic: recs[0].Topic, Partition: uint32(recs[0].Partition), Schema: string(schema),
-		Records: make([]hostdriver.Record, len(recs))}
+// not rewritten. A payload that fails the check stops the batch, or, with
+// tolerant set, is left out of the batch and returned in bad; sent maps the
+// batch's records back to recs.
+func decode(schema definition.Schema, recs []*kgo.Record, tolerant bool) (b hostdriver.Batch, sent []int, bad []rejected, err error) {
+	b = hostdriver.Batch{Topic: recs[0].Topic, Partition: uint32(recs[0].Partition), Schema: string(schema),
+		Records: make([]hostdriver.Record, 0, len(recs))}
+	sent = make([]int, 0, len(recs))
 	for i, r := range recs {
+		var derr error
 		switch schema {
 		case definition.SchemaJSON:
 			if !json.Valid(r.Value) {
-				return b, fmt.Errorf("record at offset %d is not valid JSON (schema = \"json\")", r.Offset)
+				derr = fmt.Errorf("record at offset %d is not valid JSON (schema = \"json\")", r.Offset)
 			}
 		case definition.SchemaText:
 			if !utf8.Valid(r.Value) {
-				return b, fmt.Errorf("record at offset %d is not valid UTF-8 (schema = \"text\")", r.Offset)
+				derr = fmt.Errorf("record at offset %d is not valid UTF-8 (schema = \"text\")", r.Offset)
 			}
+		}
+		if derr != nil {
+			if !tolerant {
+				return b, nil, nil, derr
+			}
+			bad = append(bad, rejected{rec: r, reason: hostdriver.RejectEncoding, msg: fmt.Sprintf("topic %q partition %d %v", r.Topic, r.Partition, derr)})
+			continue
 		}
 		hr := hostdriver.Record{Offset: uint64(r.Offset), TimestampMs: r.Timestamp.UnixMilli(), Key: r.Key, Payload: r.Value}
 		if hr.Payload == nil {
@@ -116,9 +145,10 @@ func decode(schema definition.Schema, recs []*kgo.Record) (hostdriver.Batch, err
 		for _, h := range r.Headers {
 			hr.Headers = append(hr.Headers, hostdriver.Header{Key: h.Key, Value: h.Value})
 		}
-		b.Records[i] = hr
+		b.Records = append(b.Records, hr)
+		sent = append(sent, i)
 	}
-	return b, nil
+	return b, sent, bad, nil
 }
 
 // deliver hands recs (one topic-partition, in offset order) to the plugin
@@ -129,11 +159,17 @@ func (c *consumer) deliver(ctx context.Context, recs []*kgo.Record) error {
 	first, last := recs[0], recs[len(recs)-1]
 	k := tp{first.Topic, first.Partition}
 	d := Delivery{Sink: c.s.def.Key, Topic: k.topic, Partition: k.partition, First: first.Offset, Last: last.Offset, Records: len(recs)}
-	b, err := decode(c.t.Schema, recs)
+	tolerant := c.t.ErrorsTolerance == definition.ToleranceAll
+	b, sent, bad, err := decode(c.t.Schema, recs, tolerant)
 	if err != nil {
 		d.Outcome, d.Err = Invalid, err
 		c.s.cfg.Observer.Delivered(d)
 		return &StopError{Topic: k.topic, Partition: k.partition, Offset: first.Offset, Outcome: Invalid, Err: err}
+	}
+	b.AcceptRejections = tolerant
+	if len(b.Records) == 0 {
+		// Nothing the plugin could take: only dead letters.
+		return c.deadLetter(ctx, d, bad)
 	}
 	// A batch redelivered after its process died keeps counting attempts.
 	attempt := 1
@@ -144,14 +180,27 @@ func (c *consumer) deliver(ctx context.Context, recs []*kgo.Record) error {
 	for {
 		b.Attempt = uint32(attempt)
 		start := time.Now()
-		err := c.s.out.Consume(ctx, b)
+		rej, err := c.s.out.Consume(ctx, b)
 		if err != nil && ctx.Err() != nil {
 			return ctx.Err() // the shutdown timeout passed: the outcome is unknown
 		}
 		d.Attempt, d.Took, d.Outcome, d.Err = attempt, time.Since(start), classify(err), err
-		c.s.cfg.Observer.Delivered(d)
 		log := c.log.With("topic", k.topic, "partition", k.partition, "first_offset", first.Offset,
 			"last_offset", last.Offset, "records", len(recs), "attempt", attempt)
+		if d.Outcome == OK && (len(rej) > 0 || len(bad) > 0) {
+			all := append([]rejected(nil), bad...)
+			for _, r := range rej {
+				if r.Index < 0 || r.Index >= len(sent) {
+					// The C host checks this; never trust it blindly.
+					err := fmt.Errorf("the plugin rejected record %d of a batch of %d", r.Index, len(sent))
+					return &StopError{Topic: k.topic, Partition: k.partition, Offset: first.Offset, Attempts: attempt, Outcome: Fatal, Err: err}
+				}
+				all = append(all, rejected{rec: recs[sent[r.Index]], reason: r.Reason, msg: r.Message})
+			}
+			log.Debug("batch delivered with rejected records", "took", d.Took, "rejected", len(all))
+			return c.deadLetter(ctx, d, all)
+		}
+		c.s.cfg.Observer.Delivered(d)
 		switch d.Outcome {
 		case OK:
 			log.Debug("batch delivered", "took", d.Took)

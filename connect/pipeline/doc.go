@@ -14,10 +14,16 @@
 // attempt of that batch, so a batch that kills its host five times stops
 // the consumer too.
 //
+// With errors_tolerance = "all" a batch accepts per-record rejections (ABI
+// 1.1): the records the plugin rejects, and those the runtime cannot
+// decode, are produced to the block's dead-letter topic and acknowledged
+// before the offset moves past the batch.
+//
 // The package uses franz-go's kgo client, and reaches plugins through the
 // Deliverer interface (a child.Instance in the runtime, anything in tests).
 //
 // File map: sink.go (a sink, its state, Run), consumer.go (the poll and
 // bucket loop, commits, revocations), deliver.go (decoding, attempts,
-// backoff, outcomes), client.go (kgo options from a definition).
+// backoff, outcomes), deadletter.go (the dead-letter producer), client.go
+// (kgo options from a definition).
 package pipeline

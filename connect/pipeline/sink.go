@@ -13,11 +13,12 @@ import (
 	"github.com/picomq/heavy-sinks/shared/hostdriver"
 )
 
-// Deliverer hands one batch to a plugin's consume(): nil for OK, a
+// Deliverer hands one batch to a plugin's consume(): nil for OK (with the
+// records the plugin rejected, ABI 1.1, when b.AcceptRejections is set), a
 // *hostdriver.StatusError for any other result, an error matching
 // child.ErrExited when the plugin's process died.
 type Deliverer interface {
-	Consume(ctx context.Context, b hostdriver.Batch) error
+	Consume(ctx context.Context, b hostdriver.Batch) ([]hostdriver.Rejection, error)
 }
 
 // State is where a sink is in its life.
