@@ -90,6 +90,7 @@ func (c *consumer) session(ctx, work context.Context) error {
 					c.log.Info("partition revoked; dropping its buffered records", "topic", topic, "partition", p, "records", len(b.recs))
 				}
 				delete(c.buckets, tp{topic, p})
+				c.s.forget(tp{topic, p})
 			}
 		}
 	}
@@ -105,6 +106,9 @@ func (c *consumer) session(ctx, work context.Context) error {
 		cl.Close()
 	}()
 	c.cl = cl
+	rctx, stopRefresh := context.WithCancel(ctx)
+	defer stopRefresh()
+	go c.s.refreshEnds(rctx, cl)
 	for {
 		pctx, cancel := ctx, context.CancelFunc(func() {})
 		if at, ok := c.nextIdleFlush(); ok {
@@ -120,6 +124,7 @@ func (c *consumer) session(ctx, work context.Context) error {
 				c.log.Warn("fetch error", "topic", topic, "partition", p, "err", err)
 			}
 		})
+		c.s.sawFetches(cl, fs)
 		c.mu.Lock()
 		now := time.Now()
 		fs.EachRecord(func(r *kgo.Record) {
@@ -270,6 +275,7 @@ func (c *consumer) commitOffsets(ctx context.Context, offsets map[string]map[int
 			}
 		}
 	})
+	c.s.sawCommit(offsets, cerr == nil)
 	if cerr != nil {
 		c.log.Warn("commit failed; the batch will be delivered again after a restart or rebalance", "offsets", fmt.Sprint(offsets), "err", cerr)
 		return

@@ -44,6 +44,11 @@ type Delivery struct {
 	Took      time.Duration
 	Outcome   Outcome
 	Err       error
+	// DeadLetters is how many records of the batch this attempt routed to
+	// the dead-letter topic, each acknowledged by the broker; 0 until the
+	// dead-letter path sets it. The metrics count it in
+	// picomq_connect_dead_letters_total.
+	DeadLetters int
 }
 
 // Observer is told about every delivery attempt. Its methods must not
@@ -79,6 +84,11 @@ type StopError struct {
 	Attempts  int
 	Outcome   Outcome
 	Err       error
+	// DeadLetters is how many records of the batch this attempt routed to
+	// the dead-letter topic, each acknowledged by the broker; 0 until the
+	// dead-letter path sets it. The metrics count it in
+	// picomq_connect_dead_letters_total.
+	DeadLetters int
 }
 
 func (e *StopError) Error() string {

@@ -50,6 +50,9 @@ type Config struct {
 	// ClientOpts are added to every consumer's kgo options, after the
 	// definition's: for tests, or settings no property maps.
 	ClientOpts []kgo.Opt
+	// LagRefresh is how often each consumer lists its topics' end offsets
+	// for the lag it reports (fetches update it in between); default 5s.
+	LagRefresh time.Duration
 }
 
 // MaxAttempts is how many times one batch is delivered before its
@@ -75,6 +78,7 @@ type Sink struct {
 	mu      sync.Mutex
 	state   State
 	lastErr error
+	parts   map[tp]*PartitionStatus // see status.go
 }
 
 // New returns a Sink for def that delivers to out.
@@ -90,6 +94,9 @@ func New(def *definition.Definition, out Deliverer, cfg Config) *Sink {
 	}
 	if cfg.ShutdownTimeout <= 0 {
 		cfg.ShutdownTimeout = 30 * time.Second
+	}
+	if cfg.LagRefresh <= 0 {
+		cfg.LagRefresh = 5 * time.Second
 	}
 	return &Sink{def: def, out: out, cfg: cfg, log: cfg.Logger.With("sink_key", def.Key), state: StateStarting}
 }
