@@ -2,8 +2,8 @@ package child
 
 import (
 	"context"
-	"fmt"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"sync/atomic"
