@@ -103,7 +103,7 @@ func run(args []string) int {
 	defer func() {
 		for _, p := range procs {
 			if err := p.Close(); err != nil {
-				log.Warn("plugin host exit", "err", err)
+				log.Warn("plugin host exit", "event", "host_close_failed", "err", err)
 			}
 		}
 	}()
@@ -170,7 +170,7 @@ func run(args []string) int {
 func closeAll(log *slog.Logger, insts []*child.Instance) {
 	for _, i := range insts {
 		if err := i.Close(); err != nil {
-			log.Warn("closing a sink instance", "err", err)
+			log.Warn("closing a sink instance", "event", "instance_close_failed", "err", err)
 		}
 	}
 }

@@ -164,7 +164,7 @@ func (c *consumer) deliver(ctx context.Context, recs []*kgo.Record) error {
 			"last_offset", last.Offset, "records", len(recs), "attempt", attempt)
 		switch d.Outcome {
 		case OK:
-			log.Debug("batch delivered", "took", d.Took)
+			log.Debug("batch delivered", "event", "batch_delivered", "took_seconds", d.Took.Seconds())
 			return nil
 		case Fatal:
 			return &StopError{Topic: k.topic, Partition: k.partition, Offset: first.Offset, Attempts: attempt, Outcome: Fatal, Err: err}
@@ -173,7 +173,7 @@ func (c *consumer) deliver(ctx context.Context, recs []*kgo.Record) error {
 			return &StopError{Topic: k.topic, Partition: k.partition, Offset: first.Offset, Attempts: attempt, Outcome: d.Outcome, Err: err}
 		}
 		wait := c.s.cfg.Backoff(attempt)
-		log.Warn("batch not delivered; delivering again", "outcome", d.Outcome, "err", err, "backoff", wait)
+		log.Warn("batch not delivered; delivering again", "event", "batch_retry", "outcome", d.Outcome.String(), "err", err, "backoff_seconds", wait.Seconds())
 		if err := sleep(ctx, wait); err != nil {
 			return err
 		}

@@ -141,7 +141,7 @@ func (s *Sink) Run(ctx context.Context) error {
 			if err := c.run(ctx); err != nil {
 				errs[i] = err
 				s.setState(StateError, err)
-				s.log.Error("consumer stopped", "block", c.t.Index, "group", c.t.ConsumerGroup, "err", err)
+				s.log.Error("consumer stopped on a failure", "event", "consumer_failed", "block", c.t.Index, "group", c.t.ConsumerGroup, "err", err)
 			}
 		})
 	}
