@@ -19,5 +19,6 @@
 //
 // File map: sink.go (a sink, its state, Run), consumer.go (the poll and
 // bucket loop, commits, revocations), deliver.go (decoding, attempts,
-// backoff, outcomes), client.go (kgo options from a definition).
+// backoff, outcomes), client.go (kgo options from a definition), status.go
+// (committed offset, high watermark and lag per topic-partition).
 package pipeline
