@@ -24,6 +24,7 @@ import (
 
 	"github.com/picomq/heavy-sinks/connect/child"
 	"github.com/picomq/heavy-sinks/connect/definition"
+	"github.com/picomq/heavy-sinks/connect/observe"
 	"github.com/picomq/heavy-sinks/connect/pipeline"
 )
 
@@ -36,6 +37,10 @@ const (
 
 func main() { os.Exit(run(os.Args[1:])) }
 
+// listen starts the HTTP endpoint; tests replace it to see whether it was
+// started.
+var listen = observe.Listen
+
 func run(args []string) int {
 	fs := flag.NewFlagSet("picomq-connect", flag.ContinueOnError)
 	brokers := fs.String("brokers", "localhost:9092", "comma-separated seed brokers (a block's bootstrap.servers property overrides it)")
@@ -46,6 +51,7 @@ func run(args []string) int {
 	level := fs.String("log-level", "info", "debug, info, warn or error")
 	format := fs.String("log-format", "text", "text or json")
 	check := fs.Bool("check", false, "check the definitions and exit")
+	httpAddr := fs.String("http", "", "serve /healthz, /readyz, /status and /metrics on this address (host:port); off when empty")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: picomq-connect [flags] <definition.toml | directory>...\n\n")
 		fs.PrintDefaults()
@@ -70,7 +76,7 @@ func run(args []string) int {
 	var enabled []*definition.Definition
 	for _, d := range defs {
 		if !d.Enabled {
-			log.Info("sink disabled; not started", "sink_key", d.Key, "file", d.File)
+			log.Info("sink disabled; not started", "event", "sink_disabled", "sink_key", d.Key, "file", d.File)
 			continue
 		}
 		if _, err := os.Stat(d.LibraryPath(*pluginDir)); err != nil {
@@ -97,13 +103,14 @@ func run(args []string) int {
 	defer func() {
 		for _, p := range procs {
 			if err := p.Close(); err != nil {
-				log.Warn("plugin host exit", "err", err)
+				log.Warn("plugin host exit", "event", "host_close_failed", "err", err)
 			}
 		}
 	}()
 	var sinks []*pipeline.Sink
 	var insts []*child.Instance
-	cfg := pipeline.Config{Brokers: splitList(*brokers), Logger: log, ShutdownTimeout: *shutdown}
+	metrics := observe.NewMetrics()
+	cfg := pipeline.Config{Brokers: splitList(*brokers), Logger: log, ShutdownTimeout: *shutdown, Observer: metrics}
 	for _, d := range enabled {
 		lib := d.LibraryPath(*pluginDir)
 		p := procs[lib]
@@ -123,8 +130,22 @@ func run(args []string) int {
 			return exitUsage
 		}
 		insts = append(insts, inst)
-		sinks = append(sinks, pipeline.New(d, inst, cfg))
-		log.Info("sink started", "sink_key", d.Key, "library", lib, "blocks", len(d.Topics))
+		s := pipeline.New(d, inst, cfg)
+		sinks = append(sinks, s)
+		metrics.Add(s, inst)
+		log.Info("sink started", "event", "sink_started", "sink_key", d.Key, "library", lib, "blocks", len(d.Topics))
+	}
+	if *httpAddr != "" {
+		// Bound before consuming, so a taken address fails at start; it
+		// serves until every sink has flushed and stopped.
+		srv, err := listen(*httpAddr, observe.Handler(metrics), log)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "picomq-connect: --http:", err)
+			closeAll(log, insts)
+			return exitUsage
+		}
+		defer srv.Close()
+		log.Info("http endpoint listening", "event", "http_listening", "addr", srv.Addr())
 	}
 
 	code := exitOK
@@ -133,7 +154,7 @@ func run(args []string) int {
 	for _, s := range sinks {
 		wg.Go(func() {
 			if err := s.Run(ctx); err != nil {
-				log.Error("sink failed", "sink_key", s.Key(), "state", pipeline.StateError, "err", err)
+				log.Error("sink failed", "event", "sink_failed", "sink_key", s.Key(), "state", pipeline.StateError, "err", err)
 				mu.Lock()
 				code = exitSinkError
 				mu.Unlock()
@@ -142,14 +163,14 @@ func run(args []string) int {
 	}
 	wg.Wait()
 	closeAll(log, insts)
-	log.Info("picomq-connect stopped", "exit_code", code)
+	log.Info("picomq-connect stopped", "event", "runtime_stopped", "exit_code", code)
 	return code
 }
 
 func closeAll(log *slog.Logger, insts []*child.Instance) {
 	for _, i := range insts {
 		if err := i.Close(); err != nil {
-			log.Warn("closing a sink instance", "err", err)
+			log.Warn("closing a sink instance", "event", "instance_close_failed", "err", err)
 		}
 	}
 }

@@ -2,7 +2,12 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,6 +19,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/picomq/heavy-sinks/connect/observe"
 	"github.com/picomq/heavy-sinks/shared/hostdriver"
 	"github.com/picomq/heavy-sinks/shared/testenv"
 )
@@ -103,9 +109,26 @@ func TestRunUntilSIGTERM(t *testing.T) {
 	}
 }
 
+// listened replaces listen for one test; the servers started arrive on
+// the channel.
+func listened(t *testing.T) chan *observe.Server {
+	servers := make(chan *observe.Server, 4)
+	t.Cleanup(func() { listen = observe.Listen })
+	listen = func(addr string, h http.Handler, log *slog.Logger) (*observe.Server, error) {
+		s, err := observe.Listen(addr, h, log)
+		if err == nil {
+			servers <- s
+		}
+		return s, err
+	}
+	return servers
+}
+
 // A sink that stops on FATAL makes the command exit 1 once nothing runs.
+// Without --http nothing listens.
 func TestExitCodeOnSinkError(t *testing.T) {
 	kf, defDir, _ := setup(t, `fail_mode = "fatal"`)
+	servers := listened(t)
 	done := make(chan int, 1)
 	go func() { done <- run(args(t, kf, defDir)) }()
 	select {
@@ -116,6 +139,76 @@ func TestExitCodeOnSinkError(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("no exit after FATAL")
 	}
+	if len(servers) != 0 {
+		t.Errorf("an HTTP endpoint listened on %s without --http", (<-servers).Addr())
+	}
+}
+
+// --http serves the endpoint while the sinks run: /status reaches lag 0
+// once everything is committed, /metrics counts the records.
+func TestHTTPEndpoint(t *testing.T) {
+	kf, defDir, _ := setup(t, "")
+	servers := listened(t)
+	done := make(chan int, 1)
+	go func() { done <- run(append([]string{"--http", "127.0.0.1:0"}, args(t, kf, defDir)...)) }()
+	var url string
+	select {
+	case s := <-servers:
+		url = "http://" + s.Addr()
+	case <-time.After(20 * time.Second):
+		t.Fatal("--http started no endpoint")
+	}
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		var st observe.Status
+		if body := httpGet(t, url+"/status"); json.Unmarshal([]byte(body), &st) == nil && len(st.Sinks) == 1 &&
+			len(st.Sinks[0].Partitions) == 1 && st.Sinks[0].Partitions[0].CommittedOffset != nil &&
+			*st.Sinks[0].Partitions[0].CommittedOffset == 7 && st.Sinks[0].Lag == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("/status never showed offset 7 committed with lag 0")
+		}
+	}
+	if body := httpGet(t, url+"/metrics"); !strings.Contains(body, `picomq_connect_records_delivered_total{sink_key="cli",topic="a"} 7`) {
+		t.Errorf("/metrics:\n%s", body)
+	}
+	if err := syscall.Kill(os.Getpid(), syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case code := <-done:
+		if code != exitOK {
+			t.Errorf("exit code %d, want 0", code)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("no exit after SIGTERM")
+	}
+	if _, err := http.Get(url + "/healthz"); err == nil {
+		t.Error("the endpoint still serves after the command returned")
+	}
+	// A taken address is refused at start.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	if code := run(append([]string{"--http", ln.Addr().String()}, args(t, kf, defDir)...)); code != exitUsage {
+		t.Errorf("--http on a taken address: exit %d, want %d", code, exitUsage)
+	}
+}
+
+func httpGet(t *testing.T, url string) string {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }
 
 // Bad definitions and refused plugin configs exit 2 before consuming.

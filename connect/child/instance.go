@@ -2,9 +2,11 @@ package child
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 
 	"github.com/picomq/heavy-sinks/shared/hostdriver"
 )
@@ -20,6 +22,15 @@ type Instance struct {
 	h    *hostdriver.Host // the child inst lives in
 	inst *hostdriver.Instance
 	gen  int
+	// open is h and inst for Metrics, which must not wait for mu: a
+	// consume holds it for the whole call, and metrics() never waits for
+	// a consume (the header's threading rules).
+	open atomic.Pointer[opened]
+}
+
+type opened struct {
+	h    *hostdriver.Host
+	inst *hostdriver.Instance
 }
 
 // Open opens an instance with config, the JSON of
@@ -57,6 +68,7 @@ func (i *Instance) ensure(ctx context.Context) error {
 		i.p.loggers.Store(inst.Ctx(), i.log)
 	}
 	i.h, i.inst, i.gen = h, inst, gen
+	i.open.Store(&opened{h, inst})
 	return nil
 }
 
@@ -74,15 +86,20 @@ func (i *Instance) Consume(ctx context.Context, b hostdriver.Batch) ([]hostdrive
 	return rej, exitedFrom(i.h, err)
 }
 
-// Metrics returns the instance's metrics() JSON.
+// ErrNotOpen is the error of Metrics while the instance is not open: its
+// child died and the next Consume reopens it, or it was closed.
+var ErrNotOpen = errors.New("instance not open")
+
+// Metrics returns the instance's metrics() JSON. It runs alongside a
+// Consume in flight and does not restart a dead child; ctx bounds the
+// wait (a call abandoned this way still runs in the host).
 func (i *Instance) Metrics(ctx context.Context) (string, error) {
-	i.mu.Lock()
-	defer i.mu.Unlock()
-	if err := i.ensure(ctx); err != nil {
-		return "", err
+	o := i.open.Load()
+	if o == nil || o.h.Err() != nil {
+		return "", ErrNotOpen
 	}
-	s, err := i.inst.Metrics(hostdriver.WithContext(ctx))
-	return s, exitedFrom(i.h, err)
+	s, err := o.inst.Metrics(hostdriver.WithContext(ctx))
+	return s, exitedFrom(o.h, err)
 }
 
 // Close closes the instance in the child, if the child still runs it.
@@ -94,6 +111,7 @@ func (i *Instance) Close() error {
 	}
 	inst := i.inst
 	i.inst = nil
+	i.open.Store(nil)
 	i.p.mu.Lock()
 	same := i.gen == i.p.gen && i.p.h != nil && i.p.h.Err() == nil
 	i.p.mu.Unlock()

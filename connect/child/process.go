@@ -72,7 +72,7 @@ func (p *Process) current(ctx context.Context) (*hostdriver.Host, *hostdriver.Li
 	}
 	if p.h != nil {
 		p.restarts++
-		p.log.Warn("plugin host process exited; starting a new one", "err", p.h.Err(), "restarts", p.restarts)
+		p.log.Warn("plugin host process exited; starting a new one", "event", "host_exited", "err", p.h.Err(), "restarts", p.restarts)
 		p.h, p.l = nil, nil
 	}
 	opts := []hostdriver.Option{hostdriver.Workers(p.workers), hostdriver.KeepLogs(1), hostdriver.OnLog(p.onLog)}
@@ -90,7 +90,7 @@ func (p *Process) current(ctx context.Context) (*hostdriver.Host, *hostdriver.Li
 	}
 	p.h, p.l = h, l
 	p.gen++
-	p.log.Info("plugin host process started", "pid", h.Pid(), "generation", p.gen)
+	p.log.Info("plugin host process started", "event", "host_started", "pid", h.Pid(), "generation", p.gen)
 	return h, l, p.gen, nil
 }
 

@@ -75,7 +75,7 @@ func (c *consumer) run(ctx context.Context) error {
 		if !errors.Is(err, errRewind) {
 			return err
 		}
-		c.log.Warn("plugin process died with a batch in flight; resuming from the committed offsets")
+		c.log.Warn("plugin process died with a batch in flight; resuming from the committed offsets", "event", "rewind")
 	}
 }
 
@@ -93,9 +93,10 @@ func (c *consumer) session(ctx, work context.Context) error {
 		for topic, ps := range parts {
 			for _, p := range ps {
 				if b := c.buckets[tp{topic, p}]; b != nil && len(b.recs) > 0 {
-					c.log.Info("partition revoked; dropping its buffered records", "topic", topic, "partition", p, "records", len(b.recs))
+					c.log.Info("partition revoked; dropping its buffered records", "event", "partition_revoked", "topic", topic, "partition", p, "records", len(b.recs))
 				}
 				delete(c.buckets, tp{topic, p})
+				c.s.forget(tp{topic, p})
 			}
 		}
 	}
@@ -111,6 +112,9 @@ func (c *consumer) session(ctx, work context.Context) error {
 		cl.Close()
 	}()
 	c.cl = cl
+	rctx, stopRefresh := context.WithCancel(ctx)
+	defer stopRefresh()
+	go c.s.refreshEnds(rctx, cl)
 	for {
 		pctx, cancel := ctx, context.CancelFunc(func() {})
 		if at, ok := c.nextIdleFlush(); ok {
@@ -123,9 +127,10 @@ func (c *consumer) session(ctx, work context.Context) error {
 		}
 		fs.EachError(func(topic string, p int32, err error) {
 			if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
-				c.log.Warn("fetch error", "topic", topic, "partition", p, "err", err)
+				c.log.Warn("fetch error", "event", "fetch_error", "topic", topic, "partition", p, "err", err)
 			}
 		})
+		c.s.sawFetches(cl, fs)
 		c.mu.Lock()
 		now := time.Now()
 		fs.EachRecord(func(r *kgo.Record) {
@@ -229,7 +234,7 @@ func (c *consumer) shutdown(work context.Context, failed *tp) error {
 			n := min(len(b.recs), c.t.BatchLength)
 			err := c.deliver(work, b.recs[:n])
 			if errors.Is(err, errRewind) {
-				c.log.Warn("plugin process died during the shutdown flush; the rest is delivered on restart", "topic", k.topic, "partition", k.partition)
+				c.log.Warn("plugin process died during the shutdown flush; the rest is delivered on restart", "event", "shutdown_flush_cut", "topic", k.topic, "partition", k.partition)
 				break
 			}
 			if err != nil {
@@ -247,7 +252,7 @@ func (c *consumer) shutdown(work context.Context, failed *tp) error {
 	if len(offsets) > 0 {
 		c.commitOffsets(work, offsets)
 	}
-	c.log.Info("consumer stopped", "flushed_partitions", len(offsets))
+	c.log.Info("consumer stopped", "event", "consumer_stopped", "flushed_partitions", len(offsets))
 	return errors.Join(errs...)
 }
 
@@ -276,9 +281,16 @@ func (c *consumer) commitOffsets(ctx context.Context, offsets map[string]map[int
 			}
 		}
 	})
-	if cerr != nil {
-		c.log.Warn("commit failed; the batch will be delivered again after a restart or rebalance", "offsets", fmt.Sprint(offsets), "err", cerr)
-		return
+	c.s.sawCommit(offsets, cerr == nil)
+	// One line per topic-partition, with the keys every other line uses.
+	for topic, ps := range offsets {
+		for p, o := range ps {
+			if cerr != nil {
+				c.log.Warn("commit failed; the batch will be delivered again after a restart or rebalance",
+					"event", "commit_failed", "topic", topic, "partition", p, "offset", o.Offset, "err", cerr)
+			} else {
+				c.log.Debug("committed", "event", "committed", "topic", topic, "partition", p, "offset", o.Offset)
+			}
+		}
 	}
-	c.log.Debug("committed", "offsets", fmt.Sprint(offsets))
 }

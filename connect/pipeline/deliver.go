@@ -89,6 +89,11 @@ type StopError struct {
 	Attempts  int
 	Outcome   Outcome
 	Err       error
+	// DeadLetters is how many records of the batch this attempt routed to
+	// the dead-letter topic, each acknowledged by the broker; 0 until the
+	// dead-letter path sets it. The metrics count it in
+	// picomq_connect_dead_letters_total.
+	DeadLetters int
 }
 
 func (e *StopError) Error() string {
@@ -203,7 +208,7 @@ func (c *consumer) deliver(ctx context.Context, recs []*kgo.Record) error {
 		c.s.cfg.Observer.Delivered(d)
 		switch d.Outcome {
 		case OK:
-			log.Debug("batch delivered", "took", d.Took)
+			log.Debug("batch delivered", "event", "batch_delivered", "took_seconds", d.Took.Seconds())
 			return nil
 		case Fatal:
 			return &StopError{Topic: k.topic, Partition: k.partition, Offset: first.Offset, Attempts: attempt, Outcome: Fatal, Err: err}
@@ -212,7 +217,7 @@ func (c *consumer) deliver(ctx context.Context, recs []*kgo.Record) error {
 			return &StopError{Topic: k.topic, Partition: k.partition, Offset: first.Offset, Attempts: attempt, Outcome: d.Outcome, Err: err}
 		}
 		wait := c.s.cfg.Backoff(attempt)
-		log.Warn("batch not delivered; delivering again", "outcome", d.Outcome, "err", err, "backoff", wait)
+		log.Warn("batch not delivered; delivering again", "event", "batch_retry", "outcome", d.Outcome.String(), "err", err, "backoff_seconds", wait.Seconds())
 		if err := sleep(ctx, wait); err != nil {
 			return err
 		}

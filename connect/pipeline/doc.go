@@ -25,5 +25,6 @@
 // File map: sink.go (a sink, its state, Run), consumer.go (the poll and
 // bucket loop, commits, revocations), deliver.go (decoding, attempts,
 // backoff, outcomes), deadletter.go (the dead-letter producer), client.go
-// (kgo options from a definition).
+// (kgo options from a definition), status.go (committed offset, high
+// watermark and lag per topic-partition).
 package pipeline

@@ -51,6 +51,9 @@ type Config struct {
 	// ClientOpts are added to every consumer's kgo options, after the
 	// definition's: for tests, or settings no property maps.
 	ClientOpts []kgo.Opt
+	// LagRefresh is how often each consumer lists its topics' end offsets
+	// for the lag it reports (fetches update it in between); default 5s.
+	LagRefresh time.Duration
 }
 
 // MaxAttempts is how many times one batch is delivered before its
@@ -76,6 +79,7 @@ type Sink struct {
 	mu      sync.Mutex
 	state   State
 	lastErr error
+	parts   map[tp]*PartitionStatus // see status.go
 }
 
 // New returns a Sink for def that delivers to out.
@@ -91,6 +95,9 @@ func New(def *definition.Definition, out Deliverer, cfg Config) *Sink {
 	}
 	if cfg.ShutdownTimeout <= 0 {
 		cfg.ShutdownTimeout = 30 * time.Second
+	}
+	if cfg.LagRefresh <= 0 {
+		cfg.LagRefresh = 5 * time.Second
 	}
 	return &Sink{def: def, out: out, cfg: cfg, log: cfg.Logger.With("sink_key", def.Key), state: StateStarting}
 }
@@ -135,7 +142,7 @@ func (s *Sink) Run(ctx context.Context) error {
 			if err := c.run(ctx); err != nil {
 				errs[i] = err
 				s.setState(StateError, err)
-				s.log.Error("consumer stopped", "block", c.t.Index, "group", c.t.ConsumerGroup, "err", err)
+				s.log.Error("consumer stopped on a failure", "event", "consumer_failed", "block", c.t.Index, "group", c.t.ConsumerGroup, "err", err)
 			}
 		})
 	}

@@ -1,0 +1,15 @@
+// Package observe is picomq-connect's HTTP endpoint: /healthz, /readyz,
+// /status (per sink: state, last error, lag per topic-partition) and
+// /metrics in the Prometheus text format.
+//
+// Metrics implements pipeline.Observer, counting every delivery attempt;
+// at scrape time it adds each sink's state and lag, read from the sinks,
+// and the numeric fields of each plugin instance's metrics() JSON, fetched
+// with a timeout so a slow plugin cannot hang a scrape. Everything is
+// registered in the package's own registry, never the global default.
+// Labels are bounded: sink_key and topic come from the definitions (a
+// pattern's matches are the broker's topics), partition is bounded by the
+// topics' partitions, outcome and state are enumerations.
+//
+// File map: metrics.go (the collectors), http.go (handlers, Serve).
+package observe

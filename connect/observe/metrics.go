@@ -1,0 +1,262 @@
+package observe
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/picomq/heavy-sinks/connect/pipeline"
+)
+
+// Sink is what the endpoint reads of a running sink; *pipeline.Sink.
+type Sink interface {
+	Key() string
+	State() (pipeline.State, error)
+	Partitions() []pipeline.PartitionStatus
+}
+
+// Plugin returns an instance's metrics() JSON; *child.Instance.
+type Plugin interface {
+	Metrics(ctx context.Context) (string, error)
+}
+
+// PluginTimeout is the default bound on one instance's metrics() call
+// during a scrape.
+const PluginTimeout = 2 * time.Second
+
+// Metrics counts deliveries (it is the pipeline's Observer) and collects,
+// at scrape time, the sinks' state and lag and their plugins' metrics().
+type Metrics struct {
+	// PluginTimeout bounds each plugin's metrics() call during a scrape;
+	// set before serving. Default PluginTimeout.
+	PluginTimeout time.Duration
+
+	reg         *prometheus.Registry
+	deliveries  *prometheus.CounterVec
+	records     *prometheus.CounterVec
+	retries     *prometheus.CounterVec
+	deadLetters *prometheus.CounterVec
+	consume     *prometheus.HistogramVec
+	batch       *prometheus.HistogramVec
+
+	mu    sync.Mutex
+	sinks []target
+}
+
+type target struct {
+	sink   Sink
+	plugin Plugin // nil: no plugin metrics
+}
+
+var (
+	sinkTopic = []string{"sink_key", "topic"}
+	sinkTP    = []string{"sink_key", "topic", "partition"}
+	states    = []pipeline.State{pipeline.StateStarting, pipeline.StateRunning, pipeline.StateError, pipeline.StateStopped}
+	outcomes  = []pipeline.Outcome{pipeline.OK, pipeline.Retry, pipeline.Fatal, pipeline.Exited, pipeline.Invalid}
+)
+
+// NewMetrics returns Metrics with their own registry, which also holds the
+// Go runtime and process collectors.
+func NewMetrics() *Metrics {
+	m := &Metrics{
+		PluginTimeout: PluginTimeout,
+		reg:           prometheus.NewRegistry(),
+		deliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "picomq_connect_deliveries_total",
+			Help: "Batches handed to the plugin's consume() (every attempt), or refused before it (outcome invalid), by outcome.",
+		}, append(slices.Clip(sinkTopic), "outcome")),
+		records: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "picomq_connect_records_delivered_total",
+			Help: "Records of batches consume() returned OK for.",
+		}, sinkTopic),
+		retries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "picomq_connect_retries_total",
+			Help: "Deliveries of a batch again (attempts 2 to 5) after RETRY or a plugin host death.",
+		}, sinkTopic),
+		deadLetters: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "picomq_connect_dead_letters_total",
+			Help: "Records routed to the dead-letter topic, each acknowledged by the broker, by reason class (value, size, encoding).",
+		}, append(sinkTopic[:len(sinkTopic):len(sinkTopic)], "reason")),
+		consume: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "picomq_connect_consume_duration_seconds",
+			Help:    "Time of one consume() call, from the request to the plugin's answer, every attempt and outcome.",
+			Buckets: prometheus.ExponentialBuckets(0.005, 2, 14), // 5 ms to 41 s
+		}, sinkTopic),
+		batch: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "picomq_connect_batch_records",
+			Help:    "Records per batch, counted at its first attempt.",
+			Buckets: prometheus.ExponentialBuckets(1, 4, 11), // 1 to 1 048 576
+		}, sinkTopic),
+	}
+	m.reg.MustRegister(m.deliveries, m.records, m.retries, m.deadLetters, m.consume, m.batch,
+		scrape{m}, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+// Registry is where every metric is registered; /metrics serves it.
+func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
+
+// Add makes a sink, and its plugin instance (nil for none), visible in
+// /metrics and /status.
+func (m *Metrics) Add(s Sink, p Plugin) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.sinks = append(m.sinks, target{s, p})
+}
+
+func (m *Metrics) targets() []target {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Clone(m.sinks)
+}
+
+// Delivered implements pipeline.Observer.
+func (m *Metrics) Delivered(d pipeline.Delivery) {
+	l := prometheus.Labels{"sink_key": d.Sink, "topic": d.Topic}
+	// The first delivery of a topic creates every series of it at zero,
+	// so rate() and increase() see the first failure.
+	for _, o := range outcomes {
+		m.deliveries.WithLabelValues(d.Sink, d.Topic, o.String())
+	}
+	m.deliveries.WithLabelValues(d.Sink, d.Topic, d.Outcome.String()).Inc()
+	records, retries := m.records.With(l), m.retries.With(l)
+	for _, reason := range deadLetterReasons { // at zero from the first delivery, like the others
+		m.deadLetters.WithLabelValues(d.Sink, d.Topic, reason)
+	}
+	if d.Outcome == pipeline.OK {
+		records.Add(float64(d.Records))
+	}
+	if d.Attempt > 1 {
+		retries.Inc()
+	}
+	for reason, n := range d.DeadLetters {
+		m.DeadLettered(d.Sink, d.Topic, reason, n)
+	}
+	if d.Outcome != pipeline.Invalid {
+		m.consume.With(l).Observe(d.Took.Seconds())
+	}
+	if d.Attempt <= 1 {
+		m.batch.With(l).Observe(float64(d.Records))
+	}
+}
+
+// deadLetterReasons are the ABI's reject reason classes, the values of the
+// reason label (a bounded set: a later minor's class is one more).
+var deadLetterReasons = []string{"value", "size", "encoding"}
+
+// DeadLettered counts n records of sink's topic routed to the dead-letter
+// topic for reason, for a caller that reports them apart from a Delivery.
+func (m *Metrics) DeadLettered(sink, topic, reason string, n int) {
+	m.deadLetters.WithLabelValues(sink, topic, reason).Add(float64(n))
+}
+
+// scrape collects what is read at scrape time. It describes nothing, so
+// the registry accepts the plugin metrics, whose names it cannot know in
+// advance (an unchecked collector).
+type scrape struct{ m *Metrics }
+
+var (
+	stateDesc = prometheus.NewDesc("picomq_connect_sink_state",
+		"1 for the sink's current state (starting, running, error, stopped), 0 for the others.", []string{"sink_key", "state"}, nil)
+	lagDesc = prometheus.NewDesc("picomq_connect_consumer_lag_records",
+		"High watermark minus the committed offset of a topic-partition the sink consumes.", sinkTP, nil)
+	lastBatchDesc = prometheus.NewDesc("picomq_connect_last_batch_timestamp_seconds",
+		"Unix time of the last batch of a topic-partition consume() returned OK for.", sinkTP, nil)
+	pluginUpDesc = prometheus.NewDesc("picomq_connect_plugin_metrics_up",
+		"1 when the sink's plugin answered metrics() within the timeout during this scrape, else 0.", []string{"sink_key"}, nil)
+)
+
+func (scrape) Describe(chan<- *prometheus.Desc) {}
+
+func (s scrape) Collect(ch chan<- prometheus.Metric) {
+	ts := s.m.targets()
+	var wg sync.WaitGroup
+	for _, t := range ts {
+		key := t.sink.Key()
+		st, _ := t.sink.State()
+		for _, v := range states {
+			ch <- prometheus.MustNewConstMetric(stateDesc, prometheus.GaugeValue, b2f(st == v), key, string(v))
+		}
+		for _, p := range t.sink.Partitions() {
+			part := fmt.Sprint(p.Partition)
+			if p.HighWatermark >= 0 {
+				ch <- prometheus.MustNewConstMetric(lagDesc, prometheus.GaugeValue, float64(p.Lag()), key, p.Topic, part)
+			}
+			if !p.LastBatch.IsZero() {
+				ch <- prometheus.MustNewConstMetric(lastBatchDesc, prometheus.GaugeValue,
+					float64(p.LastBatch.UnixNano())/1e9, key, p.Topic, part)
+			}
+		}
+		if t.plugin != nil {
+			wg.Go(func() { s.plugin(ch, key, t.plugin) })
+		}
+	}
+	wg.Wait()
+}
+
+// plugin collects one instance's metrics() fields as picomq_plugin_<path>.
+func (s scrape) plugin(ch chan<- prometheus.Metric, key string, p Plugin) {
+	ctx, cancel := context.WithTimeout(context.Background(), s.m.PluginTimeout)
+	defer cancel()
+	js, err := p.Metrics(ctx)
+	var fields map[string]any
+	if err == nil {
+		err = json.Unmarshal([]byte(js), &fields)
+	}
+	ch <- prometheus.MustNewConstMetric(pluginUpDesc, prometheus.GaugeValue, b2f(err == nil), key)
+	if err != nil {
+		return
+	}
+	for name, v := range PluginFields(fields) {
+		// Untyped: the ABI does not say which fields only grow.
+		desc := prometheus.NewDesc(name, "Field of the plugin instance's metrics() JSON.", []string{"sink_key"}, nil)
+		ch <- prometheus.MustNewConstMetric(desc, prometheus.UntypedValue, v, key)
+	}
+}
+
+var nameChars = regexp.MustCompile(`[^a-z0-9_]+`)
+
+// PluginFields flattens metrics() JSON to metric names and values: every
+// number, at any depth, as picomq_plugin_<path> with the path's keys
+// joined by "_", lowercased, other characters replaced by "_". Strings,
+// booleans, nulls and arrays are left out; of two fields mapping to one
+// name, the first in key order is kept.
+func PluginFields(fields map[string]any) map[string]float64 {
+	out := map[string]float64{}
+	var walk func(prefix string, m map[string]any)
+	walk = func(prefix string, m map[string]any) {
+		keys := make([]string, 0, len(m))
+		for k := range m {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			name := prefix + "_" + strings.Trim(nameChars.ReplaceAllString(strings.ToLower(k), "_"), "_")
+			switch v := m[k].(type) {
+			case float64:
+				if _, dup := out[name]; !dup {
+					out[name] = v
+				}
+			case map[string]any:
+				walk(name, v)
+			}
+		}
+	}
+	walk("picomq_plugin", fields)
+	return out
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,273 @@
+package observe_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/picomq/heavy-sinks/connect/child"
+	"github.com/picomq/heavy-sinks/connect/definition"
+	"github.com/picomq/heavy-sinks/connect/observe"
+	"github.com/picomq/heavy-sinks/connect/pipeline"
+	"github.com/picomq/heavy-sinks/shared/hostdriver"
+	"github.com/picomq/heavy-sinks/shared/testenv"
+)
+
+// run starts a sink of the e2e test plugin (in a real C host child)
+// reading topic "a" of a fresh kfake broker, observed by m, and returns
+// the broker and the endpoint.
+func run(t *testing.T, m *observe.Metrics, block, pluginConfig string) (*kfake.Cluster, *httptest.Server, *pipeline.Sink) {
+	t.Helper()
+	kf, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(kf.Close)
+	lib := testenv.Library(t, "test/libpicomq_connector_test_a_sink.so")
+	doc := fmt.Sprintf("type = \"sink\"\nkey = \"obs\"\npath = %q\n[[topics]]\ntopics = [\"a\"]\nschema = \"json\"\n%s\n[plugin_config]\nrecord_path = %q\n%s\n",
+		strings.TrimSuffix(lib, ".so"), block, filepath.Join(t.TempDir(), "records.jsonl"), pluginConfig)
+	def, err := definition.Parse("obs.toml", []byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	proc := child.New(hostdriver.BuildHost(t), def.LibraryPath(""), child.Options{Logger: log})
+	cfg, err := def.OpenConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	inst, err := proc.Open(context.Background(), string(cfg), log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := pipeline.New(def, inst, pipeline.Config{Brokers: kf.ListenAddrs(), Logger: log, Observer: m,
+		Backoff: func(int) time.Duration { return 10 * time.Millisecond }, LagRefresh: 100 * time.Millisecond,
+		ClientOpts: []kgo.Opt{kgo.FetchMaxWait(50 * time.Millisecond)}})
+	m.Add(s, inst)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+		inst.Close()
+		proc.Close()
+	})
+	srv := httptest.NewServer(observe.Handler(m))
+	t.Cleanup(srv.Close)
+	return kf, srv, s
+}
+
+func produce(t *testing.T, kf *kfake.Cluster, n int) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(kf.ListenAddrs()...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	for i := range n {
+		if err := cl.ProduceSync(context.Background(), &kgo.Record{Topic: "a", Value: fmt.Appendf(nil, `{"n":%d}`, i)}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func get(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, string(b)
+}
+
+func status(t *testing.T, srv *httptest.Server) observe.Status {
+	t.Helper()
+	code, body := get(t, srv.URL+"/status")
+	var st observe.Status
+	if err := json.Unmarshal([]byte(body), &st); code != 200 || err != nil {
+		t.Fatalf("/status %d %q: %v", code, body, err)
+	}
+	return st
+}
+
+// scrape parses /metrics.
+func scrape(t *testing.T, srv *httptest.Server) map[string]*dto.MetricFamily {
+	t.Helper()
+	resp, err := http.Get(srv.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var p expfmt.TextParser
+	mfs, err := p.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return mfs
+}
+
+// value returns the value of the family's series with exactly these
+// labels (name=value pairs); fails when there is none.
+func value(t *testing.T, mfs map[string]*dto.MetricFamily, name string, labels ...string) (float64, *dto.Metric) {
+	t.Helper()
+	mf := mfs[name]
+	if mf == nil {
+		t.Fatalf("no metric %s", name)
+	}
+	labels = slices.Clone(labels)
+	slices.Sort(labels) // the parser sorts labels by name
+	want := strings.Join(labels, ",")
+next:
+	for _, m := range mf.GetMetric() {
+		var got []string
+		for _, l := range m.GetLabel() {
+			got = append(got, l.GetName()+"="+l.GetValue())
+		}
+		if strings.Join(got, ",") != want {
+			continue next
+		}
+		switch {
+		case m.Counter != nil:
+			return m.Counter.GetValue(), m
+		case m.Gauge != nil:
+			return m.Gauge.GetValue(), m
+		case m.Untyped != nil:
+			return m.Untyped.GetValue(), m
+		}
+		return 0, m
+	}
+	t.Fatalf("no series %s{%s}", name, want)
+	return 0, nil
+}
+
+// Three batches, each RETRYed once: the counters, histograms, lag, state
+// and the plugin's metrics() fields, as a scraper parses them; /status
+// shows lag while the batches are in flight and 0 once committed.
+func TestMetricsAndStatus(t *testing.T) {
+	m := observe.NewMetrics()
+	kf, srv, _ := run(t, m, "batch_length = 4\npoll_interval = \"100ms\"\n", "fail_mode = \"retry\"\nfail_attempts = 1\ndelay = \"150ms\"\n")
+	produce(t, kf, 10)
+	var maxLag int64
+	var p observe.PartitionStatus
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		st := status(t, srv)
+		if len(st.Sinks) != 1 || st.Sinks[0].Key != "obs" {
+			t.Fatalf("/status %+v", st)
+		}
+		if parts := st.Sinks[0].Partitions; len(parts) == 1 {
+			p = parts[0]
+			maxLag = max(maxLag, p.Lag)
+			if p.CommittedOffset != nil && *p.CommittedOffset == 10 {
+				if st.Sinks[0].State != pipeline.StateRunning || st.Sinks[0].Lag != 0 {
+					t.Errorf("sink %+v", st.Sinks[0])
+				}
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("offset 10 never committed; last /status partition %+v", p)
+		}
+	}
+	if p.Topic != "a" || p.Partition != 0 || p.HighWatermark == nil || *p.HighWatermark != 10 || p.Lag != 0 || p.LastBatchTime == nil {
+		t.Errorf("partition after the commit %+v", p)
+	}
+	if maxLag == 0 {
+		t.Error("/status never showed lag while batches were in flight")
+	}
+
+	mfs := scrape(t, srv)
+	st := []string{"sink_key=obs", "topic=a"}
+	for _, c := range []struct {
+		name   string
+		labels []string
+		want   float64
+	}{
+		{"picomq_connect_deliveries_total", append(st, "outcome=retry"), 3},
+		{"picomq_connect_deliveries_total", append(st, "outcome=ok"), 3},
+		{"picomq_connect_deliveries_total", append(st, "outcome=fatal"), 0},
+		{"picomq_connect_records_delivered_total", st, 10},
+		{"picomq_connect_retries_total", st, 3},
+		{"picomq_connect_dead_letters_total", append(st, "reason=value"), 0},
+		{"picomq_connect_consumer_lag_records", append(st, "partition=0"), 0},
+		{"picomq_connect_sink_state", []string{"sink_key=obs", "state=running"}, 1},
+		{"picomq_connect_sink_state", []string{"sink_key=obs", "state=error"}, 0},
+		{"picomq_connect_plugin_metrics_up", []string{"sink_key=obs"}, 1},
+		{"picomq_plugin_sink_lines_written", []string{"sink_key=obs"}, 3},
+	} {
+		if got, _ := value(t, mfs, c.name, c.labels...); got != c.want {
+			t.Errorf("%s{%v} = %v, want %v", c.name, c.labels, got, c.want)
+		}
+	}
+	_, h := value(t, mfs, "picomq_connect_batch_records", st...)
+	if h.Histogram.GetSampleCount() != 3 || h.Histogram.GetSampleSum() != 10 {
+		t.Errorf("batch_records count %d sum %v, want 3 batches of 10 records", h.Histogram.GetSampleCount(), h.Histogram.GetSampleSum())
+	}
+	_, h = value(t, mfs, "picomq_connect_consume_duration_seconds", st...)
+	if h.Histogram.GetSampleCount() != 6 || h.Histogram.GetSampleSum() < 6*0.15 {
+		t.Errorf("consume_duration count %d sum %v, want 6 calls of at least 150ms", h.Histogram.GetSampleCount(), h.Histogram.GetSampleSum())
+	}
+	if _, last := value(t, mfs, "picomq_connect_last_batch_timestamp_seconds", append(st, "partition=0")...); last.Gauge.GetValue() < float64(time.Now().Add(-time.Minute).Unix()) {
+		t.Errorf("last batch timestamp %v", last.Gauge.GetValue())
+	}
+	for name, mf := range mfs {
+		if mf.GetType() == dto.MetricType_COUNTER && !strings.HasSuffix(name, "_total") {
+			t.Errorf("counter %s does not end in _total", name)
+		}
+	}
+	if code, body := get(t, srv.URL+"/healthz"); code != 200 || body != "ok\n" {
+		t.Errorf("/healthz %d %q", code, body)
+	}
+	if code, body := get(t, srv.URL+"/readyz"); code != 200 {
+		t.Errorf("/readyz %d %q", code, body)
+	}
+}
+
+// A consume in flight does not hold up the plugin's metrics(): the ABI
+// says metrics never waits for a consume.
+func TestScrapeDuringConsume(t *testing.T) {
+	m := observe.NewMetrics()
+	kf, srv, _ := run(t, m, "batch_length = 1\n", "delay = \"4s\"\n")
+	produce(t, kf, 1)
+	until := time.Now().Add(10 * time.Second)
+	for len(status(t, srv).Sinks[0].Partitions) == 0 {
+		if time.Now().After(until) {
+			t.Fatal("no fetch")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	time.Sleep(300 * time.Millisecond) // the batch of one is in consume()
+	start := time.Now()
+	mfs := scrape(t, srv)
+	if d := time.Since(start); d > 1500*time.Millisecond {
+		t.Errorf("scrape took %s during a 4s consume", d)
+	}
+	if up, _ := value(t, mfs, "picomq_connect_plugin_metrics_up", "sink_key=obs"); up != 1 {
+		t.Error("plugin metrics not collected during a consume")
+	}
+	if lag, _ := value(t, mfs, "picomq_connect_consumer_lag_records", "sink_key=obs", "topic=a", "partition=0"); lag != 1 {
+		t.Errorf("lag %v during the consume, want 1", lag)
+	}
+	if _, err := m.Registry().Gather(); err != nil {
+		t.Error(err)
+	}
+}

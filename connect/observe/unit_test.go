@@ -1,0 +1,133 @@
+package observe_test
+
+import (
+	"context"
+	"errors"
+	"maps"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/picomq/heavy-sinks/connect/observe"
+	"github.com/picomq/heavy-sinks/connect/pipeline"
+)
+
+type fakeSink struct {
+	state pipeline.State
+	err   error
+	parts []pipeline.PartitionStatus
+}
+
+func (f fakeSink) Key() string                            { return "fake" }
+func (f fakeSink) State() (pipeline.State, error)         { return f.state, f.err }
+func (f fakeSink) Partitions() []pipeline.PartitionStatus { return f.parts }
+
+type slowPlugin struct{}
+
+func (slowPlugin) Metrics(ctx context.Context) (string, error) {
+	<-ctx.Done() // a plugin that never answers
+	return "", ctx.Err()
+}
+
+// A plugin that does not answer costs a scrape PluginTimeout, not the
+// scrape: its fields are left out and plugin_metrics_up says 0.
+func TestSlowPluginDoesNotHangScrape(t *testing.T) {
+	m := observe.NewMetrics()
+	m.PluginTimeout = 100 * time.Millisecond
+	m.Add(fakeSink{state: pipeline.StateRunning}, slowPlugin{})
+	srv := httptest.NewServer(observe.Handler(m))
+	defer srv.Close()
+	start := time.Now()
+	mfs := scrape(t, srv)
+	if d := time.Since(start); d > time.Second {
+		t.Errorf("scrape took %s", d)
+	}
+	if up, _ := value(t, mfs, "picomq_connect_plugin_metrics_up", "sink_key=fake"); up != 0 {
+		t.Errorf("plugin_metrics_up %v, want 0", up)
+	}
+}
+
+// A sink in error: /readyz is 503 naming it, /healthz stays 200, /status
+// carries the error text and the lag of the stuck partition.
+func TestReadyzAndStatusOnError(t *testing.T) {
+	m := observe.NewMetrics()
+	m.Add(fakeSink{state: pipeline.StateError, err: errors.New("topic a partition 0 offset 5: fatal after 1 attempt(s): boom"),
+		parts: []pipeline.PartitionStatus{{Topic: "a", Committed: 5, HighWatermark: 12, LastBatch: time.Now()}}}, nil)
+	srv := httptest.NewServer(observe.Handler(m))
+	defer srv.Close()
+	if code, body := get(t, srv.URL+"/readyz"); code != 503 || body != "fake error\n" {
+		t.Errorf("/readyz %d %q", code, body)
+	}
+	if code, _ := get(t, srv.URL+"/healthz"); code != 200 {
+		t.Errorf("/healthz %d", code)
+	}
+	s := status(t, srv).Sinks[0]
+	if s.State != pipeline.StateError || !strings.Contains(s.LastError, "boom") || s.Lag != 7 ||
+		*s.Partitions[0].CommittedOffset != 5 || *s.Partitions[0].HighWatermark != 12 {
+		t.Errorf("/status %+v", s)
+	}
+	mfs := scrape(t, srv)
+	if v, _ := value(t, mfs, "picomq_connect_sink_state", "sink_key=fake", "state=error"); v != 1 {
+		t.Errorf("state error gauge %v", v)
+	}
+	if _, ok := mfs["picomq_connect_plugin_metrics_up"]; ok {
+		t.Error("plugin_metrics_up for a sink without a plugin")
+	}
+}
+
+func TestPluginFields(t *testing.T) {
+	got := observe.PluginFields(map[string]any{
+		"batches": 3.0, "plugin": "delta", "last_error": nil, "ok": true, "list": []any{1.0},
+		"sink": map[string]any{"files_written": 2.0, "Weird-Name.x": 1.5},
+	})
+	want := map[string]float64{"picomq_plugin_batches": 3, "picomq_plugin_sink_files_written": 2, "picomq_plugin_sink_weird_name_x": 1.5}
+	if !maps.Equal(got, want) {
+		t.Errorf("PluginFields = %v, want %v", got, want)
+	}
+}
+
+// Lag before any commit counts from the log start.
+func TestLag(t *testing.T) {
+	for _, c := range []struct {
+		p    pipeline.PartitionStatus
+		want int64
+	}{
+		{pipeline.PartitionStatus{Committed: -1, HighWatermark: -1}, 0},
+		{pipeline.PartitionStatus{Committed: -1, HighWatermark: 10, LogStart: 4}, 6},
+		{pipeline.PartitionStatus{Committed: 7, HighWatermark: 10}, 3},
+		{pipeline.PartitionStatus{Committed: 2, HighWatermark: 10, LogStart: 5}, 5},
+	} {
+		if got := c.p.Lag(); got != c.want {
+			t.Errorf("%+v: lag %d, want %d", c.p, got, c.want)
+		}
+	}
+}
+
+func TestDeadLettersCountedByReason(t *testing.T) {
+	m := observe.NewMetrics()
+	m.Delivered(pipeline.Delivery{Sink: "s", Topic: "t", Attempt: 1, Outcome: pipeline.OK, Records: 7,
+		DeadLetters: map[string]int{"value": 2, "encoding": 1}})
+	mfs, err := m.Registry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, mf := range mfs {
+		if mf.GetName() != "picomq_connect_dead_letters_total" {
+			continue
+		}
+		for _, mt := range mf.GetMetric() {
+			l := map[string]string{}
+			for _, lp := range mt.GetLabel() {
+				l[lp.GetName()] = lp.GetValue()
+			}
+			if l["sink_key"] == "s" && l["topic"] == "t" {
+				got[l["reason"]] = mt.GetCounter().GetValue()
+			}
+		}
+	}
+	if want := map[string]float64{"value": 2, "encoding": 1, "size": 0}; !maps.Equal(got, want) {
+		t.Errorf("dead letters by reason = %v, want %v", got, want)
+	}
+}
