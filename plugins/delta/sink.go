@@ -14,8 +14,16 @@ import (
 	"github.com/picomq/heavy-sinks/shared/template"
 )
 
-// PluginName is the name describe() reports.
-const PluginName = "delta_sink"
+// Name is the plugin name describe() reports.
+const Name = "delta_sink"
+
+// Plugin is the registration of the sink, for the library's main package
+// (sdk.Register(delta.Plugin())) and for tests that open it in-process.
+// The sink's decoder rejects what is not a JSON object itself, hence
+// ValidatesPayloads.
+func Plugin() sdk.Plugin[Config] {
+	return sdk.Plugin[Config]{Name: Name, New: func() sdk.Sink[Config] { return &Sink{} }, ValidatesPayloads: true}
+}
 
 // Sink is the Delta Lake sink. One instance serves every table its
 // table_uri template resolves to; batches for one table are written one at
@@ -42,9 +50,6 @@ type counters struct {
 	// warned holds the topics whose first unmatched record was logged.
 	warned sync.Map
 }
-
-// New returns an unopened sink (the SDK calls Open).
-func New() sdk.Sink[Config] { return &Sink{} }
 
 // Open validates the storage settings and, for a table_uri without
 // placeholders, opens the table at once.
