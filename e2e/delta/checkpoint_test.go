@@ -375,7 +375,11 @@ func TestCheckpointsOnS3(t *testing.T) {
 	py(t, createRegions, uri, `{"delta.checkpointInterval": "5", "delta.logRetentionDuration": "interval 0 seconds"}`)
 	inst := newHarness(t).open("s3ck", with(cfg, "table_uri", uri))
 	ctx := context.Background()
-	store, err := objstore.Open(ctx, uri, objstore.Options{S3: objstore.S3Options{AccessKey: svc.S3AccessKey, SecretKey: svc.S3SecretKey,
+	loc, err := objstore.ParseLocation(uri)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, err := objstore.Open(ctx, loc, objstore.Options{S3: objstore.S3Options{AccessKey: svc.S3AccessKey, SecretKey: svc.S3SecretKey,
 		Region: svc.S3Region, Endpoint: svc.S3Endpoint, AllowHTTP: true}})
 	if err != nil {
 		t.Fatal(err)

@@ -14,7 +14,7 @@ import (
 )
 
 func init() {
-	sdk.Register(sdk.Plugin[delta.Config]{Name: delta.PluginName, New: delta.New, ValidatesPayloads: true})
+	sdk.Register(delta.Plugin())
 }
 
 // benchTable writes a version-0 commit for a 20-column table partitioned

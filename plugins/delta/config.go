@@ -2,7 +2,7 @@ package delta
 
 import (
 	"errors"
-	"fmt"
+	"strings"
 
 	"github.com/picomq/heavy-sinks/plugins/delta/objstore"
 	"github.com/picomq/heavy-sinks/shared/sdk"
@@ -32,63 +32,100 @@ type Config struct {
 	GCSEndpointURL       string `config:"gcs_endpoint_url" doc:"Custom GCS endpoint, e.g. http://127.0.0.1:4443 for fake-gcs-server. A plain http:// endpoint is taken for an emulator: requests carry no credentials"`
 }
 
-// validateStorage checks the key group of storage_backend_type, with the
-// spec's messages, and returns the backend options.
-func (c *Config) validateStorage() (objstore.Options, error) {
+// Config key names the sink's messages use (the struct tags above are the
+// declaration; TestConfigKeyNames checks that these match them).
+const (
+	keyTableURI           = "table_uri"
+	keyStorageBackendType = "storage_backend_type"
+)
+
+// storageKeys names each storage option by its config key: objstore reports
+// which option is wrong, the sink says it in its users' words.
+var storageKeys = map[objstore.Option]string{
+	objstore.OptBackend:              keyStorageBackendType,
+	objstore.OptS3AccessKey:          "aws_s3_access_key",
+	objstore.OptS3SecretKey:          "aws_s3_secret_key",
+	objstore.OptS3Region:             "aws_s3_region",
+	objstore.OptS3Endpoint:           "aws_s3_endpoint_url",
+	objstore.OptS3AllowHTTP:          "aws_s3_allow_http",
+	objstore.OptAzureAccount:         "azure_storage_account_name",
+	objstore.OptAzureContainer:       "azure_container_name",
+	objstore.OptAzureAccountKey:      "azure_storage_account_key",
+	objstore.OptAzureSASToken:        "azure_storage_sas_token",
+	objstore.OptAzureEndpoint:        "azure_storage_endpoint_url",
+	objstore.OptGCSServiceAccountKey: "gcs_service_account_key",
+	objstore.OptGCSEndpoint:          "gcs_endpoint_url",
+}
+
+func storageKey(o objstore.Option) string { return storageKeys[o] }
+
+// storageOptions returns the backend options storage_backend_type selects,
+// validated, with the spec's messages ("Invalid storage configuration: S3
+// backend requires 'aws_s3_region'").
+func (c *Config) storageOptions() (objstore.Options, error) {
 	var opts objstore.Options
-	missing := func(backend, key string) error {
-		return sdk.BadConfigf("Invalid storage configuration: %s backend requires '%s'", backend, key)
-	}
 	switch c.StorageBackendType {
 	case "":
+		return opts, nil
 	case "s3":
-		// Both keys or neither: without keys the standard AWS credential
-		// chain (environment, profile, IMDS, web identity) applies.
-		if c.AWSAccessKey == "" && c.AWSSecretKey != "" {
-			return opts, missing("S3", "aws_s3_access_key")
-		}
-		if c.AWSSecretKey == "" && c.AWSAccessKey != "" {
-			return opts, missing("S3", "aws_s3_secret_key")
-		}
-		if c.AWSRegion == "" {
-			return opts, missing("S3", "aws_s3_region")
-		}
-		if err := objstore.CheckS3Endpoint(c.AWSEndpointURL, c.AWSAllowHTTP); err != nil {
-			return opts, sdk.BadConfigf("Invalid storage configuration: %v", err)
-		}
+		opts.Backend = objstore.BackendS3
 		opts.S3 = objstore.S3Options{
 			AccessKey: c.AWSAccessKey, SecretKey: c.AWSSecretKey, Region: c.AWSRegion,
 			Endpoint: c.AWSEndpointURL, AllowHTTP: c.AWSAllowHTTP,
 		}
 	case "azure":
-		if c.AzureAccountName == "" {
-			return opts, missing("Azure", "azure_storage_account_name")
-		}
-		if c.AzureContainerName == "" {
-			return opts, missing("Azure", "azure_container_name")
-		}
-		if (c.AzureAccountKey == "") == (c.AzureSASToken == "") {
-			return opts, sdk.BadConfigf("Invalid storage configuration: Azure backend requires exactly one of 'azure_storage_account_key' or 'azure_storage_sas_token'")
-		}
-		if err := errors.Join(objstore.CheckAzureKey(c.AzureAccountKey), objstore.CheckAzureEndpoint(c.AzureEndpointURL)); err != nil {
-			return opts, sdk.BadConfigf("Invalid storage configuration: %v", err)
-		}
 		// The table URI's container must be azure_container_name
 		// (objstore.Open refuses a mismatch with "Invalid table URI").
+		opts.Backend = objstore.BackendAzure
 		opts.Azure = objstore.AzureOptions{
 			Account: c.AzureAccountName, Container: c.AzureContainerName,
 			AccountKey: c.AzureAccountKey, SASToken: c.AzureSASToken, Endpoint: c.AzureEndpointURL,
 		}
 	case "gcs":
-		if c.GCSServiceAccountKey == "" {
-			return opts, missing("GCS", "gcs_service_account_key")
-		}
+		opts.Backend = objstore.BackendGCS
 		opts.GCS = objstore.GCSOptions{ServiceAccountKey: c.GCSServiceAccountKey, Endpoint: c.GCSEndpointURL}
-		if err := objstore.CheckGCS(opts.GCS); err != nil {
-			return opts, sdk.BadConfigf("Invalid storage configuration: %v", err)
-		}
 	default:
-		return opts, sdk.BadConfig(fmt.Errorf("Invalid storage configuration: storage_backend_type %q is not one of s3, azure, gcs", c.StorageBackendType))
+		return opts, sdk.BadConfigf("Invalid storage configuration: %s %q is not one of s3, azure, gcs", keyStorageBackendType, c.StorageBackendType)
+	}
+	if err := opts.Validate(); err != nil {
+		return opts, sdk.BadConfig(&keyedError{"Invalid storage configuration: " + renderOptionErrors(err), err})
 	}
 	return opts, nil
 }
+
+// renderOptionErrors renders objstore's option errors with config key
+// names, one a line as errors.Join would.
+func renderOptionErrors(err error) string {
+	if joined, ok := err.(interface{ Unwrap() []error }); ok {
+		var lines []string
+		for _, e := range joined.Unwrap() {
+			lines = append(lines, renderOptionErrors(e))
+		}
+		return strings.Join(lines, "\n")
+	}
+	var oe *objstore.OptionError
+	if errors.As(err, &oe) {
+		return oe.Render(storageKey)
+	}
+	return err.Error()
+}
+
+// uriError renders a *objstore.URIError with config key names, or returns
+// nil when err has none.
+func uriError(err error) error {
+	var ue *objstore.URIError
+	if !errors.As(err, &ue) {
+		return nil
+	}
+	return &keyedError{ue.Render(storageKey), err}
+}
+
+// keyedError is an objstore error as the sink's users read it: with config
+// key names. It unwraps to the typed error.
+type keyedError struct {
+	msg string
+	err error
+}
+
+func (e *keyedError) Error() string { return e.msg }
+func (e *keyedError) Unwrap() error { return e.err }

@@ -6,7 +6,9 @@
 //
 //   - deltalog  the Delta transaction log: snapshots, table features,
 //     commits, conflicts, partition values, stats. No I/O of its own.
-//   - objstore  file://, s3://, az:// and gs:// behind deltalog.Store.
+//   - objstore  file://, s3://, az:// and gs:// behind deltalog.Store; a
+//     table URI is parsed once (objstore.ParseLocation) and its typed errors
+//     are rendered here with config key names (config.go).
 //   - encode    JSON records → Parquet data files for a table schema, with
 //     the spec's coercions and per-file stats.
 //   - this package: the sink (config.go, sink.go, table.go) that the

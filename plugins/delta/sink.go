@@ -3,7 +3,6 @@ package delta
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/url"
 	"strconv"
 	"sync"
@@ -15,8 +14,16 @@ import (
 	"github.com/picomq/heavy-sinks/shared/template"
 )
 
-// PluginName is the name describe() reports.
-const PluginName = "delta_sink"
+// Name is the plugin name describe() reports.
+const Name = "delta_sink"
+
+// Plugin is the registration of the sink, for the library's main package
+// (sdk.Register(delta.Plugin())) and for tests that open it in-process.
+// The sink's decoder rejects what is not a JSON object itself, hence
+// ValidatesPayloads.
+func Plugin() sdk.Plugin[Config] {
+	return sdk.Plugin[Config]{Name: Name, New: func() sdk.Sink[Config] { return &Sink{} }, ValidatesPayloads: true}
+}
 
 // Sink is the Delta Lake sink. One instance serves every table its
 // table_uri template resolves to; batches for one table are written one at
@@ -44,19 +51,16 @@ type counters struct {
 	warned sync.Map
 }
 
-// New returns an unopened sink (the SDK calls Open).
-func New() sdk.Sink[Config] { return &Sink{} }
-
 // Open validates the storage settings and, for a table_uri without
 // placeholders, opens the table at once.
 func (s *Sink) Open(ctx context.Context, cfg *Config, host *sdk.Host) error {
-	storage, err := cfg.validateStorage()
+	storage, err := cfg.storageOptions()
 	if err != nil {
 		return err
 	}
 	tmpl, err := template.Parse(cfg.TableURI)
 	if err != nil {
-		return sdk.BadConfigf("plugin_config key %q: %v", "table_uri", err)
+		return sdk.BadConfigf("plugin_config key %q: %v", keyTableURI, err)
 	}
 	s.cfg, s.host, s.uri, s.storage = *cfg, host, tmpl, storage
 	s.tables = map[string]*table{}
@@ -64,13 +68,10 @@ func (s *Sink) Open(ctx context.Context, cfg *Config, host *sdk.Host) error {
 	if !tmpl.IsStatic() {
 		return nil
 	}
-	if _, err := objstore.ParseTableURI(cfg.TableURI); err != nil {
-		return sdk.BadConfig(err)
-	}
 	if _, err := s.table(ctx, cfg.TableURI); err != nil {
-		// A table that is missing or that this writer must refuse is a
-		// configuration problem; an unreachable store may heal.
-		if errors.Is(err, deltalog.ErrNoTable) || errors.Is(err, deltalog.ErrNotWritable) || errors.Is(err, errBadURI) {
+		// A bad URI, or a table that is missing or that this writer must
+		// refuse, is a configuration problem; an unreachable store may heal.
+		if isURIError(err) || errors.Is(err, deltalog.ErrNoTable) || errors.Is(err, deltalog.ErrNotWritable) {
 			return sdk.BadConfig(err)
 		}
 		return err
@@ -90,11 +91,11 @@ func (s *Sink) Consume(ctx context.Context, b *sdk.Batch) error {
 	// its table out of the template's directory.
 	uri, err := s.uri.ResolvePath(b.Topic)
 	if err != nil {
-		return sdk.Fatalf("plugin_config key %q: %v", "table_uri", err)
+		return sdk.Fatalf("plugin_config key %q: %v", keyTableURI, err)
 	}
 	t, err := s.table(ctx, uri)
 	if err != nil {
-		if errors.Is(err, errBadURI) || errors.Is(err, deltalog.ErrNotWritable) {
+		if isURIError(err) || errors.Is(err, deltalog.ErrNotWritable) {
 			return sdk.Fatal(err)
 		}
 		return sdk.Retry(err)
@@ -166,18 +167,8 @@ func (s *Sink) Close(ctx context.Context) error {
 	return nil
 }
 
-var errBadURI = errors.New("Invalid table URI")
-
-func wrapURIError(err error) error { return fmt.Errorf("%w: %v", errBadURI, trimInvalid(err)) }
-
-func trimInvalid(err error) string {
-	const p = "Invalid table URI"
-	msg := err.Error()
-	if len(msg) > len(p) && msg[:len(p)] == p {
-		msg = msg[len(p):]
-		for len(msg) > 0 && (msg[0] == ':' || msg[0] == ' ') {
-			msg = msg[1:]
-		}
-	}
-	return msg
+// isURIError reports whether err is a table URI no store can open.
+func isURIError(err error) bool {
+	var ue *objstore.URIError
+	return errors.As(err, &ue)
 }

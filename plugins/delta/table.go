@@ -41,13 +41,14 @@ func (t *table) load(ctx context.Context) error {
 	if t.snap != nil {
 		return nil
 	}
-	if _, err := objstore.ParseTableURI(t.uri); err != nil {
-		return wrapURIError(err)
-	}
-	store, err := objstore.Open(ctx, t.uri, t.sink.storage)
+	loc, err := objstore.ParseLocation(t.uri)
 	if err != nil {
-		if strings.HasPrefix(err.Error(), "Invalid table URI") {
-			return wrapURIError(err)
+		return uriError(err)
+	}
+	store, err := objstore.Open(ctx, loc, t.sink.storage)
+	if err != nil {
+		if ue := uriError(err); ue != nil {
+			return ue
 		}
 		return fmt.Errorf("Failed to load Delta table %s: %w", t.uri, err)
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/picomq/heavy-sinks/plugins/redshift/rsql"
+	"github.com/picomq/heavy-sinks/shared/s3client"
 	"github.com/picomq/heavy-sinks/shared/sdk"
 	"github.com/picomq/heavy-sinks/shared/template"
 )
@@ -49,58 +50,53 @@ const (
 	msgJSON       = "Json is not supported, falling back to Text"
 )
 
+// Config key names the sink's own messages use (the struct tags above are
+// the declaration; TestConfigKeyNames checks these against them).
+const (
+	keyConnectionString = "connection_string"
+	keyTargetTable      = "target_table"
+	keyIAMRole          = "aws_iam_role"
+	keyS3Bucket         = "s3_bucket"
+	keyS3Prefix         = "s3_prefix"
+	keyS3Endpoint       = "s3_endpoint"
+	keyBatchSize        = "batch_size"
+	keyMaxConnections   = "max_connections"
+	keyMaxRetries       = "max_retries"
+	keyPayloadFormat    = "payload_format"
+	keyStatementTimeout = "statement_timeout"
+)
+
 // defaultRetryDelay is what an unparsable retry_delay becomes.
 const defaultRetryDelay = time.Second
 
-// settings is a validated Config in the form the sink uses.
-type settings struct {
+// parsed holds only what validate derives from a Config by parsing,
+// clamping or building: the sink reads every other setting from the Config
+// itself, so no field is copied and kept in sync by hand.
+type parsed struct {
 	table      *template.Template
 	layout     *rsql.Layout
-	bucket     string
-	prefix     string // "" or "a/b", no leading or trailing slash
-	role       string
-	region     string
-	endpoint   string
-	accessKey  string
-	secretKey  string
-	batchSize  int
-	maxConns   int
-	attempts   int
-	retryDelay time.Duration
-	timeout    time.Duration // statement_timeout; 0 for none
-	archive    bool
-	verbose    bool
+	prefix     string        // s3_prefix without leading or trailing slashes
+	attempts   int           // max_retries, at least 1
+	retryDelay time.Duration // retry_delay, or its fallback
 }
 
-// validate checks c without any I/O and returns the settings and the
+// validate checks c without any I/O and returns what it parsed and the
 // warnings to log. Every error is BAD_CONFIG and names its key.
-func (c *Config) validate() (*settings, []string, error) {
+func (c *Config) validate() (*parsed, []string, error) {
 	var warnings []string
-	s := &settings{
-		bucket:    c.S3Bucket,
-		role:      c.AWSIAMRole,
-		region:    c.AWSRegion,
-		endpoint:  c.S3Endpoint,
-		accessKey: c.AWSAccessKeyID,
-		secretKey: c.AWSSecretAccessKey,
-		batchSize: c.BatchSize,
-		maxConns:  c.MaxConnections,
-		attempts:  c.MaxRetries,
-		archive:   c.Archive,
-		verbose:   c.VerboseLogging,
-	}
-	if (c.AWSAccessKeyID == "") != (c.AWSSecretAccessKey == "") {
+	p := &parsed{attempts: c.MaxRetries}
+	if s3client.CheckKeys(c.AWSAccessKeyID, c.AWSSecretAccessKey) != nil {
 		return nil, nil, sdk.BadConfigf("%s", msgStaticKeys)
 	}
 	if c.BatchSize <= 0 {
-		return nil, nil, sdk.BadConfigf("batch_size must be above 0, got %d", c.BatchSize)
+		return nil, nil, sdk.BadConfigf("%s must be above 0, got %d", keyBatchSize, c.BatchSize)
 	}
 	if c.MaxConnections <= 0 {
-		return nil, nil, sdk.BadConfigf("max_connections must be above 0, got %d", c.MaxConnections)
+		return nil, nil, sdk.BadConfigf("%s must be above 0, got %d", keyMaxConnections, c.MaxConnections)
 	}
-	if s.attempts < 1 {
-		warnings = append(warnings, fmt.Sprintf("max_retries = %d, making one attempt per load", c.MaxRetries))
-		s.attempts = 1
+	if p.attempts < 1 {
+		warnings = append(warnings, fmt.Sprintf("%s = %d, making one attempt per load", keyMaxRetries, c.MaxRetries))
+		p.attempts = 1
 	}
 
 	var format rsql.PayloadFormat
@@ -114,50 +110,64 @@ func (c *Config) validate() (*settings, []string, error) {
 		warnings = append(warnings, msgJSON)
 	default:
 		format = rsql.PayloadVarbyte
-		warnings = append(warnings, fmt.Sprintf("payload_format %q is not supported, falling back to Varbyte", c.PayloadFormat))
+		warnings = append(warnings, fmt.Sprintf("%s %q is not supported, falling back to Varbyte", keyPayloadFormat, c.PayloadFormat))
 	}
-	s.layout = rsql.NewLayout(rsql.Options{IncludeMetadata: c.IncludeMetadata, IncludeKey: c.IncludeKey, Payload: format})
+	p.layout = rsql.NewLayout(rsql.Options{IncludeMetadata: c.IncludeMetadata, IncludeKey: c.IncludeKey, Payload: format})
 
 	// Redshift takes statement_timeout in whole milliseconds, up to what
 	// fits an int32; refuse what it would round or reject.
 	if d := c.StatementTimeout; d < 0 || d%time.Millisecond != 0 || d.Milliseconds() > math.MaxInt32 {
-		return nil, nil, sdk.BadConfigf("statement_timeout must be 0 (no limit) or a whole number of milliseconds up to %d, got %s",
-			math.MaxInt32, d)
+		return nil, nil, sdk.BadConfigf("%s must be 0 (no limit) or a whole number of milliseconds up to %d, got %s",
+			keyStatementTimeout, math.MaxInt32, d)
 	}
-	s.timeout = c.StatementTimeout
 
-	s.retryDelay = defaultRetryDelay
+	p.retryDelay = defaultRetryDelay
 	if d, err := time.ParseDuration(strings.TrimSpace(c.RetryDelay)); err == nil && d >= 0 {
-		s.retryDelay = d
+		p.retryDelay = d
 	}
 
 	tmpl, err := template.Parse(c.TargetTable)
 	if err != nil {
-		return nil, nil, sdk.BadConfigf("target_table: %v", err)
+		return nil, nil, sdk.BadConfigf("%s: %v", keyTargetTable, err)
 	}
-	s.table = tmpl
+	p.table = tmpl
 	if tmpl.IsStatic() {
 		if err := rsql.CheckTableName(c.TargetTable); err != nil {
-			return nil, nil, sdk.BadConfigf("target_table: %v", err)
+			return nil, nil, sdk.BadConfigf("%s: %v", keyTargetTable, err)
 		}
 	}
 
 	if err := rsql.CheckLiteral(c.AWSIAMRole); err != nil {
-		return nil, nil, sdk.BadConfigf("aws_iam_role %s", err)
+		return nil, nil, sdk.BadConfigf("%s %s", keyIAMRole, err)
 	}
 	if err := rsql.CheckLiteral(c.S3Bucket); err != nil {
-		return nil, nil, sdk.BadConfigf("s3_bucket %s", err)
+		return nil, nil, sdk.BadConfigf("%s %s", keyS3Bucket, err)
 	}
 	if strings.ContainsAny(c.S3Bucket, "/ ") {
-		return nil, nil, sdk.BadConfigf("s3_bucket %q is not a bucket name: it contains a slash or a space (put key prefixes in s3_prefix)", c.S3Bucket)
+		return nil, nil, sdk.BadConfigf("%s %q is not a bucket name: it contains a slash or a space (put key prefixes in %s)", keyS3Bucket, c.S3Bucket, keyS3Prefix)
 	}
 	if c.S3Prefix != nil {
-		s.prefix = strings.Trim(*c.S3Prefix, "/")
+		p.prefix = strings.Trim(*c.S3Prefix, "/")
 	}
-	if err := rsql.CheckLiteral(s.prefix); err != nil {
-		return nil, nil, sdk.BadConfigf("s3_prefix %s", err)
+	if err := rsql.CheckLiteral(p.prefix); err != nil {
+		return nil, nil, sdk.BadConfigf("%s %s", keyS3Prefix, err)
 	}
-	return s, warnings, nil
+	if err := c.s3Options().Validate(); err != nil {
+		// The keys passed above, so this is the endpoint.
+		return nil, nil, sdk.BadConfigf("%s %q is not an http(s) URL", keyS3Endpoint, c.S3Endpoint)
+	}
+	return p, warnings, nil
+}
+
+// s3Options are the S3 client settings. A plain http:// s3_endpoint is
+// allowed (the spec's example is http://minio:9000, with no switch for it),
+// and no S3 call is retried: a failed upload fails the batch and the
+// runtime redelivers it, as the spec requires.
+func (c *Config) s3Options() s3client.Options {
+	return s3client.Options{
+		Region: c.AWSRegion, AccessKey: c.AWSAccessKeyID, SecretKey: c.AWSSecretAccessKey,
+		Endpoint: c.S3Endpoint, AllowHTTP: true, Retries: s3client.NoRetries,
+	}
 }
 
 // schemaQualified reports whether target_table itself (not a topic it is

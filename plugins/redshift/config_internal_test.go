@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/picomq/heavy-sinks/plugins/redshift/rsql"
+	"github.com/picomq/heavy-sinks/shared/s3client"
 	"github.com/picomq/heavy-sinks/shared/sdk"
 )
 
@@ -45,6 +46,8 @@ func TestValidateMessages(t *testing.T) {
 		{"static name too long", func(c *Config) { c.TargetTable = strings.Repeat("x", 120) }, "target_table: table name"},
 		{"role with backslash", func(c *Config) { c.AWSIAMRole = `arn:aws:iam::1:role/a\b` }, "aws_iam_role contains a backslash"},
 		{"bucket with slash", func(c *Config) { c.S3Bucket = "bucket/prefix" }, `s3_bucket "bucket/prefix" is not a bucket name`},
+		{"s3_endpoint without a scheme", func(c *Config) { c.S3Endpoint = "minio:9000" }, `s3_endpoint "minio:9000" is not an http(s) URL`},
+		{"s3_endpoint not http", func(c *Config) { c.S3Endpoint = "ftp://minio" }, `s3_endpoint "ftp://minio" is not an http(s) URL`},
 		{"prefix with newline", func(c *Config) { p := "a\nb"; c.S3Prefix = &p }, "s3_prefix contains the control character U+000A"},
 		{"statement_timeout negative", func(c *Config) { c.StatementTimeout = -time.Second },
 			"statement_timeout must be 0 (no limit) or a whole number of milliseconds up to 2147483647, got -1s"},
@@ -71,13 +74,44 @@ func TestValidateMessages(t *testing.T) {
 func TestValidateStaticKeys(t *testing.T) {
 	c := validConfig()
 	c.AWSAccessKeyID, c.AWSSecretAccessKey = "AKIA", "secret"
-	s, _, err := c.validate()
-	if err != nil || s.accessKey != "AKIA" || s.secretKey != "secret" {
-		t.Fatalf("both keys: %v %+v", err, s)
+	_, _, err := c.validate()
+	if o := c.s3Options(); err != nil || o.AccessKey != "AKIA" || o.SecretKey != "secret" {
+		t.Fatalf("both keys: %v %+v", err, o)
 	}
 	c.AWSAccessKeyID, c.AWSSecretAccessKey = "", ""
-	if s, _, err = c.validate(); err != nil || s.accessKey != "" {
+	if _, _, err = c.validate(); err != nil || c.s3Options().AccessKey != "" {
 		t.Fatalf("no keys (default chain): %v", err)
+	}
+}
+
+// The S3 client never retries (the spec: a failed upload fails the batch)
+// and takes a plain http endpoint such as MinIO's.
+func TestS3Options(t *testing.T) {
+	c := validConfig()
+	c.S3Endpoint = "http://minio:9000"
+	if _, _, err := c.validate(); err != nil {
+		t.Fatal(err)
+	}
+	if o := c.s3Options(); o.Retries != s3client.NoRetries || !o.AllowHTTP || o.Endpoint != c.S3Endpoint || o.Region != c.AWSRegion {
+		t.Fatalf("%+v", o)
+	}
+}
+
+// Every key name a message uses is a declared config key.
+func TestConfigKeyNames(t *testing.T) {
+	schema, err := sdk.SchemaOf[Config]()
+	if err != nil {
+		t.Fatal(err)
+	}
+	declared := map[string]bool{}
+	for _, f := range schema.Fields {
+		declared[f.Key] = true
+	}
+	for _, k := range []string{keyConnectionString, keyTargetTable, keyIAMRole, keyS3Bucket, keyS3Prefix, keyS3Endpoint,
+		keyBatchSize, keyMaxConnections, keyMaxRetries, keyPayloadFormat, keyStatementTimeout} {
+		if !declared[k] {
+			t.Errorf("%q is not a config key", k)
+		}
 	}
 }
 
@@ -118,9 +152,8 @@ func TestStatementTimeout(t *testing.T) {
 	for _, d := range []time.Duration{0, time.Millisecond, 10 * time.Minute, 24 * 24 * time.Hour} {
 		c := validConfig()
 		c.StatementTimeout = d
-		s, _, err := c.validate()
-		if err != nil || s.timeout != d {
-			t.Errorf("statement_timeout %s: %v, %v", d, s, err)
+		if _, _, err := c.validate(); err != nil {
+			t.Errorf("statement_timeout %s: %v", d, err)
 		}
 	}
 }

@@ -18,8 +18,10 @@
 //
 // Files of this package:
 //
-//   - config.go   Config (the one declaration of plugin_config) and its
-//     validation into settings, with the spec's messages and warnings
+//   - config.go   Config (the one declaration of plugin_config), its key
+//     name constants, and its validation (with the spec's messages and
+//     warnings) into parsed, the few values that need parsing
+//   - the S3 client comes from shared/s3client (no retries, as the spec says)
 //   - sink.go     Sink: Open, Consume (resolve, check, chunk, load), Close
 //   - db.go       pool configuration, table creation and check, the load
 //     transaction and its retries, error rendering

@@ -60,6 +60,7 @@ func TestOpenRefusesBadConfig(t *testing.T) {
 		{"one static key, other empty", func(c map[string]any) { c["aws_access_key_id"] = ""; c["aws_secret_access_key"] = "s3cr3t-value" },
 			"Choosing to use aws_access_key_id and aws_secret_access_key then both MUST be provided"},
 		{"batch_size 0", func(c map[string]any) { c["batch_size"] = 0 }, "batch_size must be above 0, got 0"},
+		{"s3_endpoint not a URL", func(c map[string]any) { c["s3_endpoint"] = "minio:9000" }, `s3_endpoint "minio:9000" is not an http(s) URL`},
 		{"batch_size wrong type", func(c map[string]any) { c["batch_size"] = "100" }, `plugin_config key "batch_size": expected int, got string`},
 		{"schema-qualified target_table", func(c map[string]any) { c["target_table"] = "analytics.orders" },
 			"Table 'analytics.orders' was not found or has no visible columns"},

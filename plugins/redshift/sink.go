@@ -45,7 +45,8 @@ const createdAtLayout = "2006-01-02T15:04:05.000Z07:00"
 // Sink loads batches into Redshift through S3 and COPY. It implements
 // sdk.Sink[Config] and sdk.MetricsReporter.
 type Sink struct {
-	cfg     *settings
+	cfg     *Config
+	parsed  *parsed // what validate derived from cfg
 	log     *slog.Logger
 	db      *db
 	store   *store
@@ -59,55 +60,55 @@ type Sink struct {
 // Open validates the configuration, connects, builds the S3 client, and
 // prepares a static target table.
 func (s *Sink) Open(ctx context.Context, c *Config, host *sdk.Host) error {
-	cfg, warnings, err := c.validate()
+	p, warnings, err := c.validate()
 	if err != nil {
 		return err
 	}
-	s.cfg, s.log, s.now = cfg, host.Logger, time.Now
+	s.cfg, s.parsed, s.log, s.now = c, p, host.Logger, time.Now
 	for _, w := range warnings {
 		s.log.Warn(w)
 	}
-	if schemaQualified(cfg.table) {
+	if schemaQualified(p.table) {
 		// The dot would be part of the name (quoted verbatim), so the table
 		// the operator meant can never be found; say so before creating a
 		// wrongly named table.
-		return sdk.BadConfig(&rsql.NotFoundError{Table: cfg.table.String()})
+		return sdk.BadConfig(&rsql.NotFoundError{Table: p.table.String()})
 	}
 
-	pcfg, password, err := poolConfig(c.ConnectionString, cfg.maxConns, cfg.timeout)
+	pcfg, password, err := poolConfig(c.ConnectionString, c.MaxConnections, c.StatementTimeout)
 	if err != nil {
-		return sdk.BadConfigf("connection_string: %v", err)
+		return sdk.BadConfigf("%s: %v", keyConnectionString, err)
 	}
 	host.Redact(password)
 	octx, cancel := context.WithTimeout(ctx, openTimeout)
 	defer cancel()
 	pool, err := pgxpool.NewWithConfig(octx, pcfg)
 	if err != nil {
-		return sdk.BadConfigf("connection_string: %v", err)
+		return sdk.BadConfigf("%s: %v", keyConnectionString, err)
 	}
 	if _, err := pool.Exec(octx, "SELECT 1"); err != nil {
 		pool.Close()
 		if retry.IsAuth(err) {
 			// The same credentials will be refused on every attempt.
-			return sdk.BadConfigf("Failed to connect to Redshift: connection_string: %s", describeErr(err))
+			return sdk.BadConfigf("Failed to connect to Redshift: %s: %s", keyConnectionString, describeErr(err))
 		}
 		return sdk.Retryf("Failed to connect to Redshift: %s", describeErr(err))
 	}
 	s.db = &db{
 		pool:    pool,
-		policy:  retry.Policy{MaxAttempts: cfg.attempts, Delay: cfg.retryDelay},
-		timeout: cfg.timeout,
+		policy:  retry.Policy{MaxAttempts: p.attempts, Delay: p.retryDelay},
+		timeout: c.StatementTimeout,
 		log:     s.log,
 	}
-	s.store, err = newStore(octx, cfg)
+	s.store, err = newStore(octx, c, p.prefix)
 	if err != nil {
 		pool.Close()
 		return sdk.BadConfig(err)
 	}
-	s.enc = rsparquet.NewEncoder(cfg.layout)
+	s.enc = rsparquet.NewEncoder(p.layout)
 	s.tables = map[string]*table{}
-	if cfg.table.IsStatic() {
-		if _, err := s.table(octx, cfg.table.String()); err != nil {
+	if p.table.IsStatic() {
+		if _, err := s.table(octx, p.table.String()); err != nil {
 			pool.Close()
 			var te *tableError
 			if errors.As(err, &te) {
@@ -116,8 +117,8 @@ func (s *Sink) Open(ctx context.Context, c *Config, host *sdk.Host) error {
 			return err
 		}
 	}
-	s.log.Info("Redshift sink opened", "target_table", cfg.table.String(), "columns", fmt.Sprint(cfg.layout.Names()),
-		"batch_size", cfg.batchSize, "bucket", cfg.bucket, "prefix", cfg.prefix)
+	s.log.Info("Redshift sink opened", keyTargetTable, p.table.String(), "columns", fmt.Sprint(p.layout.Names()),
+		keyBatchSize, c.BatchSize, "bucket", c.S3Bucket, "prefix", p.prefix)
 	return nil
 }
 
@@ -129,9 +130,9 @@ func (s *Sink) table(ctx context.Context, name string) (*table, error) {
 		return t, nil
 	}
 	if err := rsql.CheckTableName(name); err != nil {
-		return nil, sdk.Fatalf("target_table: %v", err)
+		return nil, sdk.Fatalf("%s: %v", keyTargetTable, err)
 	}
-	t, err := s.db.ensureTable(ctx, name, s.cfg.layout)
+	t, err := s.db.ensureTable(ctx, name, s.parsed.layout)
 	if err != nil {
 		// A missing or mismatched table is the operator's to fix; RETRY
 		// keeps the offset while they do (the runtime stops the sink after
@@ -151,9 +152,9 @@ func (s *Sink) Consume(ctx context.Context, b *sdk.Batch) error {
 		return nil
 	}
 	start := s.now()
-	name, err := s.cfg.table.Resolve(b.Topic)
+	name, err := s.parsed.table.Resolve(b.Topic)
 	if err != nil {
-		return sdk.Fatalf("target_table: %v", err)
+		return sdk.Fatalf("%s: %v", keyTargetTable, err)
 	}
 	t, err := s.table(ctx, name)
 	if err != nil {
@@ -177,7 +178,7 @@ func (s *Sink) Consume(ctx context.Context, b *sdk.Batch) error {
 	// accepts that (ABI 1.1), else it fails the batch as the spec says. The
 	// check is deterministic, so a replay rejects the same records.
 	var refused error
-	err = rsparquet.CheckEach(s.cfg.layout, t.limits, all, func(i int, e *rsparquet.RecordError) {
+	err = rsparquet.CheckEach(s.parsed.layout, t.limits, all, func(i int, e *rsparquet.RecordError) {
 		reason := sdk.RejectEncoding
 		if e.TooLong() {
 			reason = sdk.RejectSize
@@ -209,8 +210,8 @@ func (s *Sink) Consume(ctx context.Context, b *sdk.Batch) error {
 
 	var inserted, copied int64
 	chunks := 0
-	for lo := 0; lo < len(recs); lo += s.cfg.batchSize {
-		hi := min(lo+s.cfg.batchSize, len(recs))
+	for lo := 0; lo < len(recs); lo += s.cfg.BatchSize {
+		hi := min(lo+s.cfg.BatchSize, len(recs))
 		chunk := rsparquet.Chunk{Topic: b.Topic, Partition: b.Partition, Records: recs[lo:hi],
 			CreatedAt: s.now().UTC().Format(createdAtLayout)}
 		n, err := s.loadChunk(ctx, t, chunk)
@@ -222,7 +223,7 @@ func (s *Sink) Consume(ctx context.Context, b *sdk.Batch) error {
 		copied += int64(hi - lo)
 	}
 	level := slog.LevelDebug
-	if s.cfg.verbose {
+	if s.cfg.VerboseLogging {
 		level = slog.LevelInfo
 	}
 	s.log.Log(ctx, level, "batch loaded", "topic", b.Topic, "table", name, "records", len(recs),
@@ -249,7 +250,7 @@ func (s *Sink) loadChunk(ctx context.Context, t *table, c rsparquet.Chunk) (int6
 	s.stats.filesUploaded.Add(1)
 	s.stats.s3Bytes.Add(int64(len(data)))
 
-	copySQL := rsql.Copy(t.staging, s.cfg.layout, rsql.S3URL(s.store.bucket, key), s.cfg.role)
+	copySQL := rsql.Copy(t.staging, s.parsed.layout, rsql.S3URL(s.store.bucket, key), s.cfg.AWSIAMRole)
 	res, err := s.db.load(ctx, t, copySQL)
 	s.stats.copyRetries.Add(int64(max(res.attempts-1, 0)))
 	if err != nil {
@@ -276,7 +277,7 @@ func (s *Sink) loadChunk(ctx context.Context, t *table, c rsparquet.Chunk) (int6
 func (s *Sink) finish(ctx context.Context, key string) {
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 	defer cancel()
-	if s.cfg.archive {
+	if s.cfg.Archive {
 		dst, err := s.store.archive(cctx, key)
 		if err != nil {
 			s.stats.cleanupFailures.Add(1)

@@ -10,12 +10,11 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
-	awsconfig "github.com/aws/aws-sdk-go-v2/config"
-	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/smithy-go"
-	"github.com/aws/smithy-go/logging"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
+
+	"github.com/picomq/heavy-sinks/shared/s3client"
 )
 
 // archiveDir is where archive = true keeps files, under s3_prefix.
@@ -30,32 +29,15 @@ type store struct {
 	prefix string // "" or "a/b"
 }
 
-// newStore builds the client: static keys when both are set, the default
-// AWS credential chain (environment, profile, web identity, IMDS) otherwise.
-// A custom endpoint turns on path-style addressing, which MinIO and most
-// S3-compatible stores need. The SDK's own retries are off.
-func newStore(ctx context.Context, s *settings) (*store, error) {
-	opts := []func(*awsconfig.LoadOptions) error{awsconfig.WithRegion(s.region)}
-	if s.accessKey != "" {
-		opts = append(opts, awsconfig.WithCredentialsProvider(
-			credentials.NewStaticCredentialsProvider(s.accessKey, s.secretKey, "")))
-	}
-	// The SDK's own logger writes to the process's stderr, past the host's
-	// log callback, the level setting and redaction: silence it.
-	opts = append(opts, awsconfig.WithLogger(logging.Nop{}))
-	cfg, err := awsconfig.LoadDefaultConfig(ctx, opts...)
+// newStore builds the client (shared/s3client, from the validated c):
+// static keys when both are set, the default AWS credential chain
+// otherwise, path-style addressing with a custom endpoint, and no retries.
+func newStore(ctx context.Context, c *Config, prefix string) (*store, error) {
+	client, err := s3client.New(ctx, c.s3Options())
 	if err != nil {
 		return nil, fmt.Errorf("S3 client configuration: %w", err)
 	}
-	client := s3.NewFromConfig(cfg, func(o *s3.Options) {
-		o.DisableLogOutputChecksumValidationSkipped = true
-		o.Retryer = aws.NopRetryer{}
-		if s.endpoint != "" {
-			o.BaseEndpoint = aws.String(s.endpoint)
-			o.UsePathStyle = true
-		}
-	})
-	return &store{client: client, bucket: s.bucket, prefix: s.prefix}, nil
+	return &store{client: client, bucket: c.S3Bucket, prefix: prefix}, nil
 }
 
 // key is the object key of a file name: <prefix>/<name>.

@@ -52,6 +52,20 @@ func KeyBase64(key []byte) (s string, ok bool) {
 	return base64.StdEncoding.EncodeToString(key), true
 }
 
+// AppendKeyBase64 appends KeyBase64's encoding of key to dst, for
+// encoders that build many values into one reused buffer. ok is false, and
+// dst unchanged, when the record has no key.
+func AppendKeyBase64(dst, key []byte) (_ []byte, ok bool) {
+	if key == nil {
+		return dst, false
+	}
+	return base64.StdEncoding.AppendEncode(dst, key), true
+}
+
+// KeyBase64Len is the length of KeyBase64's encoding of an n-byte key, for
+// sizing buffers and checking column limits before encoding.
+func KeyBase64Len(n int) int { return base64.StdEncoding.EncodedLen(n) }
+
 // HeaderValue returns a header value as a string: the bytes themselves when
 // they are valid UTF-8, standard padded base64 otherwise.
 //

@@ -131,3 +131,22 @@ func BenchmarkAppendRecordID(b *testing.B) {
 		buf = metadata.AppendRecordID(buf[:0], "orders.eu", 0, 1234567890)
 	}
 }
+
+// AppendKeyBase64 and KeyBase64Len agree with KeyBase64, and a missing key
+// leaves the buffer alone.
+func TestAppendKeyBase64(t *testing.T) {
+	for _, key := range [][]byte{nil, {}, []byte("k"), {0xff, 0, 1}} {
+		want, wantOK := metadata.KeyBase64(key)
+		got, ok := metadata.AppendKeyBase64([]byte("x"), key)
+		if ok != wantOK || (ok && string(got) != "x"+want) || (!ok && string(got) != "x") {
+			t.Errorf("%v: %q %v, want %q %v", key, got, ok, want, wantOK)
+		}
+		if ok && metadata.KeyBase64Len(len(key)) != len(want) {
+			t.Errorf("%v: length %d, want %d", key, metadata.KeyBase64Len(len(key)), len(want))
+		}
+	}
+	buf, key := make([]byte, 0, 64), []byte("key")
+	if n := testing.AllocsPerRun(100, func() { buf, _ = metadata.AppendKeyBase64(buf[:0], key) }); n != 0 {
+		t.Errorf("%v allocations", n)
+	}
+}

@@ -5,7 +5,13 @@
 //
 // Use Do around each statement a sink sends to a Postgres-protocol database
 // (the Redshift sink wraps COPY, INSERT and TRUNCATE). Do not use it for
-// object-store calls: the sinks never retry those themselves.
+// object-store calls: the Redshift sink never retries those (its spec, see
+// shared/s3client's NoRetries), and the Delta sink's stores use their SDKs'
+// bounded policies (objstore's GCS uploads repeat that policy by hand).
+// Do's backoff is linear, Delay*n, because the Redshift spec defines
+// retry_delay that way; this package imports pgconn for its classifier, so
+// the Delta log, which must stay free of I/O packages, keeps its own short
+// read-after-write wait (deltalog's getExisting).
 //
 // The classification lives in one ordered table in classify.go; IsTransient
 // exposes it, IsAuth singles out refused credentials (a configuration

@@ -56,22 +56,10 @@ var azureRetry = policy.RetryOptions{MaxRetries: 3, RetryDelay: 200 * time.Milli
 // redaction.
 var silenceAzureSDK = sync.OnceFunc(func() { azlog.SetListener(nil) })
 
-// NewAzure returns the store for tablePath in containerName. opts must name
-// the account and exactly one credential; Open has already checked that the
-// URI and opts agree on the container and account.
+// NewAzure returns the store for tablePath in containerName. opts must have
+// passed Options.Validate; Open has already checked that the location and
+// opts agree on the container and account.
 func NewAzure(ctx context.Context, containerName, tablePath string, opts AzureOptions) (*Azure, error) {
-	if opts.Account == "" {
-		return nil, errors.New("azure: no storage account name")
-	}
-	if (opts.AccountKey == "") == (opts.SASToken == "") {
-		return nil, errors.New("azure: exactly one of the account key or the SAS token is required")
-	}
-	if err := CheckAzureEndpoint(opts.Endpoint); err != nil {
-		return nil, err
-	}
-	if err := CheckAzureKey(opts.AccountKey); err != nil {
-		return nil, err
-	}
 	silenceAzureSDK()
 	service := strings.TrimRight(opts.Endpoint, "/")
 	if service == "" {
@@ -106,31 +94,44 @@ func NewAzure(ctx context.Context, containerName, tablePath string, opts AzureOp
 	return a, nil
 }
 
-// CheckAzureKey validates azure_storage_account_key: base64, as the
-// portal shows it. The message never quotes the key.
-func CheckAzureKey(key string) error {
+func (a AzureOptions) validate() error {
+	if a.Account == "" {
+		return missing(BackendAzure, OptAzureAccount)
+	}
+	if a.Container == "" {
+		return missing(BackendAzure, OptAzureContainer)
+	}
+	if (a.AccountKey == "") == (a.SASToken == "") {
+		return &OptionError{Backend: BackendAzure, Option: OptAzureAccountKey, Other: OptAzureSASToken, Problem: ExactlyOne}
+	}
+	return errors.Join(checkAzureKey(a.AccountKey), checkAzureEndpoint(a.Endpoint))
+}
+
+// checkAzureKey validates the account key: base64, as the portal shows it.
+// The message never quotes the key.
+func checkAzureKey(key string) error {
 	if key == "" {
 		return nil
 	}
 	if _, err := base64.StdEncoding.DecodeString(key); err != nil {
-		return errors.New("azure_storage_account_key is not a base64 account key")
+		return invalid(BackendAzure, OptAzureAccountKey, "%s is not a base64 account key", OptAzureAccountKey)
 	}
 	return nil
 }
 
-// CheckAzureEndpoint validates azure_storage_endpoint_url: an http(s) URL
-// without a query (a SAS token belongs in azure_storage_sas_token, which is
-// redacted; this key is not).
-func CheckAzureEndpoint(endpoint string) error {
+// checkAzureEndpoint validates the endpoint: an http(s) URL without a query
+// (a SAS token belongs in the SAS token option, which is redacted; the
+// endpoint is not).
+func checkAzureEndpoint(endpoint string) error {
 	if endpoint == "" {
 		return nil
 	}
 	u, err := url.Parse(endpoint)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
-		return errors.New("azure_storage_endpoint_url is not an http(s) URL, e.g. http://127.0.0.1:10000/devstoreaccount1")
+		return invalid(BackendAzure, OptAzureEndpoint, "%s is not an http(s) URL, e.g. http://127.0.0.1:10000/devstoreaccount1", OptAzureEndpoint)
 	}
 	if u.RawQuery != "" || u.Fragment != "" {
-		return errors.New("azure_storage_endpoint_url must not carry a query: put a SAS token in azure_storage_sas_token")
+		return invalid(BackendAzure, OptAzureEndpoint, "%s must not carry a query: put a SAS token in %s", OptAzureEndpoint, OptAzureSASToken)
 	}
 	return nil
 }
@@ -160,36 +161,21 @@ func parseAzureURI(u *url.URL) (containerName, account string, err error) {
 	}
 }
 
-// checkAzureTarget checks that the URI and the azure keys agree. The spec
-// requires azure_container_name, and a URI names a container too: they must
-// be the same one, so that a table never lands in a container nobody
-// configured (a templated URI cannot move tables between containers).
-func checkAzureTarget(containerName, account string, opts AzureOptions) error {
+// checkAzureTarget checks that the location and the azure options agree.
+// The spec requires a container option, and a URI names a container too:
+// they must be the same one, so that a table never lands in a container
+// nobody configured (a templated URI cannot move tables between containers).
+func checkAzureTarget(loc Location, opts AzureOptions) error {
 	if opts.Account == "" {
-		return errors.New(`az:// tables need storage_backend_type = "azure" and its keys`)
+		return uriError(loc.raw, `az:// tables need %s = "azure" and its keys`, OptBackend)
 	}
-	if opts.Container != "" && opts.Container != containerName {
-		return fmt.Errorf("container %q differs from azure_container_name %q", containerName, opts.Container)
+	if opts.Container != "" && opts.Container != loc.Bucket {
+		return uriError(loc.raw, "container %q differs from %s %q", loc.Bucket, OptAzureContainer, opts.Container)
 	}
-	if account != "" && !strings.EqualFold(account, opts.Account) {
-		return fmt.Errorf("account %q differs from azure_storage_account_name %q", account, opts.Account)
+	if loc.Account != "" && !strings.EqualFold(loc.Account, opts.Account) {
+		return uriError(loc.raw, "account %q differs from %s %q", loc.Account, OptAzureAccount, opts.Account)
 	}
 	return nil
-}
-
-// azureEndpointFor fills in the blob endpoint an abfs[s] URI implies (its
-// dfs host's blob twin, which also covers sovereign clouds) unless one is
-// configured.
-func azureEndpointFor(u *url.URL, opts AzureOptions) AzureOptions {
-	s := strings.ToLower(u.Scheme)
-	if opts.Endpoint != "" || (s != "abfs" && s != "abfss") {
-		return opts
-	}
-	host := u.Hostname()
-	if account, rest, ok := strings.Cut(host, ".dfs."); ok && rest != "" {
-		opts.Endpoint = "https://" + account + ".blob." + rest
-	}
-	return opts
 }
 
 // URI implements Store.

@@ -27,7 +27,7 @@ func azureOptions(svc services.Services, container string) objstore.Options {
 func TestAzureStoreContract(t *testing.T) {
 	svc := services.RequireAzure(t)
 	c := svc.NewAzureContainer(t)
-	s, err := objstore.Open(context.Background(), "az://"+c+"/tables/t1", azureOptions(svc, c))
+	s, err := openURI(context.Background(), "az://"+c+"/tables/t1", azureOptions(svc, c))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +43,7 @@ func TestAzureStoreContractWithSAS(t *testing.T) {
 	c := svc.NewAzureContainer(t)
 	opts := azureOptions(svc, c)
 	opts.Azure.AccountKey, opts.Azure.SASToken = "", "?"+svc.AzureContainerSAS(t, c)
-	s, err := objstore.Open(context.Background(), "az://"+c+"/t", opts)
+	s, err := openURI(context.Background(), "az://"+c+"/t", opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,14 +57,14 @@ func TestAzureABFSSURI(t *testing.T) {
 	c := svc.NewAzureContainer(t)
 	ctx := context.Background()
 	uri := fmt.Sprintf("abfss://%s@%s.dfs.core.windows.net/lake/t", c, svc.AzureAccount)
-	s, err := objstore.Open(ctx, uri, azureOptions(svc, c))
+	s, err := openURI(ctx, uri, azureOptions(svc, c))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := s.PutIfAbsent(ctx, "_delta_log/00000000000000000000.json", []byte("{}")); err != nil {
 		t.Fatal(err)
 	}
-	az, _ := objstore.Open(ctx, "az://"+c+"/lake/t", azureOptions(svc, c))
+	az, _ := openURI(ctx, "az://"+c+"/lake/t", azureOptions(svc, c))
 	if got, err := az.Get(ctx, "_delta_log/00000000000000000000.json"); err != nil || string(got) != "{}" {
 		t.Fatalf("same blob through az://: %q %v", got, err)
 	}
@@ -76,7 +76,7 @@ func TestAzureListAfter(t *testing.T) {
 	svc := services.RequireAzure(t)
 	c := svc.NewAzureContainer(t)
 	ctx := context.Background()
-	s, err := objstore.Open(ctx, "az://"+c+"/t", azureOptions(svc, c))
+	s, err := openURI(ctx, "az://"+c+"/t", azureOptions(svc, c))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +119,7 @@ func TestAzureListAfter(t *testing.T) {
 func TestAzureErrorsMapToSentinels(t *testing.T) {
 	svc := services.RequireAzure(t)
 	ctx := context.Background()
-	missing, err := objstore.Open(ctx, "az://no-such-container-picomq/t", azureOptions(svc, "no-such-container-picomq"))
+	missing, err := openURI(ctx, "az://no-such-container-picomq/t", azureOptions(svc, "no-such-container-picomq"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +133,7 @@ func TestAzureErrorsMapToSentinels(t *testing.T) {
 	c := svc.NewAzureContainer(t)
 	opts := azureOptions(svc, c)
 	opts.Azure.AccountKey = "d3Jvbmcta2V5LXdyb25nLWtleS13cm9uZy1rZXktd3Jvbmcta2V5LXdyb25nLWtleQ=="
-	bad, err := objstore.Open(ctx, "az://"+c+"/t", opts)
+	bad, err := openURI(ctx, "az://"+c+"/t", opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +155,7 @@ func TestAzureErrorsMapToSentinels(t *testing.T) {
 	sig := sas.Get("sig")
 	sas.Set("sig", "AAAA"+sig[4:])
 	opts.Azure.AccountKey, opts.Azure.SASToken = "", sas.Encode()
-	forged, _ := objstore.Open(ctx, "az://"+c+"/t", opts)
+	forged, _ := openURI(ctx, "az://"+c+"/t", opts)
 	if _, err := forged.Get(ctx, "x"); err == nil || deltalog.IsTransient(err) || errors.Is(err, deltalog.ErrNotFound) {
 		t.Fatalf("forged SAS: %v", err)
 	}
@@ -165,7 +165,7 @@ func TestAzureErrorsMapToSentinels(t *testing.T) {
 	opts = azureOptions(svc, c)
 	opts.Azure.AccountKey, opts.Azure.SASToken = "", svc.AzureContainerSAS(t, c)
 	opts.Azure.Endpoint = "http://127.0.0.1:1/devstoreaccount1"
-	down, _ := objstore.Open(ctx, "az://"+c+"/t", opts)
+	down, _ := openURI(ctx, "az://"+c+"/t", opts)
 	_, err = down.List(ctx, "_delta_log/", "")
 	if !deltalog.IsTransient(err) {
 		t.Fatalf("unreachable store: %v", err)
@@ -187,18 +187,18 @@ func TestAzureURIsAndOptions(t *testing.T) {
 	ctx := context.Background()
 	opts := objstore.Options{Azure: objstore.AzureOptions{Account: "acct", Container: "lake", AccountKey: "a2V5"}}
 	for uri, want := range map[string]string{
-		"az://other/t":                          `container "other" differs from azure_container_name "lake"`,
+		"az://other/t":                          `container "other" differs from Azure container "lake"`,
 		"az:///t":                               "az:// URIs name a container",
 		"az://u@lake/t":                         "az:// URIs name a container",
-		"abfss://lake@x.dfs.core.windows.net/t": `account "x" differs from azure_storage_account_name "acct"`,
+		"abfss://lake@x.dfs.core.windows.net/t": `account "x" differs from Azure account "acct"`,
 		"abfss://x.dfs.core.windows.net/t":      "abfs URIs name a container and an account",
 	} {
-		_, err := objstore.Open(ctx, uri, opts)
+		_, err := openURI(ctx, uri, opts)
 		if err == nil || !containsInvalid(err) || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v, want %q", uri, err, want)
 		}
 	}
-	if _, err := objstore.Open(ctx, "az://lake/t", objstore.Options{}); err == nil || !containsInvalid(err) || !strings.Contains(err.Error(), `storage_backend_type = "azure"`) {
+	if _, err := openURI(ctx, "az://lake/t", objstore.Options{}); err == nil || !containsInvalid(err) || !strings.Contains(err.Error(), `backend = "azure"`) {
 		t.Errorf("az:// without azure options: %v", err)
 	}
 	for uri, wantURI := range map[string]string{
@@ -207,18 +207,21 @@ func TestAzureURIsAndOptions(t *testing.T) {
 		"abfss://lake@acct.dfs.core.windows.net/t":  "az://lake/t",
 		"abfs://lake@ACCT.dfs.core.windows.net/x/y": "az://lake/x/y",
 	} {
-		s, err := objstore.Open(ctx, uri, opts)
+		s, err := openURI(ctx, uri, opts)
 		if err != nil || s.URI() != wantURI {
 			t.Errorf("%s: %v %v, want %s", uri, s, err, wantURI)
 		}
 	}
 	bad := opts
+	bad.Backend = objstore.BackendAzure
 	bad.Azure.AccountKey = "not base64 at all: secret-material"
-	if _, err := objstore.Open(ctx, "az://lake/t", bad); err == nil || strings.Contains(err.Error(), "secret-material") {
+	if _, err := openURI(ctx, "az://lake/t", bad); err == nil || strings.Contains(err.Error(), "secret-material") {
 		t.Errorf("undecodable key: %v", err)
 	}
 	for _, ep := range []string{"ftp://x", "http://x/acct?sv=1&sig=secret", "x"} {
-		if err := objstore.CheckAzureEndpoint(ep); err == nil || strings.Contains(err.Error(), "secret") {
+		withEndpoint := opts
+		withEndpoint.Backend, withEndpoint.Azure.Endpoint = objstore.BackendAzure, ep
+		if err := withEndpoint.Validate(); err == nil || strings.Contains(err.Error(), "secret") {
 			t.Errorf("endpoint %s: %v", ep, err)
 		}
 	}
@@ -246,7 +249,7 @@ func TestAzureListWithoutStartFrom(t *testing.T) {
 			}
 			fmt.Fprint(w, `</Blobs><NextMarker/></EnumerationResults>`)
 		}))
-		s, err := objstore.Open(context.Background(), "az://c/t", objstore.Options{Azure: objstore.AzureOptions{
+		s, err := openURI(context.Background(), "az://c/t", objstore.Options{Azure: objstore.AzureOptions{
 			Account: "acct", Container: "c", AccountKey: "a2V5", Endpoint: srv.URL + "/acct"}})
 		if err != nil {
 			t.Fatal(err)

@@ -10,6 +10,13 @@
 // conditional-write quirks (link/RENAME_NOREPLACE locally, If-None-Match: *
 // on S3 and Azure, ifGenerationMatch=0 on GCS) to itself.
 //
-// Files: store.go (the interface and Open by URI), local.go, s3.go, azure.go,
-// gcs.go.
+// A table URI is parsed once, by ParseLocation, into a Location; Open takes
+// it. URI problems are *URIError values and option problems (from
+// Options.Validate, run once when the sink opens) *OptionError values,
+// which say which Option is wrong: the plugin renders them with its own
+// config key names, which this package does not know.
+//
+// Files: store.go (the interface and Open), location.go (ParseLocation,
+// URIError), options.go (Options, Validate, OptionError), local.go, s3.go
+// (its client comes from shared/s3client), azure.go, gcs.go.
 package objstore

@@ -43,16 +43,17 @@ var gcsRetry = []storage.RetryOption{
 	storage.WithMaxAttempts(4),
 }
 
-// NewGCS returns the store for tablePath in bucket. The service account key
-// authenticates every request, except against a plain http:// endpoint
-// (an emulator such as fake-gcs-server), which gets none: OAuth tokens are
-// never sent in clear text, and emulators do not check them.
+// NewGCS returns the store for tablePath in bucket. opts must have passed
+// Options.Validate. The service account key authenticates every request,
+// except against a plain http:// endpoint (an emulator such as
+// fake-gcs-server), which gets none: OAuth tokens are never sent in clear
+// text, and emulators do not check them.
 func NewGCS(ctx context.Context, bucket, tablePath string, opts GCSOptions) (*GCS, error) {
 	secrets := gcsSecrets(opts.ServiceAccountKey)
-	if err := CheckGCS(opts); err != nil {
+	endpoint, emulator, err := gcsEndpoint(opts.Endpoint)
+	if err != nil {
 		return nil, err
 	}
-	endpoint, emulator, _ := gcsEndpoint(opts.Endpoint)
 	clientOpts := []option.ClientOption{
 		storage.WithJSONReads(), option.WithUserAgent("picomq-delta-sink"),
 		// The library's logger (GOOGLE_SDK_GO_LOGGING_LEVEL) writes to the
@@ -89,53 +90,49 @@ type gcsKey struct {
 	PrivateKey  string `json:"private_key"`
 }
 
-// CheckGCSKey validates gcs_service_account_key: a JSON service account
+// checkGCSKey validates the service account key: JSON of a service account
 // key. The message never quotes the key or the JSON decoder's error (which
 // can quote a character of it).
-func CheckGCSKey(key string) error {
+func checkGCSKey(key string) error {
 	var k gcsKey
 	if err := json.Unmarshal([]byte(key), &k); err != nil {
-		return errors.New("gcs_service_account_key is not JSON: give the service account key file's content")
+		return invalid(BackendGCS, OptGCSServiceAccountKey, "%s is not JSON: give the service account key file's content", OptGCSServiceAccountKey)
 	}
 	if k.Type != "service_account" || k.ClientEmail == "" || k.PrivateKey == "" {
-		return errors.New(`gcs_service_account_key is not a service account key (JSON with "type": "service_account", "client_email" and "private_key")`)
+		return invalid(BackendGCS, OptGCSServiceAccountKey, `%s is not a service account key (JSON with "type": "service_account", "client_email" and "private_key")`, OptGCSServiceAccountKey)
 	}
 	return nil
 }
 
-// CheckGCS validates the gcs settings: the key's shape, the endpoint, and,
-// unless the endpoint is an emulator that gets no credentials, that the
-// private key parses (so that a damaged key fails open() instead of every
-// request).
-func CheckGCS(opts GCSOptions) error {
-	if err := CheckGCSKey(opts.ServiceAccountKey); err != nil {
+// validate checks the key's shape, the endpoint, and, unless the endpoint
+// is an emulator that gets no credentials, that the private key parses (so
+// that a damaged key fails open() instead of every request).
+func (g GCSOptions) validate() error {
+	if g.ServiceAccountKey == "" {
+		return missing(BackendGCS, OptGCSServiceAccountKey)
+	}
+	if err := checkGCSKey(g.ServiceAccountKey); err != nil {
 		return err
 	}
-	_, emulator, err := gcsEndpoint(opts.Endpoint)
+	_, emulator, err := gcsEndpoint(g.Endpoint)
 	if err != nil || emulator {
 		return err
 	}
 	var k gcsKey
-	_ = json.Unmarshal([]byte(opts.ServiceAccountKey), &k)
+	_ = json.Unmarshal([]byte(g.ServiceAccountKey), &k)
 	block, _ := pem.Decode([]byte(k.PrivateKey))
 	if block == nil {
-		return errors.New("gcs_service_account_key: private_key is not a PEM block")
+		return invalid(BackendGCS, OptGCSServiceAccountKey, "%s: private_key is not a PEM block", OptGCSServiceAccountKey)
 	}
 	if _, err := x509.ParsePKCS8PrivateKey(block.Bytes); err != nil {
 		if _, err := x509.ParsePKCS1PrivateKey(block.Bytes); err != nil {
-			return errors.New("gcs_service_account_key: private_key is not a PKCS#8 or PKCS#1 private key")
+			return invalid(BackendGCS, OptGCSServiceAccountKey, "%s: private_key is not a PKCS#8 or PKCS#1 private key", OptGCSServiceAccountKey)
 		}
 	}
 	return nil
 }
 
-// CheckGCSEndpoint validates gcs_endpoint_url.
-func CheckGCSEndpoint(endpoint string) error {
-	_, _, err := gcsEndpoint(endpoint)
-	return err
-}
-
-// gcsEndpoint turns gcs_endpoint_url into the JSON API base the client
+// gcsEndpoint turns the endpoint option into the JSON API base the client
 // library wants (…/storage/v1/) and says whether it is a plain-http
 // emulator. Both http://127.0.0.1:4443 and http://127.0.0.1:4443/storage/v1/
 // are accepted.
@@ -145,7 +142,7 @@ func gcsEndpoint(endpoint string) (string, bool, error) {
 	}
 	u, err := url.Parse(endpoint)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.RawQuery != "" {
-		return "", false, errors.New("gcs_endpoint_url is not an http(s) URL, e.g. http://127.0.0.1:4443 for fake-gcs-server")
+		return "", false, invalid(BackendGCS, OptGCSEndpoint, "%s is not an http(s) URL, e.g. http://127.0.0.1:4443 for fake-gcs-server", OptGCSEndpoint)
 	}
 	path := strings.TrimRight(u.Path, "/")
 	if !strings.HasSuffix(path, "/storage/v1") {

@@ -30,7 +30,7 @@ func gcsOptions(svc services.Services) objstore.Options {
 func TestGCSStoreContract(t *testing.T) {
 	svc := services.RequireGCS(t)
 	bucket := svc.NewGCSBucket(t)
-	s, err := objstore.Open(context.Background(), "gs://"+bucket+"/tables/t1", gcsOptions(svc))
+	s, err := openURI(context.Background(), "gs://"+bucket+"/tables/t1", gcsOptions(svc))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +41,7 @@ func TestGCSStoreContract(t *testing.T) {
 	// The endpoint may also be given as the JSON API base.
 	opts := gcsOptions(svc)
 	opts.GCS.Endpoint = svc.GCSEndpoint + "/storage/v1/"
-	s2, _ := objstore.Open(context.Background(), "gs://"+bucket+"/tables/t1", opts)
+	s2, _ := openURI(context.Background(), "gs://"+bucket+"/tables/t1", opts)
 	if b, err := s2.Get(context.Background(), "_delta_log/00000000000000000001.json"); err != nil || string(b) != "1" {
 		t.Fatalf("through the JSON API base: %q %v", b, err)
 	}
@@ -50,7 +50,7 @@ func TestGCSStoreContract(t *testing.T) {
 func TestGCSErrorsMapToSentinels(t *testing.T) {
 	svc := services.RequireGCS(t)
 	ctx := context.Background()
-	s, err := objstore.Open(ctx, "gs://no-such-bucket-picomq/t", gcsOptions(svc))
+	s, err := openURI(ctx, "gs://no-such-bucket-picomq/t", gcsOptions(svc))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +62,7 @@ func TestGCSErrorsMapToSentinels(t *testing.T) {
 	}
 	opts := gcsOptions(svc)
 	opts.GCS.Endpoint = "http://127.0.0.1:1"
-	down, _ := objstore.Open(ctx, "gs://b/t", opts)
+	down, _ := openURI(ctx, "gs://b/t", opts)
 	if _, err := down.List(ctx, "_delta_log/", ""); !deltalog.IsTransient(err) {
 		t.Fatalf("unreachable store: %v", err)
 	}
@@ -95,7 +95,7 @@ func TestGCSStatusMapping(t *testing.T) {
 		transient bool
 	}{{401, false}, {403, false}, {429, true}, {503, true}} {
 		ep, calls := fakeGCS(t, c.status, "reason"+http.StatusText(c.status))
-		s, err := objstore.Open(ctx, "gs://b/t", objstore.Options{GCS: objstore.GCSOptions{ServiceAccountKey: key, Endpoint: ep}})
+		s, err := openURI(ctx, "gs://b/t", objstore.Options{GCS: objstore.GCSOptions{ServiceAccountKey: key, Endpoint: ep}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -145,7 +145,7 @@ func TestGCSBadKeyIsNotTransient(t *testing.T) {
 	// self-signed JWT) is made before anything is sent to the store.
 	broken := strings.Replace(key, "MII", "XXX", 1)
 	for name, k := range map[string]string{"rejected": key, "garbled": broken} {
-		s, err := objstore.Open(ctx, "gs://b/t", objstore.Options{GCS: objstore.GCSOptions{ServiceAccountKey: k, Endpoint: "https://127.0.0.1:1"}})
+		s, err := openURI(ctx, "gs://b/t", objstore.Options{Backend: objstore.BackendGCS, GCS: objstore.GCSOptions{ServiceAccountKey: k, Endpoint: "https://127.0.0.1:1"}})
 		if err == nil {
 			_, err = s.List(ctx, "_delta_log/", "")
 		}
@@ -166,27 +166,27 @@ func TestGCSBadKeyIsNotTransient(t *testing.T) {
 func TestGCSURIsAndKeys(t *testing.T) {
 	ctx := context.Background()
 	key, marker := services.Services{GCSEndpoint: "http://127.0.0.1:1"}.GCSServiceAccountKey()
-	if _, err := objstore.Open(ctx, "gs://b/t", objstore.Options{}); err == nil || !containsInvalid(err) || !strings.Contains(err.Error(), `storage_backend_type = "gcs"`) {
+	if _, err := openURI(ctx, "gs://b/t", objstore.Options{}); err == nil || !containsInvalid(err) || !strings.Contains(err.Error(), `backend = "gcs"`) {
 		t.Errorf("gs:// without gcs options: %v", err)
 	}
-	if _, err := objstore.Open(ctx, "gs:///t", objstore.Options{GCS: objstore.GCSOptions{ServiceAccountKey: key}}); err == nil || !containsInvalid(err) {
+	if _, err := openURI(ctx, "gs:///t", objstore.Options{GCS: objstore.GCSOptions{ServiceAccountKey: key}}); err == nil || !containsInvalid(err) {
 		t.Errorf("gs:// without a bucket: %v", err)
 	}
 	for _, k := range []string{"{not json " + marker, `{"type":"authorized_user","private_key":"` + marker + `"}`, `{"type":"external_account"}`} {
-		_, err := objstore.Open(ctx, "gs://b/t", objstore.Options{GCS: objstore.GCSOptions{ServiceAccountKey: k}})
+		_, err := openURI(ctx, "gs://b/t", objstore.Options{Backend: objstore.BackendGCS, GCS: objstore.GCSOptions{ServiceAccountKey: k}})
 		if err == nil || strings.Contains(err.Error(), marker) || strings.Contains(err.Error(), "{") && strings.Contains(err.Error(), k) {
 			t.Errorf("key %.20s…: %v", k, err)
 		}
 	}
-	if err := objstore.CheckGCSKey(key); err != nil {
+	if err := (objstore.Options{Backend: objstore.BackendGCS, GCS: objstore.GCSOptions{ServiceAccountKey: key, Endpoint: "http://127.0.0.1:1"}}).Validate(); err != nil {
 		t.Errorf("emulator key: %v", err)
 	}
 	for _, ep := range []string{"ftp://x", "localhost:4443", "http://x/?a=b"} {
-		if err := objstore.CheckGCSEndpoint(ep); err == nil {
+		if err := (objstore.Options{Backend: objstore.BackendGCS, GCS: objstore.GCSOptions{ServiceAccountKey: key, Endpoint: ep}}).Validate(); err == nil {
 			t.Errorf("endpoint %s accepted", ep)
 		}
 	}
-	s, err := objstore.Open(ctx, "gs://b/a/b/", objstore.Options{GCS: objstore.GCSOptions{ServiceAccountKey: key, Endpoint: "http://127.0.0.1:1"}})
+	s, err := openURI(ctx, "gs://b/a/b/", objstore.Options{GCS: objstore.GCSOptions{ServiceAccountKey: key, Endpoint: "http://127.0.0.1:1"}})
 	if err != nil || s.URI() != "gs://b/a/b" {
 		t.Errorf("%v %v", s, err)
 	}

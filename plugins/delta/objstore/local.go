@@ -34,7 +34,7 @@ type Local struct {
 // NewLocal returns the store for the table directory root.
 func NewLocal(root string) (*Local, error) {
 	if root == "" || !filepath.IsAbs(root) {
-		return nil, fmt.Errorf("Invalid table URI: file path %q is not absolute", root)
+		return nil, &URIError{msg: message{"file path %q is not absolute", []any{root}}}
 	}
 	return &Local{root: filepath.Clean(root)}, nil
 }

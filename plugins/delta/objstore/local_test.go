@@ -17,10 +17,23 @@ import (
 
 func TestOpenRejectsBadURIs(t *testing.T) {
 	for _, uri := range []string{"/data/delta/orders", "orders", "file://host/x", "ftp://x/y", "s3:///nobucket", "file:relative"} {
-		if _, err := objstore.Open(context.Background(), uri, objstore.Options{}); err == nil || !containsInvalid(err) {
+		if _, err := openURI(context.Background(), uri, objstore.Options{}); err == nil || !containsInvalid(err) {
 			t.Errorf("%s: %v", uri, err)
 		}
 	}
+}
+
+// openURI parses uri and opens its store, as the sink does: options that
+// name their backend are validated first.
+func openURI(ctx context.Context, uri string, opts objstore.Options) (objstore.Store, error) {
+	loc, err := objstore.ParseLocation(uri)
+	if err != nil {
+		return nil, err
+	}
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	return objstore.Open(ctx, loc, opts)
 }
 
 func containsInvalid(err error) bool {
@@ -107,7 +120,7 @@ func storeContract(t *testing.T, s objstore.Store) {
 
 func TestLocalStoreContract(t *testing.T) {
 	dir := t.TempDir()
-	s, err := objstore.Open(context.Background(), "file://"+dir, objstore.Options{})
+	s, err := openURI(context.Background(), "file://"+dir, objstore.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,18 +7,15 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	awsconfig "github.com/aws/aws-sdk-go-v2/config"
-	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/smithy-go"
-	"github.com/aws/smithy-go/logging"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
 	"github.com/picomq/heavy-sinks/plugins/delta/deltalog"
+	"github.com/picomq/heavy-sinks/shared/s3client"
 )
 
 // S3 is a table in an S3 bucket under a key prefix.
@@ -28,53 +25,20 @@ type S3 struct {
 	prefix string // "" or "path/to/table/"
 }
 
-// NewS3 builds a client from opts: static keys when given, the default AWS
-// credential chain otherwise; a custom endpoint switches to path-style
-// addressing, which MinIO and most S3-compatible stores need.
+// NewS3 returns the store for tablePath in bucket, with the client
+// s3client builds from opts (which must have passed Options.Validate, but
+// for the region: an s3:// table without options has none, and uses the
+// default AWS chain's).
 func NewS3(ctx context.Context, bucket, tablePath string, opts S3Options) (*S3, error) {
-	if err := CheckS3Endpoint(opts.Endpoint, opts.AllowHTTP); err != nil {
-		return nil, err
-	}
-	loadOpts := []func(*awsconfig.LoadOptions) error{awsconfig.WithRegion(opts.Region)}
-	if opts.AccessKey != "" {
-		loadOpts = append(loadOpts, awsconfig.WithCredentialsProvider(
-			credentials.NewStaticCredentialsProvider(opts.AccessKey, opts.SecretKey, "")))
-	}
-	// The SDK's own logger writes to the process's stderr, past the host's
-	// log callback, the level setting and redaction: silence it.
-	loadOpts = append(loadOpts, awsconfig.WithLogger(logging.Nop{}))
-	cfg, err := awsconfig.LoadDefaultConfig(ctx, loadOpts...)
+	client, err := s3client.New(ctx, opts.client())
 	if err != nil {
 		return nil, fmt.Errorf("S3 configuration: %w", err)
 	}
-	client := s3.NewFromConfig(cfg, func(o *s3.Options) {
-		o.DisableLogOutputChecksumValidationSkipped = true
-		if opts.Endpoint != "" {
-			o.BaseEndpoint = aws.String(opts.Endpoint)
-			o.UsePathStyle = true
-		}
-	})
 	prefix := strings.Trim(tablePath, "/")
 	if prefix != "" {
 		prefix += "/"
 	}
 	return &S3{client: client, bucket: bucket, prefix: prefix}, nil
-}
-
-// CheckS3Endpoint validates a custom endpoint: a URL, and plain http only
-// when allowed.
-func CheckS3Endpoint(endpoint string, allowHTTP bool) error {
-	if endpoint == "" {
-		return nil
-	}
-	u, err := url.Parse(endpoint)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("aws_s3_endpoint_url %q is not an http(s) URL", endpoint)
-	}
-	if u.Scheme == "http" && !allowHTTP {
-		return fmt.Errorf("aws_s3_endpoint_url %q is plain http: set aws_s3_allow_http = true to allow it", endpoint)
-	}
-	return nil
 }
 
 // URI implements Store.

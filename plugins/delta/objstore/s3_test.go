@@ -23,7 +23,7 @@ func s3Options(svc services.Services) objstore.Options {
 func TestS3StoreContract(t *testing.T) {
 	svc := services.Require(t)
 	bucket := svc.NewBucket(t)
-	s, err := objstore.Open(context.Background(), "s3://"+bucket+"/tables/t1", s3Options(svc))
+	s, err := openURI(context.Background(), "s3://"+bucket+"/tables/t1", s3Options(svc))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,7 +36,7 @@ func TestS3StoreContract(t *testing.T) {
 func TestS3ErrorsMapToSentinels(t *testing.T) {
 	svc := services.Require(t)
 	ctx := context.Background()
-	s, err := objstore.Open(ctx, "s3://no-such-bucket-picomq/t", s3Options(svc))
+	s, err := openURI(ctx, "s3://no-such-bucket-picomq/t", s3Options(svc))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,14 +45,14 @@ func TestS3ErrorsMapToSentinels(t *testing.T) {
 	}
 	opts := s3Options(svc)
 	opts.S3.SecretKey = "wrong-secret"
-	bad, _ := objstore.Open(ctx, "s3://"+svc.NewBucket(t)+"/t", opts)
+	bad, _ := openURI(ctx, "s3://"+svc.NewBucket(t)+"/t", opts)
 	_, err = bad.List(ctx, "_delta_log/", "")
 	if err == nil || errors.Is(err, deltalog.ErrNotFound) || deltalog.IsTransient(err) {
 		t.Fatalf("bad credentials: %v", err)
 	}
 	opts = s3Options(svc)
 	opts.S3.Endpoint = "http://127.0.0.1:1"
-	down, _ := objstore.Open(ctx, "s3://b/t", opts)
+	down, _ := openURI(ctx, "s3://b/t", opts)
 	if _, err := down.List(ctx, "_delta_log/", ""); !deltalog.IsTransient(err) {
 		t.Fatalf("unreachable store: %v", err)
 	}
@@ -70,7 +70,7 @@ func TestS3ErrorNamesEndpointScheme(t *testing.T) {
 	}))
 	defer srv.Close()
 	ctx := context.Background()
-	s, err := objstore.Open(ctx, "s3://b/t", objstore.Options{S3: objstore.S3Options{AccessKey: "a", SecretKey: "s",
+	s, err := openURI(ctx, "s3://b/t", objstore.Options{S3: objstore.S3Options{AccessKey: "a", SecretKey: "s",
 		Region: "r", Endpoint: srv.URL, AllowHTTP: true}})
 	if err != nil {
 		t.Fatal(err)

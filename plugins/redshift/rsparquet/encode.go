@@ -2,7 +2,6 @@ package rsparquet
 
 import (
 	"bytes"
-	"encoding/base64"
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
@@ -16,6 +15,7 @@ import (
 	"github.com/parquet-go/parquet-go/format"
 
 	"github.com/picomq/heavy-sinks/plugins/redshift/rsql"
+	"github.com/picomq/heavy-sinks/shared/metadata"
 )
 
 // Record is one record to encode. Key and Payload may be borrowed: Encode
@@ -249,22 +249,17 @@ func (e *Encoder) column(col int, spec rsql.Column, c Chunk, md *format.ColumnMe
 		e.vals = append(e.vals, 0, 0, 0, 0) // length prefix, set below
 		switch spec.ID {
 		case rsql.ID:
-			e.vals = append(e.vals, c.Topic...)
-			e.vals = append(e.vals, ':')
-			e.vals = strconv.AppendUint(e.vals, uint64(c.Partition), 10)
-			e.vals = append(e.vals, ':')
-			e.vals = strconv.AppendUint(e.vals, r.Offset, 10)
+			e.vals = metadata.AppendRecordID(e.vals, c.Topic, c.Partition, r.Offset)
 		case rsql.Offset:
 			e.vals = strconv.AppendUint(e.vals, r.Offset, 10)
 		case rsql.Timestamp:
 			e.vals = strconv.AppendInt(e.vals, r.Timestamp, 10)
 		case rsql.Key:
-			if r.Key == nil {
+			var ok bool
+			if e.vals, ok = metadata.AppendKeyBase64(e.vals, r.Key); !ok {
 				e.vals = e.vals[:start]
 				nulls++
-				break
 			}
-			e.vals = base64.StdEncoding.AppendEncode(e.vals, r.Key)
 		default:
 			return fmt.Errorf("rsparquet: column %s has no encoder", spec.Name)
 		}
@@ -442,7 +437,7 @@ func (e *Encoder) sizeBound(c Chunk) int {
 	perRow += 4 + 4 + 1                      // payload and key length prefixes, a level
 	size, keyMax := n*perRow, 0
 	for i := range c.Records {
-		k := base64.StdEncoding.EncodedLen(len(c.Records[i].Key))
+		k := metadata.KeyBase64Len(len(c.Records[i].Key))
 		size += len(c.Records[i].Payload) + k
 		keyMax = max(keyMax, k)
 	}

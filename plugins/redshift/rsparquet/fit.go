@@ -1,10 +1,10 @@
 package rsparquet
 
 import (
-	"encoding/base64"
 	"fmt"
 
 	"github.com/picomq/heavy-sinks/plugins/redshift/rsql"
+	"github.com/picomq/heavy-sinks/shared/metadata"
 )
 
 // RecordError says a record can never be loaded: a value is longer than its
@@ -97,7 +97,7 @@ records:
 			case rsql.Timestamp:
 				n = digitsInt(r.Timestamp)
 			case rsql.Key:
-				n = base64.StdEncoding.EncodedLen(len(r.Key))
+				n = metadata.KeyBase64Len(len(r.Key))
 			case rsql.Payload:
 				n = len(r.Payload)
 				if textPayload {

@@ -1,6 +1,5 @@
-// Command sink is the c-shared entry point of libpicomq_connector_delta_sink.so:
-// it registers the Delta Lake sink with the SDK, whose cabi package exports
-// the C ABI.
+// Command sink is built with -buildmode=c-shared into
+// libpicomq_connector_delta_sink.so; the C ABI lives in shared/sdk/cabi.
 package main
 
 import (
@@ -9,8 +8,6 @@ import (
 	_ "github.com/picomq/heavy-sinks/shared/sdk/cabi"
 )
 
-func init() {
-	sdk.Register(sdk.Plugin[delta.Config]{Name: delta.PluginName, New: delta.New, ValidatesPayloads: true})
-}
-
 func main() {}
+
+func init() { sdk.Register(delta.Plugin()) }
