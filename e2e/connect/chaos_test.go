@@ -61,7 +61,7 @@ func TestChaosBothSinksExactlyOnce(t *testing.T) {
 	}
 	t.Logf("seed %d (PICOMQ_CHAOS_SEED=%d repeats the kill schedule)", seed, seed)
 	rng := rand.New(rand.NewPCG(seed, seed))
-	run := strconv.FormatUint(seed%1e9, 36)
+	run := strconv.FormatInt(time.Now().UnixNano()%1e12, 36) // topics and groups of this run alone
 
 	// Topics: chaos<run>.alpha, .beta (one partition), .gamma (two).
 	prefix := "chaos" + run
