@@ -24,15 +24,17 @@ unit: services pyenv
 	set -a; source .services.env; set +a; \
 	$(GO) test -race -count=1 -timeout 20m $(UNIT_PKGS)
 
-# Starts PostgreSQL, MinIO, Azurite and fake-gcs-server (installing them when missing) and writes .services.env.
+# Starts PostgreSQL, MinIO, Azurite, fake-gcs-server and Kafka (installing them when missing) and writes .services.env.
 services:
 	buildscripts/services.sh start
 
 services-stop:
 	buildscripts/services.sh stop
 
-# End-to-end: the real libraries in the C host, PostgreSQL and MinIO from
-# services.sh, delta-rs and pyarrow from the venv buildscripts/pyenv.sh makes.
+# End-to-end: the real libraries in the C host, PostgreSQL, MinIO and Kafka
+# from services.sh, delta-rs and pyarrow from the venv buildscripts/pyenv.sh
+# makes. Packages run in parallel: e2e/connect's chaos test restarts MinIO
+# and PostgreSQL instances of its own (services.StartPrivate), never these.
 e2e: build services pyenv
 	set -a; source .services.env; set +a; \
 	PICOMQ_DIST=$(CURDIR)/dist $(GO) test -count=1 -timeout 25m ./e2e/... ./connect/... ./cmd/...

@@ -1,12 +1,17 @@
 #!/usr/bin/env bash
 # Starts and stops the real services the integration tests talk to, all on
 # loopback: a throwaway PostgreSQL 15 cluster, a MinIO server (S3), Azurite
-# (Azure Blob Storage, blob service only) and fake-gcs-server (GCS).
+# (Azure Blob Storage, blob service only), fake-gcs-server (GCS) and a
+# single-node Apache Kafka broker (KRaft, broker and controller in one JVM).
 #
-#   buildscripts/services.sh start   install what is missing, start all, verify, write .services.env
-#   buildscripts/services.sh stop    stop all (data stays under the state directory)
-#   buildscripts/services.sh env     print `export KEY=VALUE` lines (eval "$(buildscripts/services.sh env)")
-#   buildscripts/services.sh status  say what runs
+#   buildscripts/services.sh start [NAME...]  install what is missing, start, verify, write .services.env
+#   buildscripts/services.sh stop [NAME...]   stop (data stays under the state directory)
+#   buildscripts/services.sh env              print `export KEY=VALUE` lines (eval "$(buildscripts/services.sh env)")
+#   buildscripts/services.sh status           say what runs
+#
+# NAME is postgres, minio, azurite, gcs or kafka; none means all. A test that
+# needs instances of its own (to restart them) runs `start postgres minio`
+# with its own PICOMQ_SERVICES_DIR, ports and PICOMQ_SERVICES_ENV_FILE.
 #
 # Every command is idempotent. Quiet on success; logs go to $STATE/logs.
 #
@@ -18,16 +23,20 @@
 #   PICOMQ_PG_BIN         PostgreSQL bin directory (default /usr/lib/postgresql/15/bin)
 #   PICOMQ_AZURITE_PORT   Azurite blob port        (default 10000)
 #   PICOMQ_GCS_PORT       fake-gcs-server port     (default 4443)
+#   PICOMQ_KAFKA_PORT     Kafka client port        (default 19092)
+#   PICOMQ_KAFKA_CONTROLLER_PORT  KRaft controller port (default PICOMQ_KAFKA_PORT + 1)
+#   PICOMQ_SERVICES_ENV_FILE      the env file written (default .services.env at the repository root)
 #
 # Installs: MinIO and fake-gcs-server with `go install` (pinned, into GOBIN or
-# GOPATH/bin), Azurite with npm (pinned, into $STATE/azurite-<version>), each
-# only when missing.
+# GOPATH/bin), Azurite with npm (pinned, into $STATE/azurite-<version>), Kafka's
+# jars from Maven Central with Maven (pinned, into $STATE/kafka-<version>/libs;
+# needs a JDK 17+ and mvn), each only when missing.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 STATE="${PICOMQ_SERVICES_DIR:-/tmp/picomq-services}"
 LOGS="$STATE/logs"
-ENV_FILE="$ROOT/.services.env"
+ENV_FILE="${PICOMQ_SERVICES_ENV_FILE:-$ROOT/.services.env}"
 
 PG_BIN="${PICOMQ_PG_BIN:-/usr/lib/postgresql/15/bin}"
 PG_PORT="${PICOMQ_PG_PORT:-54329}"
@@ -63,6 +72,18 @@ AZURE_KEY="Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFP
 FAKE_GCS_VERSION="v1.56.1"
 GCS_PORT="${PICOMQ_GCS_PORT:-4443}"
 GCS_PID="$STATE/fake-gcs/fake-gcs.pid"
+
+# Apache Kafka 4.1 (KRaft only), run from its Maven Central jars: Apache's
+# download mirrors are not reachable from every machine this runs on, Maven
+# Central is. The log4j binding is the one Kafka's own distribution ships.
+KAFKA_VERSION="4.1.0"
+KAFKA_LOG4J_VERSION="2.24.3"
+KAFKA_PORT="${PICOMQ_KAFKA_PORT:-19092}"
+KAFKA_CONTROLLER_PORT="${PICOMQ_KAFKA_CONTROLLER_PORT:-$((KAFKA_PORT + 1))}"
+KAFKA_HOME="$STATE/kafka-$KAFKA_VERSION"
+KAFKA_DIR="$STATE/kafka"
+KAFKA_DATA="$KAFKA_DIR/data"
+KAFKA_PID="$KAFKA_DIR/kafka.pid"
 
 die() { echo "services.sh: $*" >&2; exit 1; }
 
@@ -309,13 +330,14 @@ pid_alive() {
   [ -n "$pid" ] && [ -r "/proc/$pid/cmdline" ] && tr '\0' ' ' <"/proc/$pid/cmdline" | grep -q -- "$2"
 }
 
-# stop_pid PIDFILE PATTERN stops that process (TERM, then KILL after 5 s).
+# stop_pid PIDFILE PATTERN [TENTHS] stops that process (TERM, then KILL
+# after TENTHS tenths of a second, default 50).
 stop_pid() {
   if pid_alive "$1" "$2"; then
     local pid
     pid="$(cat "$1")"
     kill "$pid" 2>/dev/null || true
-    for _ in $(seq 1 50); do
+    for _ in $(seq 1 "${3:-50}"); do
       [ -d "/proc/$pid" ] || break
       sleep 0.1
     done
@@ -537,6 +559,185 @@ sys.exit(2)
 PY
 }
 
+# --------------------------------------------------------------------- Kafka
+
+ensure_kafka_installed() {
+  [ -f "$KAFKA_HOME/libs/kafka_2.13-$KAFKA_VERSION.jar" ] && return 0
+  if ! command -v java >/dev/null 2>&1 || ! command -v mvn >/dev/null 2>&1; then
+    [ "$(id -u)" = 0 ] || die "Kafka needs java (17+) and mvn on PATH: install a JDK and Maven"
+    echo "services.sh: installing a JDK and Maven with apt-get (log: $LOGS/apt.log)" >&2
+    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends openjdk-17-jdk-headless maven; } \
+      >>"$LOGS/apt.log" 2>&1 || die "apt-get install openjdk-17-jdk-headless maven failed, see $LOGS/apt.log"
+  fi
+  echo "services.sh: installing Kafka $KAFKA_VERSION from Maven Central (log: $LOGS/kafka-install.log)" >&2
+  local tmp="$KAFKA_HOME.tmp.$$"
+  rm -rf "$KAFKA_HOME".tmp.*
+  mkdir -p "$tmp"
+  # The broker's runtime dependency closure, resolved by Maven from a pom
+  # of two dependencies. Into a scratch directory first, so an interrupted
+  # install is never mistaken for a finished one.
+  cat >"$tmp/pom.xml" <<EOF
+<project xmlns="http://maven.apache.org/POM/4.0.0">
+  <modelVersion>4.0.0</modelVersion>
+  <groupId>picomq.services</groupId>
+  <artifactId>kafka-broker</artifactId>
+  <version>$KAFKA_VERSION</version>
+  <packaging>pom</packaging>
+  <dependencies>
+    <dependency><groupId>org.apache.kafka</groupId><artifactId>kafka_2.13</artifactId><version>$KAFKA_VERSION</version></dependency>
+    <dependency><groupId>org.apache.logging.log4j</groupId><artifactId>log4j-slf4j-impl</artifactId><version>$KAFKA_LOG4J_VERSION</version></dependency>
+  </dependencies>
+</project>
+EOF
+  mvn -B -f "$tmp/pom.xml" dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory="$tmp/libs" \
+    >>"$LOGS/kafka-install.log" 2>&1 \
+    || { rm -rf "$tmp"; die "resolving Kafka $KAFKA_VERSION with Maven failed, see $LOGS/kafka-install.log"; }
+  rm -rf "$KAFKA_HOME"
+  mv "$tmp" "$KAFKA_HOME"
+  [ -f "$KAFKA_HOME/libs/kafka_2.13-$KAFKA_VERSION.jar" ] || die "Maven succeeded but the Kafka jar is missing from $KAFKA_HOME/libs"
+}
+
+kafka_running() { pid_alive "$KAFKA_PID" "kafka.Kafka"; }
+
+# write_kafka_config writes server.properties and the log4j2 configuration
+# from the knobs, at every start.
+write_kafka_config() {
+  cat >"$KAFKA_DIR/server.properties" <<EOF
+# picomq throwaway test broker: one node, broker and KRaft controller
+process.roles=broker,controller
+node.id=1
+controller.quorum.voters=1@127.0.0.1:$KAFKA_CONTROLLER_PORT
+listeners=PLAINTEXT://127.0.0.1:$KAFKA_PORT,CONTROLLER://127.0.0.1:$KAFKA_CONTROLLER_PORT
+advertised.listeners=PLAINTEXT://127.0.0.1:$KAFKA_PORT
+controller.listener.names=CONTROLLER
+listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
+inter.broker.listener.name=PLAINTEXT
+log.dirs=$KAFKA_DATA
+num.partitions=1
+auto.create.topics.enable=false
+offsets.topic.replication.factor=1
+offsets.topic.num.partitions=1
+transaction.state.log.replication.factor=1
+transaction.state.log.min.isr=1
+share.coordinator.state.topic.replication.factor=1
+share.coordinator.state.topic.min.isr=1
+group.initial.rebalance.delay.ms=0
+EOF
+  cat >"$KAFKA_DIR/log4j2.properties" <<EOF
+status = warn
+appender.file.type = File
+appender.file.name = file
+appender.file.fileName = $LOGS/kafka.log
+appender.file.layout.type = PatternLayout
+appender.file.layout.pattern = [%d] %p %m (%c)%n
+rootLogger.level = info
+rootLogger.appenderRef.file.ref = file
+EOF
+}
+
+# The java command line for Kafka's tools and broker: a small heap and the
+# serial collector (a test broker on a small shared machine).
+KAFKA_JAVA=(java -Xmx512m -Xms128m -XX:+UseSerialGC "-Dlog4j2.configurationFile=$KAFKA_DIR/log4j2.properties"
+  -cp "$KAFKA_HOME/libs/*")
+
+start_kafka() {
+  ensure_kafka_installed
+  mkdir -p "$KAFKA_DIR"
+  if ! kafka_running; then
+    rm -f "$KAFKA_PID"
+    local p
+    for p in "$KAFKA_PORT" "$KAFKA_CONTROLLER_PORT"; do
+      if port_open "$p"; then
+        die "port $p is taken by another process; stop it or set PICOMQ_KAFKA_PORT / PICOMQ_KAFKA_CONTROLLER_PORT"
+      fi
+    done
+    write_kafka_config
+    if [ ! -f "$KAFKA_DATA/meta.properties" ]; then
+      rm -rf "$KAFKA_DATA"
+      local cluster_id
+      cluster_id="$(python3 -c 'import base64, uuid; print(base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("="))')"
+      "${KAFKA_JAVA[@]}" kafka.tools.StorageTool format -t "$cluster_id" -c "$KAFKA_DIR/server.properties" \
+        >>"$LOGS/kafka-format.log" 2>&1 || die "formatting the Kafka log directory failed, see $LOGS/kafka-format.log"
+    fi
+    setsid "${KAFKA_JAVA[@]}" kafka.Kafka "$KAFKA_DIR/server.properties" \
+      >>"$LOGS/kafka-stdout.log" 2>&1 </dev/null &
+    echo $! >"$KAFKA_PID"
+  fi
+  kafka_check || die "Kafka did not become ready on 127.0.0.1:$KAFKA_PORT, see $LOGS/kafka.log and $LOGS/kafka-check.log"
+}
+
+# A clean shutdown (TERM) closes the log segments; it takes a few seconds.
+stop_kafka() { stop_pid "$KAFKA_PID" "kafka.Kafka" 300; }
+
+# kafka_check waits until the broker answers a Metadata request (v4) over
+# the Kafka protocol with itself as a broker and an elected controller,
+# with nothing but the Python standard library.
+kafka_check() {
+  KAFKA_PORT="$KAFKA_PORT" python3 - 2>>"$LOGS/kafka-check.log" <<'PY'
+import os, socket, struct, sys, time
+
+port = int(os.environ["KAFKA_PORT"])
+
+def metadata():
+    client = b"picomq-services"
+    # header v1: api_key 3 (Metadata), version 4, correlation id, client id;
+    # body: no topics, allow_auto_topic_creation false
+    body = struct.pack(">hhih", 3, 4, 7, len(client)) + client + struct.pack(">ib", 0, 0)
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
+        s.sendall(struct.pack(">i", len(body)) + body)
+        def read(n):
+            buf = b""
+            while len(buf) < n:
+                chunk = s.recv(n - len(buf))
+                if not chunk:
+                    raise OSError("connection closed")
+                buf += chunk
+            return buf
+        size, = struct.unpack(">i", read(4))
+        resp = read(size)
+    pos = 0
+    def take(fmt):
+        nonlocal pos
+        vals = struct.unpack_from(fmt, resp, pos)
+        pos += struct.calcsize(fmt)
+        return vals
+    def string():
+        nonlocal pos
+        n, = take(">h")
+        if n < 0:
+            return None
+        v = resp[pos:pos + n].decode()
+        pos += n
+        return v
+    corr, _throttle, nbrokers = take(">iii")
+    assert corr == 7, f"correlation id {corr}"
+    brokers = []
+    for _ in range(nbrokers):
+        node, = take(">i")
+        host = string()
+        bport, = take(">i")
+        string()  # rack
+        brokers.append((node, host, bport))
+    string()  # cluster id
+    controller, = take(">i")
+    return brokers, controller
+
+deadline = time.time() + 120
+last = None
+while time.time() < deadline:
+    try:
+        brokers, controller = metadata()
+        if any(p == port for _, _, p in brokers) and controller >= 0:
+            sys.exit(0)
+        last = f"brokers {brokers}, controller {controller}"
+    except Exception as e:
+        last = repr(e)
+    time.sleep(0.5)
+print(f"Kafka not ready: {last}", file=sys.stderr)
+sys.exit(1)
+PY
+}
+
 # ----------------------------------------------------------------- env file
 
 write_env() {
@@ -550,33 +751,55 @@ PICOMQ_TEST_AZURE_ENDPOINT=http://127.0.0.1:$AZURITE_PORT/$AZURE_ACCOUNT
 PICOMQ_TEST_AZURE_ACCOUNT=$AZURE_ACCOUNT
 PICOMQ_TEST_AZURE_KEY=$AZURE_KEY
 PICOMQ_TEST_GCS_ENDPOINT=http://127.0.0.1:$GCS_PORT
+PICOMQ_KAFKA_BROKERS=127.0.0.1:$KAFKA_PORT
 EOF
   mv "$ENV_FILE.tmp" "$ENV_FILE"
 }
 
+ALL_SERVICES=(postgres minio azurite gcs kafka)
+
+# wanted NAME -> exit 0 when the command line names NAME or names none.
+wanted() {
+  [ "${#SELECTED[@]}" = 0 ] && return 0
+  local n
+  for n in "${SELECTED[@]}"; do [ "$n" = "$1" ] && return 0; done
+  return 1
+}
+
 cmd="${1:-}"
+[ $# -gt 0 ] && shift
+SELECTED=("$@")
+for n in "${SELECTED[@]}"; do
+  case " ${ALL_SERVICES[*]} " in *" $n "*) ;; *) die "unknown service $n (known: ${ALL_SERVICES[*]})" ;; esac
+done
 case "$cmd" in
   start)
     need_python
     mkdir -p "$STATE" "$LOGS"
     chmod 755 "$STATE"
-    # Azurite's npm install is mostly download: let it run beside the
-    # PostgreSQL and MinIO setup (whose go install is mostly compiling).
-    ensure_azurite_installed &
-    azurite_install=$!
-    start_pg
-    start_minio
-    wait "$azurite_install" || die "installing Azurite failed, see $LOGS/azurite-install.log"
-    start_azurite
-    start_fake_gcs
+    # Azurite's npm install and Kafka's Maven resolution are mostly
+    # download: let them run beside the PostgreSQL and MinIO setup (whose go
+    # install is mostly compiling).
+    installs=()
+    if wanted azurite; then ensure_azurite_installed & installs+=("$!:Azurite:azurite-install.log"); fi
+    if wanted kafka; then ensure_kafka_installed & installs+=("$!:Kafka:kafka-install.log"); fi
+    if wanted postgres; then start_pg; fi
+    if wanted minio; then start_minio; fi
+    for i in "${installs[@]}"; do
+      wait "${i%%:*}" || { i="${i#*:}"; die "installing ${i%%:*} failed, see $LOGS/${i#*:}"; }
+    done
+    if wanted kafka; then start_kafka; fi
+    if wanted azurite; then start_azurite; fi
+    if wanted gcs; then start_fake_gcs; fi
     write_env
     ;;
   stop)
     mkdir -p "$LOGS"
-    stop_fake_gcs
-    stop_azurite
-    stop_minio
-    if [ -x "$PG_BIN/pg_ctl" ]; then stop_pg; fi
+    if wanted kafka; then stop_kafka; fi
+    if wanted gcs; then stop_fake_gcs; fi
+    if wanted azurite; then stop_azurite; fi
+    if wanted minio; then stop_minio; fi
+    if wanted postgres && [ -x "$PG_BIN/pg_ctl" ]; then stop_pg; fi
     ;;
   env)
     [ -f "$ENV_FILE" ] || die "$ENV_FILE is missing: run buildscripts/services.sh start"
@@ -587,9 +810,10 @@ case "$cmd" in
     if minio_running; then echo "minio: running on 127.0.0.1:$MINIO_PORT (pid $(cat "$MINIO_PID"))"; else echo "minio: stopped"; fi
     if azurite_running; then echo "azurite: running on 127.0.0.1:$AZURITE_PORT (pid $(cat "$AZURITE_PID"))"; else echo "azurite: stopped"; fi
     if fake_gcs_running; then echo "fake-gcs-server: running on 127.0.0.1:$GCS_PORT (pid $(cat "$GCS_PID"))"; else echo "fake-gcs-server: stopped"; fi
+    if kafka_running; then echo "kafka: running on 127.0.0.1:$KAFKA_PORT (pid $(cat "$KAFKA_PID"))"; else echo "kafka: stopped"; fi
     ;;
   *)
-    echo "usage: $0 start|stop|env|status" >&2
+    echo "usage: $0 start|stop [postgres|minio|azurite|gcs|kafka...] | env | status" >&2
     exit 2
     ;;
 esac

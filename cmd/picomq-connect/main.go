@@ -124,6 +124,13 @@ func run(args []string) int {
 			return exitUsage
 		}
 		inst, err := p.Open(ctx, string(js), log.With("sink_key", d.Key))
+		if err != nil && ctx.Err() != nil {
+			// SIGINT/SIGTERM while starting: a shutdown with nothing
+			// consumed, not a refused configuration.
+			closeAll(log, insts)
+			log.Info("picomq-connect stopped before consuming: signal during startup", "exit_code", exitOK)
+			return exitOK
+		}
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "%s: open: %v\n", d.File, err)
 			closeAll(log, insts)

@@ -124,6 +124,29 @@ func listened(t *testing.T) chan *observe.Server {
 	return servers
 }
 
+// SIGTERM while a plugin is still opening is a shutdown, not a refused
+// configuration: exit 0, nothing consumed.
+func TestSIGTERMDuringOpen(t *testing.T) {
+	kf, defDir, records := setup(t, `open_delay = "3s"`)
+	done := make(chan int, 1)
+	go func() { done <- run(args(t, kf, defDir)) }()
+	time.Sleep(time.Second) // the host is started and the open in flight
+	if err := syscall.Kill(os.Getpid(), syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case code := <-done:
+		if code != exitOK {
+			t.Errorf("exit code %d, want 0", code)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("no exit after SIGTERM")
+	}
+	if b, _ := os.ReadFile(records); len(b) > 0 { // open creates the file
+		t.Errorf("batches were delivered: %s", b)
+	}
+}
+
 // A sink that stops on FATAL makes the command exit 1 once nothing runs.
 // Without --http nothing listens.
 func TestExitCodeOnSinkError(t *testing.T) {

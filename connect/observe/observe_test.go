@@ -79,10 +79,14 @@ func produce(t *testing.T, kf *kfake.Cluster, n int) {
 		t.Fatal(err)
 	}
 	defer cl.Close()
-	for i := range n {
-		if err := cl.ProduceSync(context.Background(), &kgo.Record{Topic: "a", Value: fmt.Appendf(nil, `{"n":%d}`, i)}).FirstErr(); err != nil {
-			t.Fatal(err)
-		}
+	// One produce request, so the records arrive together and the batches
+	// are cut by batch_length alone, however slow the machine.
+	recs := make([]*kgo.Record, n)
+	for i := range recs {
+		recs[i] = &kgo.Record{Topic: "a", Value: fmt.Appendf(nil, `{"n":%d}`, i)}
+	}
+	if err := cl.ProduceSync(context.Background(), recs...).FirstErr(); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -165,7 +169,7 @@ next:
 // shows lag while the batches are in flight and 0 once committed.
 func TestMetricsAndStatus(t *testing.T) {
 	m := observe.NewMetrics()
-	kf, srv, _ := run(t, m, "batch_length = 4\npoll_interval = \"100ms\"\n", "fail_mode = \"retry\"\nfail_attempts = 1\ndelay = \"150ms\"\n")
+	kf, srv, _ := run(t, m, "batch_length = 4\npoll_interval = \"500ms\"\n", "fail_mode = \"retry\"\nfail_attempts = 1\ndelay = \"150ms\"\n")
 	produce(t, kf, 10)
 	var maxLag int64
 	var p observe.PartitionStatus

@@ -187,7 +187,7 @@ func TestABIVersionMismatchIsRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if major, minor := lib.ABI(); major != 1 || minor != 0 {
+	if major, minor := lib.ABI(); major != 1 || minor != 1 {
 		t.Fatalf("plugin ABI %d.%d", major, minor)
 	}
 }

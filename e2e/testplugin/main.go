@@ -30,6 +30,7 @@ type Config struct {
 	// fail_attempts 2 fails attempts 1 and 2 of a batch, and 3 writes it.
 	FailAttempts int           `config:"fail_attempts" doc:"Fail only attempts 1 to N of a batch; 0 fails every attempt"`
 	Delay        time.Duration `config:"delay" default:"0s" doc:"Sleep per consume"`
+	OpenDelay    time.Duration `config:"open_delay" default:"0s" doc:"Sleep in open"`
 	MaxBatch     int           `config:"max_batch" default:"100000" doc:"Batches larger than this fail as FATAL"`
 	Verbose      bool          `config:"verbose" doc:"Log every batch at info"`
 	// RejectPrefix makes records whose payload starts with it records that
@@ -75,6 +76,7 @@ func (s *sink) Open(ctx context.Context, cfg *Config, host *sdk.Host) error {
 	if cfg.MaxBatch <= 0 {
 		return sdk.BadConfigf("plugin_config key %q must be above 0", "max_batch")
 	}
+	time.Sleep(cfg.OpenDelay)
 	f, err := os.OpenFile(cfg.RecordPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return sdk.BadConfigf("plugin_config key %q: %v", "record_path", err)

@@ -26,6 +26,8 @@ const (
 	EnvAzureAccount  = "PICOMQ_TEST_AZURE_ACCOUNT"
 	EnvAzureKey      = "PICOMQ_TEST_AZURE_KEY"
 	EnvGCSEndpoint   = "PICOMQ_TEST_GCS_ENDPOINT" // fake-gcs-server, plain http
+
+	EnvKafkaBrokers = "PICOMQ_KAFKA_BROKERS" // comma-separated host:port of the Apache Kafka broker
 )
 
 // EnvFile is the file, at the repository root, that services.sh writes.
@@ -40,7 +42,8 @@ var (
 	// working for everything else.
 	azureKeys = []string{EnvAzureEndpoint, EnvAzureAccount, EnvAzureKey}
 	gcsKeys   = []string{EnvGCSEndpoint}
-	allKeys   = slices.Concat(envKeys, azureKeys, gcsKeys)
+	kafkaKeys = []string{EnvKafkaBrokers}
+	allKeys   = slices.Concat(envKeys, azureKeys, gcsKeys, kafkaKeys)
 )
 
 // Services describes the running PostgreSQL, S3, Azure and GCS endpoints.
@@ -63,6 +66,9 @@ type Services struct {
 	// GCSEndpoint is fake-gcs-server's base URL, e.g. http://127.0.0.1:4443.
 	// Set when RequireGCS passed.
 	GCSEndpoint string
+	// KafkaBrokers are the seed brokers of the real Apache Kafka broker
+	// (single-node KRaft). Set when RequireKafka passed.
+	KafkaBrokers []string
 }
 
 // Lookup reads the service description from the environment, falling back to
@@ -114,6 +120,7 @@ func lookup(required []string) (Services, error) {
 		AzureAccount:  vals[EnvAzureAccount],
 		AzureKey:      vals[EnvAzureKey],
 		GCSEndpoint:   vals[EnvGCSEndpoint],
+		KafkaBrokers:  splitList(vals[EnvKafkaBrokers]),
 	}, nil
 }
 
@@ -151,6 +158,16 @@ func RequireGCS(t testing.TB) Services {
 	return s
 }
 
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
 func instructions(err error, what string) string {
 	return fmt.Sprintf("%v\n\nStart %s (services.sh starts every test service) first:\n\n    make services\n\nor\n\n    buildscripts/services.sh start\n\n"+
 		"which writes %s at the repository root (or export the %s variables yourself).", err, what, EnvFile, "PICOMQ_TEST_*")
@@ -161,7 +178,12 @@ func readEnvFile() (map[string]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	path := filepath.Join(root, EnvFile)
+	return parseEnvFile(filepath.Join(root, EnvFile))
+}
+
+// parseEnvFile reads KEY=VALUE lines (optionally `export`ed, optionally
+// quoted), as services.sh writes them.
+func parseEnvFile(path string) (map[string]string, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {

@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -23,6 +25,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/smithy-go"
 	"github.com/jackc/pgx/v5"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"google.golang.org/api/googleapi"
 
 	"github.com/picomq/heavy-sinks/shared/testenv/services"
@@ -130,6 +134,7 @@ func TestLookupReadsEnvFile(t *testing.T) {
 		"PICOMQ_TEST_S3_REGION=us-east-1",
 		"PICOMQ_TEST_AZURE_ENDPOINT=http://az:10000/devstoreaccount1",
 		"PICOMQ_TEST_GCS_ENDPOINT=http://gcs:4443",
+		"PICOMQ_KAFKA_BROKERS=k1:9092, k2:9092",
 	}, "\n")), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -151,6 +156,9 @@ func TestLookupReadsEnvFile(t *testing.T) {
 	// Azure and GCS keys are read too, but only their Require* insist.
 	if s.AzureEndpoint != "http://az:10000/devstoreaccount1" || s.AzureAccount != "acct" || s.AzureKey != "" || s.GCSEndpoint != "http://gcs:4443" {
 		t.Fatalf("%+v", s)
+	}
+	if !slices.Equal(s.KafkaBrokers, []string{"k1:9092", "k2:9092"}) {
+		t.Fatalf("KafkaBrokers %q", s.KafkaBrokers)
 	}
 	if err := os.Remove(filepath.Join(dir, services.EnvFile)); err != nil {
 		t.Fatal(err)
@@ -178,7 +186,7 @@ func (f *fatalRecorder) SkipNow()             { f.skipped = true; runtime.Goexit
 
 func clearEnv(t *testing.T) {
 	for _, k := range []string{services.EnvPGDSN, services.EnvS3Endpoint, services.EnvS3AccessKey, services.EnvS3SecretKey, services.EnvS3Region,
-		services.EnvAzureEndpoint, services.EnvAzureAccount, services.EnvAzureKey, services.EnvGCSEndpoint} {
+		services.EnvAzureEndpoint, services.EnvAzureAccount, services.EnvAzureKey, services.EnvGCSEndpoint, services.EnvKafkaBrokers} {
 		t.Setenv(k, "")
 	}
 }
@@ -188,6 +196,7 @@ func TestRequireFailsWithInstructionsWhenServicesAreMissing(t *testing.T) {
 	clearEnv(t)
 	for name, require := range map[string]func(testing.TB) services.Services{
 		"Require": services.Require, "RequireAzure": services.RequireAzure, "RequireGCS": services.RequireGCS,
+		"RequireKafka": services.RequireKafka,
 	} {
 		rec := &fatalRecorder{TB: t}
 		done := make(chan struct{})
@@ -275,4 +284,65 @@ func TestGCSBucketIsRemovedAndHonoursGenerationMatch(t *testing.T) {
 	if _, err := c.Bucket(name).Attrs(ctx); !errors.Is(err, storage.ErrBucketNotExist) {
 		t.Fatalf("bucket %s still exists after cleanup: %v", name, err)
 	}
+}
+
+// The broker services.sh starts is a real Apache Kafka: a topic created,
+// produced to and read back, and a group offset committed and fetched.
+func TestKafkaBrokerAnswers(t *testing.T) {
+	svc := services.RequireKafka(t)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(svc.KafkaBrokers...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	topic := "services-test-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	if _, err := adm.CreateTopic(ctx, 1, 1, nil, topic); err != nil {
+		t.Fatal(err)
+	}
+	defer adm.DeleteTopics(context.Background(), topic)
+	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: []byte("v")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	ends, err := adm.ListEndOffsets(ctx, topic)
+	if o, ok := ends.Lookup(topic, 0); err != nil || !ok || o.Offset != 1 {
+		t.Fatalf("end offset %+v, %v", o, err)
+	}
+	group := topic + "-group"
+	offs := kadm.Offsets{}
+	offs.AddOffset(topic, 0, 1, -1)
+	if _, err := adm.CommitOffsets(ctx, group, offs); err != nil {
+		t.Fatal(err)
+	}
+	got, err := adm.FetchOffsets(ctx, group)
+	if o, ok := got.Lookup(topic, 0); err != nil || !ok || o.At != 1 {
+		t.Fatalf("committed %+v, %v", o, err)
+	}
+	adm.DeleteGroups(context.Background(), group)
+}
+
+// A private MinIO and PostgreSQL keep their data across a restart.
+func TestPrivateServicesRestart(t *testing.T) {
+	p := services.StartPrivate(t, "postgres", "minio")
+	shared, err := services.Lookup()
+	if err == nil && (p.PGDSN == shared.PGDSN || p.S3Endpoint == shared.S3Endpoint) {
+		t.Fatalf("private services %+v share an address with the shared ones", p.Services)
+	}
+	bucket := p.NewBucket(t)
+	db := p.NewDatabase(t)
+	ctx := context.Background()
+	if _, err := p.S3Client().PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String("k"), Body: strings.NewReader("v")}); err != nil {
+		t.Fatal(err)
+	}
+	p.Restart(t, "minio", "postgres")
+	if _, err := p.S3Client().HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(bucket), Key: aws.String("k")}); err != nil {
+		t.Fatalf("after the restart: %v", err)
+	}
+	conn, err := pgx.Connect(ctx, db.DSN)
+	if err != nil {
+		t.Fatalf("after the restart: %v", err)
+	}
+	conn.Close(ctx)
 }
