@@ -13,6 +13,7 @@ import (
 	"github.com/picomq/heavy-sinks/connect/child"
 	"github.com/picomq/heavy-sinks/connect/definition"
 	"github.com/picomq/heavy-sinks/shared/hostdriver"
+	"github.com/picomq/heavy-sinks/shared/retry/backoff"
 )
 
 // Outcome is how one delivery attempt ended.
@@ -218,7 +219,7 @@ func (c *consumer) deliver(ctx context.Context, recs []*kgo.Record) error {
 		}
 		wait := c.s.cfg.Backoff(attempt)
 		log.Warn("batch not delivered; delivering again", "event", "batch_retry", "outcome", d.Outcome.String(), "err", err, "backoff_seconds", wait.Seconds())
-		if err := sleep(ctx, wait); err != nil {
+		if err := backoff.Sleep(ctx, wait); err != nil {
 			return err
 		}
 		if d.Outcome == Exited {
@@ -226,16 +227,5 @@ func (c *consumer) deliver(ctx context.Context, recs []*kgo.Record) error {
 			return errRewind
 		}
 		attempt++
-	}
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/picomq/heavy-sinks/connect/definition"
 	"github.com/picomq/heavy-sinks/shared/hostdriver"
+	"github.com/picomq/heavy-sinks/shared/retry/backoff"
 )
 
 // Deliverer hands one batch to a plugin's consume(): nil for OK (with the
@@ -63,10 +64,7 @@ const MaxAttempts = 5
 // Backoff waits from 200 ms after the first failure to 5 s after the
 // fourth, growing by the same factor each time (about 2.9): 200 ms,
 // 585 ms, 1.71 s, 5 s.
-func Backoff(attempt int) time.Duration {
-	steps := []time.Duration{200 * time.Millisecond, 585 * time.Millisecond, 1710 * time.Millisecond, 5 * time.Second}
-	return steps[min(max(attempt, 1), len(steps))-1]
-}
+var Backoff = backoff.Between(200*time.Millisecond, 5*time.Second, MaxAttempts-1)
 
 // Sink runs one definition: a consumer per [[topics]] block, all handing
 // batches to one plugin instance.

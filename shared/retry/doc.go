@@ -9,9 +9,9 @@
 // shared/s3client's NoRetries), and the Delta sink's stores use their SDKs'
 // bounded policies (objstore's GCS uploads repeat that policy by hand).
 // Do's backoff is linear, Delay*n, because the Redshift spec defines
-// retry_delay that way; this package imports pgconn for its classifier, so
-// the Delta log, which must stay free of I/O packages, keeps its own short
-// read-after-write wait (deltalog's getExisting).
+// retry_delay that way. The waits themselves come from shared/retry/backoff,
+// the project's one backoff, which every other retry loop uses too (it
+// imports only the standard library, so the Delta log can use it).
 //
 // The classification lives in one ordered table in classify.go; IsTransient
 // exposes it, IsAuth singles out refused credentials (a configuration

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/picomq/heavy-sinks/shared/retry/backoff"
 )
 
 // Policy says how often and how patiently Do retries. The zero Policy runs
@@ -65,7 +67,7 @@ func (e *Error) Unwrap() []error {
 func Do(ctx context.Context, p Policy, op func(ctx context.Context) error) error {
 	sleep := p.sleep
 	if sleep == nil {
-		sleep = sleepCtx
+		sleep = backoff.Sleep
 	}
 	maxAttempts := max(p.MaxAttempts, 1)
 	for attempt := 1; ; attempt++ {
@@ -79,23 +81,12 @@ func Do(ctx context.Context, p Policy, op func(ctx context.Context) error) error
 		if attempt >= maxAttempts || !IsTransient(err) {
 			return &Error{Attempts: attempt, Err: err}
 		}
-		wait := p.Delay * time.Duration(attempt)
+		wait := backoff.Linear(p.Delay)(attempt)
 		if p.OnRetry != nil {
 			p.OnRetry(attempt, err, wait)
 		}
 		if ctxErr := sleep(ctx, wait); ctxErr != nil {
 			return &Error{Attempts: attempt, Err: err, CtxErr: ctxErr}
 		}
-	}
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/picomq/heavy-sinks/shared/retry/backoff"
 )
 
 // DefaultEngineInfo is written to commitInfo.engineInfo when the caller
@@ -298,18 +300,15 @@ func putCommit(ctx context.Context, store Store, pc *PreparedCommit) (CommitOutc
 // with not-found for a moment: read the name again, briefly, before
 // calling it missing.
 func getExisting(ctx context.Context, store Store, v int64) ([]byte, error) {
-	pause := 2 * time.Millisecond
-	for i := 0; ; i++ {
+	wait := backoff.Exponential(2*time.Millisecond, 2, time.Second)
+	for attempt := 1; ; attempt++ {
 		data, err := store.Get(ctx, CommitPath(v))
-		if !errors.Is(err, ErrNotFound) || i == 6 { // about 130 ms in all
+		if !errors.Is(err, ErrNotFound) || attempt == 7 { // 6 waits, about 130 ms in all
 			return data, err
 		}
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(pause):
+		if err := backoff.Sleep(ctx, wait(attempt)); err != nil {
+			return nil, err
 		}
-		pause *= 2
 	}
 }
 
@@ -354,13 +353,13 @@ type CommitResult struct {
 // with a delay here — retry policy belongs to the caller.
 func CommitAppend(ctx context.Context, store Store, s *Snapshot, c AppendCommit, opts *CommitOptions) (*CommitResult, error) {
 	maxAttempts := 20
-	var backoff func(int) time.Duration
+	var pause backoff.Schedule
 	lost := func(int64) {}
 	if opts != nil && opts.MaxAttempts > 0 {
 		maxAttempts = opts.MaxAttempts
 	}
 	if opts != nil {
-		backoff = opts.Backoff
+		pause = opts.Backoff
 		if opts.LostRace != nil {
 			lost = opts.LostRace
 		}
@@ -443,11 +442,9 @@ func CommitAppend(ctx context.Context, store Store, s *Snapshot, c AppendCommit,
 			if winners, err = readWinners(ctx, store, pc.Version, first); err != nil {
 				return nil, err
 			}
-			if backoff != nil {
-				select {
-				case <-ctx.Done():
-					return nil, ctx.Err()
-				case <-time.After(backoff(attempt)):
+			if pause != nil {
+				if err := backoff.Sleep(ctx, pause(attempt)); err != nil {
+					return nil, err
 				}
 			}
 		default:

@@ -24,6 +24,7 @@ import (
 	"google.golang.org/api/option"
 
 	"github.com/picomq/heavy-sinks/plugins/delta/deltalog"
+	"github.com/picomq/heavy-sinks/shared/retry/backoff"
 )
 
 // GCS is a table in a Google Cloud Storage bucket under a name prefix.
@@ -253,7 +254,7 @@ const gcsUploadAttempts = 4
 
 func (g *GCS) upload(ctx context.Context, op string, o *storage.ObjectHandle, p string, data []byte) error {
 	o = o.Retryer(storage.WithPolicy(storage.RetryNever))
-	pause := 200 * time.Millisecond
+	wait := backoff.Exponential(200*time.Millisecond, 2, 3*time.Second)
 	for attempt := 1; ; attempt++ {
 		err := g.uploadOnce(ctx, o, data)
 		if err == nil || attempt == gcsUploadAttempts || !gcsTransient(err) {
@@ -261,12 +262,9 @@ func (g *GCS) upload(ctx context.Context, op string, o *storage.ObjectHandle, p 
 		}
 		// A retried put-if-absent whose first attempt landed gets 412: the
 		// caller reads the object back and recognises its own commit.
-		select {
-		case <-ctx.Done():
+		if backoff.Sleep(ctx, wait(attempt)) != nil {
 			return g.wrap(op, p, err)
-		case <-time.After(pause):
 		}
-		pause = min(2*pause, 3*time.Second)
 	}
 }
 
