@@ -4,7 +4,7 @@ GO ?= go
 # Packages without cgo-heavy process spawning run under the race detector.
 UNIT_PKGS := ./shared/... ./plugins/...
 
-.PHONY: all build test unit e2e demo bench bench-delta bench-redshift services services-stop pyenv fmt-check vet clean
+.PHONY: all build test unit e2e demo demo-delta bench bench-delta bench-redshift services services-stop pyenv fmt-check vet clean
 
 all: build
 
@@ -42,8 +42,14 @@ pyenv:
 
 test: fmt-check vet unit e2e
 
-# Build, create a local partitioned table, stream records into it through the C host, show the result.
+# The whole pipeline: an in-process broker (kfake), a sample producer, picomq-connect running
+# examples/definitions/, the Delta tables read back by delta-rs. The Redshift half runs when
+# `make services` is up (PostgreSQL + MinIO; the emulator starts in-process). Under a minute.
 demo: build pyenv
+	$(GO) run ./cmd/pipelinedemo
+
+# The Delta sink alone in the C host, batch by batch, including a replay.
+demo-delta: build pyenv
 	$(GO) run ./cmd/deltademo
 
 bench: bench-delta bench-redshift
