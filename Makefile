@@ -4,7 +4,7 @@ GO ?= go
 # Packages without cgo-heavy process spawning run under the race detector.
 UNIT_PKGS := ./shared/... ./plugins/...
 
-.PHONY: all build test unit e2e demo bench bench-delta bench-redshift services services-stop pyenv fmt-check vet clean
+.PHONY: all build test unit e2e demo demo-delta bench bench-delta bench-redshift bench-pipeline services services-stop pyenv fmt-check vet clean
 
 all: build
 
@@ -44,8 +44,14 @@ pyenv:
 
 test: fmt-check vet unit e2e
 
-# Build, create a local partitioned table, stream records into it through the C host, show the result.
+# The whole pipeline: an in-process broker (kfake), a sample producer, picomq-connect running
+# examples/definitions/, the Delta tables read back by delta-rs. The Redshift half runs when
+# `make services` is up (PostgreSQL + MinIO; the emulator starts in-process). Under a minute.
 demo: build pyenv
+	$(GO) run ./cmd/pipelinedemo
+
+# The Delta sink alone in the C host, batch by batch, including a replay.
+demo-delta: build pyenv
 	$(GO) run ./cmd/deltademo
 
 bench: bench-delta bench-redshift
@@ -53,6 +59,13 @@ bench: bench-delta bench-redshift
 # records/s, MB/s, consume() p50/p99 and peak RSS, file:// and MinIO, and the ratio to delta-rs.
 bench-delta: build services pyenv
 	$(GO) run ./cmd/deltabench -batches 200
+
+# records/s, p99 produce-to-commit latency, runtime and child CPU per record vs the plugin alone,
+# lag at a fixed rate: the Delta sink through picomq-connect, file:// and MinIO. Broker:
+# $PICOMQ_KAFKA_BROKERS (a real Kafka, from services.sh) or else an in-process kfake.
+bench-pipeline: build services pyenv
+	set -a; source .services.env; set +a; \
+	$(GO) run ./cmd/pipelinebench -batches 100
 
 # rows/s through the emulator for batch_size 100/1000/10000, CPU per row, statements and S3 requests per chunk, peak RSS.
 bench-redshift: build services

@@ -5,6 +5,7 @@
 #                                        (two libraries = two Go runtimes in one host)
 #   dist/picomq_sink.h                   the ABI header
 #   dist/picomq-host                     the C host (cmd/picomq-host)
+#   dist/picomq-connect                  the sink runtime (cmd/picomq-connect)
 #   dist/SHA256SUMS
 # The version is stamped from git (describe, or the commit when untagged).
 set -euo pipefail
@@ -31,7 +32,9 @@ build_so e2e/testplugin dist/test/libpicomq_connector_test_b_sink.so
 cp include/picomq_sink.h dist/
 ${CC:-gcc} -std=c11 -Wall -Wextra -Werror -O2 -pthread -Iinclude \
   -o dist/picomq-host cmd/picomq-host/picomq_host.c -ldl
+# The runtime is pure Go: it never loads a plugin, it runs picomq-host.
+CGO_ENABLED=0 go build -trimpath -o dist/picomq-connect ./cmd/picomq-connect
 
-(cd dist && sha256sum $(ls *.so test/*.so 2>/dev/null) picomq_sink.h picomq-host > SHA256SUMS)
+(cd dist && sha256sum $(ls *.so test/*.so 2>/dev/null) picomq_sink.h picomq-host picomq-connect > SHA256SUMS)
 echo "built $VERSION:"
 sed 's/^/  /' dist/SHA256SUMS

@@ -17,7 +17,6 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -30,6 +29,7 @@ import (
 	"github.com/picomq/heavy-sinks/shared/hostdriver"
 	"github.com/picomq/heavy-sinks/shared/testenv"
 	"github.com/picomq/heavy-sinks/shared/testenv/services"
+	"github.com/picomq/heavy-sinks/shared/testenv/workload"
 )
 
 var (
@@ -38,20 +38,6 @@ var (
 	targets   = flag.String("targets", "file,s3", "comma-separated: file, s3")
 	withRS    = flag.Bool("delta-rs", true, "also run delta-rs on the same batches")
 )
-
-const createTable = `
-import sys, json, pyarrow as pa
-from deltalake import write_deltalake
-schema = pa.schema([
-    ("event_id", pa.int64()), ("user_id", pa.int64()), ("session", pa.string()), ("event", pa.string()),
-    ("page", pa.string()), ("referrer", pa.string()), ("country", pa.string()), ("device", pa.string()),
-    ("browser", pa.string()), ("amount", pa.float64()), ("discount", pa.float64()), ("score", pa.float64()),
-    ("quantity", pa.int32()), ("items", pa.int32()), ("is_new", pa.bool_()), ("is_paid", pa.bool_()),
-    ("created_at", pa.timestamp("us", tz="UTC")), ("updated_at", pa.timestamp("us", tz="UTC")),
-    ("note", pa.string()), ("region", pa.string()),
-])
-write_deltalake(sys.argv[1], pa.Table.from_pylist([], schema=schema), partition_by=["region"], storage_options=json.loads(sys.argv[2]) or None)
-`
 
 // deltaRSBench appends the batches of a JSONL file (one batch per line, a
 // JSON array of records) with delta-rs and prints per-batch latencies.
@@ -105,7 +91,7 @@ func run() error {
 	}
 	defer os.RemoveAll(work)
 
-	data, rawBytes := generate(*batches, *batchSize)
+	data, rawBytes := workload.Delta(*batches, *batchSize)
 	jsonl := filepath.Join(work, "batches.jsonl")
 	if err := writeJSONL(jsonl, data); err != nil {
 		return err
@@ -138,7 +124,7 @@ func run() error {
 			return fmt.Errorf("unknown target %q", target)
 		}
 		optsJSON, _ := json.Marshal(opts)
-		if out, err := exec.Command(python, "-c", createTable, uri, string(optsJSON)).CombinedOutput(); err != nil {
+		if out, err := exec.Command(python, "-c", workload.CreateDeltaTable, uri, string(optsJSON)).CombinedOutput(); err != nil {
 			return fmt.Errorf("create table: %v\n%s", err, out)
 		}
 		cfg["table_uri"] = uri
@@ -151,7 +137,7 @@ func run() error {
 			continue
 		}
 		rsURI := strings.TrimSuffix(uri, "/ours") + "/delta-rs"
-		if out, err := exec.Command(python, "-c", createTable, rsURI, string(optsJSON)).CombinedOutput(); err != nil {
+		if out, err := exec.Command(python, "-c", workload.CreateDeltaTable, rsURI, string(optsJSON)).CombinedOutput(); err != nil {
 			return fmt.Errorf("create table: %v\n%s", err, out)
 		}
 		cmd := exec.Command(python, "-c", deltaRSBench, rsURI, string(optsJSON), jsonl)
@@ -225,33 +211,6 @@ func runOurs(dist string, cfg map[string]any, data [][]hostdriver.Record) (resul
 	r.elapsed = time.Since(start)
 	_, r.rssKB = hostdriver.ProcessMemory(h.Pid())
 	return r, inst.Close()
-}
-
-func generate(nb, size int) ([][]hostdriver.Record, int) {
-	rng := rand.New(rand.NewPCG(1, 2))
-	words := []string{"alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel"}
-	regions := []string{"eu", "us", "apac", "latam", "mea"}
-	base := time.Date(2026, 9, 3, 21, 15, 4, 0, time.UTC)
-	total := 0
-	out := make([][]hostdriver.Record, nb)
-	for b := range nb {
-		recs := make([]hostdriver.Record, size)
-		for i := range size {
-			n := b*size + i
-			ts := base.Add(time.Duration(n) * time.Millisecond)
-			p := fmt.Sprintf(`{"event_id":%d,"user_id":%d,"session":"%08x","event":"%s","page":"/%s/%d","referrer":"%s","country":"%s","device":"%s","browser":"%s","amount":%.2f,"discount":%.3f,"score":%.4f,"quantity":%d,"items":%d,"is_new":%t,"is_paid":%t,"created_at":"%s","updated_at":"%s","note":"%s %s","region":"%s"}`,
-				n, rng.IntN(1_000_000), rng.Uint32(), words[rng.IntN(8)], words[rng.IntN(8)], rng.IntN(1000), words[rng.IntN(8)],
-				[]string{"NO", "DE", "US", "BR", "JP"}[rng.IntN(5)], []string{"mobile", "desktop", "tablet"}[rng.IntN(3)],
-				[]string{"firefox", "chrome", "safari"}[rng.IntN(3)], rng.Float64()*500, rng.Float64(), rng.Float64()*100,
-				rng.IntN(20), rng.IntN(10), rng.IntN(2) == 0, rng.IntN(3) > 0,
-				ts.Format(time.RFC3339Nano), ts.Add(time.Second).Format("2006-01-02 15:04:05.000"),
-				words[rng.IntN(8)], words[rng.IntN(8)], regions[rng.IntN(len(regions))])
-			recs[i] = hostdriver.Record{Offset: uint64(n), TimestampMs: ts.UnixMilli(), Payload: []byte(p)}
-			total += len(p)
-		}
-		out[b] = recs
-	}
-	return out, total
 }
 
 func writeJSONL(path string, data [][]hostdriver.Record) error {

@@ -43,7 +43,6 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -217,7 +216,7 @@ func runSize(ctx context.Context, hostBin, lib string, size int, svc services.Se
 	}
 	emu.ResetStatements()
 	proxy.reset()
-	cpu0, err := procCPU(h.Pid())
+	cpu0, err := hostdriver.ProcessCPU(h.Pid())
 	if err != nil {
 		return r, err
 	}
@@ -232,7 +231,7 @@ func runSize(ctx context.Context, hostBin, lib string, size int, svc services.Se
 		r.chunks += (len(recs) + size - 1) / size
 	}
 	r.elapsed = time.Since(start)
-	cpu1, err := procCPU(h.Pid())
+	cpu1, err := hostdriver.ProcessCPU(h.Pid())
 	if err != nil {
 		return r, err
 	}
@@ -440,46 +439,6 @@ func (p *countingProxy) snapshot() map[string]int {
 }
 
 func (p *countingProxy) close() { _ = p.srv.Close() }
-
-// procCPU returns utime+stime of process pid, all threads, from
-// /proc/<pid>/stat.
-func procCPU(pid int) (time.Duration, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, err
-	}
-	// The command name (field 2) may hold spaces; the fields after its
-	// closing parenthesis start with field 3, state.
-	s := string(b)
-	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-	if len(fields) < 13 {
-		return 0, fmt.Errorf("short /proc/%d/stat: %q", pid, s)
-	}
-	utime, err1 := strconv.ParseInt(fields[11], 10, 64) // field 14
-	stime, err2 := strconv.ParseInt(fields[12], 10, 64) // field 15
-	if err := errors.Join(err1, err2); err != nil {
-		return 0, err
-	}
-	return time.Duration(float64(utime+stime) / clockTicks() * float64(time.Second)), nil
-}
-
-var (
-	ticksOnce sync.Once
-	ticks     float64
-)
-
-// clockTicks is sysconf(_SC_CLK_TCK), the unit of utime and stime.
-func clockTicks() float64 {
-	ticksOnce.Do(func() {
-		ticks = 100
-		if out, err := exec.Command("getconf", "CLK_TCK").Output(); err == nil {
-			if v, err := strconv.ParseFloat(strings.TrimSpace(string(out)), 64); err == nil && v > 0 {
-				ticks = v
-			}
-		}
-	})
-	return ticks
-}
 
 // generate returns nb batches of size records: JSON orders of about 250
 // bytes that differ per record, with 16-byte keys.

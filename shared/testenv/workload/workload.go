@@ -1,0 +1,61 @@
+// Package workload generates the Delta benchmark workload, shared by
+// `make bench-delta` (cmd/deltabench, the plugin alone in the C host) and
+// `make bench-pipeline` (cmd/pipelinebench, through picomq-connect), so the
+// two measure the same records in the same batches.
+package workload
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/picomq/heavy-sinks/shared/hostdriver"
+)
+
+// CreateDeltaTable is a Python script (delta-rs) that creates the empty
+// table the Delta records go to: argv[1] the table URI, argv[2] the
+// storage options as a JSON object ("{}" for none).
+const CreateDeltaTable = `
+import sys, json, pyarrow as pa
+from deltalake import write_deltalake
+schema = pa.schema([
+    ("event_id", pa.int64()), ("user_id", pa.int64()), ("session", pa.string()), ("event", pa.string()),
+    ("page", pa.string()), ("referrer", pa.string()), ("country", pa.string()), ("device", pa.string()),
+    ("browser", pa.string()), ("amount", pa.float64()), ("discount", pa.float64()), ("score", pa.float64()),
+    ("quantity", pa.int32()), ("items", pa.int32()), ("is_new", pa.bool_()), ("is_paid", pa.bool_()),
+    ("created_at", pa.timestamp("us", tz="UTC")), ("updated_at", pa.timestamp("us", tz="UTC")),
+    ("note", pa.string()), ("region", pa.string()),
+])
+write_deltalake(sys.argv[1], pa.Table.from_pylist([], schema=schema), partition_by=["region"], storage_options=json.loads(sys.argv[2]) or None)
+`
+
+// Delta returns nb batches of size records, the same every call: ~300-byte
+// JSON events with 20 mixed columns (two timestamps as strings that need
+// coercion, region the partition column), offsets 0..nb*size-1; and the
+// total payload bytes.
+func Delta(nb, size int) ([][]hostdriver.Record, int) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	words := []string{"alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel"}
+	regions := []string{"eu", "us", "apac", "latam", "mea"}
+	base := time.Date(2026, 9, 3, 21, 15, 4, 0, time.UTC)
+	total := 0
+	out := make([][]hostdriver.Record, nb)
+	for b := range nb {
+		recs := make([]hostdriver.Record, size)
+		for i := range size {
+			n := b*size + i
+			ts := base.Add(time.Duration(n) * time.Millisecond)
+			p := fmt.Sprintf(`{"event_id":%d,"user_id":%d,"session":"%08x","event":"%s","page":"/%s/%d","referrer":"%s","country":"%s","device":"%s","browser":"%s","amount":%.2f,"discount":%.3f,"score":%.4f,"quantity":%d,"items":%d,"is_new":%t,"is_paid":%t,"created_at":"%s","updated_at":"%s","note":"%s %s","region":"%s"}`,
+				n, rng.IntN(1_000_000), rng.Uint32(), words[rng.IntN(8)], words[rng.IntN(8)], rng.IntN(1000), words[rng.IntN(8)],
+				[]string{"NO", "DE", "US", "BR", "JP"}[rng.IntN(5)], []string{"mobile", "desktop", "tablet"}[rng.IntN(3)],
+				[]string{"firefox", "chrome", "safari"}[rng.IntN(3)], rng.Float64()*500, rng.Float64(), rng.Float64()*100,
+				rng.IntN(20), rng.IntN(10), rng.IntN(2) == 0, rng.IntN(3) > 0,
+				ts.Format(time.RFC3339Nano), ts.Add(time.Second).Format("2006-01-02 15:04:05.000"),
+				words[rng.IntN(8)], words[rng.IntN(8)], regions[rng.IntN(len(regions))])
+			recs[i] = hostdriver.Record{Offset: uint64(n), TimestampMs: ts.UnixMilli(), Payload: []byte(p)}
+			total += len(p)
+		}
+		out[b] = recs
+	}
+	return out, total
+}
