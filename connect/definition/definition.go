@@ -72,6 +72,27 @@ func (t *Topic) DeadLetterFor(topic string) string {
 	return topic + DeadLetterSuffix
 }
 
+// DeadLetterExcludes are the patterns a pattern block must not match so
+// that it never consumes its own dead letters: with errors_tolerance =
+// "all", the explicit dead_letter_topic, or every topic ending in ".dlq"
+// when the default "<topic>.dlq" naming is in use (a pattern such as
+// 'orders\..*' would otherwise match orders.eu.dlq). A block that names a
+// ".dlq" topic in its topics list consumes it on purpose and keeps it.
+func (t *Topic) DeadLetterExcludes() []string {
+	if t.Pattern == "" || t.ErrorsTolerance != ToleranceAll {
+		return nil
+	}
+	if t.DeadLetterTopic != "" {
+		return []string{"^" + regexp.QuoteMeta(t.DeadLetterTopic) + "$"}
+	}
+	for _, name := range t.Topics {
+		if strings.HasSuffix(name, DeadLetterSuffix) {
+			return nil
+		}
+	}
+	return []string{regexp.QuoteMeta(DeadLetterSuffix) + "$"}
+}
+
 // Consumes reports whether the block reads topic (named, or matched by its
 // pattern): a dead-letter topic it consumed would feed itself.
 func (t *Topic) Consumes(topic string) bool {
@@ -80,12 +101,16 @@ func (t *Topic) Consumes(topic string) bool {
 			return true
 		}
 	}
-	if t.Pattern != "" {
-		if re, err := regexp.Compile(t.Pattern); err == nil && re.MatchString(topic) {
-			return true
+	if t.Pattern == "" {
+		return false
+	}
+	for _, ex := range t.DeadLetterExcludes() {
+		if regexp.MustCompile(ex).MatchString(topic) {
+			return false
 		}
 	}
-	return false
+	re, err := regexp.Compile(t.Pattern)
+	return err == nil && re.MatchString(topic)
 }
 
 // Schema is how record payloads are decoded before consume().

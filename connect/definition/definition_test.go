@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -150,7 +151,9 @@ func TestRefused(t *testing.T) {
 		{"errors_tolerance", head + block + "errors_tolerance = \"some\"\n", `f.toml:7:1: topics[1].errors_tolerance: "some": want none or all`},
 		{"dlq without tolerance", head + block + "dead_letter_topic = \"x\"\n", `topics[1].dead_letter_topic: applies only with errors_tolerance = "all"`},
 		{"dlq bad name", head + block + "errors_tolerance = \"all\"\ndead_letter_topic = \"a b\"\n", `"a b" is not a Kafka topic name`},
-		{"dlq consumed", head + "[[topics]]\npattern = 'a.*'\nschema = \"json\"\nerrors_tolerance = \"all\"\ndead_letter_topic = \"a.dlq\"\n", `"a.dlq" is consumed by this block`},
+		// Named in topics: consumed on purpose, so it cannot take dead letters (a
+		// pattern alone would leave it out, see TestDeadLetterExcludes).
+		{"dlq consumed", head + "[[topics]]\npattern = 'a.*'\ntopics = [\"a.dlq\"]\nschema = \"json\"\nerrors_tolerance = \"all\"\ndead_letter_topic = \"a.dlq\"\n", `"a.dlq" is consumed by this block`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := definition.Parse("f.toml", []byte(tc.doc))
@@ -273,5 +276,27 @@ func TestErrorsTolerance(t *testing.T) {
 	}
 	if got := c.DeadLetterFor("c"); got != "bad-things" {
 		t.Errorf("dead-letter topic %q", got)
+	}
+}
+
+func TestDeadLetterExcludes(t *testing.T) {
+	const head = "type = \"sink\"\nkey = \"k\"\npath = \"p\"\n"
+	for _, c := range []struct {
+		block string
+		want  []string
+	}{
+		{"pattern = 'orders\\..*'\nerrors_tolerance = \"all\"", []string{`\.dlq$`}},
+		{"pattern = 'orders\\..*'\nerrors_tolerance = \"all\"\ndead_letter_topic = \"bad.things\"", []string{`^bad\.things$`}},
+		{"pattern = 'orders\\..*'\ntopics = [\"x.dlq\"]\nerrors_tolerance = \"all\"", nil}, // named on purpose
+		{"pattern = 'orders\\..*'", nil},                           // no dead letters
+		{"topics = [\"orders\"]\nerrors_tolerance = \"all\"", nil}, // no pattern
+	} {
+		d, err := definition.Parse("f.toml", []byte(head+"[[topics]]\nschema = \"json\"\n"+c.block+"\n"))
+		if err != nil {
+			t.Fatalf("%s: %v", c.block, err)
+		}
+		if got := d.Topics[0].DeadLetterExcludes(); !slices.Equal(got, c.want) {
+			t.Errorf("%s: excludes %q, want %q", c.block, got, c.want)
+		}
 	}
 }

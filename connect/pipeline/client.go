@@ -43,6 +43,9 @@ func clientOpts(brokers []string, t definition.Topic) ([]kgo.Opt, error) {
 		}
 		opts = append(opts, kgo.ConsumeRegex(), kgo.ConsumeTopics(topics...),
 			kgo.MetadataMaxAge(PatternRefresh), kgo.MetadataMinAge(PatternRefresh/2))
+		if ex := t.DeadLetterExcludes(); len(ex) > 0 {
+			opts = append(opts, kgo.ConsumeExcludeTopics(ex...))
+		}
 	} else {
 		opts = append(opts, kgo.ConsumeTopics(t.Topics...))
 	}

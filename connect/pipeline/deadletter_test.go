@@ -110,3 +110,29 @@ func TestToleranceNoneStopsOnABadRecord(t *testing.T) {
 		t.Errorf("%d batches written", n)
 	}
 }
+
+// A pattern block with errors_tolerance = "all" and the default
+// "<topic>.dlq" naming never consumes its own dead letters, although
+// 'orders\..*' matches orders.eu.dlq: the dead letter lands once, the sink
+// keeps running, and the plugin never sees it.
+func TestPatternDoesNotConsumeItsDeadLetters(t *testing.T) {
+	kf := cluster(t, "orders.eu", "orders.eu.dlq")
+	h := newHarness(t, kf, "[[topics]]\npattern = 'orders\\..*'\nschema = \"json\"\nbatch_length = 3\npoll_interval = \"50ms\"\nerrors_tolerance = \"all\"\n",
+		"reject_prefix = '{\"bad\"'\n")
+	produce(t, kf, "orders.eu", `{"n":0}`, `{"bad":1}`, `{"n":2}`)
+	h.start()
+	until(t, 15*time.Second, "commit at 3", func() bool { return committed(t, kf, group, "orders.eu")["orders.eu"] == 3 })
+	produce(t, kf, "orders.eu", `{"n":3}`)
+	until(t, 15*time.Second, "commit at 4", func() bool { return committed(t, kf, group, "orders.eu")["orders.eu"] == 4 })
+	if dlq := readTopic(t, kf.ListenAddrs(), "orders.eu.dlq", 1); len(dlq) != 1 || string(dlq[0].Value) != `{"bad":1}` {
+		t.Fatalf("dead letters %d, want the one bad record", len(dlq))
+	}
+	for _, l := range readLines(t, h.records) {
+		if l.Topic != "orders.eu" {
+			t.Errorf("the plugin got a batch of %s", l.Topic)
+		}
+	}
+	if err := h.stop(); err != nil {
+		t.Fatalf("the sink stopped: %v", err)
+	}
+}
