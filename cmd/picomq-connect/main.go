@@ -17,6 +17,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"strings"
 	"sync"
 	"syscall"
@@ -52,6 +53,7 @@ func run(args []string) int {
 	format := fs.String("log-format", "text", "text or json")
 	check := fs.Bool("check", false, "check the definitions and exit")
 	httpAddr := fs.String("http", "", "serve /healthz, /readyz, /status and /metrics on this address (host:port); off when empty")
+	cpuProfile := fs.String("cpuprofile", "", "write a pprof CPU profile of this process to this file until it stops (debugging)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: picomq-connect [flags] <definition.toml | directory>...\n\n")
 		fs.PrintDefaults()
@@ -88,6 +90,14 @@ func run(args []string) int {
 	if *check {
 		fmt.Printf("%d definition(s) OK, %d enabled\n", len(defs), len(enabled))
 		return exitOK
+	}
+	if *cpuProfile != "" {
+		stop, err := startCPUProfile(*cpuProfile)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "picomq-connect: --cpuprofile:", err)
+			return exitUsage
+		}
+		defer stop()
 	}
 	bin, err := child.FindHost(*hostBin, *pluginDir)
 	if err != nil {
@@ -180,6 +190,23 @@ func closeAll(log *slog.Logger, insts []*child.Instance) {
 			log.Warn("closing a sink instance", "event", "instance_close_failed", "err", err)
 		}
 	}
+}
+
+// startCPUProfile profiles the process's CPU into path until stop is
+// called: the runtime's own cost, without the plugin's (in its child).
+func startCPUProfile(path string) (stop func(), err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
 }
 
 func splitList(s string) []string {

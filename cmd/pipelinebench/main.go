@@ -58,6 +58,7 @@ var (
 	steady      = flag.Duration("steady", 10*time.Second, "length of the fixed-rate phase (0: skip)")
 	rateShare   = flag.Float64("rate", 0.5, "fixed rate as a share of the measured capacity")
 	connectBin  = flag.String("connect", "", "picomq-connect binary (default: dist/picomq-connect)")
+	cpuProfile  = flag.String("cpuprofile", "", "directory for a pprof CPU profile of each picomq-connect run (<target>-<phase>.pprof)")
 )
 
 func main() {
@@ -306,8 +307,12 @@ func pipeline(cl *kgo.Client, adm *kadm.Client, brokers []string, dist, work str
 	if err != nil {
 		return r, err
 	}
-	cmd := exec.Command(*connectBin, "--brokers", strings.Join(brokers, ","), "--plugin-dir", dist, "--workers", "1",
-		"--http", httpAddr, "--log-level", "warn", defFile)
+	args := []string{"--brokers", strings.Join(brokers, ","), "--plugin-dir", dist, "--workers", "1",
+		"--http", httpAddr, "--log-level", "warn"}
+	if *cpuProfile != "" {
+		args = append(args, "--cpuprofile", filepath.Join(*cpuProfile, t.name+"-"+name+".pprof"))
+	}
+	cmd := exec.Command(*connectBin, append(args, defFile)...)
 	cmd.Env = os.Environ()
 	for _, kv := range t.env {
 		cmd.Env = append(cmd.Env, "PICOMQ_CONNECTORS_SINK_"+strings.ToUpper(key)+"_PLUGIN_CONFIG_"+kv)

@@ -2,7 +2,6 @@ package pipeline
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -129,7 +128,7 @@ func decode(schema definition.Schema, recs []*kgo.Record, tolerant bool) (b host
 		var derr error
 		switch schema {
 		case definition.SchemaJSON:
-			if !json.Valid(r.Value) {
+			if !validJSON(r.Value) {
 				derr = fmt.Errorf("record at offset %d is not valid JSON (schema = \"json\")", r.Offset)
 			}
 		case definition.SchemaText:

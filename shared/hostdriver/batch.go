@@ -2,6 +2,7 @@ package hostdriver
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/picomq/heavy-sinks/shared/sdk"
 )
@@ -68,7 +69,25 @@ type Header struct {
 	Value []byte
 }
 
+// encodedSize is how many bytes encode appends: the request buffer is
+// sized once instead of growing through a batch of payloads.
+func (b *Batch) encodedSize() int {
+	n := 4 + 4 + 4 + len(b.Topic) + 4 + len(b.Schema) + 4
+	for i := range b.Records {
+		r := &b.Records[i]
+		n += 8 + 8 + 1 + 4 + 4 + len(r.Payload)
+		if r.Key != nil {
+			n += 4 + len(r.Key)
+		}
+		for _, h := range r.Headers {
+			n += 4 + len(h.Key) + 4 + len(h.Value)
+		}
+	}
+	return n
+}
+
 func (b *Batch) encode(e *encoder) {
+	e.b = slices.Grow(e.b, b.encodedSize())
 	e.u32(b.Attempt)
 	e.u32(b.Partition)
 	e.str(b.Topic)

@@ -383,6 +383,8 @@ func (h *Host) call(o op, cc *callConfig, fill func(e *encoder, id uint64)) (res
 		done()
 		return response{}, fmt.Errorf("hostdriver: %s: %w", o, err)
 	}
+	// The write below is synchronous: the pipe keeps no reference to frame.
+	defer e.release()
 
 	p := &pending{ch: make(chan response, 1), worker: w}
 	h.mu.Lock()

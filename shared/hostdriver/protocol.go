@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"sync"
 )
 
 // protocolVersion is the version the host sends in its HELLO frame.
@@ -71,11 +72,34 @@ type encoder struct {
 }
 
 func newRequest(id uint64, worker uint32, o op) *encoder {
-	e := &encoder{b: make([]byte, 4, 128)}
+	e := &encoder{}
+	if b, ok := framePool.Get().(*[]byte); ok {
+		e.b = (*b)[:4]
+	} else {
+		e.b = make([]byte, 4, 128)
+	}
 	e.u64(id)
 	e.u32(worker)
 	e.u8(uint8(o))
 	return e
+}
+
+// framePool keeps request buffers between calls: a consume request is as
+// large as its batch, and allocating (and zeroing) one per batch was a good
+// part of the runtime's CPU per record. Buffers above maxPooledFrame are
+// left to the GC.
+var framePool sync.Pool
+
+const maxPooledFrame = 16 << 20
+
+// release returns the encoder's buffer to framePool; e must not be used
+// afterwards.
+func (e *encoder) release() {
+	if cap(e.b) <= maxPooledFrame {
+		b := e.b[:0]
+		framePool.Put(&b)
+	}
+	e.b = nil
 }
 
 func (e *encoder) u8(v uint8)   { e.b = append(e.b, v) }
