@@ -136,3 +136,21 @@ func TestPatternDoesNotConsumeItsDeadLetters(t *testing.T) {
 		t.Fatalf("the sink stopped: %v", err)
 	}
 }
+
+// A tombstone (an empty value) on a schema = "json" topic is not malformed
+// JSON to the runtime: it reaches the plugin, which decides what a
+// tombstone gets. The test plugin relies on the SDK's payload check, which
+// refuses it (FATAL from the plugin); before, the runtime refused it itself
+// (Invalid) and no sink could choose (Delta's skip_empty_payloads, Redshift
+// storing an empty value).
+func TestTombstonesReachThePlugin(t *testing.T) {
+	kf := cluster(t, "orders")
+	h := newHarness(t, kf, "[[topics]]\ntopics = [\"orders\"]\nschema = \"json\"\nbatch_length = 3\n", "")
+	produce(t, kf, "orders", `{"n":0}`, ``, `{"n":2}`)
+	h.start()
+	err := h.wait(30 * time.Second)
+	var se *pipeline.StopError
+	if !errors.As(err, &se) || se.Outcome != pipeline.Fatal || !strings.Contains(err.Error(), `topic "orders" offset 1: payload is not a JSON value`) {
+		t.Fatalf("Run = %v, want the plugin's FATAL for the tombstone at offset 1", err)
+	}
+}

@@ -142,6 +142,9 @@ func (t *table) write(ctx context.Context, b *sdk.Batch, appID string) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for round := 1; ; round++ {
+		// Each round decides the batch's rejections afresh, against its
+		// snapshot's schema.
+		b.ForgetRejections()
 		if t.stale || (round == 1 && b.Attempt > 1) {
 			if err := t.refresh(ctx); err != nil {
 				return err

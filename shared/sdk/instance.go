@@ -152,7 +152,7 @@ func Consume(h uint64, b *Batch) error {
 	}
 	err := in.consume(b)
 	if err != nil {
-		b.forgetRejections()
+		b.ForgetRejections()
 		in.failures.Add(1)
 		if StatusOf(err) == StatusFatal {
 			in.fatals.Add(1)

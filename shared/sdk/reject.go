@@ -104,9 +104,13 @@ func (b *Batch) Rejections() []Rejection {
 	return out
 }
 
-// forgetRejections drops what a failed Consume rejected: the batch as a
-// whole did not happen, and the host ignores rejections without OK.
-func (b *Batch) forgetRejections() {
+// ForgetRejections drops what was rejected so far: the SDK calls it when
+// Consume fails (the batch as a whole did not happen, and the host ignores
+// rejections without OK), and a sink that builds the batch again from the
+// start (Delta, after another writer changed the table's schema) calls it
+// first, so a record the new schema takes is not both written and
+// rejected.
+func (b *Batch) ForgetRejections() {
 	if b.rejects != nil {
 		clear(b.rejects.byIndex)
 	}
