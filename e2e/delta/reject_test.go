@@ -98,3 +98,77 @@ print(v)
 		t.Fatalf("%d versions after an all-rejected batch", n)
 	}
 }
+
+// A replay must report the rejections the table's commits made, not the
+// ones today's schema would make: the host may have died between the commit
+// and dead-lettering the rejected records, and if the schema was relaxed
+// meanwhile, a rejection decided again would let the record go missing (in
+// neither the table nor the dead-letter topic). Here a record without the
+// non-nullable "id" is rejected, another partition commits in between, "id"
+// is made nullable, and a fresh instance (the restarted host) gets the batch
+// again, now extended by two new records.
+func TestReplayReportsTheRejectionsTheCommitMadeAfterASchemaChange(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "strict")
+	uri := fileURI(dir)
+	py(t, createStrict, uri)
+	cfg := map[string]any{"table_uri": uri}
+	first := newHarness(t).open("rej", cfg)
+	b := jsonBatch("t", 200, `{"id":1}`, `{"small":5}`, `{"id":3}`)
+	b.AcceptRejections = true
+	rej, err := first.ConsumeResult(b)
+	if err != nil || len(rej) != 1 || rej[0].Index != 1 || rej[0].Reason != hostdriver.RejectValue {
+		t.Fatalf("first delivery: %+v %v", rej, err)
+	}
+	other := jsonBatch("t", 500, `{"id":500}`)
+	other.Partition = 1
+	consume(t, first, other) // version 2, another appId's commit
+
+	// The commit says what it rejected, by offset and reason only.
+	got := strings.TrimSpace(py(t, `
+import json
+for l in open(sys.argv[1] + "/_delta_log/00000000000000000001.json"):
+    a = json.loads(l)
+    if "commitInfo" in a: print(json.dumps(a["commitInfo"].get("picomqRejected"), sort_keys=True))
+`, dir))
+	if got != `{"value": [201]}` {
+		t.Fatalf("commitInfo.picomqRejected = %s", got)
+	}
+
+	// Version 3: "id" made nullable, as ALTER COLUMN id DROP NOT NULL would.
+	py(t, `
+import json, os
+log = sys.argv[1] + "/_delta_log/"
+md = [json.loads(l)["metaData"] for l in open(log + "00000000000000000000.json") if '"metaData"' in l][0]
+schema = json.loads(md["schemaString"])
+for f in schema["fields"]:
+    if f["name"] == "id": f["nullable"] = True
+md["schemaString"] = json.dumps(schema)
+with open(log + "00000000000000000003.json", "x") as out:
+    out.write(json.dumps({"commitInfo": {"operation": "CHANGE COLUMN", "timestamp": 1767225600000}}) + "\n")
+    out.write(json.dumps({"metaData": md}) + "\n")
+`, dir)
+
+	replay := jsonBatch("t", 200, `{"id":1}`, `{"small":5}`, `{"id":3}`, `{"small":6}`, `{"id":"x"}`)
+	replay.Attempt, replay.AcceptRejections = 2, true
+	rej, err = newHarness(t).open("rej", cfg).ConsumeResult(replay)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rej) != 2 || rej[0].Index != 1 || rej[0].Reason != hostdriver.RejectValue ||
+		!strings.Contains(rej[0].Message, `topic "t" offset 201 was rejected when Delta table `+uri+` version 1 was committed`) {
+		t.Fatalf("replay rejections %+v, want record 1 (offset 201) as the commit recorded it", rej)
+	}
+	// A new bad record is named by its place in the batch, not in the
+	// part of it the table did not have.
+	if rej[1].Index != 4 || !strings.Contains(rej[1].Message, `(topic "t", record 4, offset 204)`) {
+		t.Fatalf("rejection of the new record: %+v", rej[1])
+	}
+	// Offset 203 (no id) is new and fits the relaxed schema: written.
+	var ids []string
+	for _, r := range readRows(t, uri, "id") {
+		ids = append(ids, sprintf("%v/%v", r["id"], r["small"]))
+	}
+	if got := strings.Join(ids, ","); got != "1/<nil>,3/<nil>,500/<nil>,<nil>/6" {
+		t.Fatalf("rows %s", got)
+	}
+}

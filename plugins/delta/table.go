@@ -157,7 +157,7 @@ func (t *table) write(ctx context.Context, b *sdk.Batch, appID string) error {
 		if err != nil {
 			return err
 		}
-		if err := t.recheck(b, len(b.Records)-len(records)); err != nil {
+		if err := t.recheck(ctx, b, appID, len(b.Records)-len(records)); err != nil {
 			return err
 		}
 		if len(records) == 0 {
@@ -213,9 +213,11 @@ func (t *table) pending(b *sdk.Batch, appID string) ([]sdk.Record, error) {
 // recheck finds again the records a replay skips (the first skip of b,
 // committed by an earlier delivery) that the first delivery rejected: the
 // host may have lost that answer, and ABI 1.1 asks for the same rejections
-// on every delivery of a batch. Only when the host accepts rejections; the
-// encoder is left empty.
-func (t *table) recheck(b *sdk.Batch, skip int) error {
+// on every delivery of a batch. Only when the host accepts rejections. The
+// commits that hold those records say which they rejected (rejections.go);
+// when they cannot be read, the records are checked against today's schema,
+// with a warning. The encoder is left empty.
+func (t *table) recheck(ctx context.Context, b *sdk.Batch, appID string, skip int) error {
 	if skip == 0 || !b.CanReject() {
 		return nil
 	}
@@ -224,13 +226,43 @@ func (t *table) recheck(b *sdk.Batch, skip int) error {
 		return err
 	}
 	defer enc.Reset()
+	var prior map[uint64]priorRejection
+	recorded := t.sink.cfg.ExactlyOnce
+	if recorded {
+		found, ok, err := t.findRejections(ctx, appID, b.Records[0].Offset)
+		if err != nil {
+			return sdk.Retry(fmt.Errorf("Failed to load Delta table %s: reading the commits of a replayed batch: %w", t.uri, err))
+		}
+		if !ok {
+			t.sink.host.Logger.Warn("the commits that hold a replayed batch are gone from the Delta log or too far back; its rejections are decided again against the table's schema now",
+				"table", t.uri, "topic", b.Topic, "first_offset", b.Records[0].Offset, "walk_limit", rejectionWalkLimit)
+		}
+		prior, recorded = found, ok
+	}
 	for i := range skip {
 		r := &b.Records[i]
+		if recorded {
+			p, was := prior[r.Offset]
+			if !was {
+				continue
+			}
+			// Today's message when the record still fails, else one that
+			// says when it was rejected.
+			var rerr error
+			if err := enc.Add(r.Payload, r.Offset); err != nil {
+				_, rerr, _ = rejectable(b.Topic, i, r.Payload, err)
+			}
+			if rerr == nil {
+				rerr = priorRejectionError(b.Topic, r.Offset, p, t.uri)
+			}
+			b.Reject(i, p.reason, rerr)
+			continue
+		}
 		if len(r.Payload) == 0 && t.sink.cfg.SkipEmptyPayloads {
 			continue
 		}
 		if err := enc.Add(r.Payload, r.Offset); err != nil {
-			if reason, rerr, ok := rejectable(b.Topic, r.Payload, err); ok {
+			if reason, rerr, ok := rejectable(b.Topic, i, r.Payload, err); ok {
 				b.Reject(i, reason, rerr)
 			}
 		}
@@ -258,10 +290,10 @@ func (t *table) commit(ctx context.Context, b *sdk.Batch, records []sdk.Record, 
 			// A record that cannot fit the table is rejected alone when
 			// the host accepts that (ABI 1.1; Add left nothing of it
 			// behind); otherwise it fails the batch.
-			if reason, rerr, ok := rejectable(b.Topic, r.Payload, err); ok && b.Reject(base+i, reason, rerr) {
+			if reason, rerr, ok := rejectable(b.Topic, base+i, r.Payload, err); ok && b.Reject(base+i, reason, rerr) {
 				continue
 			}
-			return recordError(b.Topic, r.Payload, err)
+			return recordError(b.Topic, base+i, r.Payload, err)
 		}
 		if !enc.Matched() {
 			if unmatched == 0 {
@@ -322,6 +354,10 @@ func (t *table) commit(ctx context.Context, b *sdk.Batch, records []sdk.Record, 
 	}
 	if t.sink.cfg.ExactlyOnce {
 		add.AppID, add.AppVersion = appID, int64(b.LastOffset())
+		// A replay learns from the commit what it rejected (rejections.go).
+		if add.Info, err = recordedRejections(b, base); err != nil {
+			return err
+		}
 	}
 	res, err := deltalog.CommitAppend(ctx, t.store, t.snap, add, &deltalog.CommitOptions{
 		LostRace: func(int64) { t.sink.stats.conflicts.Add(1) }})
@@ -378,8 +414,9 @@ func (t *table) discard(paths []string, why string) {
 // cannot be made to fit the table fails the batch for good, with the
 // encoder's message as is: "Invalid record value: ..." (the spec's wording)
 // for every value that does not fit its column, "Invalid JSON record: ..."
-// for a payload that is not a JSON object, both naming topic and offset.
-func recordError(topic string, payload []byte, err error) error {
+// for a payload that is not a JSON object, both naming topic, the record's
+// index in the batch and its offset.
+func recordError(topic string, index int, payload []byte, err error) error {
 	var re *encode.RecordError
 	if !errors.As(err, &re) {
 		// The only other failure is a batch too large for one file: the
@@ -387,6 +424,9 @@ func recordError(topic string, payload []byte, err error) error {
 		return sdk.Fatal(fmt.Errorf("Storage error: Failed to write to Delta writer: %w", err))
 	}
 	re.Topic = topic
+	// The encoder counts the records it was given; a replay or skipped
+	// tombstones give it fewer than the batch has.
+	re.Index = index
 	if len(payload) == 0 {
 		re.Detail = "empty payload (a tombstone?): the Delta sink writes JSON objects only; set skip_empty_payloads = true to skip empty payloads"
 	}
@@ -396,7 +436,7 @@ func recordError(topic string, payload []byte, err error) error {
 // rejectable reports whether an encoder error is one record's (a
 // *encode.RecordError), with its ABI 1.1 reason and the message recordError
 // would fail the batch with.
-func rejectable(topic string, payload []byte, err error) (sdk.RejectReason, error, bool) {
+func rejectable(topic string, index int, payload []byte, err error) (sdk.RejectReason, error, bool) {
 	var re *encode.RecordError
 	if !errors.As(err, &re) {
 		return 0, nil, false
@@ -405,7 +445,7 @@ func rejectable(topic string, payload []byte, err error) (sdk.RejectReason, erro
 	if re.Kind == encode.ErrInvalidJSON || re.Kind == encode.ErrNotObject {
 		reason = sdk.RejectEncoding
 	}
-	ferr := recordError(topic, payload, err)
+	ferr := recordError(topic, index, payload, err)
 	return reason, errors.Unwrap(ferr), true
 }
 

@@ -3,8 +3,10 @@ package deltalog
 import (
 	"context"
 	"crypto/rand"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -49,6 +51,9 @@ type AppendCommit struct {
 	TxnID string
 	// Now is the time of the commit attempt; zero means time.Now().
 	Now time.Time
+	// Info holds extra commitInfo keys, written as given. Keys commitInfo
+	// already has (timestamp, operation, ...) are refused.
+	Info map[string]json.RawMessage
 }
 
 // PreparedCommit is a commit file ready for PutIfAbsent.
@@ -119,6 +124,15 @@ func PrepareAppend(s *Snapshot, c AppendCommit) (*PreparedCommit, error) {
 		TxnID:               txnID,
 	}
 	*info.IsBlindAppend = true
+	for k, v := range c.Info {
+		if slices.Contains(commitInfoKnown, k) {
+			return nil, fmt.Errorf("deltalog: commitInfo key %q is the writer's own", k)
+		}
+		if info.Other == nil {
+			info.Other = make(map[string]json.RawMessage, len(c.Info))
+		}
+		info.Other[k] = v
+	}
 	var ict int64
 	if s.InCommitTimestampEnabled() {
 		ict = s.NextInCommitTimestamp(now)
@@ -466,6 +480,16 @@ func parseCommit(v int64, data []byte) (Commit, error) {
 		return Commit{}, fmt.Errorf("%w: %s: %w", ErrCorruptLog, CommitPath(v), err)
 	}
 	return Commit{Version: v, Actions: actions, Data: data}, nil
+}
+
+// ReadCommit reads the commit at version v, once: a commit cleaned up
+// from the log (or never written) is ErrNotFound.
+func ReadCommit(ctx context.Context, store Store, v int64) (Commit, error) {
+	data, err := store.Get(ctx, CommitPath(v))
+	if err != nil {
+		return Commit{}, err
+	}
+	return parseCommit(v, data)
 }
 
 // ReadCommits reads the contiguous commits from version from onward, in

@@ -3,6 +3,7 @@ package deltalog_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -113,6 +114,18 @@ func TestPrepareAppendValidation(t *testing.T) {
 	dup := dataFile("x.parquet", nil)
 	if _, err := deltalog.PrepareAppend(snap, deltalog.AppendCommit{Files: []deltalog.DataFile{dup, dup}}); err == nil {
 		t.Error("accepted a duplicate file")
+	}
+	// Extra commitInfo keys are written as given; the writer's own are not
+	// for the caller to set.
+	f := dataFile("y.parquet", nil)
+	if _, err := deltalog.PrepareAppend(snap, deltalog.AppendCommit{Files: []deltalog.DataFile{f},
+		Info: map[string]json.RawMessage{"operation": json.RawMessage(`"DELETE"`)}}); err == nil {
+		t.Error("accepted commitInfo.operation from the caller")
+	}
+	pc, err := deltalog.PrepareAppend(snap, deltalog.AppendCommit{Files: []deltalog.DataFile{f},
+		Info: map[string]json.RawMessage{"engineNote": json.RawMessage(`{"a":[1]}`)}})
+	if err != nil || !bytes.Contains(pc.Data, []byte(`"engineNote":{"a":[1]}`)) {
+		t.Errorf("extra commitInfo key: %v\n%s", err, pc.Data)
 	}
 	// A refused table cannot be prepared at all.
 	s := deltalog.NewMemStore()
