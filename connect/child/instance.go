@@ -86,6 +86,10 @@ func (i *Instance) Consume(ctx context.Context, b hostdriver.Batch) ([]hostdrive
 	return rej, exitedFrom(i.h, err)
 }
 
+// ChecksPayloads reports whether the instance's library checks the
+// payloads of a schema's batches itself (Process.ChecksPayloads).
+func (i *Instance) ChecksPayloads(schema string) bool { return i.p.ChecksPayloads(schema) }
+
 // ErrNotOpen is the error of Metrics while the instance is not open: its
 // child died and the next Consume reopens it, or it was closed.
 var ErrNotOpen = errors.New("instance not open")

@@ -2,10 +2,12 @@ package child
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -29,6 +31,7 @@ type Process struct {
 	gen      int // bumped by every start: instances reopen when it changes
 	restarts int
 	closed   bool
+	checks   []string // the library's describe() payload_checks
 	loggers  sync.Map // log ctx (uint64) -> *slog.Logger of the instance
 }
 
@@ -89,9 +92,39 @@ func (p *Process) current(ctx context.Context) (*hostdriver.Host, *hostdriver.Li
 		return nil, nil, 0, fmt.Errorf("loading %s: %w", p.lib, err)
 	}
 	p.h, p.l = h, l
+	p.checks = payloadChecks(l, p.log)
 	p.gen++
 	p.log.Info("plugin host process started", "event", "host_started", "pid", h.Pid(), "generation", p.gen)
 	return h, l, p.gen, nil
+}
+
+// payloadChecks reads the schemas whose payloads the library checks itself
+// (describe()'s payload_checks). A library that does not say, or whose
+// description cannot be read, checks none: the runtime checks them all.
+func payloadChecks(l *hostdriver.Lib, log *slog.Logger) []string {
+	js, err := l.Describe()
+	if err != nil {
+		log.Warn("describe failed; the runtime checks every payload itself", "err", err)
+		return nil
+	}
+	var d struct {
+		PayloadChecks []string `json:"payload_checks"`
+	}
+	if err := json.Unmarshal([]byte(js), &d); err != nil {
+		log.Warn("describe returned no JSON object; the runtime checks every payload itself", "err", err)
+		return nil
+	}
+	return d.PayloadChecks
+}
+
+// ChecksPayloads reports whether the library checks the payloads of a
+// schema's batches itself (the runtime spec has the runtime check json and
+// text payloads), so the runtime can leave the check to it. False before
+// the first start.
+func (p *Process) ChecksPayloads(schema string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Contains(p.checks, schema)
 }
 
 // onLog forwards a plugin's log line to its instance's logger. It runs on

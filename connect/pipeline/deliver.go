@@ -117,10 +117,11 @@ type rejected struct {
 
 // decode checks each payload against the schema and builds the batch. The
 // plugin gets the payload bytes as they are: json and text are checked,
-// not rewritten. A payload that fails the check stops the batch, or, with
-// tolerant set, is left out of the batch and returned in bad; sent maps the
-// batch's records back to recs.
-func decode(schema definition.Schema, recs []*kgo.Record, tolerant bool) (b hostdriver.Batch, sent []int, bad []rejected, err error) {
+// not rewritten, unless pluginChecks (the plugin checks them itself). A
+// payload that fails the check stops the batch, or, with tolerant set, is
+// left out of the batch and returned in bad; sent maps the batch's records
+// back to recs.
+func decode(schema definition.Schema, recs []*kgo.Record, tolerant, pluginChecks bool) (b hostdriver.Batch, sent []int, bad []rejected, err error) {
 	b = hostdriver.Batch{Topic: recs[0].Topic, Partition: uint32(recs[0].Partition), Schema: string(schema),
 		Records: make([]hostdriver.Record, 0, len(recs))}
 	sent = make([]int, 0, len(recs))
@@ -131,11 +132,11 @@ func decode(schema definition.Schema, recs []*kgo.Record, tolerant bool) (b host
 			// An empty value is a tombstone (a deletion on a compacted
 			// topic), not malformed JSON: it goes to the plugin, which
 			// says what a tombstone gets (docs/delta.md, docs/redshift.md).
-			if len(r.Value) > 0 && !validJSON(r.Value) {
+			if len(r.Value) > 0 && !pluginChecks && !validJSON(r.Value) {
 				derr = fmt.Errorf("record at offset %d is not valid JSON (schema = \"json\")", r.Offset)
 			}
 		case definition.SchemaText:
-			if !utf8.Valid(r.Value) {
+			if !pluginChecks && !utf8.Valid(r.Value) {
 				derr = fmt.Errorf("record at offset %d is not valid UTF-8 (schema = \"text\")", r.Offset)
 			}
 		}
@@ -168,7 +169,8 @@ func (c *consumer) deliver(ctx context.Context, recs []*kgo.Record) error {
 	k := tp{first.Topic, first.Partition}
 	d := Delivery{Sink: c.s.def.Key, Topic: k.topic, Partition: k.partition, First: first.Offset, Last: last.Offset, Records: len(recs)}
 	tolerant := c.t.ErrorsTolerance == definition.ToleranceAll
-	b, sent, bad, err := decode(c.t.Schema, recs, tolerant)
+	pc, ok := c.s.out.(PayloadChecker)
+	b, sent, bad, err := decode(c.t.Schema, recs, tolerant, ok && pc.ChecksPayloads(string(c.t.Schema)))
 	if err != nil {
 		d.Outcome, d.Err = Invalid, err
 		c.s.cfg.Observer.Delivered(d)

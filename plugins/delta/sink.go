@@ -20,9 +20,11 @@ const Name = "delta_sink"
 // Plugin is the registration of the sink, for the library's main package
 // (sdk.Register(delta.Plugin())) and for tests that open it in-process.
 // The sink's decoder rejects what is not a JSON object itself, hence
-// ValidatesPayloads.
+// ValidatesPayloads; it parses every payload in full and accepts nothing
+// json.Valid refuses (FuzzDecode, FuzzValue), hence ChecksJSON: the runtime
+// leaves the JSON check to it.
 func Plugin() sdk.Plugin[Config] {
-	return sdk.Plugin[Config]{Name: Name, New: func() sdk.Sink[Config] { return &Sink{} }, ValidatesPayloads: true}
+	return sdk.Plugin[Config]{Name: Name, New: func() sdk.Sink[Config] { return &Sink{} }, ValidatesPayloads: true, ChecksJSON: true}
 }
 
 // Sink is the Delta Lake sink. One instance serves every table its

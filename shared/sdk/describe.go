@@ -44,6 +44,10 @@ type Description struct {
 	ABIMinor   int     `json:"abi_minor"`
 	GoVersion  string  `json:"go_version"`
 	Config     []Field `json:"plugin_config"`
+	// PayloadChecks names the schemas whose payloads the sink checks as
+	// strictly as the runtime spec asks of the runtime (Plugin.ChecksJSON:
+	// "json"), so a runtime may leave the check to it.
+	PayloadChecks []string `json:"payload_checks,omitempty"`
 }
 
 // Describe returns the static description of the registered plugin. Secret
@@ -61,6 +65,9 @@ func Describe() ([]byte, error) {
 		ABIMinor:   ABIMinor,
 		GoVersion:  runtime.Version(),
 		Config:     reg.schema.Fields,
+	}
+	if reg.checksJSON {
+		d.PayloadChecks = []string{"json"}
 	}
 	return json.Marshal(d)
 }

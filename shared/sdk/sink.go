@@ -38,6 +38,13 @@ type Plugin[C any] struct {
 	// empty or non-JSON payload of a json batch is not an error for it.
 	// Otherwise the SDK runs Batch.CheckPayloads before Consume.
 	ValidatesPayloads bool
+
+	// ChecksJSON declares, in describe()'s payload_checks, that the sink
+	// refuses every payload of a json batch that is not one JSON value
+	// (json.Valid's grammar) itself: rejected with reason encoding (ABI
+	// 1.1), or the batch fails FATAL. A runtime may then skip its own check
+	// of such batches. Only for sinks that parse every payload in full.
+	ChecksJSON bool
 }
 
 // registration is the type-erased plugin the C exports drive.
@@ -45,6 +52,7 @@ type registration struct {
 	name              string
 	schema            *Schema
 	validatesPayloads bool
+	checksJSON        bool
 	open              func(ctx context.Context, raw []byte, key string, env Env, host *Host) (erasedSink, Decoded, error)
 }
 
@@ -69,6 +77,7 @@ func Register[C any](p Plugin[C]) {
 		name:              p.Name,
 		schema:            schema,
 		validatesPayloads: p.ValidatesPayloads,
+		checksJSON:        p.ChecksJSON,
 		open: func(ctx context.Context, raw []byte, key string, env Env, host *Host) (erasedSink, Decoded, error) {
 			var cfg C
 			dec, err := schema.Decode(raw, key, env, &cfg)

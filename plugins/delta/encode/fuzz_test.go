@@ -1,6 +1,7 @@
 package encode_test
 
 import (
+	"encoding/json"
 	"errors"
 	"testing"
 
@@ -8,7 +9,8 @@ import (
 )
 
 // FuzzDecode feeds arbitrary payloads to one encoder of a fixed mixed
-// schema. Properties: Add never panics; a rejected record is a
+// schema. Properties: Add never panics; it accepts nothing json.Valid
+// refuses (the plugin declares ChecksJSON on it); a rejected record is a
 // *RecordError and leaves the buffer as it was; an accepted one flushes to
 // a Parquet file parquet-go reads back with the right row count.
 //
@@ -37,6 +39,9 @@ func FuzzDecode(f *testing.F) {
 				t.Fatalf("Add(%q): %v (Len %d)", payload, err, enc.Len())
 			}
 			return
+		}
+		if !json.Valid(payload) {
+			t.Fatalf("Add(%q) accepted a payload json.Valid refuses", payload)
 		}
 		files := flush(t, enc)
 		if len(files) != 1 || files[0].NumRecords != 1 {
@@ -88,6 +93,9 @@ func FuzzValue(f *testing.F) {
 				t.Fatalf("Add(%q): %v (Len %d)", rec, err, enc.Len())
 			}
 			return
+		}
+		if !json.Valid(rec) {
+			t.Fatalf("Add(%q) accepted a payload json.Valid refuses", rec)
 		}
 		files := flush(t, enc)
 		if len(files) != 1 || files[0].NumRecords != 1 {
