@@ -58,6 +58,7 @@ var (
 	steady      = flag.Duration("steady", 10*time.Second, "length of the fixed-rate phase (0: skip)")
 	rateShare   = flag.Float64("rate", 0.5, "fixed rate as a share of the measured capacity")
 	connectBin  = flag.String("connect", "", "picomq-connect binary (default: dist/picomq-connect)")
+	compression = flag.String("compression", "snappy", "the producer's batch compression: none, snappy (franz-go's default), lz4, zstd; the runtime pays for decompressing it")
 	cpuProfile  = flag.String("cpuprofile", "", "directory for a pprof CPU profile of each picomq-connect run (<target>-<phase>.pprof)")
 )
 
@@ -109,7 +110,12 @@ func run() error {
 	} else {
 		fmt.Printf("broker: %s (from -brokers / $PICOMQ_KAFKA_BROKERS)\n", strings.Join(brokers, ","))
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ProducerLinger(0), kgo.MaxBufferedRecords(4*(*batchSize)*(*batches)))
+	codec, err := compressionCodec(*compression)
+	if err != nil {
+		return err
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ProducerLinger(0), kgo.MaxBufferedRecords(4*(*batchSize)*(*batches)),
+		kgo.ProducerBatchCompression(codec))
 	if err != nil {
 		return err
 	}
@@ -117,8 +123,8 @@ func run() error {
 	adm := kadm.NewClient(cl)
 
 	data, rawBytes := workload.Delta(*batches, *batchSize)
-	fmt.Printf("workload: %d batches x %d records (make bench-delta's), %.0f bytes/record; runtime: %s, batch_length %d, 1 host worker\n",
-		*batches, *batchSize, float64(rawBytes)/float64(*batches**batchSize), filepath.Base(*connectBin), *batchSize)
+	fmt.Printf("workload: %d batches x %d records (make bench-delta's), %.0f bytes/record, produced with %s compression; runtime: %s, batch_length %d, 1 host worker\n",
+		*batches, *batchSize, float64(rawBytes)/float64(*batches**batchSize), *compression, filepath.Base(*connectBin), *batchSize)
 
 	run := fmt.Sprintf("%d", time.Now().UnixNano())
 	for _, target := range strings.Split(*targets, ",") {
@@ -567,3 +573,18 @@ func splitList(s string) []string {
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 func us(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1000 }
+
+// compressionCodec maps -compression to the producer's codec.
+func compressionCodec(name string) (kgo.CompressionCodec, error) {
+	switch name {
+	case "none":
+		return kgo.NoCompression(), nil
+	case "snappy":
+		return kgo.SnappyCompression(), nil
+	case "lz4":
+		return kgo.Lz4Compression(), nil
+	case "zstd":
+		return kgo.ZstdCompression(), nil
+	}
+	return kgo.CompressionCodec{}, fmt.Errorf("-compression %q: want none, snappy, lz4 or zstd", name)
+}

@@ -142,15 +142,21 @@ func Start(ctx context.Context, binary string, opts ...Option) (*Host, error) {
 	h.logs.max = cfg.keepLogs
 	h.logs.notify = make(chan struct{})
 	cmd.Stderr = h.stderr
-	stdin, err := cmd.StdinPipe()
+	// The request pipe by hand rather than cmd.StdinPipe, to size it.
+	stdinR, stdin, err := os.Pipe()
 	if err != nil {
 		return nil, fmt.Errorf("hostdriver: %w", err)
 	}
+	growPipe(stdin)
+	cmd.Stdin = stdinR
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		return nil, fmt.Errorf("hostdriver: %w", err)
 	}
-	if err := cmd.Start(); err != nil {
+	err = cmd.Start()
+	stdinR.Close() // the child has its copy
+	if err != nil {
+		stdin.Close()
 		return nil, fmt.Errorf("hostdriver: starting %s: %w", binary, err)
 	}
 	h.stdin = stdin
@@ -269,6 +275,10 @@ func (h *Host) readLoop(stdout io.Reader) {
 		}
 	}
 	waitErr := h.cmd.Wait()
+	// Our end of the request pipe (cmd.Wait closes only what exec opened).
+	h.wmu.Lock()
+	_ = h.stdin.Close()
+	h.wmu.Unlock()
 
 	h.mu.Lock()
 	e := &ExitError{Reason: h.reason, Stderr: h.stderr.String(), ProcessState: h.cmd.ProcessState}

@@ -1,0 +1,7 @@
+//go:build !linux
+
+package hostdriver
+
+import "os"
+
+func growPipe(*os.File) {}
