@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -18,19 +20,25 @@ import (
 
 // Checkpoints and log cleanup, off the commit path.
 //
-// After the sink commits version v, and v is a multiple of the table's
-// delta.checkpointInterval (default 10, as Spark), the table's checkpointer
-// is told so (committed: no I/O, no lock held but its own). A background
-// goroutine, started on the first due checkpoint with the SDK's Host.Go so
-// closing the instance stops it, then:
+// After the sink commits version v it hands the checkpointer the actions
+// it wrote there (committed: no I/O, no lock held but its own). When v is
+// a multiple of the table's delta.checkpointInterval (default 10, as
+// Spark), a background goroutine, started on the first due checkpoint with
+// the SDK's Host.Go so closing the instance stops it, then:
 //
 //  1. brings its in-memory deltalog.State to v — loaded with LoadStateAt
 //     the first time (the checkpoint and commits up to v, file list
-//     included), afterwards advanced by reading only the commits after the
-//     state's version (ours and other writers' alike);
+//     included), afterwards advanced commit by commit: the commits this
+//     process wrote from the actions the sink handed over (no request),
+//     only the others' (versions it did not write) read from the store;
 //  2. writes the classic checkpoint at v (put-if-absent: another instance
 //     that checkpointed v first wins, which is fine) and _last_checkpoint
-//     (never backwards);
+//     (never backwards), through a deltalog.CheckpointCache: the adds of
+//     the previous checkpoint are copied as encoded Parquet pages and only
+//     the adds since are encoded, so a checkpoint costs what changed plus
+//     a copy of the file's bytes, not a re-encode of every live file
+//     (checkpoint_cache.go in deltalog; its memory is bounded, past the
+//     bound a checkpoint encodes everything and counts a fallback);
 //  3. cleans up the log behind it (deltalog.CleanupLog rules).
 //
 // Due versions coalesce: while one checkpoint is written, a later due
@@ -61,6 +69,12 @@ func checkpointInterval(md *deltalog.Metadata) int64 {
 type checkpointStats struct {
 	written, failures, deleted atomic.Int64
 	lastVersion, lastWriteMs   atomic.Int64
+	// CPU time of the checkpointer's thread while checkpointing, µs.
+	cpuMicros atomic.Int64
+	// Adds encoded and copied as bytes; checkpoints that emptied the cache.
+	addsEncoded, addsCopied, cacheFallbacks atomic.Int64
+	// Commits folded into the state from memory and read from the store.
+	commitsFromMemory, commitsRead atomic.Int64
 }
 
 func newCheckpointStats() *checkpointStats {
@@ -76,6 +90,12 @@ func (s *checkpointStats) addTo(m map[string]any) {
 	m["last_checkpoint_version"] = s.lastVersion.Load()
 	m["last_checkpoint_write_ms"] = s.lastWriteMs.Load()
 	m["log_files_deleted"] = s.deleted.Load()
+	m["checkpoint_cpu_ms"] = s.cpuMicros.Load() / 1000
+	m["checkpoint_adds_encoded"] = s.addsEncoded.Load()
+	m["checkpoint_adds_copied"] = s.addsCopied.Load()
+	m["checkpoint_cache_fallbacks"] = s.cacheFallbacks.Load()
+	m["checkpoint_commits_from_memory"] = s.commitsFromMemory.Load()
+	m["checkpoint_commits_read"] = s.commitsRead.Load()
 }
 
 // checkpointer checkpoints one table.
@@ -96,9 +116,14 @@ type checkpointer struct {
 	mu      sync.Mutex
 	due     int64 // newest version a checkpoint is due at; -1: none
 	started bool
+	// The actions this process committed, by version, until the state
+	// takes them (at most maxPending; the oldest go first and are read
+	// from the store instead).
+	pending map[int64][]deltalog.Action
 
 	// Owned by the goroutine.
 	state    *deltalog.State
+	cache    deltalog.CheckpointCache
 	lastSkip string
 	// Until cleanupAfter no log file can have expired (CleanupResult
 	// NextCheck), as long as the settings in cleanupConf hold.
@@ -109,8 +134,13 @@ type checkpointer struct {
 func newCheckpointer(uri string, store objstore.Store, log *slog.Logger, stats *checkpointStats, spawn func(func(context.Context))) *checkpointer {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &checkpointer{uri: uri, store: store, log: log, stats: stats, spawn: spawn, createdBy: engineInfo(),
-		now: time.Now, ctx: ctx, cancel: cancel, wake: make(chan struct{}, 1), due: -1}
+		now: time.Now, ctx: ctx, cancel: cancel, wake: make(chan struct{}, 1), due: -1,
+		pending: map[int64][]deltalog.Action{}}
 }
+
+// maxPending bounds the commits kept for the state (a few intervals' worth
+// at the default interval; more only while checkpoints fail or lag).
+const maxPending = 256
 
 // opened schedules a checkpoint the table missed (see the file comment).
 func (c *checkpointer) opened(snap *deltalog.Snapshot) {
@@ -122,11 +152,71 @@ func (c *checkpointer) opened(snap *deltalog.Snapshot) {
 	}
 }
 
-// committed is called after the sink committed snap.Version.
-func (c *checkpointer) committed(snap *deltalog.Snapshot) {
+// committed is called after the sink committed snap.Version, with the
+// actions it wrote there (nil when it does not have them: the commit is
+// then read from the store). actions are kept, not copied: the caller
+// must not change them.
+func (c *checkpointer) committed(snap *deltalog.Snapshot, actions []deltalog.Action) {
+	if actions != nil {
+		c.mu.Lock()
+		if c.ctx.Err() == nil {
+			c.pending[snap.Version] = actions
+			if len(c.pending) > maxPending {
+				delete(c.pending, slices.Min(slices.Collect(maps.Keys(c.pending))))
+			}
+		}
+		c.mu.Unlock()
+	}
 	if v := snap.Version; v > 0 && v%checkpointInterval(&snap.Metadata) == 0 {
 		c.schedule(v)
 	}
+}
+
+// take returns the actions committed at v by this process, if kept, and
+// forgets every version up to v.
+func (c *checkpointer) take(v int64) ([]deltalog.Action, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	a, ok := c.pending[v]
+	for k := range c.pending {
+		if k <= v {
+			delete(c.pending, k)
+		}
+	}
+	return a, ok
+}
+
+// kept reports whether the actions committed at v are kept.
+func (c *checkpointer) kept(v int64) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, ok := c.pending[v]
+	return ok
+}
+
+// advance brings st to v: the commits this process wrote from memory, runs
+// of other commits read from the store.
+func (c *checkpointer) advance(ctx context.Context, st *deltalog.State, v int64) error {
+	for st.Version < v {
+		next := st.Version + 1
+		if actions, ok := c.take(next); ok {
+			if err := st.Apply(next, actions); err != nil {
+				return err
+			}
+			c.stats.commitsFromMemory.Add(1)
+			continue
+		}
+		to := next
+		for to < v && !c.kept(to+1) {
+			to++
+		}
+		n, err := st.Update(ctx, c.store, to)
+		c.stats.commitsRead.Add(int64(n))
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (c *checkpointer) schedule(v int64) {
@@ -185,10 +275,11 @@ func (c *checkpointer) run(hostCtx context.Context) {
 func (c *checkpointer) safeCheckpoint(ctx context.Context, v int64) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			c.state = nil
+			c.state, c.cache = nil, deltalog.CheckpointCache{}
 			err = fmt.Errorf("panic: %v\n%s", p, debug.Stack())
 		}
 	}()
+	defer threadCPU(&c.stats.cpuMicros)()
 	return c.checkpoint(ctx, v)
 }
 
@@ -201,7 +292,7 @@ func (c *checkpointer) checkpoint(ctx context.Context, v int64) error {
 	loadStart := time.Now()
 	loaded := false
 	if c.state != nil && c.state.Version < v {
-		if _, err := c.state.Update(ctx, c.store, v); err != nil {
+		if err := c.advance(ctx, c.state, v); err != nil {
 			var gap *deltalog.LogGapError
 			if !errors.As(err, &gap) {
 				return err
@@ -220,6 +311,7 @@ func (c *checkpointer) checkpoint(ctx context.Context, v int64) error {
 			return err
 		}
 		c.state, loaded = st, true
+		c.take(st.Version) // the state holds these already
 	}
 	st := c.state
 	if loaded {
@@ -229,7 +321,16 @@ func (c *checkpointer) checkpoint(ctx context.Context, v int64) error {
 
 	writeStart := time.Now()
 	res, err := deltalog.WriteCheckpoint(ctx, c.store, st, &deltalog.CheckpointOptions{
-		Now: c.now, Logger: c.log, CreatedBy: c.createdBy})
+		Now: c.now, Logger: c.log, CreatedBy: c.createdBy, Cache: &c.cache})
+	if res != nil {
+		c.stats.addsEncoded.Add(res.Cache.AddsEncoded)
+		c.stats.addsCopied.Add(res.Cache.AddsCopied)
+		if res.Cache.Dropped {
+			c.stats.cacheFallbacks.Add(1)
+			c.log.Warn("Delta checkpoint cache over its memory bound: dropped, the next checkpoint encodes every file again",
+				"table", c.uri, "files", res.Adds, "max_bytes", c.cache.MaxBytes)
+		}
+	}
 	if err != nil {
 		if res == nil || ctx.Err() != nil {
 			return err
@@ -251,7 +352,8 @@ func (c *checkpointer) checkpoint(ctx context.Context, v int64) error {
 	// Debug: at the default interval this is every tenth commit; the
 	// checkpoint metrics carry the same news.
 	c.log.Debug("wrote Delta checkpoint", "table", c.uri, "version", res.Version, "actions", res.Actions,
-		"files", res.Adds, "bytes", res.SizeInBytes, "already_existed", res.Existed,
+		"files", res.Adds, "adds_encoded", res.Cache.AddsEncoded, "adds_copied", res.Cache.AddsCopied,
+		"bytes", res.SizeInBytes, "already_existed", res.Existed,
 		"last_checkpoint_updated", res.LastCheckpointWritten, "duration_ms", ms)
 
 	conf := st.Metadata.Configuration

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -105,13 +106,13 @@ func TestCheckpointerRetriesAtTheNextInterval(t *testing.T) {
 	defer sp.wg.Wait()
 	defer c.stop()
 
-	c.committed(snaps[7]) // not due
-	c.committed(snaps[10])
+	c.committed(snaps[7], nil) // not due
+	c.committed(snaps[10], nil)
 	waitUntil(t, "a failure", func() bool { return stats.failures.Load() == 1 })
 	if stats.written.Load() != 0 {
 		t.Fatal("written despite the failure")
 	}
-	c.committed(snaps[20])
+	c.committed(snaps[20], nil)
 	waitUntil(t, "checkpoint 20", func() bool { return stats.written.Load() == 1 })
 	if stats.lastVersion.Load() != 20 {
 		t.Fatalf("last version %d", stats.lastVersion.Load())
@@ -132,7 +133,7 @@ func TestCheckpointerStopIsPrompt(t *testing.T) {
 	store.block.Store(true)
 	sp := &spawner{}
 	c := newCheckpointer("test", store, slog.New(slog.DiscardHandler), newCheckpointStats(), sp.spawn)
-	c.committed(snaps[10])
+	c.committed(snaps[10], nil)
 	time.Sleep(50 * time.Millisecond) // let it block in a read
 	c.stop()
 	done := make(chan struct{})
@@ -142,7 +143,7 @@ func TestCheckpointerStopIsPrompt(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("checkpointer did not stop")
 	}
-	c.committed(snaps[10]) // after stop: ignored, no new goroutine
+	c.committed(snaps[10], nil) // after stop: ignored, no new goroutine
 	sp.wg.Wait()
 }
 
@@ -168,9 +169,91 @@ func TestCheckpointerSurvivesAPanic(t *testing.T) {
 	c := newCheckpointer("test", store, slog.New(slog.DiscardHandler), stats, sp.spawn)
 	defer sp.wg.Wait()
 	defer c.stop()
-	c.committed(snaps[10])
+	c.committed(snaps[10], nil)
 	waitUntil(t, "a failure", func() bool { return stats.failures.Load() == 1 })
 	store.panics.Store(false)
-	c.committed(snaps[20])
+	c.committed(snaps[20], nil)
 	waitUntil(t, "checkpoint 20", func() bool { return stats.written.Load() == 1 })
+}
+
+// countingStore records the paths read with Get.
+type countingStore struct {
+	*objstore.Local
+	mu   sync.Mutex
+	gets []string
+}
+
+func (s *countingStore) Get(ctx context.Context, path string) ([]byte, error) {
+	s.mu.Lock()
+	s.gets = append(s.gets, path)
+	s.mu.Unlock()
+	return s.Local.Get(ctx, path)
+}
+
+// commitsRead returns the commit files read since the last call.
+func (s *countingStore) commitsRead() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	for _, p := range s.gets {
+		if strings.HasSuffix(p, ".json") {
+			out = append(out, p)
+		}
+	}
+	s.gets = nil
+	return out
+}
+
+// The commits this process wrote reach the checkpointer from memory: after
+// the first checkpoint (which loads the table), it reads only the commit
+// another writer made, never its own.
+func TestCheckpointerTakesItsOwnCommitsFromMemory(t *testing.T) {
+	local, snaps := appendTable(t, 10)
+	store := &countingStore{Local: local}
+	stats := newCheckpointStats()
+	sp := &spawner{}
+	c := newCheckpointer("test", store, slog.New(slog.DiscardHandler), stats, sp.spawn)
+	defer sp.wg.Wait()
+	defer c.stop()
+
+	c.committed(snaps[10], nil)
+	waitUntil(t, "checkpoint 10", func() bool { return stats.written.Load() == 1 })
+	if got := store.commitsRead(); len(got) == 0 {
+		t.Fatal("the first checkpoint read no commit: it cannot have loaded the table")
+	}
+
+	snap := snaps[10]
+	for v := int64(11); v <= 25; v++ {
+		res, err := deltalog.CommitAppend(context.Background(), local, snap, deltalog.AppendCommit{
+			Files: []deltalog.DataFile{{Path: fmt.Sprintf("%d.parquet", v), Size: v}}}, nil)
+		if err != nil || res.Version != v || res.Actions == nil {
+			t.Fatalf("commit %d: %+v %v", v, res, err)
+		}
+		snap = res.Snapshot
+		if v == 15 {
+			continue // another writer's commit: this process did not write it
+		}
+		c.committed(snap, res.Actions)
+	}
+	waitUntil(t, "checkpoint 20", func() bool { return stats.written.Load() == 2 && stats.lastVersion.Load() == 20 })
+	if got, want := store.commitsRead(), []string{deltalog.CommitPath(15)}; !slices.Equal(got, want) {
+		t.Fatalf("commits read for checkpoint 20: %v, want only %v", got, want)
+	}
+	if m, r := stats.commitsFromMemory.Load(), stats.commitsRead.Load(); m != 9 || r != 1 {
+		t.Fatalf("commits from memory %d, read %d; want 9 and 1", m, r)
+	}
+	st, err := deltalog.LoadStateAt(context.Background(), local, 20, nil)
+	if err != nil || st.CheckpointVersion != 20 || st.NumFiles() != 20 {
+		t.Fatalf("state from checkpoint 20: %v", err)
+	}
+	for i := range 10 { // appendTable's files
+		if _, ok := st.File(fmt.Sprintf("%d.parquet", i)); !ok {
+			t.Fatalf("file %d.parquet missing from checkpoint 20", i)
+		}
+	}
+	for v := 11; v <= 20; v++ {
+		if _, ok := st.File(fmt.Sprintf("%d.parquet", v)); !ok {
+			t.Fatalf("file of version %d missing from checkpoint 20", v)
+		}
+	}
 }

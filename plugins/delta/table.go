@@ -383,7 +383,7 @@ func (t *table) commit(ctx context.Context, b *sdk.Batch, records []sdk.Record, 
 			"last_offset", b.LastOffset(), "version", res.Version)
 		return nil
 	}
-	t.ckpt.committed(res.Snapshot)
+	t.ckpt.committed(res.Snapshot, res.Actions)
 	t.sink.stats.commits.Add(1)
 	t.sink.stats.files.Add(int64(len(files)))
 	t.sink.stats.bytes.Add(nbytes)

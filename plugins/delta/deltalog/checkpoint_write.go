@@ -21,7 +21,6 @@ import (
 
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/compress"
-	"github.com/parquet-go/parquet-go/compress/snappy"
 	"github.com/parquet-go/parquet-go/encoding"
 )
 
@@ -98,6 +97,10 @@ type CheckpointOptions struct {
 	// RowGroupRows bounds the rows of one Parquet row group (and so the
 	// writer's and readers' memory). Default 16384.
 	RowGroupRows int
+	// Cache, when set, keeps the encoded adds from one checkpoint of a
+	// State to the next (checkpoint_cache.go). Default: none, every add
+	// is encoded.
+	Cache *CheckpointCache
 }
 
 func (o *CheckpointOptions) now() time.Time {
@@ -128,6 +131,8 @@ type CheckpointResult struct {
 	// checkpoint because we wrote it (false: it already named this version
 	// or a newer one).
 	LastCheckpointWritten bool
+	// Cache says how the encoding used CheckpointOptions.Cache.
+	Cache CheckpointCacheStats
 }
 
 // WriteCheckpoint writes the classic checkpoint of st at st.Version with
@@ -149,10 +154,11 @@ func WriteCheckpoint(ctx context.Context, store Store, st *State, opts *Checkpoi
 		res.Existed, res.SizeInBytes = true, fi.Size
 		res.Actions, res.Adds = checkpointActions(st, o.now())
 	} else {
-		data, n, adds, err := EncodeCheckpoint(ctx, st, &o)
+		data, n, adds, cst, err := encodeCheckpoint(ctx, st, &o)
 		if err != nil {
 			return nil, err
 		}
+		res.Cache = cst
 		res.Actions, res.Adds, res.SizeInBytes = n, adds, int64(len(data))
 		err = store.PutIfAbsent(ctx, res.Path, data)
 		switch {
@@ -803,198 +809,26 @@ func (w *shredder) top(cs *checkpointSchema, target *cnode, fill func()) {
 }
 
 // EncodeCheckpoint renders st as a classic checkpoint's Parquet bytes and
-// returns them with the number of actions (rows) and of adds.
+// returns them with the number of actions (rows) and of adds. With
+// opts.Cache it reuses the adds that cache encoded for st before (and the
+// cache follows st from then on), and the bytes are only valid until the
+// cache's next checkpoint; without, every row is encoded.
 func EncodeCheckpoint(ctx context.Context, st *State, opts *CheckpointOptions) (data []byte, actions, adds int64, err error) {
+	data, actions, adds, _, err = encodeCheckpoint(ctx, st, opts)
+	return data, actions, adds, err
+}
+
+func encodeCheckpoint(ctx context.Context, st *State, opts *CheckpointOptions) ([]byte, int64, int64, CheckpointCacheStats, error) {
 	var o CheckpointOptions
 	if opts != nil {
 		o = *opts
 	}
-	cs, err := buildCheckpointSchema(st, &o)
-	if err != nil {
-		return nil, 0, 0, err
+	c := o.Cache
+	if c == nil {
+		c = &CheckpointCache{}
+		defer c.reset() // stop following st
 	}
-	rowGroup := o.RowGroupRows
-	if rowGroup <= 0 {
-		rowGroup = 1 << 14
-	}
-	createdBy := o.CreatedBy
-	if createdBy == "" {
-		createdBy = DefaultEngineInfo
-	}
-	var buf bytes.Buffer
-	wopts := []parquet.WriterOption{cs.schema,
-		parquet.Compression(&snappy.Codec{}),
-		parquet.DataPageVersion(1),
-		parquet.CreatedBy(createdBy, "", ""),
-		parquet.DefaultEncodingFor(parquet.ByteArray, &parquet.Plain),
-		parquet.MaxRowsPerRowGroup(int64(rowGroup)),
-		parquet.PageBufferSize(256 << 10),
-	}
-	// Page statistics duplicate the column chunk's; computing them is a
-	// second pass over every value.
-	for _, path := range cs.schema.Columns() {
-		wopts = append(wopts, parquet.SkipPageStatistics(path...))
-	}
-	pw := parquet.NewGenericWriter[any](&buf, wopts...)
-	w := &shredder{}
-	// Rows are staged in one flat buffer and handed to the writer 1024 at
-	// a time; the row slices are cut only at flush time, when the buffer
-	// no longer moves.
-	var flat []parquet.Value
-	var ends []int
-	var batch []parquet.Row
-	rows := 0
-	flush := func() error {
-		if len(ends) == 0 {
-			return nil
-		}
-		batch = batch[:0]
-		start := 0
-		for _, end := range ends {
-			batch = append(batch, flat[start:end:end])
-			start = end
-		}
-		if _, err := pw.WriteRows(batch); err != nil {
-			return fmt.Errorf("deltalog: write checkpoint: %w", err)
-		}
-		flat, ends = flat[:0], ends[:0]
-		return ctx.Err()
-	}
-	// Each row: nulls for the top-level columns before the action's, the
-	// action's fields, nulls for the columns after it.
-	begin := func(target *cnode) {
-		w.row = w.row[:0]
-		for _, k := range cs.root.kids {
-			if k == target {
-				break
-			}
-			w.null(k, 0)
-		}
-	}
-	end := func(target *cnode) error {
-		after := false
-		for _, k := range cs.root.kids {
-			if after {
-				w.null(k, 0)
-			}
-			after = after || k == target
-		}
-		if len(w.row) < cs.ncols {
-			return fmt.Errorf("deltalog: internal error: checkpoint row has %d values for %d columns", len(w.row), cs.ncols)
-		}
-		flat = append(flat, w.row...)
-		ends = append(ends, len(flat))
-		rows++
-		if len(ends) >= 1024 {
-			return flush()
-		}
-		return nil
-	}
-	emit := func(target *cnode, fill func()) error {
-		begin(target)
-		fill()
-		return end(target)
-	}
-
-	now := o.now()
-	p := &st.Protocol
-	if err := emit(cs.protocol, func() {
-		n := cs.protocol
-		w.value(n.kids[0], parquet.Int32Value(p.MinReaderVersion))
-		w.value(n.kids[1], parquet.Int32Value(p.MinWriterVersion))
-		w.list(n.kids[2], p.ReaderFeatures, p.MinReaderVersion >= TableFeaturesReaderVersion || p.ReaderFeatures != nil)
-		w.list(n.kids[3], p.WriterFeatures, p.MinWriterVersion >= TableFeaturesWriterVersion || p.WriterFeatures != nil)
-	}); err != nil {
-		return nil, 0, 0, err
-	}
-	m := &st.Metadata
-	if err := emit(cs.metaData, func() {
-		for _, k := range cs.metaData.kids {
-			switch k.name {
-			case "id":
-				w.str(k, m.ID)
-			case "name":
-				w.strOrNull(k, m.Name)
-			case "description":
-				w.strOrNull(k, m.Description)
-			case "format":
-				w.strOrNull(k.kids[0], m.Format.Provider)
-				w.strMap(k.kids[1], m.Format.Options, true)
-			case "schemaString":
-				w.str(k, m.SchemaString)
-			case "partitionColumns":
-				w.list(k, m.PartitionColumns, true)
-			case "configuration":
-				w.strMap(k, m.Configuration, true)
-			case "createdTime":
-				w.i64p(k, m.CreatedTime)
-			}
-		}
-	}); err != nil {
-		return nil, 0, 0, err
-	}
-	txns := liveTxns(st.txns, m, LoadOptions{Now: func() time.Time { return now }, Logger: o.Logger})
-	for _, id := range slices.Sorted(maps.Keys(txns)) {
-		t := txns[id]
-		if err := emit(cs.txn, func() {
-			w.str(cs.txn.kids[0], t.AppID)
-			w.i64(cs.txn.kids[1], t.Version)
-			w.i64p(cs.txn.kids[2], t.LastUpdated)
-		}); err != nil {
-			return nil, 0, 0, err
-		}
-	}
-	for _, name := range slices.Sorted(maps.Keys(st.domains)) {
-		d := st.domains[name]
-		if err := emit(cs.domain, func() {
-			w.str(cs.domain.kids[0], d.Domain)
-			w.str(cs.domain.kids[1], d.Configuration)
-			w.boolean(cs.domain.kids[2], false)
-		}); err != nil {
-			return nil, 0, 0, err
-		}
-	}
-	if cs.cpMD != nil {
-		if err := emit(cs.cpMD, func() {
-			w.i64(cs.cpMD.kids[0], st.Version)
-			w.null(cs.cpMD.kids[1], 0)
-		}); err != nil {
-			return nil, 0, 0, err
-		}
-	}
-
-	var sp *statsWriter
-	if n := cs.add.kid("stats_parsed"); n != nil {
-		sp = &statsWriter{n: n}
-	}
-	files := filesInOrder(st.files)
-	for i := range files {
-		begin(cs.add)
-		w.addFields(cs.add, &files[i], sp)
-		if err := end(cs.add); err != nil {
-			return nil, 0, 0, err
-		}
-		adds++
-	}
-	cutoff, expire := st.tombstoneCutoff(now)
-	tombs := tombsInOrder(st.tombs)
-	for i := range tombs {
-		if expire && tombs[i].delTS <= cutoff {
-			continue
-		}
-		begin(cs.remove)
-		w.removeFields(cs.remove, &tombs[i])
-		if err := end(cs.remove); err != nil {
-			return nil, 0, 0, err
-		}
-	}
-	if err := flush(); err != nil {
-		return nil, 0, 0, err
-	}
-	if err := pw.Close(); err != nil {
-		return nil, 0, 0, fmt.Errorf("deltalog: write checkpoint: %w", err)
-	}
-	return buf.Bytes(), int64(rows), adds, nil
+	return c.encode(ctx, st, &o)
 }
 
 // filesInOrder and tombsInOrder return the entries in the order they

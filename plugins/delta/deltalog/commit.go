@@ -352,6 +352,11 @@ type CommitResult struct {
 	// Snapshot is the table state at Version (after our commit).
 	Snapshot *Snapshot
 	Attempts int
+	// Actions are the actions of the commit this call wrote at Version, as
+	// written; nil when it wrote none (AlreadyCommitted, or an earlier
+	// attempt's commit was found). Read-only: the checkpointer folds them
+	// into its state instead of reading the commit back.
+	Actions []Action
 }
 
 // CommitAppend commits c on top of s with optimistic concurrency: check
@@ -448,7 +453,8 @@ func CommitAppend(ctx context.Context, store Store, s *Snapshot, c AppendCommit,
 			if err != nil {
 				return nil, err
 			}
-			return &CommitResult{Version: pc.Version, TxnID: pc.TxnID, Snapshot: next.withHead(pc.Data), Attempts: attempt}, nil
+			return &CommitResult{Version: pc.Version, TxnID: pc.TxnID, Snapshot: next.withHead(pc.Data), Attempts: attempt,
+				Actions: pc.Actions}, nil
 		case Retryable:
 			return nil, err
 		case Conflict:

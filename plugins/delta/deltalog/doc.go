@@ -60,6 +60,9 @@
 //	                   checkpoints and sidecars; stats_parsed back to JSON
 //	checkpoint_write.go WriteCheckpoint, EncodeCheckpoint, the checkpoint
 //	                   schema, WriteLastCheckpoint and its checksum
+//	checkpoint_cache.go CheckpointCache: a checkpoint copies the previous
+//	                   one's encoded add row groups and encodes only what
+//	                   changed; the Parquet framing (footer) of the file
 //	cleanup.go         CleanupLog: expired-log cleanup behind a checkpoint
 //
 // # Tests

@@ -124,6 +124,9 @@ type State struct {
 	hasProtocol, hasMetadata bool
 	seq                      uint64
 	opts                     LoadOptions
+	// journal, when a CheckpointCache follows the state, records the
+	// files it gained and lost (checkpoint_cache.go).
+	journal *fileJournal
 }
 
 func newState(o LoadOptions) *State {
@@ -271,7 +274,16 @@ func (s *State) intern(pv PartitionValues) *pvTuple {
 	if shared, ok := s.pvs[key]; ok {
 		return shared
 	}
-	t := &pvTuple{m: pv, keys: keys}
+	// A copy: the tuple outlives the action, whose map the caller may
+	// reuse (actions handed over from memory by the committer).
+	own := make(PartitionValues, len(pv))
+	for k, v := range pv {
+		if v != nil {
+			v = new(*v)
+		}
+		own[k] = v
+	}
+	t := &pvTuple{m: own, keys: keys}
 	s.pvs[key] = t
 	return t
 }
@@ -291,6 +303,12 @@ func (s *State) applyAdd(a *Add) error {
 			defaultRowCommitVersion: a.DefaultRowCommitVersion, clusteringProvider: a.ClusteringProvider}
 	}
 	key := fileKey(a.Path, dv)
+	if s.journal != nil {
+		if old, ok := s.files[key]; ok {
+			s.journal.drop(old.seq)
+		}
+		s.journal.add(key)
+	}
 	s.files[key] = e
 	delete(s.tombs, key)
 	return nil
@@ -322,6 +340,11 @@ func (s *State) applyRemove(r *Remove) error {
 		t.x = &fileExtra{dv: dv, baseRowID: r.BaseRowID, defaultRowCommitVersion: r.DefaultRowCommitVersion}
 	}
 	key := fileKey(r.Path, dv)
+	if s.journal != nil {
+		if old, ok := s.files[key]; ok {
+			s.journal.drop(old.seq)
+		}
+	}
 	delete(s.files, key)
 	s.tombs[key] = t
 	return nil

@@ -1,0 +1,831 @@
+package deltalog
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/compress/snappy"
+	"github.com/parquet-go/parquet-go/encoding/thrift"
+	"github.com/parquet-go/parquet-go/format"
+)
+
+// Incremental classic checkpoints: a checkpoint's cost follows what changed
+// since the previous one, not the size of the table.
+//
+// A classic checkpoint is one Parquet file, and a Parquet file is a
+// sequence of row groups, each a run of column chunks, each a run of
+// self-contained pages, plus a footer that says where they are. The add
+// actions of an appended table do not change from one checkpoint to the
+// next, so a CheckpointCache keeps them as encoded pages:
+//
+//   - Add rows live in row groups of RowGroupRows adds in log order. Each
+//     cached group knows the range of arrival numbers (State seq) of its
+//     adds and their keys. The State records, while a cache follows it,
+//     which keys it gained and which live entries it lost (fileJournal).
+//   - A checkpoint encodes only the adds that arrived since the previous
+//     one (one page per column) and appends those pages to the last,
+//     unfilled group's column chunks: a column chunk of several pages is
+//     plain Parquet (PLAIN v1 pages carry their own levels; no
+//     dictionary). When the last group would exceed RowGroupRows it is
+//     encoded once more in one go, with the new adds, into full groups, so
+//     the file does not keep many small pages (each add is encoded about
+//     twice in its life). It is also encoded again after maxPageSets
+//     appends, which bounds its pages per column for readers and costs at
+//     most RowGroupRows/maxPageSets adds per checkpoint on average.
+//   - A group that lost an add (a remove, or an add replacing it) is
+//     encoded again from the adds it still holds, with its neighbours when
+//     they changed too. Too many small groups left by removes: all are
+//     encoded again.
+//   - protocol, metaData, txns, domainMetadata (and checkpointMetadata)
+//     form the first row group and the unexpired removes the last ones;
+//     both are encoded every time (few rows on an appended table).
+//   - The file is the cached groups' pages copied one after the other and
+//     a new footer: the column chunk metadata of each group (offsets moved,
+//     statistics kept; when pages are appended to a chunk its null count is
+//     summed and its min/max compared with the column's Parquet ordering,
+//     as parquet-go does between pages). The page index parquet-go writes
+//     after the row groups is not copied: Delta readers do not use it.
+//
+// Encoding is parquet-go's throughout (the same schema and options as a
+// full encode); only the framing — magic, page bytes, footer — is put
+// together here. The cache keeps at most MaxBytes of pages; past that it
+// is dropped after the checkpoint (the next one encodes every add again
+// and counts as a fallback), so memory stays bounded on tables whose
+// checkpoint is very large.
+
+// maxPageSets bounds the page sets appended to the last group before it is
+// encoded again in one go: readers pay for many small pages (delta-rs
+// opened a 6,000-file table 3x slower with ~200 pages per column).
+const maxPageSets = 16
+
+// DefaultCheckpointCacheBytes is CheckpointCache.MaxBytes' default.
+const DefaultCheckpointCacheBytes = 256 << 20
+
+// CheckpointCache lets WriteCheckpoint (CheckpointOptions.Cache) reuse the
+// encoded adds of the previous checkpoint of the same State. It follows
+// one State at a time: given another one (a state loaded afresh), it starts
+// over. Not safe for concurrent use.
+type CheckpointCache struct {
+	// MaxBytes bounds the encoded bytes kept. Default
+	// DefaultCheckpointCacheBytes.
+	MaxBytes int64
+
+	st     *State
+	key    string // the checkpoint schema the groups were encoded with
+	seen   uint64 // every live add with seq <= seen is in groups
+	groups []*pageGroup
+	size   int64
+	enc    *ckptEncoder
+	// out is the previous file's buffer, reused: a checkpoint's bytes are
+	// valid until the next one (fresh pages for every file cost page
+	// faults and zeroing of the whole file).
+	out []byte
+}
+
+// CheckpointCacheStats describes how one checkpoint used its cache.
+type CheckpointCacheStats struct {
+	// AddsEncoded and AddsCopied count the add rows encoded for this
+	// checkpoint and those copied as bytes from the previous one.
+	AddsEncoded, AddsCopied int64
+	// Dropped is set when the cache went over MaxBytes and was emptied.
+	Dropped bool
+}
+
+func (c *CheckpointCache) maxBytes() int64 {
+	if c.MaxBytes > 0 {
+		return c.MaxBytes
+	}
+	return DefaultCheckpointCacheBytes
+}
+
+// reset forgets every group and stops following the state.
+func (c *CheckpointCache) reset() {
+	if c.st != nil {
+		c.st.journal = nil
+	}
+	c.st, c.groups, c.size, c.seen, c.out = nil, nil, 0, 0, nil
+}
+
+// Size is the number of encoded bytes the cache holds.
+func (c *CheckpointCache) Size() int64 { return c.size }
+
+// ---- journal -----------------------------------------------------------------
+
+// maxJournal bounds the entries a journal records between two checkpoints;
+// past it the cache starts over (a full encode) instead of growing.
+const maxJournal = 1 << 22
+
+// fileJournal records the live files a State gained (keys) and lost (seqs
+// of the dropped entries) since its cache last looked.
+type fileJournal struct {
+	added    []string
+	dropped  []uint64
+	overflow bool
+}
+
+func (j *fileJournal) add(key string) {
+	if !j.overflow {
+		j.added = append(j.added, key)
+		j.check()
+	}
+}
+
+func (j *fileJournal) drop(seq uint64) {
+	if !j.overflow {
+		j.dropped = append(j.dropped, seq)
+		j.check()
+	}
+}
+
+func (j *fileJournal) check() {
+	if len(j.added)+len(j.dropped) > maxJournal {
+		j.overflow, j.added, j.dropped = true, nil, nil
+	}
+}
+
+// ---- encoded row groups --------------------------------------------------------
+
+// pageGroup is one encoded row group: per leaf column the bytes of its
+// pages and its column chunk metadata (offsets are set when a file is put
+// together).
+type pageGroup struct {
+	rows int64
+	cols []pageChunk
+	size int64 // page bytes
+	// For add groups: the adds' seq range and keys.
+	lo, hi uint64
+	keys   []string
+	dirty  bool // lost an add since it was encoded
+}
+
+type pageChunk struct {
+	pages [][]byte
+	md    format.ColumnMetaData
+}
+
+// appendGroup appends b's pages to g's column chunks: the rows of b follow
+// g's in the same row group.
+func (g *pageGroup) appendGroup(b *pageGroup, types []parquet.Type) {
+	for j := range g.cols {
+		a, n := &g.cols[j], &b.cols[j]
+		a.pages = append(a.pages, n.pages...)
+		mergeChunkMeta(&a.md, &n.md, types[j])
+	}
+	g.rows += b.rows
+	g.size += b.size
+	g.keys = append(g.keys, b.keys...)
+	g.hi = max(g.hi, b.hi)
+	if g.lo == 0 {
+		g.lo = b.lo
+	}
+}
+
+// mergeChunkMeta folds the metadata of column chunk n into a, as if n's
+// pages had been written after a's by one writer.
+func mergeChunkMeta(a, n *format.ColumnMetaData, typ parquet.Type) {
+	aVals := a.NumValues - a.Statistics.NullCount
+	nVals := n.NumValues - n.Statistics.NullCount
+	a.NumValues += n.NumValues
+	a.TotalUncompressedSize += n.TotalUncompressedSize
+	a.TotalCompressedSize += n.TotalCompressedSize
+	for _, e := range n.Encoding {
+		if !slices.Contains(a.Encoding, e) {
+			a.Encoding = append(a.Encoding, e)
+		}
+	}
+	for _, s := range n.EncodingStats {
+		i := slices.IndexFunc(a.EncodingStats, func(x format.PageEncodingStats) bool {
+			return x.PageType == s.PageType && x.Encoding == s.Encoding
+		})
+		if i < 0 {
+			a.EncodingStats = append(a.EncodingStats, s)
+		} else {
+			a.EncodingStats[i].Count += s.Count
+		}
+	}
+	sa, sn := &a.Statistics, &n.Statistics
+	sa.NullCount += sn.NullCount
+	sa.DistinctCount = 0
+	switch {
+	case nVals <= 0: // n has no values: a's bounds stand
+	case aVals <= 0:
+		sa.MinValue, sa.MaxValue, sa.Min, sa.Max = sn.MinValue, sn.MaxValue, sn.Min, sn.Max
+	case sa.MinValue == nil || sa.MaxValue == nil || sn.MinValue == nil || sn.MaxValue == nil:
+		// A side without bounds: the merged chunk has none (readers then
+		// cannot skip it, which is always correct).
+		sa.MinValue, sa.MaxValue, sa.Min, sa.Max = nil, nil, nil, nil
+	default:
+		k := typ.Kind()
+		if typ.Compare(k.Value(sn.MinValue), k.Value(sa.MinValue)) < 0 {
+			sa.MinValue = sn.MinValue
+		}
+		if typ.Compare(k.Value(sn.MaxValue), k.Value(sa.MaxValue)) > 0 {
+			sa.MaxValue = sn.MaxValue
+		}
+		if sa.Min != nil || sa.Max != nil {
+			sa.Min, sa.Max = sa.MinValue, sa.MaxValue
+		}
+	}
+	ss, ns := &a.SizeStatistics, &n.SizeStatistics
+	ss.UnencodedByteArrayDataBytes += ns.UnencodedByteArrayDataBytes
+	ss.RepetitionLevelHistogram = addHistogram(ss.RepetitionLevelHistogram, ns.RepetitionLevelHistogram)
+	ss.DefinitionLevelHistogram = addHistogram(ss.DefinitionLevelHistogram, ns.DefinitionLevelHistogram)
+}
+
+func addHistogram(a, b []int64) []int64 {
+	if len(a) != len(b) {
+		return nil // shapes differ: leave the optional histogram out
+	}
+	for i := range a {
+		a[i] += b[i]
+	}
+	return a
+}
+
+// ---- encoder -----------------------------------------------------------------
+
+// ckptEncoder writes checkpoint rows with parquet-go into an in-memory
+// Parquet file and splits the result into pageGroups. It is reused from
+// one checkpoint to the next while the schema holds.
+type ckptEncoder struct {
+	ctx   context.Context
+	cs    *checkpointSchema
+	types []parquet.Type // per leaf column
+	pw    *parquet.GenericWriter[any]
+	buf   bytes.Buffer
+	w     shredder
+	sp    *statsWriter
+	flat  []parquet.Value
+	ends  []int
+	batch []parquet.Row
+	cuts  []int64 // rows of each row group cut so far
+	open  int64   // rows since the last cut
+}
+
+func newCkptEncoder(cs *checkpointSchema, createdBy string) *ckptEncoder {
+	e := &ckptEncoder{cs: cs}
+	wopts := []parquet.WriterOption{cs.schema,
+		parquet.Compression(&snappy.Codec{}),
+		parquet.DataPageVersion(1),
+		parquet.CreatedBy(createdBy, "", ""),
+		parquet.DefaultEncodingFor(parquet.ByteArray, &parquet.Plain),
+		parquet.MaxRowsPerRowGroup(math.MaxInt64), // cut explicitly
+		parquet.PageBufferSize(256 << 10),
+	}
+	// Page statistics duplicate the column chunk's; computing them is a
+	// second pass over every value.
+	for _, path := range cs.schema.Columns() {
+		wopts = append(wopts, parquet.SkipPageStatistics(path...))
+		leaf, _ := cs.schema.Lookup(path...)
+		e.types = append(e.types, leaf.Node.Type())
+	}
+	e.pw = parquet.NewGenericWriter[any](&e.buf, wopts...)
+	return e
+}
+
+// start points the encoder at this checkpoint's schema nodes (the same
+// Parquet schema as the encoder's) and starts a new file.
+func (e *ckptEncoder) start(ctx context.Context, cs *checkpointSchema) {
+	e.ctx, e.cs = ctx, cs
+	e.sp = nil
+	if n := cs.add.kid("stats_parsed"); n != nil {
+		e.sp = &statsWriter{n: n}
+	}
+	e.buf.Reset()
+	e.pw.Reset(&e.buf)
+	e.cuts, e.open = e.cuts[:0], 0
+	e.flat, e.ends = e.flat[:0], e.ends[:0]
+}
+
+// flush hands the staged rows to the writer. Rows are staged in one flat
+// buffer and cut into row slices only here, when it no longer moves.
+func (e *ckptEncoder) flush() error {
+	if len(e.ends) == 0 {
+		return nil
+	}
+	e.batch = e.batch[:0]
+	start := 0
+	for _, end := range e.ends {
+		e.batch = append(e.batch, e.flat[start:end:end])
+		start = end
+	}
+	if _, err := e.pw.WriteRows(e.batch); err != nil {
+		return fmt.Errorf("deltalog: write checkpoint: %w", err)
+	}
+	e.flat, e.ends = e.flat[:0], e.ends[:0]
+	return e.ctx.Err()
+}
+
+// begin starts a row for target: nulls for the top-level columns before it.
+func (e *ckptEncoder) begin(target *cnode) {
+	w := &e.w
+	w.row = w.row[:0]
+	for _, k := range e.cs.root.kids {
+		if k == target {
+			break
+		}
+		w.null(k, 0)
+	}
+}
+
+// end closes the row: nulls for the top-level columns after target.
+func (e *ckptEncoder) end(target *cnode) error {
+	w := &e.w
+	after := false
+	for _, k := range e.cs.root.kids {
+		if after {
+			w.null(k, 0)
+		}
+		after = after || k == target
+	}
+	if len(w.row) < e.cs.ncols {
+		return fmt.Errorf("deltalog: internal error: checkpoint row has %d values for %d columns", len(w.row), e.cs.ncols)
+	}
+	e.flat = append(e.flat, w.row...)
+	e.ends = append(e.ends, len(e.flat))
+	e.open++
+	if len(e.ends) >= 1024 {
+		return e.flush()
+	}
+	return nil
+}
+
+func (e *ckptEncoder) emit(target *cnode, fill func()) error {
+	e.begin(target)
+	fill()
+	return e.end(target)
+}
+
+func (e *ckptEncoder) addRow(f *fileEntry) error {
+	e.begin(e.cs.add)
+	e.w.addFields(e.cs.add, f, e.sp)
+	return e.end(e.cs.add)
+}
+
+// cut ends the current row group (nothing when it has no rows).
+func (e *ckptEncoder) cut() error {
+	if e.open == 0 {
+		return nil
+	}
+	if err := e.flush(); err != nil {
+		return err
+	}
+	if err := e.pw.Flush(); err != nil {
+		return fmt.Errorf("deltalog: write checkpoint: %w", err)
+	}
+	e.cuts = append(e.cuts, e.open)
+	e.open = 0
+	return nil
+}
+
+// finish closes the file and returns its row groups (one per cut) and its
+// footer, whose schema and file-level fields the assembled file reuses.
+func (e *ckptEncoder) finish() ([]*pageGroup, *format.FileMetaData, error) {
+	if err := e.cut(); err != nil {
+		return nil, nil, err
+	}
+	if err := e.pw.Close(); err != nil {
+		return nil, nil, fmt.Errorf("deltalog: write checkpoint: %w", err)
+	}
+	data := e.buf.Bytes()
+	if len(data) < 12 || string(data[len(data)-4:]) != "PAR1" {
+		return nil, nil, fmt.Errorf("deltalog: internal error: parquet-go wrote no Parquet trailer")
+	}
+	n := int(binary.LittleEndian.Uint32(data[len(data)-8:]))
+	if n > len(data)-12 {
+		return nil, nil, fmt.Errorf("deltalog: internal error: footer length %d", n)
+	}
+	md := new(format.FileMetaData)
+	if err := thrift.Unmarshal(new(thrift.CompactProtocol), data[len(data)-8-n:len(data)-8], md); err != nil {
+		return nil, nil, fmt.Errorf("deltalog: internal error: reading back the footer: %w", err)
+	}
+	if len(md.RowGroups) != len(e.cuts) {
+		return nil, nil, fmt.Errorf("deltalog: internal error: %d row groups for %d cuts", len(md.RowGroups), len(e.cuts))
+	}
+	groups := make([]*pageGroup, len(md.RowGroups))
+	for i := range md.RowGroups {
+		rg := &md.RowGroups[i]
+		if rg.NumRows != e.cuts[i] || len(rg.Columns) != len(e.types) {
+			return nil, nil, fmt.Errorf("deltalog: internal error: row group %d has %d rows and %d columns, expected %d and %d",
+				i, rg.NumRows, len(rg.Columns), e.cuts[i], len(e.types))
+		}
+		// One allocation per group, holding its column chunks back to back.
+		var total int64
+		for j := range rg.Columns {
+			total += rg.Columns[j].MetaData.TotalCompressedSize
+		}
+		own := make([]byte, 0, total)
+		g := &pageGroup{rows: rg.NumRows, cols: make([]pageChunk, len(rg.Columns)), size: total}
+		for j := range rg.Columns {
+			m := rg.Columns[j].MetaData
+			if m.DictionaryPageOffset != 0 || slices.ContainsFunc(m.EncodingStats, func(s format.PageEncodingStats) bool {
+				return s.PageType != format.DataPage
+			}) {
+				return nil, nil, fmt.Errorf("deltalog: internal error: column %v has pages other than v1 data pages", m.PathInSchema)
+			}
+			lo, hi := m.DataPageOffset, m.DataPageOffset+m.TotalCompressedSize
+			if lo < 4 || hi > int64(len(data)) {
+				return nil, nil, fmt.Errorf("deltalog: internal error: column chunk at %d..%d", lo, hi)
+			}
+			start := len(own)
+			own = append(own, data[lo:hi]...)
+			// The footer was decoded from e.buf, which the next file reuses:
+			// keep nothing of it.
+			m.Statistics = format.Statistics{NullCount: m.Statistics.NullCount,
+				Min: bytes.Clone(m.Statistics.Min), Max: bytes.Clone(m.Statistics.Max),
+				MinValue: bytes.Clone(m.Statistics.MinValue), MaxValue: bytes.Clone(m.Statistics.MaxValue)}
+			m.SizeStatistics.RepetitionLevelHistogram = slices.Clone(m.SizeStatistics.RepetitionLevelHistogram)
+			m.SizeStatistics.DefinitionLevelHistogram = slices.Clone(m.SizeStatistics.DefinitionLevelHistogram)
+			m.EncodingStats = slices.Clone(m.EncodingStats)
+			m.Encoding = slices.Clone(m.Encoding)
+			m.DataPageOffset, m.IndexPageOffset, m.BloomFilterOffset, m.BloomFilterLength = 0, 0, 0, 0
+			g.cols[j] = pageChunk{pages: [][]byte{own[start:len(own):len(own)]}, md: m}
+		}
+		groups[i] = g
+	}
+	md.RowGroups = nil
+	return groups, md, nil
+}
+
+// encodeAdds encodes adds (in seq order) as groups of at most per rows.
+func (e *ckptEncoder) encodeAdds(ctx context.Context, cs *checkpointSchema, adds []fileEntry, per int) ([]*pageGroup, error) {
+	if len(adds) == 0 {
+		return nil, nil
+	}
+	e.start(ctx, cs)
+	for i := range adds {
+		if i > 0 && i%per == 0 {
+			if err := e.cut(); err != nil {
+				return nil, err
+			}
+		}
+		if err := e.addRow(&adds[i]); err != nil {
+			return nil, err
+		}
+	}
+	groups, _, err := e.finish()
+	if err != nil {
+		return nil, err
+	}
+	for i, g := range groups {
+		part := adds[i*per : min(len(adds), (i+1)*per)]
+		g.lo, g.hi = part[0].seq, part[len(part)-1].seq
+		g.keys = make([]string, len(part))
+		for k := range part {
+			g.keys[k] = part[k].key()
+		}
+	}
+	return groups, nil
+}
+
+// key is the entry's logical-file key (its key in State.files).
+func (f *fileEntry) key() string {
+	if f.x != nil {
+		return fileKey(f.path, f.x.dv)
+	}
+	return f.path
+}
+
+// ---- one checkpoint ------------------------------------------------------------
+
+// encode renders st as a checkpoint, reusing and updating the cache.
+func (c *CheckpointCache) encode(ctx context.Context, st *State, o *CheckpointOptions) (data []byte, actions, adds int64, cst CheckpointCacheStats, err error) {
+	defer func() {
+		if err != nil {
+			c.reset() // start over next time rather than trust a half-updated cache
+		}
+	}()
+	cs, err := buildCheckpointSchema(st, o)
+	if err != nil {
+		return nil, 0, 0, cst, err
+	}
+	per := o.RowGroupRows
+	if per <= 0 {
+		per = 1 << 14
+	}
+	createdBy := o.CreatedBy
+	if createdBy == "" {
+		createdBy = DefaultEngineInfo
+	}
+	key := fmt.Sprintf("%d\x00%s\x00%s", per, createdBy, cs.schema.String())
+	if c.enc == nil || c.key != key {
+		c.reset()
+		c.enc, c.key = newCkptEncoder(cs, createdBy), key
+	}
+	e := c.enc
+	// Too many groups for the live adds (removes left them small): start
+	// over, which packs them again.
+	if len(c.groups) > 2*(len(st.files)/per)+8 {
+		c.reset()
+	}
+	var fresh []fileEntry
+	if c.st != st || st.journal == nil || st.journal.overflow {
+		c.reset()
+		fresh = filesInOrder(st.files)
+	} else {
+		fresh = c.drain(st)
+	}
+	c.st, st.journal, c.seen = st, &fileJournal{}, st.seq
+
+	// Groups that lost adds are encoded again from those they still hold;
+	// a run of such groups together. The last group's survivors join the
+	// new adds instead.
+	var out []*pageGroup
+	for i := 0; i < len(c.groups); {
+		g := c.groups[i]
+		if !g.dirty {
+			out = append(out, g)
+			i++
+			continue
+		}
+		var live []fileEntry
+		j := i
+		for ; j < len(c.groups) && c.groups[j].dirty; j++ {
+			live = c.groups[j].survivors(st, live)
+		}
+		if j == len(c.groups) {
+			fresh = append(live, fresh...)
+			break
+		}
+		rebuilt, err := e.encodeAdds(ctx, cs, live, per)
+		if err != nil {
+			return nil, 0, 0, cst, err
+		}
+		cst.AddsEncoded += int64(len(live))
+		out = append(out, rebuilt...)
+		i = j
+	}
+	c.groups = out
+
+	// New adds: appended as pages to the last group while it has room,
+	// else encoded with the last group's adds into full groups.
+	if len(fresh) > 0 {
+		var last *pageGroup
+		if n := len(c.groups); n > 0 && c.groups[n-1].rows < int64(per) {
+			last = c.groups[n-1]
+		}
+		if last != nil && last.rows+int64(len(fresh)) <= int64(per) && len(last.cols[0].pages) < maxPageSets {
+			gs, err := e.encodeAdds(ctx, cs, fresh, per)
+			if err != nil {
+				return nil, 0, 0, cst, err
+			}
+			last.appendGroup(gs[0], e.types)
+		} else {
+			if last != nil {
+				fresh = append(last.survivors(st, nil), fresh...)
+				c.groups = c.groups[:len(c.groups)-1]
+			}
+			gs, err := e.encodeAdds(ctx, cs, fresh, per)
+			if err != nil {
+				return nil, 0, 0, cst, err
+			}
+			c.groups = append(c.groups, gs...)
+		}
+		cst.AddsEncoded += int64(len(fresh))
+	}
+	c.size = 0
+	for _, g := range c.groups {
+		c.size += g.size
+		adds += g.rows
+	}
+	if adds != int64(len(st.files)) {
+		return nil, 0, 0, cst, fmt.Errorf("deltalog: internal error: checkpoint cache holds %d adds, the state %d", adds, len(st.files))
+	}
+	cst.AddsCopied = adds - cst.AddsEncoded
+
+	// protocol, metaData, txns, domains (checkpointMetadata): the first
+	// row group; unexpired removes: the last ones.
+	e.start(ctx, cs)
+	head, err := e.headRows(st, o)
+	if err != nil {
+		return nil, 0, 0, cst, err
+	}
+	if err := e.cut(); err != nil {
+		return nil, 0, 0, cst, err
+	}
+	removes, err := e.removeRows(st, o, per)
+	if err != nil {
+		return nil, 0, 0, cst, err
+	}
+	other, md, err := e.finish()
+	if err != nil {
+		return nil, 0, 0, cst, err
+	}
+	all := make([]*pageGroup, 0, len(other)+len(c.groups))
+	all = append(all, other[0])
+	all = append(all, c.groups...)
+	all = append(all, other[1:]...)
+	data, err = assemble(c.out[:0], md, all)
+	if err != nil {
+		return nil, 0, 0, cst, err
+	}
+	if c.size > c.maxBytes() {
+		c.reset()
+		cst.Dropped = true
+	} else {
+		c.out = data
+	}
+	return data, head + adds + removes, adds, cst, nil
+}
+
+// drain reads the state's journal: groups that lost an add are marked
+// dirty, and the adds that arrived since the last checkpoint are returned
+// in seq order.
+func (c *CheckpointCache) drain(st *State) []fileEntry {
+	j := st.journal
+	for _, seq := range j.dropped {
+		i, found := slices.BinarySearchFunc(c.groups, seq, func(g *pageGroup, s uint64) int {
+			if g.hi < s {
+				return -1
+			}
+			if g.lo > s {
+				return 1
+			}
+			return 0
+		})
+		if found {
+			c.groups[i].dirty = true
+		}
+	}
+	var fresh []fileEntry
+	for _, k := range j.added {
+		if f, ok := st.files[k]; ok && f.seq > c.seen {
+			fresh = append(fresh, f)
+		}
+	}
+	slices.SortFunc(fresh, func(a, b fileEntry) int { return cmp.Compare(a.seq, b.seq) })
+	return slices.CompactFunc(fresh, func(a, b fileEntry) bool { return a.seq == b.seq })
+}
+
+// survivors appends the group's adds that are still live (an add replaced
+// by a newer one has a seq outside the group and is not one of them).
+func (g *pageGroup) survivors(st *State, out []fileEntry) []fileEntry {
+	for _, k := range g.keys {
+		if f, ok := st.files[k]; ok && f.seq >= g.lo && f.seq <= g.hi {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// headRows writes protocol, metaData, the live txns and domains (and the
+// V2 checkpointMetadata) and returns how many rows that was.
+func (e *ckptEncoder) headRows(st *State, o *CheckpointOptions) (int64, error) {
+	cs, w := e.cs, &e.w
+	rows := int64(0)
+	emit := func(target *cnode, fill func()) error {
+		rows++
+		return e.emit(target, fill)
+	}
+	p := &st.Protocol
+	if err := emit(cs.protocol, func() {
+		n := cs.protocol
+		w.value(n.kids[0], parquet.Int32Value(p.MinReaderVersion))
+		w.value(n.kids[1], parquet.Int32Value(p.MinWriterVersion))
+		w.list(n.kids[2], p.ReaderFeatures, p.MinReaderVersion >= TableFeaturesReaderVersion || p.ReaderFeatures != nil)
+		w.list(n.kids[3], p.WriterFeatures, p.MinWriterVersion >= TableFeaturesWriterVersion || p.WriterFeatures != nil)
+	}); err != nil {
+		return 0, err
+	}
+	m := &st.Metadata
+	if err := emit(cs.metaData, func() {
+		for _, k := range cs.metaData.kids {
+			switch k.name {
+			case "id":
+				w.str(k, m.ID)
+			case "name":
+				w.strOrNull(k, m.Name)
+			case "description":
+				w.strOrNull(k, m.Description)
+			case "format":
+				w.strOrNull(k.kids[0], m.Format.Provider)
+				w.strMap(k.kids[1], m.Format.Options, true)
+			case "schemaString":
+				w.str(k, m.SchemaString)
+			case "partitionColumns":
+				w.list(k, m.PartitionColumns, true)
+			case "configuration":
+				w.strMap(k, m.Configuration, true)
+			case "createdTime":
+				w.i64p(k, m.CreatedTime)
+			}
+		}
+	}); err != nil {
+		return 0, err
+	}
+	now := o.now()
+	txns := liveTxns(st.txns, m, LoadOptions{Now: func() time.Time { return now }, Logger: o.Logger})
+	for _, id := range slices.Sorted(maps.Keys(txns)) {
+		t := txns[id]
+		if err := emit(cs.txn, func() {
+			w.str(cs.txn.kids[0], t.AppID)
+			w.i64(cs.txn.kids[1], t.Version)
+			w.i64p(cs.txn.kids[2], t.LastUpdated)
+		}); err != nil {
+			return 0, err
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(st.domains)) {
+		d := st.domains[name]
+		if err := emit(cs.domain, func() {
+			w.str(cs.domain.kids[0], d.Domain)
+			w.str(cs.domain.kids[1], d.Configuration)
+			w.boolean(cs.domain.kids[2], false)
+		}); err != nil {
+			return 0, err
+		}
+	}
+	if cs.cpMD != nil {
+		if err := emit(cs.cpMD, func() {
+			w.i64(cs.cpMD.kids[0], st.Version)
+			w.null(cs.cpMD.kids[1], 0)
+		}); err != nil {
+			return 0, err
+		}
+	}
+	return rows, nil
+}
+
+// removeRows writes the unexpired tombstones in log order, per rows to a
+// row group, and returns how many.
+func (e *ckptEncoder) removeRows(st *State, o *CheckpointOptions, per int) (int64, error) {
+	cutoff, expire := st.tombstoneCutoff(o.now())
+	tombs := tombsInOrder(st.tombs)
+	var rows int64
+	for i := range tombs {
+		if expire && tombs[i].delTS <= cutoff {
+			continue
+		}
+		if rows > 0 && rows%int64(per) == 0 {
+			if err := e.cut(); err != nil {
+				return 0, err
+			}
+		}
+		e.begin(e.cs.remove)
+		e.w.removeFields(e.cs.remove, &tombs[i])
+		if err := e.end(e.cs.remove); err != nil {
+			return 0, err
+		}
+		rows++
+	}
+	return rows, nil
+}
+
+// assemble puts a Parquet file together from encoded row groups: the magic,
+// every group's pages, and a footer with md's schema and file fields.
+// The file is appended to out, which it replaces when too small.
+func assemble(out []byte, md *format.FileMetaData, groups []*pageGroup) ([]byte, error) {
+	var total int64 = 8
+	for _, g := range groups {
+		total += g.size
+	}
+	if need := int(total) + 64<<10; cap(out) < need {
+		out = make([]byte, 0, need+need/8)
+	}
+	out = append(out[:0], "PAR1"...)
+	meta := *md
+	meta.NumRows = 0
+	meta.RowGroups = make([]format.RowGroup, 0, len(groups))
+	for _, g := range groups {
+		if g.rows == 0 {
+			continue
+		}
+		rg := format.RowGroup{Columns: make([]format.ColumnChunk, len(g.cols)), NumRows: g.rows,
+			FileOffset: int64(len(out)), Ordinal: int16(len(meta.RowGroups))}
+		for j := range g.cols {
+			ch := &g.cols[j]
+			m := ch.md
+			m.DataPageOffset = int64(len(out))
+			for _, p := range ch.pages {
+				out = append(out, p...)
+			}
+			if int64(len(out))-m.DataPageOffset != m.TotalCompressedSize {
+				return nil, fmt.Errorf("deltalog: internal error: column %v holds %d bytes, its metadata says %d",
+					m.PathInSchema, int64(len(out))-m.DataPageOffset, m.TotalCompressedSize)
+			}
+			rg.Columns[j] = format.ColumnChunk{MetaData: m}
+			rg.TotalByteSize += m.TotalUncompressedSize
+			rg.TotalCompressedSize += m.TotalCompressedSize
+		}
+		meta.RowGroups = append(meta.RowGroups, rg)
+		meta.NumRows += g.rows
+	}
+	if len(meta.RowGroups) > math.MaxInt16 {
+		return nil, fmt.Errorf("deltalog: checkpoint would have %d row groups", len(meta.RowGroups))
+	}
+	footer, err := thrift.Marshal(new(thrift.CompactProtocol), &meta)
+	if err != nil {
+		return nil, fmt.Errorf("deltalog: write checkpoint footer: %w", err)
+	}
+	out = append(out, footer...)
+	out = binary.LittleEndian.AppendUint32(out, uint32(len(footer)))
+	return append(out, "PAR1"...), nil
+}
