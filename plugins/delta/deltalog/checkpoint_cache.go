@@ -78,12 +78,16 @@ type CheckpointCache struct {
 	// DefaultCheckpointCacheBytes.
 	MaxBytes int64
 
-	st     *State
-	key    string // the checkpoint schema the groups were encoded with
-	seen   uint64 // every live add with seq <= seen is in groups
-	groups []*pageGroup
-	size   int64
-	enc    *ckptEncoder
+	// oneShot caches nothing across checkpoints and never follows the
+	// state (WriteCheckpoint without a cache: st is only read, so several
+	// may encode one State at once).
+	oneShot bool
+	st      *State
+	key     string // the checkpoint schema the groups were encoded with
+	seen    uint64 // every live add with seq <= seen is in groups
+	groups  []*pageGroup
+	size    int64
+	enc     *ckptEncoder
 	// out is the previous file's buffer, reused: a checkpoint's bytes are
 	// valid until the next one (fresh pages for every file cost page
 	// faults and zeroing of the whole file).
@@ -527,13 +531,19 @@ func (c *CheckpointCache) encode(ctx context.Context, st *State, o *CheckpointOp
 		c.reset()
 	}
 	var fresh []fileEntry
-	if c.st != st || st.journal == nil || st.journal.overflow {
+	switch {
+	case c.oneShot:
+		fresh = filesInOrder(st.files)
+	case c.st != st || st.journal == nil || st.journal.overflow:
 		c.reset()
 		fresh = filesInOrder(st.files)
-	} else {
+	default:
 		fresh = c.drain(st)
 	}
-	c.st, st.journal, c.seen = st, &fileJournal{}, st.seq
+	if !c.oneShot {
+		c.st, st.journal = st, &fileJournal{}
+	}
+	c.seen = st.seq
 
 	// Groups that lost adds are encoded again from those they still hold;
 	// a run of such groups together. The last group's survivors join the

@@ -825,8 +825,7 @@ func encodeCheckpoint(ctx context.Context, st *State, opts *CheckpointOptions) (
 	}
 	c := o.Cache
 	if c == nil {
-		c = &CheckpointCache{}
-		defer c.reset() // stop following st
+		c = &CheckpointCache{oneShot: true}
 	}
 	return c.encode(ctx, st, &o)
 }
