@@ -132,12 +132,19 @@ func (l *Local) GetRange(ctx context.Context, p string, offset, length int64) ([
 // looks at a file before a commit references it, so the file is written in
 // place (O_EXCL: a name clash is an error, never an overwrite) and synced
 // together with its directory entry before the commit that names it.
+//
+// The directory is created only when the create finds it missing: a batch
+// of a partitioned table writes one file into each of several existing
+// partition directories, and a stat before every create was one system
+// call per file for nothing.
 func (l *Local) Put(ctx context.Context, p string, data []byte) error {
 	dst := l.abs(p)
-	if err := l.mkdirAllSynced(filepath.Dir(dst)); err != nil {
-		return err
+	f, err := createExcl(dst)
+	if errors.Is(err, fs.ErrNotExist) {
+		if err = l.mkdirAllSynced(filepath.Dir(dst)); err == nil {
+			f, err = createExcl(dst)
+		}
 	}
-	f, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, fileMode)
 	if err != nil {
 		return fmt.Errorf("put %s: %w", p, err)
 	}
@@ -151,6 +158,10 @@ func (l *Local) Put(ctx context.Context, p string, data []byte) error {
 	return l.syncDir(filepath.Dir(dst))
 }
 
+func createExcl(name string) (*os.File, error) {
+	return os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, fileMode)
+}
+
 // PutIfAbsent implements deltalog.Store. The data goes to a temporary file
 // first and is then moved into place with renameat2(RENAME_NOREPLACE), or a
 // hard link where the filesystem lacks it: both fail atomically when the
@@ -161,11 +172,13 @@ func (l *Local) PutIfAbsent(ctx context.Context, p string, data []byte) error {
 	if err != nil {
 		return err
 	}
-	defer os.Remove(tmp) // after a link the temporary name is left over
 	dst := l.abs(p)
 	err = unix.Renameat2(unix.AT_FDCWD, tmp, unix.AT_FDCWD, dst, unix.RENAME_NOREPLACE)
 	if errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EOPNOTSUPP) {
 		err = os.Link(tmp, dst)
+		os.Remove(tmp) // after a link, or none, the temporary name is left over
+	} else if err != nil {
+		os.Remove(tmp) // the rename did not happen
 	}
 	if errors.Is(err, fs.ErrExist) || errors.Is(err, unix.EEXIST) {
 		return fmt.Errorf("put %s: %w", p, deltalog.ErrAlreadyExists)
@@ -182,10 +195,13 @@ func (l *Local) PutIfAbsent(ctx context.Context, p string, data []byte) error {
 // (Spark, BI tools) must be able to read like the data files.
 func (l *Local) writeTemp(p string, data []byte) (string, error) {
 	dst := l.abs(p)
-	if err := os.MkdirAll(filepath.Dir(dst), dirMode); err != nil {
-		return "", err
+	dir, prefix := filepath.Dir(dst), "."+filepath.Base(dst)+"."
+	f, err := createTemp(dir, prefix, ".tmp")
+	if errors.Is(err, fs.ErrNotExist) { // the first file in a new directory
+		if err = l.mkdirAllSynced(dir); err == nil {
+			f, err = createTemp(dir, prefix, ".tmp")
+		}
 	}
-	f, err := createTemp(filepath.Dir(dst), "."+filepath.Base(dst)+".", ".tmp")
 	if err != nil {
 		return "", err
 	}
