@@ -8,6 +8,12 @@
 //
 //	go run ./cmd/deltabench -batches 200            (make bench-delta)
 //
+// For file:// it also prints the host process's CPU (user+sys from
+// /proc/<pid>/stat, open to close) per record and records per CPU-second,
+// and the fsyncs per batch the library counted (its "fsyncs" metric).
+// -cpuprofile DIR takes a CPU profile inside the library when dist/ holds a
+// profiling build (docs/delta.md, "Profiling").
+//
 // Needs dist/ (make build; or $PICOMQ_DIST), the Python env (buildscripts/pyenv.sh) and, for
 // the s3 target, the services (.services.env from buildscripts/services.sh).
 package main
@@ -37,6 +43,7 @@ var (
 	batchSize = flag.Int("batch-size", 1000, "records per batch")
 	targets   = flag.String("targets", "file,s3", "comma-separated: file, s3")
 	withRS    = flag.Bool("delta-rs", true, "also run delta-rs on the same batches")
+	cpuprof   = flag.String("cpuprofile", "", "directory: a profiling build of the library (-tags picomqprof, docs/delta.md) writes DIR/<target>.pprof")
 )
 
 // deltaRSBench appends the batches of a JSONL file (one batch per line, a
@@ -128,11 +135,16 @@ func run() error {
 			return fmt.Errorf("create table: %v\n%s", err, out)
 		}
 		cfg["table_uri"] = uri
-		ours, err := runOurs(dist, cfg, data)
+		var hostOpts []hostdriver.Option
+		if *cpuprof != "" {
+			hostOpts = append(hostOpts, hostdriver.Env("PICOMQ_DELTA_CPUPROFILE="+filepath.Join(*cpuprof, target+".pprof")))
+		}
+		ours, err := runOurs(dist, cfg, data, hostOpts...)
 		if err != nil {
 			return err
 		}
 		ours.print("picomq delta sink", target, rawBytes)
+		ours.printCPU(target)
 		if !*withRS {
 			continue
 		}
@@ -169,6 +181,13 @@ type result struct {
 	latencies []time.Duration
 	rssKB     int64
 	records   int
+
+	// Ours only: the host process's CPU (user+sys, all threads, from open
+	// to close, the background checkpointer included) and the plugin's
+	// "fsyncs" metric (-1 when the library does not report it).
+	hostCPU time.Duration
+	fsyncs  int64
+	batches int
 }
 
 func (r result) print(who, target string, rawBytes int) {
@@ -181,11 +200,25 @@ func (r result) print(who, target string, rawBytes int) {
 		ms(pct(0.50)), ms(pct(0.99)), float64(r.rssKB)/1024)
 }
 
+// printCPU prints the host process's CPU per record and, where the store
+// counts them (file://), the fsyncs per batch.
+func (r result) printCPU(target string) {
+	if r.hostCPU <= 0 {
+		return
+	}
+	fmt.Printf("  host CPU (%s): %.2f µs/record, %.0f records per CPU-second", target,
+		float64(r.hostCPU.Nanoseconds())/1e3/float64(r.records), float64(r.records)/r.hostCPU.Seconds())
+	if r.fsyncs >= 0 {
+		fmt.Printf(", %.2f fsyncs/batch", float64(r.fsyncs)/float64(r.batches))
+	}
+	fmt.Println()
+}
+
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
-func runOurs(dist string, cfg map[string]any, data [][]hostdriver.Record) (result, error) {
+func runOurs(dist string, cfg map[string]any, data [][]hostdriver.Record, opts ...hostdriver.Option) (result, error) {
 	ctx := context.Background()
-	h, err := hostdriver.Start(ctx, filepath.Join(dist, "picomq-host"), hostdriver.Workers(1), hostdriver.Quarantine(0))
+	h, err := hostdriver.Start(ctx, filepath.Join(dist, "picomq-host"), append([]hostdriver.Option{hostdriver.Workers(1), hostdriver.Quarantine(0)}, opts...)...)
 	if err != nil {
 		return result{}, err
 	}
@@ -199,7 +232,11 @@ func runOurs(dist string, cfg map[string]any, data [][]hostdriver.Record) (resul
 	if err != nil {
 		return result{}, err
 	}
-	r := result{records: len(data) * len(data[0])}
+	r := result{records: len(data) * len(data[0]), batches: len(data), fsyncs: -1}
+	cpu0, err := hostdriver.ProcessCPU(h.Pid())
+	if err != nil {
+		return r, err
+	}
 	start := time.Now()
 	for _, recs := range data {
 		t0 := time.Now()
@@ -210,7 +247,26 @@ func runOurs(dist string, cfg map[string]any, data [][]hostdriver.Record) (resul
 	}
 	r.elapsed = time.Since(start)
 	_, r.rssKB = hostdriver.ProcessMemory(h.Pid())
-	return r, inst.Close()
+	if js, err := inst.Metrics(); err == nil {
+		var m struct {
+			Sink map[string]any `json:"sink"`
+		}
+		if json.Unmarshal([]byte(js), &m) == nil {
+			if n, ok := m.Sink["fsyncs"].(float64); ok {
+				r.fsyncs = int64(n)
+			}
+		}
+	}
+	// Close stops the background checkpointer; its CPU counts too.
+	if err := inst.Close(); err != nil {
+		return r, err
+	}
+	cpu1, err := hostdriver.ProcessCPU(h.Pid())
+	if err != nil {
+		return r, err
+	}
+	r.hostCPU = cpu1 - cpu0
+	return r, nil
 }
 
 func writeJSONL(path string, data [][]hostdriver.Record) error {

@@ -49,6 +49,9 @@ type counters struct {
 	// unmatched: committed records none of whose top-level fields named a
 	// column (written as rows of nulls); empty: skipped empty payloads.
 	unmatched, empty atomic.Int64
+	// fsyncs: files and directories synced by file:// tables (data files,
+	// commits, checkpoints), for the bench and the durability tests.
+	fsyncs atomic.Int64
 	// warned holds the topics whose first unmatched record was logged.
 	warned sync.Map
 }
@@ -145,6 +148,7 @@ func (s *Sink) Metrics() map[string]any {
 		"commit_conflicts":       s.stats.conflicts.Load(),
 		"records_unmatched":      s.stats.unmatched.Load(),
 		"empty_payloads_skipped": s.stats.empty.Load(),
+		"fsyncs":                 s.stats.fsyncs.Load(),
 	}
 	s.ckpt.addTo(m)
 	return m

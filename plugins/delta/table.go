@@ -52,6 +52,9 @@ func (t *table) load(ctx context.Context) error {
 		}
 		return fmt.Errorf("Failed to load Delta table %s: %w", t.uri, err)
 	}
+	if l, ok := store.(*objstore.Local); ok {
+		l.CountSyncs(&t.sink.stats.fsyncs)
+	}
 	snap, err := deltalog.Load(ctx, store, &deltalog.LoadOptions{Logger: t.sink.host.Logger})
 	if err != nil {
 		return fmt.Errorf("Failed to load Delta table %s: %w", t.uri, err)

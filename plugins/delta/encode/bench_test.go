@@ -11,6 +11,7 @@ import (
 
 	"github.com/picomq/heavy-sinks/plugins/delta/deltalog"
 	"github.com/picomq/heavy-sinks/plugins/delta/encode"
+	"github.com/picomq/heavy-sinks/shared/testenv/workload"
 )
 
 // benchSchema is ~20 mixed columns: strings, longs, doubles, booleans,
@@ -69,16 +70,38 @@ func benchRecords(n int) [][]byte {
 //
 //	go test -run '^$' -bench BenchmarkEncode -cpu 1 ./plugins/delta/encode/
 func BenchmarkEncode(b *testing.B) {
-	schema, err := deltalog.ParseSchema(benchSchema)
+	benchEncode(b, benchSchema, []string{"region"}, benchRecords(1000))
+}
+
+// BenchmarkEncodeWorkload is BenchmarkEncode on make bench-delta's batches
+// (shared/testenv/workload: 1000 records of ~380 bytes, 20 columns, five
+// partitions), each batch a different one of 20, as the sink sees them:
+//
+//	go test -run '^$' -bench BenchmarkEncodeWorkload -cpu 1 ./plugins/delta/encode/
+func BenchmarkEncodeWorkload(b *testing.B) {
+	batches, _ := workload.Delta(20, 1000)
+	recs := make([][]byte, 0, 20*1000)
+	for _, batch := range batches {
+		for _, r := range batch {
+			recs = append(recs, r.Payload)
+		}
+	}
+	benchEncode(b, workload.DeltaSchema, workload.DeltaPartitionColumns, recs)
+}
+
+// benchEncode adds and flushes recs in batches of 1000, round and round.
+func benchEncode(b *testing.B, schemaJSON string, partitionColumns []string, all [][]byte) {
+	schema, err := deltalog.ParseSchema(schemaJSON)
 	if err != nil {
 		b.Fatal(err)
 	}
-	enc, err := encode.New(schema, []string{"region"}, encode.Options{FileName: func(i int) string { return fmt.Sprintf("part-%05d.snappy.parquet", i) }})
+	enc, err := encode.New(schema, partitionColumns, encode.Options{FileName: func(i int) string { return fmt.Sprintf("part-%05d.snappy.parquet", i) }})
 	if err != nil {
 		b.Fatal(err)
 	}
 	const batch = 1000
-	recs := benchRecords(batch)
+	recs := all[:batch]
+	next := 0
 	inBytes := 0
 	for _, r := range recs {
 		inBytes += len(r)
@@ -97,6 +120,8 @@ func BenchmarkEncode(b *testing.B) {
 	cpu0 := cpuTime()
 	b.ResetTimer()
 	for b.Loop() {
+		recs = all[next : next+batch]
+		next = (next + batch) % len(all)
 		for i := range bufs {
 			bufs[i].Reset()
 		}

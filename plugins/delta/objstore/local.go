@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"golang.org/x/sys/unix"
 
@@ -28,7 +29,31 @@ const (
 
 // Local is a table on the local filesystem.
 type Local struct {
-	root string
+	root  string
+	syncs *atomic.Int64 // counts every fsync, when set (CountSyncs)
+	// onSync, when set (tests), sees the name of every file or directory
+	// synced, after the sync succeeded.
+	onSync func(name string)
+}
+
+// CountSyncs makes l add one to c for every fsync it makes, of a file or
+// a directory: the sink's "fsyncs" metric, which tests use to prove data
+// files and commits are synced and the bench prints per batch. Call it
+// before l is used.
+func (l *Local) CountSyncs(c *atomic.Int64) { l.syncs = c }
+
+// sync fsyncs f (a file or a directory) and counts it.
+func (l *Local) sync(f *os.File) error {
+	if l.syncs != nil {
+		l.syncs.Add(1)
+	}
+	if err := f.Sync(); err != nil {
+		return err
+	}
+	if l.onSync != nil {
+		l.onSync(f.Name())
+	}
+	return nil
 }
 
 // NewLocal returns the store for the table directory root.
@@ -107,23 +132,34 @@ func (l *Local) GetRange(ctx context.Context, p string, offset, length int64) ([
 // looks at a file before a commit references it, so the file is written in
 // place (O_EXCL: a name clash is an error, never an overwrite) and synced
 // together with its directory entry before the commit that names it.
+//
+// The directory is created only when the create finds it missing: a batch
+// of a partitioned table writes one file into each of several existing
+// partition directories, and a stat before every create was one system
+// call per file for nothing.
 func (l *Local) Put(ctx context.Context, p string, data []byte) error {
 	dst := l.abs(p)
-	if err := mkdirAllSynced(filepath.Dir(dst)); err != nil {
-		return err
+	f, err := createExcl(dst)
+	if errors.Is(err, fs.ErrNotExist) {
+		if err = l.mkdirAllSynced(filepath.Dir(dst)); err == nil {
+			f, err = createExcl(dst)
+		}
 	}
-	f, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, fileMode)
 	if err != nil {
 		return fmt.Errorf("put %s: %w", p, err)
 	}
 	_, werr := f.Write(data)
-	serr := f.Sync()
+	serr := l.sync(f)
 	cerr := f.Close()
 	if err := errors.Join(werr, serr, cerr); err != nil {
 		os.Remove(dst)
 		return fmt.Errorf("put %s: %w", p, err)
 	}
-	return syncDir(filepath.Dir(dst))
+	return l.syncDir(filepath.Dir(dst))
+}
+
+func createExcl(name string) (*os.File, error) {
+	return os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, fileMode)
 }
 
 // PutIfAbsent implements deltalog.Store. The data goes to a temporary file
@@ -136,11 +172,13 @@ func (l *Local) PutIfAbsent(ctx context.Context, p string, data []byte) error {
 	if err != nil {
 		return err
 	}
-	defer os.Remove(tmp) // after a link the temporary name is left over
 	dst := l.abs(p)
 	err = unix.Renameat2(unix.AT_FDCWD, tmp, unix.AT_FDCWD, dst, unix.RENAME_NOREPLACE)
 	if errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EOPNOTSUPP) {
 		err = os.Link(tmp, dst)
+		os.Remove(tmp) // after a link, or none, the temporary name is left over
+	} else if err != nil {
+		os.Remove(tmp) // the rename did not happen
 	}
 	if errors.Is(err, fs.ErrExist) || errors.Is(err, unix.EEXIST) {
 		return fmt.Errorf("put %s: %w", p, deltalog.ErrAlreadyExists)
@@ -148,7 +186,7 @@ func (l *Local) PutIfAbsent(ctx context.Context, p string, data []byte) error {
 	if err != nil {
 		return fmt.Errorf("put %s: %w", p, err)
 	}
-	return syncDir(filepath.Dir(dst))
+	return l.syncDir(filepath.Dir(dst))
 }
 
 // writeTemp writes data to a new temporary file beside p and returns its
@@ -157,15 +195,18 @@ func (l *Local) PutIfAbsent(ctx context.Context, p string, data []byte) error {
 // (Spark, BI tools) must be able to read like the data files.
 func (l *Local) writeTemp(p string, data []byte) (string, error) {
 	dst := l.abs(p)
-	if err := os.MkdirAll(filepath.Dir(dst), dirMode); err != nil {
-		return "", err
+	dir, prefix := filepath.Dir(dst), "."+filepath.Base(dst)+"."
+	f, err := createTemp(dir, prefix, ".tmp")
+	if errors.Is(err, fs.ErrNotExist) { // the first file in a new directory
+		if err = l.mkdirAllSynced(dir); err == nil {
+			f, err = createTemp(dir, prefix, ".tmp")
+		}
 	}
-	f, err := createTemp(filepath.Dir(dst), "."+filepath.Base(dst)+".", ".tmp")
 	if err != nil {
 		return "", err
 	}
 	_, werr := f.Write(data)
-	serr := f.Sync()
+	serr := l.sync(f)
 	cerr := f.Close()
 	if err := errors.Join(werr, serr, cerr); err != nil {
 		os.Remove(f.Name())
@@ -177,13 +218,13 @@ func (l *Local) writeTemp(p string, data []byte) (string, error) {
 // mkdirAllSynced is os.MkdirAll that also syncs the parent of every
 // directory it creates, so a new partition directory survives a crash as
 // surely as the data file inside it that a commit will name.
-func mkdirAllSynced(dir string) error {
+func (l *Local) mkdirAllSynced(dir string) error {
 	if _, err := os.Stat(dir); err == nil {
 		return nil
 	}
 	parent := filepath.Dir(dir)
 	if parent != dir {
-		if err := mkdirAllSynced(parent); err != nil {
+		if err := l.mkdirAllSynced(parent); err != nil {
 			return err
 		}
 	}
@@ -193,16 +234,16 @@ func mkdirAllSynced(dir string) error {
 		}
 		return err
 	}
-	return syncDir(parent)
+	return l.syncDir(parent)
 }
 
-func syncDir(dir string) error {
+func (l *Local) syncDir(dir string) error {
 	d, err := os.Open(dir)
 	if err != nil {
 		return err
 	}
 	defer d.Close()
-	return d.Sync()
+	return l.sync(d)
 }
 
 // Delete implements deltalog.Store.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -190,5 +191,55 @@ func TestLocalFileModesFollowUmask(t *testing.T) {
 		if got := info.Mode().Perm(); got != want {
 			t.Errorf("%s: mode %v, want %v", p, got, want)
 		}
+	}
+}
+
+// TestLocalSyncsWhatItWrites pins the durability of file:// tables: a data
+// file is synced, then its directory (and the parent of a directory Put
+// created); a commit's temporary file is synced before it is renamed into
+// place, then the log directory. Nothing else, nothing less.
+func TestLocalSyncsWhatItWrites(t *testing.T) {
+	ctx := context.Background()
+	root := t.TempDir()
+	l, err := objstore.NewLocal(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var synced []string
+	objstore.OnSync(l, func(name string) { synced = append(synced, strings.TrimPrefix(name, root)) })
+	expect := func(what string, want ...string) {
+		t.Helper()
+		if !slices.Equal(synced, want) {
+			t.Errorf("%s synced %q, want %q", what, synced, want)
+		}
+		synced = nil
+	}
+
+	if err := l.Put(ctx, "region=eu/part-0.parquet", []byte("data")); err != nil {
+		t.Fatal(err)
+	}
+	expect("Put into a new directory", "", "/region=eu/part-0.parquet", "/region=eu")
+	if err := l.Put(ctx, "region=eu/part-1.parquet", []byte("data")); err != nil {
+		t.Fatal(err)
+	}
+	expect("Put", "/region=eu/part-1.parquet", "/region=eu")
+
+	if err := os.Mkdir(filepath.Join(root, "_delta_log"), 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.PutIfAbsent(ctx, "_delta_log/00000000000000000001.json", []byte("commit")); err != nil {
+		t.Fatal(err)
+	}
+	if len(synced) != 2 || !strings.HasPrefix(synced[0], "/_delta_log/.00000000000000000001.json.") ||
+		!strings.HasSuffix(synced[0], ".tmp") || synced[1] != "/_delta_log" {
+		t.Errorf("PutIfAbsent synced %q, want the temporary file, then /_delta_log", synced)
+	}
+	synced = nil
+	if err := l.PutIfAbsent(ctx, "_delta_log/00000000000000000001.json", []byte("other")); !errors.Is(err, deltalog.ErrAlreadyExists) {
+		t.Fatalf("second PutIfAbsent: %v", err)
+	}
+	entries, _ := os.ReadDir(filepath.Join(root, "_delta_log"))
+	if len(entries) != 1 {
+		t.Errorf("a lost PutIfAbsent left files behind: %v", entries)
 	}
 }

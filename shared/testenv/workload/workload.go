@@ -29,6 +29,34 @@ schema = pa.schema([
 write_deltalake(sys.argv[1], pa.Table.from_pylist([], schema=schema), partition_by=["region"], storage_options=json.loads(sys.argv[2]) or None)
 `
 
+// DeltaSchema is the Delta schema (schemaString) of the table
+// CreateDeltaTable makes, for benchmarks that encode the batches without a
+// table, e.g. the encoder's in plugins/delta/encode.
+const DeltaSchema = `{"type":"struct","fields":[` +
+	`{"name":"event_id","type":"long","nullable":true,"metadata":{}},` +
+	`{"name":"user_id","type":"long","nullable":true,"metadata":{}},` +
+	`{"name":"session","type":"string","nullable":true,"metadata":{}},` +
+	`{"name":"event","type":"string","nullable":true,"metadata":{}},` +
+	`{"name":"page","type":"string","nullable":true,"metadata":{}},` +
+	`{"name":"referrer","type":"string","nullable":true,"metadata":{}},` +
+	`{"name":"country","type":"string","nullable":true,"metadata":{}},` +
+	`{"name":"device","type":"string","nullable":true,"metadata":{}},` +
+	`{"name":"browser","type":"string","nullable":true,"metadata":{}},` +
+	`{"name":"amount","type":"double","nullable":true,"metadata":{}},` +
+	`{"name":"discount","type":"double","nullable":true,"metadata":{}},` +
+	`{"name":"score","type":"double","nullable":true,"metadata":{}},` +
+	`{"name":"quantity","type":"integer","nullable":true,"metadata":{}},` +
+	`{"name":"items","type":"integer","nullable":true,"metadata":{}},` +
+	`{"name":"is_new","type":"boolean","nullable":true,"metadata":{}},` +
+	`{"name":"is_paid","type":"boolean","nullable":true,"metadata":{}},` +
+	`{"name":"created_at","type":"timestamp","nullable":true,"metadata":{}},` +
+	`{"name":"updated_at","type":"timestamp","nullable":true,"metadata":{}},` +
+	`{"name":"note","type":"string","nullable":true,"metadata":{}},` +
+	`{"name":"region","type":"string","nullable":true,"metadata":{}}]}`
+
+// DeltaPartitionColumns are the partition columns of that table.
+var DeltaPartitionColumns = []string{"region"}
+
 // Delta returns nb batches of size records, the same every call: ~300-byte
 // JSON events with 20 mixed columns (two timestamps as strings that need
 // coercion, region the partition column), offsets 0..nb*size-1; and the

@@ -10,4 +10,6 @@ import (
 
 func main() {}
 
-func init() { sdk.Register(delta.Plugin()) }
+// profiled is the identity in release builds; with -tags picomqprof it
+// adds the CPU profiler of profile.go.
+func init() { sdk.Register(profiled(delta.Plugin())) }
