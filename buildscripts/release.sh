@@ -72,7 +72,10 @@ cross_cc() {
   fi
   if ! command -v "$triple-gcc" >/dev/null; then
     local sudo=
-    [ "$(id -u)" = 0 ] || sudo=sudo
+    if [ "$(id -u)" != 0 ]; then
+      command -v sudo >/dev/null || die "linux/$1 needs $triple-gcc: apt-get install gcc-$pkg libc6-dev-$1-cross as root"
+      sudo=sudo
+    fi
     echo "release: installing gcc-$pkg and libc6-dev-$1-cross with apt-get (${sudo:-root})" >&2
     $sudo apt-get update -qq >&2
     $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
