@@ -4,12 +4,25 @@ GO ?= go
 # Packages without cgo-heavy process spawning run under the race detector.
 UNIT_PKGS := ./shared/... ./plugins/...
 
-.PHONY: all build test unit e2e demo demo-delta bench bench-delta bench-redshift bench-pipeline services services-stop pyenv fmt-check vet clean
+.PHONY: all build release release-check test unit e2e demo demo-delta bench bench-delta bench-redshift bench-pipeline services services-stop pyenv fmt-check vet clean
 
 all: build
 
 build:
 	buildscripts/build.sh
+
+# Release tarballs in dist/, linux/amd64 and linux/arm64 (buildscripts/release.sh says what is in
+# them): make release VERSION=1.2.3. Prints each arch's glibc floor. Reproducible: see release-check.
+release:
+	@[ -n "$(VERSION)" ] || { echo "usage: make release VERSION=x.y.z" >&2; exit 2; }
+	VERSION=$(VERSION) buildscripts/release.sh
+
+# Builds the release twice, both arches, from two clones of HEAD at different paths (the second with
+# an empty Go build cache) and fails unless the tarballs are the same bytes; then checks and runs
+# them (arm64 under qemu-aarch64-static when installed). Slow (four full builds), so not in `make
+# test`; e2e/release's TestReleaseTarball checks one amd64 release there.
+release-check: pyenv
+	PICOMQ_RELEASE_CHECK=1 $(GO) test -count=1 -timeout 120m -run TestReleaseReproducible -v ./e2e/release
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi

@@ -1,0 +1,15 @@
+// Package release tests the release tarballs buildscripts/release.sh makes
+// (make release VERSION=x.y.z), reading them with Go's own tar, ELF and build
+// info readers rather than the tools the script used:
+//
+//   - TestReleaseTarball (make test): one linux/amd64 release from the working
+//     tree; its layout, modes, owners and dates, SHA256SUMS, the exported
+//     symbols against include/picomq_sink.h, the glibc floor, the manifest and
+//     SBOM against the modules compiled in, and the released host and plugins
+//     running: describe, and a Delta commit read back by delta-rs.
+//   - TestReleaseReproducible (make release-check, PICOMQ_RELEASE_CHECK=1): two
+//     clones of HEAD at different paths, the second with an empty Go build
+//     cache, each building amd64 and arm64; the tarballs must be the same bytes,
+//     and each gets the checks above. arm64 runs under qemu-aarch64-static when
+//     it is installed.
+package release
