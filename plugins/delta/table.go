@@ -55,6 +55,7 @@ func (t *table) load(ctx context.Context) error {
 	if l, ok := store.(*objstore.Local); ok {
 		l.CountSyncs(&t.sink.stats.fsyncs)
 	}
+	store = objstore.Counted(store, &t.sink.requests)
 	snap, err := deltalog.Load(ctx, store, &deltalog.LoadOptions{Logger: t.sink.host.Logger})
 	if err != nil {
 		return fmt.Errorf("Failed to load Delta table %s: %w", t.uri, err)
