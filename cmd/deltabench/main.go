@@ -145,6 +145,9 @@ func run() error {
 		}
 		ours.print("picomq delta sink", target, rawBytes)
 		ours.printCPU(target)
+		if target == "s3" {
+			ours.printRequests()
+		}
 		if !*withRS {
 			continue
 		}
@@ -188,6 +191,9 @@ type result struct {
 	hostCPU time.Duration
 	fsyncs  int64
 	batches int
+	// requests: the sink's storage_*_requests metrics over the batches
+	// (table open excluded), with its commits and files_written.
+	requests map[string]float64
 }
 
 func (r result) print(who, target string, rawBytes int) {
@@ -233,6 +239,10 @@ func runOurs(dist string, cfg map[string]any, data [][]hostdriver.Record, opts .
 		return result{}, err
 	}
 	r := result{records: len(data) * len(data[0]), batches: len(data), fsyncs: -1}
+	before, err := metrics(inst)
+	if err != nil {
+		return r, err
+	}
 	cpu0, err := hostdriver.ProcessCPU(h.Pid())
 	if err != nil {
 		return r, err
@@ -247,15 +257,16 @@ func runOurs(dist string, cfg map[string]any, data [][]hostdriver.Record, opts .
 	}
 	r.elapsed = time.Since(start)
 	_, r.rssKB = hostdriver.ProcessMemory(h.Pid())
-	if js, err := inst.Metrics(); err == nil {
-		var m struct {
-			Sink map[string]any `json:"sink"`
-		}
-		if json.Unmarshal([]byte(js), &m) == nil {
-			if n, ok := m.Sink["fsyncs"].(float64); ok {
-				r.fsyncs = int64(n)
-			}
-		}
+	after, err := metrics(inst)
+	if err != nil {
+		return r, err
+	}
+	if n, ok := after["fsyncs"]; ok {
+		r.fsyncs = int64(n)
+	}
+	r.requests = map[string]float64{}
+	for k, v := range after {
+		r.requests[k] = v - before[k]
 	}
 	// Close stops the background checkpointer; its CPU counts too.
 	if err := inst.Close(); err != nil {
@@ -267,6 +278,37 @@ func runOurs(dist string, cfg map[string]any, data [][]hostdriver.Record, opts .
 	}
 	r.hostCPU = cpu1 - cpu0
 	return r, nil
+}
+
+// metrics returns the sink's own numeric metrics.
+func metrics(inst *hostdriver.Instance) (map[string]float64, error) {
+	text, err := inst.Metrics()
+	if err != nil {
+		return nil, err
+	}
+	var m struct {
+		Sink map[string]any `json:"sink"`
+	}
+	if err := json.Unmarshal([]byte(text), &m); err != nil {
+		return nil, fmt.Errorf("metrics %q: %w", text, err)
+	}
+	out := map[string]float64{}
+	for k, v := range m.Sink {
+		if f, ok := v.(float64); ok {
+			out[k] = f
+		}
+	}
+	return out, nil
+}
+
+// printRequests prints the store requests per batch by kind: the puts
+// split into data files, commits and the rest (checkpoints).
+func (r result) printRequests() {
+	m, n := r.requests, float64(r.batches)
+	get, put, list, del := m["storage_get_requests"], m["storage_put_requests"], m["storage_list_requests"], m["storage_delete_requests"]
+	files, commits := m["files_written"], m["commits"]
+	fmt.Printf("  requests per batch: %.2f = put %.2f (data files %.2f, commits %.2f, other %.2f) + get %.2f + list %.2f + delete %.2f\n",
+		(get+put+list+del)/n, put/n, files/n, commits/n, (put-files-commits)/n, get/n, list/n, del/n)
 }
 
 func writeJSONL(path string, data [][]hostdriver.Record) error {

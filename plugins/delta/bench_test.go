@@ -1,6 +1,8 @@
 package delta_test
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -9,18 +11,21 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
 	"github.com/picomq/heavy-sinks/plugins/delta"
 	"github.com/picomq/heavy-sinks/shared/sdk"
+	"github.com/picomq/heavy-sinks/shared/testenv/services"
 )
 
 func init() {
 	sdk.Register(delta.Plugin())
 }
 
-// benchTable writes a version-0 commit for a 20-column table partitioned
-// by region, the shape deltabench uses.
-func benchTable(tb testing.TB) string {
-	dir := tb.TempDir()
+// benchLog is the version-0 commit of a 20-column table partitioned by
+// region, the shape deltabench uses.
+func benchLog() []byte {
 	schema := `{"type":"struct","fields":[` +
 		`{"name":"event_id","type":"long","nullable":true,"metadata":{}},{"name":"user_id","type":"long","nullable":true,"metadata":{}},` +
 		`{"name":"session","type":"string","nullable":true,"metadata":{}},{"name":"event","type":"string","nullable":true,"metadata":{}},` +
@@ -34,11 +39,16 @@ func benchTable(tb testing.TB) string {
 		`{"name":"note","type":"string","nullable":true,"metadata":{}},{"name":"region","type":"string","nullable":true,"metadata":{}}]}`
 	md, _ := json.Marshal(map[string]any{"metaData": map[string]any{"id": "bench", "format": map[string]any{"provider": "parquet", "options": map[string]any{}},
 		"schemaString": schema, "partitionColumns": []string{"region"}, "configuration": map[string]any{}, "createdTime": 0}})
-	log := `{"protocol":{"minReaderVersion":1,"minWriterVersion":2}}` + "\n" + string(md) + "\n"
+	return []byte(`{"protocol":{"minReaderVersion":1,"minWriterVersion":2}}` + "\n" + string(md) + "\n")
+}
+
+// benchTable writes benchLog's table to a temporary directory.
+func benchTable(tb testing.TB) string {
+	dir := tb.TempDir()
 	if err := os.MkdirAll(filepath.Join(dir, "_delta_log"), 0o755); err != nil {
 		tb.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "_delta_log", "00000000000000000000.json"), []byte(log), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "_delta_log", "00000000000000000000.json"), benchLog(), 0o644); err != nil {
 		tb.Fatal(err)
 	}
 	return "file://" + dir
@@ -65,19 +75,38 @@ func benchBatch(b, size int) *sdk.Batch {
 // BenchmarkConsume is the sink in-process (no C host): JSON → Parquet →
 // local files → commit, 1000-record batches.
 func BenchmarkConsume(b *testing.B) {
-	uri := benchTable(b)
-	def, _ := json.Marshal(map[string]any{"key": "bench", "plugin_config": map[string]any{"table_uri": uri}})
+	benchConsume(b, map[string]any{"table_uri": benchTable(b)})
+}
+
+// BenchmarkConsumeS3 is BenchmarkConsume on MinIO (the services of
+// buildscripts/services.sh), and reports the store requests per batch.
+func BenchmarkConsumeS3(b *testing.B) {
+	svc := services.Require(b)
+	bucket := svc.NewBucket(b)
+	_, err := svc.S3Client().PutObject(context.Background(), &s3.PutObjectInput{Bucket: &bucket,
+		Key: aws.String("t/_delta_log/00000000000000000000.json"), Body: bytes.NewReader(benchLog())})
+	if err != nil {
+		b.Fatal(err)
+	}
+	benchConsume(b, map[string]any{"table_uri": "s3://" + bucket + "/t", "storage_backend_type": "s3",
+		"aws_s3_access_key": svc.S3AccessKey, "aws_s3_secret_key": svc.S3SecretKey, "aws_s3_region": svc.S3Region,
+		"aws_s3_endpoint_url": svc.S3Endpoint, "aws_s3_allow_http": true})
+}
+
+func benchConsume(b *testing.B, cfg map[string]any) {
+	def, _ := json.Marshal(map[string]any{"key": "bench", "plugin_config": cfg})
 	h, err := sdk.Open(def, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer sdk.Close(h)
 	batches := make([]*sdk.Batch, 20)
-	bytes := 0
+	size := 0
 	for i := range batches {
 		batches[i] = benchBatch(i, 1000)
-		bytes += batches[i].PayloadBytes()
+		size += batches[i].PayloadBytes()
 	}
+	before := requests(b, h)
 	b.ResetTimer()
 	next := uint64(0)
 	for i := 0; i < b.N; i++ {
@@ -91,5 +120,23 @@ func BenchmarkConsume(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.N*1000)/b.Elapsed().Seconds(), "records/s")
-	b.ReportMetric(float64(b.N)*float64(bytes)/float64(len(batches))/b.Elapsed().Seconds()/1e6, "MB/s")
+	b.ReportMetric(float64(b.N)*float64(size)/float64(len(batches))/b.Elapsed().Seconds()/1e6, "MB/s")
+	b.ReportMetric((requests(b, h)-before)/float64(b.N), "requests/batch")
+}
+
+// requests returns the instance's store requests so far, of every kind.
+func requests(b *testing.B, h uint64) float64 {
+	out, err := sdk.Metrics(h)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var m struct{ Sink map[string]any }
+	if err := json.Unmarshal(out, &m); err != nil {
+		b.Fatal(err)
+	}
+	n := 0.0
+	for _, kind := range []string{"get", "put", "list", "delete"} {
+		n += m.Sink["storage_"+kind+"_requests"].(float64)
+	}
+	return n
 }

@@ -41,6 +41,8 @@ type Sink struct {
 
 	stats counters
 	ckpt  *checkpointStats
+	// requests counts every table's store operations (objstore.Counted).
+	requests objstore.Requests
 }
 
 // counters are the sink's own metrics.
@@ -151,6 +153,10 @@ func (s *Sink) Metrics() map[string]any {
 		"fsyncs":                 s.stats.fsyncs.Load(),
 	}
 	s.ckpt.addTo(m)
+	m["storage_get_requests"] = s.requests.Get.Load()
+	m["storage_put_requests"] = s.requests.Put.Load()
+	m["storage_list_requests"] = s.requests.List.Load()
+	m["storage_delete_requests"] = s.requests.Delete.Load()
 	return m
 }
 

@@ -1,11 +1,9 @@
 package delta
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"strings"
 	"sync"
@@ -29,6 +27,9 @@ type table struct {
 	// stale is set after any failed write: the next batch reads the log
 	// again before deciding what is already committed.
 	stale bool
+	// alone is set while our last commit went in right after the one
+	// before it at the first try: no other writer seen lately.
+	alone bool
 
 	enc    *encode.Encoder
 	encKey string // the table definition enc was built for
@@ -55,6 +56,7 @@ func (t *table) load(ctx context.Context) error {
 	if l, ok := store.(*objstore.Local); ok {
 		l.CountSyncs(&t.sink.stats.fsyncs)
 	}
+	store = objstore.Counted(store, &t.sink.requests)
 	snap, err := deltalog.Load(ctx, store, &deltalog.LoadOptions{Logger: t.sink.host.Logger})
 	if err != nil {
 		return fmt.Errorf("Failed to load Delta table %s: %w", t.uri, err)
@@ -314,35 +316,22 @@ func (t *table) commit(ctx context.Context, b *sdk.Batch, records []sdk.Record, 
 		t.sink.stats.empty.Add(empty)
 		return nil
 	}
-	var bufs []*bytes.Buffer
-	files, err := enc.Flush(func(*encode.Target) (io.Writer, error) {
-		buf := &bytes.Buffer{}
-		bufs = append(bufs, buf)
-		return buf, nil
-	})
-	if err != nil {
-		return sdk.Retry(fmt.Errorf("Storage error: Failed to write to Delta writer: %w", err))
-	}
-
-	// Upload every data file before the commit that references them.
-	var g sdk.Group
-	var mu sync.Mutex
-	var written []string
+	// Each file starts uploading as soon as it is encoded, and the check
+	// that the log still holds our snapshot's head (a table replaced under
+	// us) runs alongside: the commit waits for both, not for each in turn.
 	now := time.Now()
-	for i := range files {
-		f, data := files[i], bufs[i].Bytes()
-		g.Go(func() error {
-			if err := t.store.Put(ctx, f.Path, data); err != nil {
-				return err
-			}
-			mu.Lock()
-			written = append(written, f.Path)
-			mu.Unlock()
-			return nil
-		})
+	head := t.snap.CheckHead(ctx, t.store)
+	up := newUploads(ctx, t.store)
+	files, err := enc.Flush(up.open)
+	written, uerr := up.wait()
+	if err == nil && uerr != nil {
+		err = uerr
 	}
-	if err := g.Wait(); err != nil {
+	if err != nil {
 		t.discard(written, "upload failed")
+		if uerr == nil {
+			return sdk.Retry(fmt.Errorf("Storage error: Failed to write to Delta writer: %w", err))
+		}
 		return sdk.Retry(fmt.Errorf("Storage error: Failed to flush and commit to %s: %w", t.uri, err))
 	}
 
@@ -363,7 +352,10 @@ func (t *table) commit(ctx context.Context, b *sdk.Batch, records []sdk.Record, 
 		}
 	}
 	res, err := deltalog.CommitAppend(ctx, t.store, t.snap, add, &deltalog.CommitOptions{
-		LostRace: func(int64) { t.sink.stats.conflicts.Add(1) }})
+		LostRace: func(int64) { t.sink.stats.conflicts.Add(1) }, Head: head, SkipCatchUp: t.alone})
+	// Catch up with other writers' commits before the put only while there
+	// are any: alone, that read always answers not-found.
+	t.alone = err == nil && !res.AlreadyCommitted && res.Attempts == 1 && res.Version == t.snap.Version+1
 	if err != nil {
 		if errors.Is(err, deltalog.ErrConcurrentModification) || errors.Is(err, deltalog.ErrTableReplaced) ||
 			errors.Is(err, deltalog.ErrNoTable) {

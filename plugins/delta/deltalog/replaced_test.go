@@ -3,6 +3,7 @@ package deltalog_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -29,25 +30,16 @@ func recreate(store *deltalog.MemStore, to int64) {
 // *TableReplacedError carrying the new table, and nothing is written.
 func TestCommitAppendRefusesReplacedTable(t *testing.T) {
 	for _, to := range []int64{0, 2, 5} {
-		store := newTable(t)
-		putCommit(store, 1, `{"commitInfo":{"txnId":"a"}}`)
-		putCommit(store, 2, `{"commitInfo":{"txnId":"b"}}`)
-		snap := load(t, store)
-		recreate(store, to)
-		before, _ := store.List(ctx, "", "")
-		_, err := deltalog.CommitAppend(ctx, store, snap, deltalog.AppendCommit{AppID: "me", AppVersion: 1}, nil)
-		var re *deltalog.TableReplacedError
-		if !errors.As(err, &re) || !errors.Is(err, deltalog.ErrTableReplaced) || re.OldID != "t1" || re.NewID != "t2" ||
-			re.OldVersion != 2 || re.NewVersion != to || re.Snapshot == nil || re.Snapshot.Version != to {
-			t.Fatalf("new table at %d: err = %v (%+v)", to, err, re)
-		}
-		if after, _ := store.List(ctx, "", ""); len(after) != len(before) {
-			t.Fatalf("new table at %d: something was written: %v", to, after)
-		}
-		// Update reports it too rather than mixing the two tables.
-		if _, err := snap.Update(ctx, store); !errors.As(err, &re) {
-			t.Fatalf("Update: %v", err)
-		}
+		t.Run(fmt.Sprintf("new table at %d", to), func(t *testing.T) {
+			testRefusesReplacedTable(t, to, func(deltalog.Store, *deltalog.Snapshot) *deltalog.CommitOptions { return nil })
+		})
+		// The same with the check started ahead (as the sink does while
+		// its files upload) and no catch-up before the put.
+		t.Run(fmt.Sprintf("new table at %d, head checked ahead", to), func(t *testing.T) {
+			testRefusesReplacedTable(t, to, func(store deltalog.Store, snap *deltalog.Snapshot) *deltalog.CommitOptions {
+				return &deltalog.CommitOptions{Head: snap.CheckHead(ctx, store), SkipCatchUp: true}
+			})
+		})
 	}
 	t.Run("table gone", func(t *testing.T) {
 		store := newTable(t)
@@ -58,6 +50,47 @@ func TestCommitAppendRefusesReplacedTable(t *testing.T) {
 			t.Fatalf("err = %v", err)
 		}
 	})
+}
+
+// A check started on another snapshot stands for nothing: CommitAppend
+// checks the head of the snapshot it commits on itself.
+func TestCommitAppendIgnoresAnotherSnapshotsHeadCheck(t *testing.T) {
+	store := newTable(t)
+	putCommit(store, 1, `{"commitInfo":{"txnId":"a"}}`)
+	snap := load(t, store)
+	recreate(store, 3)
+	other := newTable(t)
+	check := load(t, other).CheckHead(ctx, other)
+	if fresh, err := check.Wait(); fresh != nil || err != nil {
+		t.Fatalf("the other table's check: %v, %v", fresh, err)
+	}
+	_, err := deltalog.CommitAppend(ctx, store, snap, deltalog.AppendCommit{}, &deltalog.CommitOptions{Head: check, SkipCatchUp: true})
+	if !errors.Is(err, deltalog.ErrTableReplaced) {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func testRefusesReplacedTable(t *testing.T, to int64, opts func(deltalog.Store, *deltalog.Snapshot) *deltalog.CommitOptions) {
+	t.Helper()
+	store := newTable(t)
+	putCommit(store, 1, `{"commitInfo":{"txnId":"a"}}`)
+	putCommit(store, 2, `{"commitInfo":{"txnId":"b"}}`)
+	snap := load(t, store)
+	recreate(store, to)
+	before, _ := store.List(ctx, "", "")
+	_, err := deltalog.CommitAppend(ctx, store, snap, deltalog.AppendCommit{AppID: "me", AppVersion: 1}, opts(store, snap))
+	var re *deltalog.TableReplacedError
+	if !errors.As(err, &re) || !errors.Is(err, deltalog.ErrTableReplaced) || re.OldID != "t1" || re.NewID != "t2" ||
+		re.OldVersion != 2 || re.NewVersion != to || re.Snapshot == nil || re.Snapshot.Version != to {
+		t.Fatalf("new table at %d: err = %v (%+v)", to, err, re)
+	}
+	if after, _ := store.List(ctx, "", ""); len(after) != len(before) {
+		t.Fatalf("new table at %d: something was written: %v", to, after)
+	}
+	// Update reports it too rather than mixing the two tables.
+	if _, err := snap.Update(ctx, store); !errors.As(err, &re) {
+		t.Fatalf("Update: %v", err)
+	}
 }
 
 // A winning commit that carries another table's metaData.id is not a
