@@ -292,12 +292,19 @@ func TestBackgroundPanicPoisonsInstance(t *testing.T) {
 	if err := sdk.Consume(h, jsonBatch(`1`)); err != nil {
 		t.Fatal(err)
 	}
+	// The goroutine's own defers (the probe's close) run before the SDK's
+	// recover, so the first Consume can return before the panic was
+	// handled: wait for the line, which the SDK logs after poisoning.
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(logs.String(), "ERROR background goroutine panicked") {
+		if time.Now().After(deadline) {
+			t.Fatalf("logs %q", logs.String())
+		}
+		time.Sleep(time.Millisecond)
+	}
 	err := sdk.Consume(h, jsonBatch(`1`))
 	if sdk.StatusOf(err) != sdk.StatusFatal || !strings.Contains(err.Error(), "bg boom") {
 		t.Fatalf("%v", err)
-	}
-	if !strings.Contains(logs.String(), "ERROR background goroutine panicked") {
-		t.Fatalf("logs %q", logs.String())
 	}
 }
 
