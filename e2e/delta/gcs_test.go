@@ -3,15 +3,11 @@ package delta_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"cloud.google.com/go/storage"
-	"google.golang.org/api/iterator"
 
 	"github.com/picomq/heavy-sinks/shared/hostdriver"
 	"github.com/picomq/heavy-sinks/shared/testenv/services"
@@ -46,7 +42,6 @@ func createInGCS(t *testing.T, svc services.Services, script, bucket, prefix str
 	dir := filepath.Join(t.TempDir(), "table")
 	py(t, script, fileURI(dir))
 	c := svc.GCSClient(t)
-	defer c.Close()
 	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
@@ -56,11 +51,7 @@ func createInGCS(t *testing.T, svc services.Services, script, bucket, prefix str
 			return err
 		}
 		rel, _ := filepath.Rel(dir, p)
-		w := c.Bucket(bucket).Object(prefix + "/" + filepath.ToSlash(rel)).NewWriter(context.Background())
-		if _, err := w.Write(data); err != nil {
-			return err
-		}
-		return w.Close()
+		return c.Upload(context.Background(), bucket, prefix+"/"+filepath.ToSlash(rel), data, false)
 	})
 	if err != nil {
 		t.Fatalf("upload table: %v", err)
@@ -70,19 +61,12 @@ func createInGCS(t *testing.T, svc services.Services, script, bucket, prefix str
 
 func gcsObjects(t *testing.T, svc services.Services, bucket, prefix string) []string {
 	t.Helper()
-	c := svc.GCSClient(t)
-	defer c.Close()
-	var names []string
-	it := c.Bucket(bucket).Objects(context.Background(), &storage.Query{Prefix: prefix})
-	for {
-		o, err := it.Next()
-		if errors.Is(err, iterator.Done) {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		names = append(names, strings.TrimPrefix(o.Name, prefix))
+	names, err := svc.GCSClient(t).List(context.Background(), bucket, prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, n := range names {
+		names[i] = strings.TrimPrefix(n, prefix)
 	}
 	return names
 }

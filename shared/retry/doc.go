@@ -7,7 +7,8 @@
 // (the Redshift sink wraps COPY, INSERT and TRUNCATE). Do not use it for
 // object-store calls: the Redshift sink never retries those (its spec, see
 // shared/s3client's NoRetries), and the Delta sink's stores use their SDKs'
-// bounded policies (objstore's GCS uploads repeat that policy by hand).
+// bounded policies (objstore's GCS backend, which has no SDK, has its own
+// bounded loop).
 // Do's backoff is linear, Delay*n, because the Redshift spec defines
 // retry_delay that way. The waits themselves come from shared/retry/backoff,
 // the project's one backoff, which every other retry loop uses too (it

@@ -18,5 +18,7 @@
 //
 // Files: store.go (the interface and Open), location.go (ParseLocation,
 // URIError), options.go (Options, Validate, OptionError), local.go, s3.go
-// (its client comes from shared/s3client), azure.go, gcs.go.
+// (its client comes from shared/s3client), azure.go, gcs.go (the JSON API
+// over net/http, no client library) with gcs_http.go (its requests,
+// retries, errors, tokens and name escaping).
 package objstore

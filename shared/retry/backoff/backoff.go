@@ -5,7 +5,7 @@
 // Use it wherever the project tries something again: the Redshift sink's
 // SQL statements (shared/retry.Do, linear as its spec defines retry_delay),
 // the runtime's redelivery of a batch (connect/pipeline), the Delta sink's
-// GCS uploads and its re-read of a commit a store has just said exists
+// GCS requests and its re-read of a commit a store has just said exists
 // (deltalog, which may import nothing that does I/O: this package imports
 // only the standard library, and that is why it lives apart from
 // shared/retry, whose SQLSTATE classifier needs pgconn).

@@ -14,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"cloud.google.com/go/storage"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/streaming"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
@@ -27,7 +26,6 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"google.golang.org/api/googleapi"
 
 	"github.com/picomq/heavy-sinks/shared/testenv/services"
 )
@@ -264,24 +262,22 @@ func TestGCSBucketIsRemovedAndHonoursGenerationMatch(t *testing.T) {
 	svc := services.RequireGCS(t)
 	ctx := context.Background()
 	c := svc.GCSClient(t)
-	defer c.Close()
 	var name string
 	t.Run("inner", func(t *testing.T) {
 		name = svc.NewGCSBucket(t)
-		put := func() error {
-			w := c.Bucket(name).Object("a/1").If(storage.Conditions{DoesNotExist: true}).NewWriter(ctx)
-			w.Write([]byte("v"))
-			return w.Close()
-		}
+		put := func() error { return c.Upload(ctx, name, "a/1", []byte("v"), true) }
 		if err := put(); err != nil {
 			t.Fatal(err)
 		}
-		var ge *googleapi.Error
-		if err := put(); !errors.As(err, &ge) || ge.Code != 412 {
+		var ge *services.GCSError
+		if err := put(); !errors.As(err, &ge) || ge.Status != 412 {
 			t.Fatalf("second conditional upload: %v", err)
 		}
+		if names, err := c.List(ctx, name, "a/"); err != nil || len(names) != 1 || names[0] != "a/1" {
+			t.Fatalf("list: %v %v", names, err)
+		}
 	})
-	if _, err := c.Bucket(name).Attrs(ctx); !errors.Is(err, storage.ErrBucketNotExist) {
+	if ok, err := c.BucketExists(ctx, name); ok || err != nil {
 		t.Fatalf("bucket %s still exists after cleanup: %v", name, err)
 	}
 }
