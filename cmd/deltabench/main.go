@@ -42,6 +42,7 @@ var (
 	batches   = flag.Int("batches", 200, "batches per target")
 	batchSize = flag.Int("batch-size", 1000, "records per batch")
 	targets   = flag.String("targets", "file,s3", "comma-separated: file, s3")
+	workDir   = flag.String("dir", "", "parent of the work directory where the file:// tables go (default $TMPDIR; make: BENCH_DIR)")
 	withRS    = flag.Bool("delta-rs", true, "also run delta-rs on the same batches")
 	cpuprof   = flag.String("cpuprofile", "", "directory: a profiling build of the library (-tags picomqprof, docs/delta.md) writes DIR/<target>.pprof")
 )
@@ -92,7 +93,18 @@ func run() error {
 		return fmt.Errorf("pyenv: %w", err)
 	}
 	python := strings.TrimSpace(string(py))
-	work, err := os.MkdirTemp("", "deltabench")
+	if *workDir != "" {
+		// Absolute: the tables' file:// URIs are made from it.
+		abs, err := filepath.Abs(*workDir)
+		if err != nil {
+			return err
+		}
+		if err := os.MkdirAll(abs, 0o777); err != nil {
+			return err
+		}
+		*workDir = abs
+	}
+	work, err := os.MkdirTemp(*workDir, "deltabench")
 	if err != nil {
 		return err
 	}
@@ -188,9 +200,10 @@ type result struct {
 	// Ours only: the host process's CPU (user+sys, all threads, from open
 	// to close, the background checkpointer included) and the plugin's
 	// "fsyncs" metric (-1 when the library does not report it).
-	hostCPU time.Duration
-	fsyncs  int64
-	batches int
+	hostCPU           time.Duration // hostUser + hostSys
+	hostUser, hostSys time.Duration
+	fsyncs            int64
+	batches           int
 	// requests: the sink's storage_*_requests metrics over the batches
 	// (table open excluded), with its commits and files_written.
 	requests map[string]float64
@@ -212,8 +225,9 @@ func (r result) printCPU(target string) {
 	if r.hostCPU <= 0 {
 		return
 	}
-	fmt.Printf("  host CPU (%s): %.2f µs/record, %.0f records per CPU-second", target,
-		float64(r.hostCPU.Nanoseconds())/1e3/float64(r.records), float64(r.records)/r.hostCPU.Seconds())
+	perRecord := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 / float64(r.records) }
+	fmt.Printf("  host CPU (%s): %.2f µs/record (user %.2f, system %.2f), %.0f records per CPU-second", target,
+		perRecord(r.hostCPU), perRecord(r.hostUser), perRecord(r.hostSys), float64(r.records)/r.hostCPU.Seconds())
 	if r.fsyncs >= 0 {
 		fmt.Printf(", %.2f fsyncs/batch", float64(r.fsyncs)/float64(r.batches))
 	}
@@ -243,7 +257,7 @@ func runOurs(dist string, cfg map[string]any, data [][]hostdriver.Record, opts .
 	if err != nil {
 		return r, err
 	}
-	cpu0, err := hostdriver.ProcessCPU(h.Pid())
+	user0, sys0, err := hostdriver.ProcessUserSys(h.Pid())
 	if err != nil {
 		return r, err
 	}
@@ -272,11 +286,12 @@ func runOurs(dist string, cfg map[string]any, data [][]hostdriver.Record, opts .
 	if err := inst.Close(); err != nil {
 		return r, err
 	}
-	cpu1, err := hostdriver.ProcessCPU(h.Pid())
+	user1, sys1, err := hostdriver.ProcessUserSys(h.Pid())
 	if err != nil {
 		return r, err
 	}
-	r.hostCPU = cpu1 - cpu0
+	r.hostUser, r.hostSys = user1-user0, sys1-sys0
+	r.hostCPU = r.hostUser + r.hostSys
 	return r, nil
 }
 

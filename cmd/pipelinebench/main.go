@@ -55,6 +55,7 @@ var (
 	batches     = flag.Int("batches", 100, "batches per target")
 	batchSize   = flag.Int("batch-size", 1000, "records per batch (the definition's batch_length)")
 	targets     = flag.String("targets", "file,s3", "comma-separated: file, s3")
+	workDir     = flag.String("dir", "", "parent of the work directory where the file:// tables go (default $TMPDIR; make: BENCH_DIR)")
 	steady      = flag.Duration("steady", 10*time.Second, "length of the fixed-rate phase (0: skip)")
 	rateShare   = flag.Float64("rate", 0.5, "fixed rate as a share of the measured capacity")
 	connectBin  = flag.String("connect", "", "picomq-connect binary (default: dist/picomq-connect)")
@@ -92,7 +93,18 @@ func run() error {
 		return fmt.Errorf("pyenv: %w", err)
 	}
 	python := strings.TrimSpace(string(py))
-	work, err := os.MkdirTemp("", "pipelinebench")
+	if *workDir != "" {
+		// Absolute: the tables' file:// URIs are made from it.
+		abs, err := filepath.Abs(*workDir)
+		if err != nil {
+			return err
+		}
+		if err := os.MkdirAll(abs, 0o777); err != nil {
+			return err
+		}
+		*workDir = abs
+	}
+	work, err := os.MkdirTemp(*workDir, "pipelinebench")
 	if err != nil {
 		return err
 	}
