@@ -4,11 +4,18 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -122,5 +129,95 @@ func TestS3RecreatedTableIsNoticed(t *testing.T) {
 				}
 			}, versions)
 		})
+	}
+}
+
+// The check that the log still ends where the sink's snapshot does must come
+// after the batch's files are uploaded, right before the commit's put: a
+// table replaced while a batch uploads would otherwise get our commit on top
+// of its own log, past its end, and the batch acknowledged. A proxy in front
+// of MinIO holds the batch's first data-file upload until the sink has read
+// the commit its snapshot ended on (at most 2 s: a sink that checks only
+// after uploading never reads it first), replaces the table's log with a new
+// table's (version 0, another id), and lets the upload go on.
+func TestTableReplacedWhileABatchUploadsIsNoticed(t *testing.T) {
+	svc := services.Require(t)
+	bucket := svc.NewBucket(t)
+	cfg := minio(t, svc)
+	uri := "s3://" + bucket + "/events"
+	py(t, createEvents, uri)
+	oldID := tableID(t, uri)
+	client := svc.S3Client()
+	ctx := context.Background()
+	obj, err := client.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String("events/_delta_log/00000000000000000000.json")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v0, err := io.ReadAll(obj.Body)
+	obj.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const newID = "00000000-0000-4000-8000-00000000feed"
+	replacement := strings.Replace(string(v0), oldID, newID, 1)
+
+	target, err := url.Parse(svc.S3Endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	watching, replaced := false, false
+	headRead := make(chan struct{})
+	var headOnce sync.Once
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		if watching && r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/_delta_log/00000000000000000003.json") {
+			headOnce.Do(func() { close(headRead) })
+		}
+		hold := watching && !replaced && r.Method == http.MethodPut && strings.HasSuffix(r.URL.Path, ".parquet")
+		if hold {
+			replaced = true
+		}
+		mu.Unlock()
+		if hold {
+			select {
+			case <-headRead:
+			case <-time.After(2 * time.Second):
+			}
+			keys, err := services.Keys(ctx, client, bucket, "events/_delta_log/")
+			if err != nil {
+				t.Error(err)
+			}
+			for _, k := range keys {
+				if _, err := client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(bucket), Key: aws.String(k)}); err != nil {
+					t.Error(err)
+				}
+			}
+			if _, err := client.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(bucket),
+				Key: aws.String("events/_delta_log/00000000000000000000.json"), Body: strings.NewReader(replacement)}); err != nil {
+				t.Error(err)
+			}
+		}
+		proxy.ServeHTTP(w, r) // the Host header stays the proxy's: the request's signature covers it
+	}))
+	defer srv.Close()
+
+	inst := newHarness(t).open("ev", with(cfg, "table_uri", uri, "aws_s3_endpoint_url", srv.URL))
+	for n := range 3 {
+		consume(t, inst, events("events", n*2, 2)) // versions 1..3
+	}
+	mu.Lock()
+	watching = true
+	mu.Unlock()
+	wantStatus(t, inst.Consume(events("events", 6, 2)), hostdriver.StatusRetry, "was replaced", oldID, newID)
+	mu.Lock()
+	if !replaced {
+		t.Fatal("the proxy never replaced the table")
+	}
+	mu.Unlock()
+	keys, err := services.Keys(ctx, client, bucket, "events/_delta_log/")
+	if err != nil || len(keys) != 1 {
+		t.Fatalf("the new table's log: %v (%v), want only its version 0", keys, err)
 	}
 }

@@ -21,7 +21,7 @@ func storageRequests(t *testing.T, h uint64) requestCounts {
 // A batch written by the only writer costs its data files and one
 // conditional put of the commit, plus one get: the check that the log still
 // holds the commit the snapshot ended on (a table replaced under the sink),
-// made while the files upload. Nothing lists the log. When another writer
+// made after the files are stored. Nothing lists the log. When another writer
 // commits, the lost race reads the winner, and the next batch also reads by
 // name what others committed since before its put, until a batch finds
 // nobody else wrote.

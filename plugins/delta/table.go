@@ -316,11 +316,13 @@ func (t *table) commit(ctx context.Context, b *sdk.Batch, records []sdk.Record, 
 		t.sink.stats.empty.Add(empty)
 		return nil
 	}
-	// Each file starts uploading as soon as it is encoded, and the check
-	// that the log still holds our snapshot's head (a table replaced under
-	// us) runs alongside: the commit waits for both, not for each in turn.
+	// Each file starts uploading as soon as it is encoded. The check that
+	// the log still holds our snapshot's head (a table replaced under us)
+	// comes after them, in CommitAppend: run alongside, it proved only
+	// that the log was ours when the batch began, and a table replaced
+	// while the files uploaded got our commit past its end
+	// (TestTableReplacedWhileABatchUploadsIsNoticed).
 	now := time.Now()
-	head := t.snap.CheckHead(ctx, t.store)
 	up := newUploads(ctx, t.store)
 	files, err := enc.Flush(up.open)
 	written, uerr := up.wait()
@@ -352,7 +354,7 @@ func (t *table) commit(ctx context.Context, b *sdk.Batch, records []sdk.Record, 
 		}
 	}
 	res, err := deltalog.CommitAppend(ctx, t.store, t.snap, add, &deltalog.CommitOptions{
-		LostRace: func(int64) { t.sink.stats.conflicts.Add(1) }, Head: head, SkipCatchUp: t.alone})
+		LostRace: func(int64) { t.sink.stats.conflicts.Add(1) }, SkipCatchUp: t.alone})
 	// Catch up with other writers' commits before the put only while there
 	// are any: alone, that read always answers not-found.
 	t.alone = err == nil && !res.AlreadyCommitted && res.Attempts == 1 && res.Version == t.snap.Version+1

@@ -338,41 +338,11 @@ type CommitOptions struct {
 	// LostRace, when set, is called for every race lost to another commit
 	// (version is the one we did not get), whatever the outcome.
 	LostRace func(version int64)
-	// Head, when it was started on the snapshot being committed on, is
-	// that snapshot's replaced-table check, already under way: CommitAppend
-	// waits for its answer instead of making the check itself. Started when
-	// the data files start uploading, it costs the commit no latency.
-	Head *HeadCheck
 	// SkipCatchUp leaves out the reads by name of the commits made since
 	// the snapshot before the first put (a GET that answers not-found when
 	// nobody else writes). A writer that has seen no other writer's commit
 	// lately sets it; a lost race still reads the winners.
 	SkipCatchUp bool
-}
-
-// HeadCheck is Snapshot.VerifyHead run in the background (CheckHead).
-type HeadCheck struct {
-	snap  *Snapshot
-	done  chan struct{}
-	fresh *Snapshot
-	err   error
-}
-
-// CheckHead starts s.VerifyHead in the background, for CommitOptions.Head.
-// It reads only what VerifyHead reads and never changes s.
-func (s *Snapshot) CheckHead(ctx context.Context, store Store) *HeadCheck {
-	h := &HeadCheck{snap: s, done: make(chan struct{})}
-	go func() {
-		defer close(h.done)
-		h.fresh, h.err = s.VerifyHead(ctx, store)
-	}()
-	return h
-}
-
-// Wait returns VerifyHead's answer once it is in.
-func (h *HeadCheck) Wait() (*Snapshot, error) {
-	<-h.done
-	return h.fresh, h.err
 }
 
 // CommitResult is the outcome of CommitAppend.
@@ -395,8 +365,7 @@ type CommitResult struct {
 }
 
 // CommitAppend commits c on top of s with optimistic concurrency: check
-// that the log still holds s's head (VerifyHead, or the caller's HeadCheck
-// started ahead), read by name the commits made since s (unless
+// that the log still holds s's head (VerifyHead), read by name the commits made since s (unless
 // SkipCatchUp), prepare, put-if-absent, and on a lost race read the winning
 // commits by name, resolve, and retry at the next version at once. The log
 // is never listed on this path: a listing taken while another writer
@@ -428,13 +397,9 @@ func CommitAppend(ctx context.Context, store Store, s *Snapshot, c AppendCommit,
 	// Version s.Version+1 may only be put on top of the commit s was read
 	// from: after the table was deleted and created again it would land on
 	// another table's log, past its end.
-	var fresh *Snapshot
-	var err error
-	if opts != nil && opts.Head != nil && opts.Head.snap == s {
-		fresh, err = opts.Head.Wait()
-	} else {
-		fresh, err = s.VerifyHead(ctx, store)
-	}
+	// The check is made here, after the caller uploaded the data files:
+	// made earlier, it would not cover a table replaced meanwhile.
+	fresh, err := s.VerifyHead(ctx, store)
 	if err != nil {
 		return nil, err
 	}
