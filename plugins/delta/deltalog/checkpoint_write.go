@@ -445,7 +445,7 @@ func typedNode(t DataType) parquet.Node {
 		case t.Precision <= 18:
 			return parquet.Decimal(t.Scale, t.Precision, parquet.Int64Type)
 		default:
-			return parquet.Decimal(t.Scale, t.Precision, parquet.FixedLenByteArrayType(decimalWidth(t.Precision)))
+			return parquet.Decimal(t.Scale, t.Precision, SignedFixedLenByteArrayType(decimalWidth(t.Precision)))
 		}
 	case PrimitiveType:
 		switch t {

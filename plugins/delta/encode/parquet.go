@@ -9,6 +9,8 @@ import (
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/compress"
 	"github.com/parquet-go/parquet-go/encoding"
+
+	"github.com/picomq/heavy-sinks/plugins/delta/deltalog"
 )
 
 // parquetSchema builds the file schema from the node tree. parquet.Group is a
@@ -72,7 +74,7 @@ func (b schemaBuilder) node(n *node) parquet.Node {
 		case n.precision <= 18:
 			pn = parquet.Decimal(n.scale, n.precision, parquet.Int64Type)
 		default:
-			pn = parquet.Decimal(n.scale, n.precision, parquet.FixedLenByteArrayType(decimalBytes(n.precision)))
+			pn = parquet.Decimal(n.scale, n.precision, deltalog.SignedFixedLenByteArrayType(decimalBytes(n.precision)))
 		}
 	case kStruct:
 		pn = b.structGroup(n)
