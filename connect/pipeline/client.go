@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -18,6 +19,23 @@ import (
 // PatternRefresh is how often a block's pattern is matched against the
 // broker's topic list again: the spec's two seconds.
 const PatternRefresh = 2 * time.Second
+
+// records lends kgo the Record slices it decodes fetched batches into.
+// The consumer recycles a batch's records once its offset is committed,
+// so a steady stream allocates (and the GC scans) no Record per record.
+var records = &recordPool{}
+
+type recordPool struct{ p sync.Pool }
+
+func (rp *recordPool) GetRecords(n int) []kgo.Record {
+	if s, ok := rp.p.Get().(*[]kgo.Record); ok && cap(*s) >= n {
+		return (*s)[:0]
+	}
+	return make([]kgo.Record, 0, n)
+}
+
+// PutRecords takes back a slice whose records kgo has zeroed.
+func (rp *recordPool) PutRecords(s []kgo.Record) { rp.p.Put(&s) }
 
 // clientOpts maps a [[topics]] block to kgo options: its group, its
 // subscription, where a new group starts, and its properties.
@@ -33,6 +51,7 @@ func clientOpts(brokers []string, t definition.Topic) ([]kgo.Opt, error) {
 		// Rebalance callbacks run between our polls, never while a batch
 		// is being delivered and committed.
 		kgo.BlockRebalanceOnPoll(),
+		kgo.WithPools(records),
 	)
 	if t.Pattern != "" {
 		// With ConsumeRegex every topic is a pattern: named topics are

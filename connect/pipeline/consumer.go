@@ -43,6 +43,7 @@ type consumer struct {
 	log  *slog.Logger
 
 	attempts map[tp]mark // survives rewinds
+	scratch  scratch
 
 	mu      sync.Mutex // the loop holds it while it buffers and delivers; revocations take it
 	buckets map[tp]*bucket
@@ -209,6 +210,13 @@ func (c *consumer) flush(work context.Context, now time.Time, failed **tp) error
 				return err
 			}
 			c.commit(work, b.recs[n-1])
+			// Committed: nothing holds these records any more (the
+			// plugin's frame and the dead letters are written), so
+			// kgo may decode the next fetch into them.
+			for _, r := range b.recs[:n] {
+				r.Recycle()
+			}
+			clear(b.recs[:n])
 			b.recs = b.recs[n:]
 		}
 		if len(b.recs) == 0 {

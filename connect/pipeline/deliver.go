@@ -107,6 +107,14 @@ func (e *StopError) Unwrap() error { return e.Err }
 // committed offsets: the plugin's process died with a batch in flight.
 var errRewind = errors.New("rewind to the committed offsets")
 
+// scratch holds the slices every batch of a consumer is decoded into. A
+// consumer delivers one batch at a time, and the host driver copies a
+// batch into its frame before Consume returns, so they are reused.
+type scratch struct {
+	records []hostdriver.Record
+	sent    []int
+}
+
 // rejected is a record that will never be written, on its way to the
 // dead-letter topic.
 type rejected struct {
@@ -121,10 +129,12 @@ type rejected struct {
 // payload that fails the check stops the batch, or, with tolerant set, is
 // left out of the batch and returned in bad; sent maps the batch's records
 // back to recs.
-func decode(schema definition.Schema, recs []*kgo.Record, tolerant, pluginChecks bool) (b hostdriver.Batch, sent []int, bad []rejected, err error) {
+// The batch's records and sent are built in sc's slices.
+func decode(schema definition.Schema, recs []*kgo.Record, tolerant, pluginChecks bool, sc *scratch) (b hostdriver.Batch, sent []int, bad []rejected, err error) {
 	b = hostdriver.Batch{Topic: recs[0].Topic, Partition: uint32(recs[0].Partition), Schema: string(schema),
-		Records: make([]hostdriver.Record, 0, len(recs))}
-	sent = make([]int, 0, len(recs))
+		Records: sc.records[:0]}
+	sent = sc.sent[:0]
+	defer func() { sc.records, sc.sent = b.Records, sent }()
 	for i, r := range recs {
 		var derr error
 		switch schema {
@@ -170,7 +180,7 @@ func (c *consumer) deliver(ctx context.Context, recs []*kgo.Record) error {
 	d := Delivery{Sink: c.s.def.Key, Topic: k.topic, Partition: k.partition, First: first.Offset, Last: last.Offset, Records: len(recs)}
 	tolerant := c.t.ErrorsTolerance == definition.ToleranceAll
 	pc, ok := c.s.out.(PayloadChecker)
-	b, sent, bad, err := decode(c.t.Schema, recs, tolerant, ok && pc.ChecksPayloads(string(c.t.Schema)))
+	b, sent, bad, err := decode(c.t.Schema, recs, tolerant, ok && pc.ChecksPayloads(string(c.t.Schema)), &c.scratch)
 	if err != nil {
 		d.Outcome, d.Err = Invalid, err
 		c.s.cfg.Observer.Delivered(d)
