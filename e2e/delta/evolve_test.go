@@ -250,3 +250,29 @@ func TestAddColumnsKeepsRejectionsAcrossReplay(t *testing.T) {
 		t.Fatalf("rows %v", rows)
 	}
 }
+
+// The checkpoint the sink writes after adding columns carries the evolved
+// metaData: delta-rs reading the (partitioned) table through it alone sees
+// the columns and the partitioning.
+func TestAddColumnsCheckpointCarriesTheNewSchema(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "regions")
+	uri := fileURI(dir)
+	py(t, createRegions, uri, `{"delta.checkpointInterval": "2"}`)
+	inst := newHarness(t).open("ev", evolveConfig(uri))
+	consume(t, inst, jsonBatch("ev", 0, `{"id":0,"region":"eu","a":1}`))
+	consume(t, inst, jsonBatch("ev", 1, `{"id":1,"region":"us","b":[true]}`))
+	waitForFile(t, checkpointFile(dir, 2))
+	cp := copyTable(t, dir)
+	for _, v := range []string{"00000000000000000000.json", "00000000000000000001.json"} {
+		if err := os.Remove(filepath.Join(cp, "_delta_log", v)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := tableSchema(t, fileURI(cp)); got != "id: int64\nregion: string\nbody: string\na: int64\nb: list<element: bool>" {
+		t.Fatalf("schema through the checkpoint\n%s", got)
+	}
+	rows := readRows(t, fileURI(cp), "id")
+	if len(rows) != 2 || rows[0]["a"] != 1.0 || rows[0]["region"] != "eu" || sprintf("%v", rows[1]["b"]) != "[true]" || rows[1]["region"] != "us" {
+		t.Fatalf("rows %v", rows)
+	}
+}
