@@ -15,6 +15,7 @@ type Config struct {
 	StorageBackendType string `config:"storage_backend_type" doc:"s3, azure or gcs. Enables the matching group of keys. When absent no storage options are passed and the URI has to work on its own, as file:// paths do"`
 	ExactlyOnce        bool   `config:"exactly_once" default:"true" doc:"Record the last offset of every commit in a Delta txn action and skip records at or below it on replay. false appends replays again"`
 	SkipEmptyPayloads  bool   `config:"skip_empty_payloads" default:"false" doc:"Skip records with an empty payload (tombstones on compacted topics), counted in empty_payloads_skipped. false fails the batch naming the record's offset, as for any payload that is not a JSON object"`
+	SchemaEvolution    string `config:"schema_evolution" default:"none" doc:"none: top-level fields the table lacks are ignored, counted in fields_ignored and each new name logged once. add_columns: such a field becomes a new nullable column, typed from the batch's values (integer long, other number double, string, boolean, object struct, array array) and added by the commit that holds the batch; a field the batch gives two types, or none but an empty array or object, fails the batch; one that is only null waits for a batch that types it. See docs/delta.md, Schema evolution"`
 
 	AWSAccessKey   string `config:"aws_s3_access_key,secret" doc:"S3 access key. Set both keys or neither; neither uses the standard AWS credential chain"`
 	AWSSecretKey   string `config:"aws_s3_secret_key,secret" doc:"S3 secret key"`
@@ -37,7 +38,23 @@ type Config struct {
 const (
 	keyTableURI           = "table_uri"
 	keyStorageBackendType = "storage_backend_type"
+	keySchemaEvolution    = "schema_evolution"
 )
+
+// schema_evolution values.
+const (
+	evolveNone       = "none"
+	evolveAddColumns = "add_columns"
+)
+
+// checkSchemaEvolution validates schema_evolution.
+func (c *Config) checkSchemaEvolution() error {
+	switch c.SchemaEvolution {
+	case "", evolveNone, evolveAddColumns:
+		return nil
+	}
+	return sdk.BadConfigf("plugin_config key %q: %q is not one of %s, %s", keySchemaEvolution, c.SchemaEvolution, evolveNone, evolveAddColumns)
+}
 
 // storageKeys names each storage option by its config key: objstore reports
 // which option is wrong, the sink says it in its users' words.

@@ -56,13 +56,27 @@ type counters struct {
 	fsyncs atomic.Int64
 	// warned holds the topics whose first unmatched record was logged.
 	warned sync.Map
+	// ignored: top-level fields of committed records that name no column
+	// (occurrences); added: columns added by schema_evolution.
+	ignored, added atomic.Int64
+	// ignoredNames holds the (table, field name) pairs logged as ignored,
+	// up to maxIgnoredNames of them; nIgnoredNames counts them.
+	ignoredNames  sync.Map
+	nIgnoredNames atomic.Int64
 }
+
+// maxIgnoredNames bounds the ignored field names the sink remembers (and
+// logs): a producer that puts ids in field names must not grow it forever.
+const maxIgnoredNames = 1000
 
 // Open validates the storage settings and, for a table_uri without
 // placeholders, opens the table at once.
 func (s *Sink) Open(ctx context.Context, cfg *Config, host *sdk.Host) error {
 	storage, err := cfg.storageOptions()
 	if err != nil {
+		return err
+	}
+	if err := cfg.checkSchemaEvolution(); err != nil {
 		return err
 	}
 	tmpl, err := template.Parse(cfg.TableURI)
@@ -149,6 +163,8 @@ func (s *Sink) Metrics() map[string]any {
 		"batches_replayed":       s.stats.replays.Load(),
 		"commit_conflicts":       s.stats.conflicts.Load(),
 		"records_unmatched":      s.stats.unmatched.Load(),
+		"fields_ignored":         s.stats.ignored.Load(),
+		"columns_added":          s.stats.added.Load(),
 		"empty_payloads_skipped": s.stats.empty.Load(),
 		"fsyncs":                 s.stats.fsyncs.Load(),
 	}

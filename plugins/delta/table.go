@@ -120,14 +120,20 @@ func (t *table) replaced(ctx context.Context, r *deltalog.TableReplacedError) er
 // encoder returns the encoder for the current snapshot's definition,
 // building a new one when the schema, partitioning or stats settings moved.
 func (t *table) encoder() (*encode.Encoder, error) {
-	m := &t.snap.Metadata
+	return t.encoderFor(&t.snap.Metadata, t.snap.Schema)
+}
+
+// encoderFor returns the encoder for a table definition (metaData and its
+// parsed schema), the cached one when the definition is the same.
+func (t *table) encoderFor(m *deltalog.Metadata, schema *deltalog.StructType) (*encode.Encoder, error) {
 	key := m.SchemaString + "\x00" + strings.Join(m.PartitionColumns, "\x00") + "\x00" +
 		m.Configuration["delta.dataSkippingStatsColumns"] + "\x00" + m.Configuration["delta.dataSkippingNumIndexedCols"] + "\x00" +
 		m.Configuration["delta.dataSkippingStringPrefixLength"]
 	if t.enc != nil && t.encKey == key {
 		return t.enc, nil
 	}
-	enc, err := encode.New(t.snap.Schema, t.snap.PartitionColumns, encode.Options{Configuration: m.Configuration, CreatedBy: engineInfo()})
+	enc, err := encode.New(schema, m.PartitionColumns, encode.Options{Configuration: m.Configuration, CreatedBy: engineInfo(),
+		InferUnknown: t.sink.cfg.SchemaEvolution == evolveAddColumns})
 	if err != nil {
 		return nil, sdk.Fatalf("Delta table %s cannot be written by this sink: %v", t.uri, err)
 	}
@@ -281,32 +287,32 @@ func (t *table) commit(ctx context.Context, b *sdk.Batch, records []sdk.Record, 
 		return err
 	}
 	base := len(b.Records) - len(records) // records is b.Records[base:]
-	var empty, unmatched int64
-	firstUnmatched := uint64(0)
-	for i := range records {
-		r := &records[i]
-		if len(r.Payload) == 0 && t.sink.cfg.SkipEmptyPayloads {
-			// A tombstone carries nothing to write. The txn action still
-			// records the batch's last offset, so a replay skips it too.
-			empty++
-			continue
+	n, err := t.add(enc, b, records, base)
+	if err != nil {
+		return err
+	}
+	var ev *evolution
+	if t.sink.cfg.SchemaEvolution == evolveAddColumns {
+		if ev, err = t.evolve(enc, b); err != nil {
+			enc.Reset()
+			return err
 		}
-		if err := enc.Add(r.Payload, r.Offset); err != nil {
-			// A record that cannot fit the table is rejected alone when
-			// the host accepts that (ABI 1.1; Add left nothing of it
-			// behind); otherwise it fails the batch.
-			if reason, rerr, ok := rejectable(b.Topic, base+i, r.Payload, err); ok && b.Reject(base+i, reason, rerr) {
-				continue
+		if ev != nil {
+			// Encode the batch again against the evolved schema. The
+			// records the first pass rejected stay rejected (add skips
+			// them): new columns take every value of the records that
+			// fitted, and refuse none the old schema accepted.
+			enc.Reset()
+			if enc, err = t.encoderFor(ev.md, ev.schema); err != nil {
+				return err
 			}
-			return recordError(b.Topic, base+i, r.Payload, err)
-		}
-		if !enc.Matched() {
-			if unmatched == 0 {
-				firstUnmatched = r.Offset
+			if n, err = t.add(enc, b, records, base); err != nil {
+				return err
 			}
-			unmatched++
 		}
 	}
+	empty, unmatched, firstUnmatched := n.empty, n.unmatched, n.firstUnmatched
+	ignored := enc.Unknown() // read before Flush empties the encoder
 	if empty > 0 {
 		t.sink.host.Logger.Info("skipped records with an empty payload", "table", t.uri, "topic", b.Topic, "skipped", empty)
 	}
@@ -338,6 +344,9 @@ func (t *table) commit(ctx context.Context, b *sdk.Batch, records []sdk.Record, 
 	}
 
 	add := deltalog.AppendCommit{EngineInfo: engineInfo(), Now: now}
+	if ev != nil {
+		add.Metadata = ev.md
+	}
 	var nrec int64
 	var nbytes int64
 	for _, f := range files {
@@ -393,6 +402,10 @@ func (t *table) commit(ctx context.Context, b *sdk.Batch, records []sdk.Record, 
 				"table", t.uri, "topic", b.Topic, "offset", firstUnmatched, "records", unmatched)
 		}
 	}
+	if ev != nil {
+		t.added(ev, b.Topic, res.Version)
+	}
+	t.ignored(ignored, b.Topic)
 	t.sink.host.Logger.Debug("committed Delta table version", "table", t.uri, "version", res.Version, "topic", b.Topic,
 		"records", nrec, "files", len(files), "bytes", nbytes, "attempts", res.Attempts)
 	return nil

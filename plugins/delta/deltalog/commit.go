@@ -54,6 +54,13 @@ type AppendCommit struct {
 	// Info holds extra commitInfo keys, written as given. Keys commitInfo
 	// already has (timestamp, operation, ...) are refused.
 	Info map[string]json.RawMessage
+	// Metadata, when set, is a new metaData action committed with the
+	// files: a schema change that must land together with the data
+	// written against it (WithColumns builds one). It must keep the
+	// table's id and partition columns. A lost race to a winner that
+	// changed the metadata or protocol aborts (ConflictResolution), since
+	// ours was derived from the snapshot's.
+	Metadata *Metadata
 }
 
 // PreparedCommit is a commit file ready for PutIfAbsent.
@@ -123,7 +130,8 @@ func PrepareAppend(s *Snapshot, c AppendCommit) (*PreparedCommit, error) {
 		EngineInfo:          engine,
 		TxnID:               txnID,
 	}
-	*info.IsBlindAppend = true
+	// A commit that changes the schema is not a blind append.
+	*info.IsBlindAppend = c.Metadata == nil
 	for k, v := range c.Info {
 		if slices.Contains(commitInfoKnown, k) {
 			return nil, fmt.Errorf("deltalog: commitInfo key %q is the writer's own", k)
@@ -142,6 +150,12 @@ func PrepareAppend(s *Snapshot, c AppendCommit) (*PreparedCommit, error) {
 	info.Timestamp = &ts
 
 	actions := []Action{info}
+	if c.Metadata != nil {
+		if err := checkNewMetadata(s, c.Metadata); err != nil {
+			return nil, err
+		}
+		actions = append(actions, c.Metadata)
+	}
 	if c.AppID != "" {
 		lu := now.UnixMilli()
 		actions = append(actions, &Txn{AppID: c.AppID, Version: c.AppVersion, LastUpdated: &lu})

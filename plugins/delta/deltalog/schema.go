@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -363,4 +365,71 @@ func containsType(s *StructType, pred func(DataType) bool) bool {
 		return false
 	}
 	return in(s)
+}
+
+// WithColumns returns a copy of md whose schema has cols appended at the
+// top level, everything else (id, format, partition columns, configuration,
+// createdTime, name, description) kept as it is: the metaData action of an
+// append that adds columns. Names must be new: a name equal (ignoring case,
+// as Delta does) to an existing column is an error.
+func WithColumns(md *Metadata, cols []StructField) (*Metadata, error) {
+	schema, err := ParseSchema(md.SchemaString)
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range cols {
+		for _, f := range schema.Fields {
+			if strings.EqualFold(f.Name, c.Name) {
+				return nil, fmt.Errorf("deltalog: column %q already exists as %q", c.Name, f.Name)
+			}
+		}
+		schema.Fields = append(schema.Fields, c)
+	}
+	out := *md
+	if out.SchemaString, err = MarshalSchema(schema); err != nil {
+		return nil, err
+	}
+	// Both are written as [] and {} when empty, never null: readers
+	// (delta-rs) refuse a null.
+	out.PartitionColumns = append(make([]string, 0, len(md.PartitionColumns)), md.PartitionColumns...)
+	out.Configuration = maps.Clone(md.Configuration)
+	if out.Configuration == nil {
+		out.Configuration = map[string]string{}
+	}
+	out.Format.Options = maps.Clone(md.Format.Options)
+	if out.Format.Options == nil {
+		out.Format.Options = map[string]string{}
+	}
+	return &out, nil
+}
+
+// checkNewMetadata refuses a metaData action that would make an append
+// something else: another table (id), another partitioning, or a schema
+// that drops or changes a column of the snapshot's.
+func checkNewMetadata(s *Snapshot, md *Metadata) error {
+	switch {
+	case md.ID != s.Metadata.ID:
+		return fmt.Errorf("deltalog: new metaData has table id %s, the table is %s", md.ID, s.Metadata.ID)
+	case !slices.Equal(md.PartitionColumns, s.Metadata.PartitionColumns):
+		return fmt.Errorf("deltalog: new metaData changes the partition columns")
+	}
+	schema, err := ParseSchema(md.SchemaString)
+	if err != nil {
+		return err
+	}
+	old, err := ParseSchema(s.Metadata.SchemaString)
+	if err != nil {
+		return err
+	}
+	if len(schema.Fields) < len(old.Fields) {
+		return fmt.Errorf("deltalog: new metaData drops columns")
+	}
+	for i, f := range old.Fields {
+		a, _ := json.Marshal(schemaJSON(&StructType{Fields: []StructField{f}}))
+		b, _ := json.Marshal(schemaJSON(&StructType{Fields: schema.Fields[i : i+1]}))
+		if !bytes.Equal(a, b) {
+			return fmt.Errorf("deltalog: new metaData changes column %q", f.Name)
+		}
+	}
+	return nil
 }

@@ -21,6 +21,10 @@ type decoder struct {
 	// none is most likely meant for another table, or spelled differently
 	// (names match case-sensitively).
 	matched bool
+	// unknown lists the record's top-level fields that name no column;
+	// ukeys holds their names (unknown.go).
+	unknown []unknownRef
+	ukeys   []byte
 
 	num     decNum
 	scratch []byte   // unescaped keys and strings that are parsed, not stored
@@ -31,6 +35,7 @@ type decoder struct {
 func (d *decoder) reset(payload []byte, nrec int) {
 	d.buf, d.pos, d.depth, d.nrec = payload, 0, 0, nrec
 	d.matched = false
+	d.unknown, d.ukeys = d.unknown[:0], d.ukeys[:0]
 	d.seen = d.seen[:0]
 	d.marks = d.marks[:0]
 }
@@ -227,6 +232,7 @@ func (d *decoder) object(n *node, rep uint8) *valueError {
 				return d.expected("string for object key")
 			}
 			idx := -1
+			var key []byte
 			// Producers usually send keys in schema order: try the field
 			// after the last match first, comparing the raw bytes, which
 			// also skips scanning the key.
@@ -243,7 +249,7 @@ func (d *decoder) object(n *node, rep uint8) *valueError {
 				if err != nil {
 					return err
 				}
-				key := d.buf[start:end]
+				key = d.buf[start:end]
 				if esc {
 					d.scratch = unescape(d.scratch[:0], key)
 					key = d.scratch
@@ -260,8 +266,12 @@ func (d *decoder) object(n *node, rep uint8) *valueError {
 				return err
 			}
 			if idx < 0 {
+				start := d.pos
 				if err := d.skipValue(); err != nil {
 					return err
+				}
+				if d.depth == 1 {
+					d.noteUnknown(key, start, d.pos)
 				}
 			} else {
 				f := n.fields[idx]

@@ -45,6 +45,11 @@ type Options struct {
 	// for the measurement behind that.
 	DictionaryEncoding bool
 
+	// InferUnknown makes the encoder type the top-level fields that name
+	// no column from their values, for NewColumns (unknown.go). Default
+	// false: they are only listed by Unknown.
+	InferUnknown bool
+
 	// DictionaryMaxBytes is the dictionary size after which a dictionary
 	// encoded column switches to PLAIN for the rest of the file. Default
 	// 1 MiB.
@@ -90,6 +95,11 @@ type Encoder struct {
 	groupIdx map[string]int32
 	keyBuf   []byte
 
+	// unknown: the buffered records' top-level fields that name no
+	// column, by first appearance; unknownIdx indexes it by name.
+	unknown    []unknownField
+	unknownIdx map[string]int
+
 	vals    []parquet.Value // Flush scratch
 	runs    []run           // Flush scratch
 	allRecs []int32         // 0, 1, 2, ...: the records of an unpartitioned file
@@ -108,12 +118,13 @@ func New(schema *deltalog.StructType, partitionColumns []string, opts Options) (
 		return nil, err
 	}
 	e := &Encoder{
-		root:      root,
-		leaves:    comp.leaves,
-		nFile:     comp.fileLeaves,
-		partNames: append([]string(nil), partitionColumns...),
-		opts:      opts,
-		groupIdx:  map[string]int32{},
+		root:       root,
+		leaves:     comp.leaves,
+		nFile:      comp.fileLeaves,
+		partNames:  append([]string(nil), partitionColumns...),
+		opts:       opts,
+		groupIdx:   map[string]int32{},
+		unknownIdx: map[string]int{},
 	}
 	if e.opts.CreatedBy == "" {
 		e.opts.CreatedBy = defaultCreatedBy
@@ -219,6 +230,9 @@ func (e *Encoder) Add(payload []byte, offset uint64) error {
 		}
 	}
 	e.nrec++
+	if len(d.unknown) > 0 {
+		e.keepUnknown(offset)
+	}
 	return nil
 }
 
@@ -283,4 +297,5 @@ func (e *Encoder) Reset() {
 	e.nrec, e.calls = 0, 0
 	e.groups = e.groups[:0]
 	clear(e.groupIdx)
+	e.resetUnknown()
 }
