@@ -1,6 +1,7 @@
 package delta
 
 import (
+	"context"
 	"errors"
 	"strings"
 
@@ -25,11 +26,13 @@ type Config struct {
 
 	AzureAccountName   string `config:"azure_storage_account_name" doc:"Required with azure"`
 	AzureContainerName string `config:"azure_container_name" doc:"Required with azure"`
-	AzureAccountKey    string `config:"azure_storage_account_key,secret" doc:"One of this or azure_storage_sas_token with azure, not both"`
+	AzureAccountKey    string `config:"azure_storage_account_key,secret" doc:"One of this, azure_storage_sas_token or azure_use_default_credential with azure"`
 	AzureSASToken      string `config:"azure_storage_sas_token,secret" doc:"See azure_storage_account_key"`
+	AzureDefaultCred   bool   `config:"azure_use_default_credential" default:"false" doc:"Authenticate without a key, through the Azure SDK (azidentity), trying in order: a service principal secret in the environment (AZURE_TENANT_ID, AZURE_CLIENT_ID, AZURE_CLIENT_SECRET), workload identity (AZURE_FEDERATED_TOKEN_FILE), managed identity. Takes neither key nor SAS token, and an https endpoint only. A first token is fetched at open. See Credentials in docs/delta.md"`
 	AzureEndpointURL   string `config:"azure_storage_endpoint_url" doc:"Blob service URL when not https://<account>.blob.core.windows.net, e.g. http://127.0.0.1:10000/devstoreaccount1 for Azurite (path-style, the account in the path)"`
 
-	GCSServiceAccountKey string `config:"gcs_service_account_key,secret" doc:"Required with gcs. The service account JSON as a string"`
+	GCSServiceAccountKey string `config:"gcs_service_account_key,secret" doc:"Required with gcs unless gcs_use_default_credentials is true. The service account JSON as a string"`
+	GCSDefaultCreds      bool   `config:"gcs_use_default_credentials" default:"false" doc:"Authenticate with Google's Application Default Credentials instead of a key: the file GOOGLE_APPLICATION_CREDENTIALS names, gcloud's application_default_credentials.json, then the metadata server. Takes no gcs_service_account_key. A first token is fetched at open. See Credentials in docs/delta.md"`
 	GCSEndpointURL       string `config:"gcs_endpoint_url" doc:"Custom GCS endpoint, e.g. http://127.0.0.1:4443 for fake-gcs-server. A plain http:// endpoint is taken for an emulator: requests carry no credentials"`
 }
 
@@ -59,19 +62,21 @@ func (c *Config) checkSchemaEvolution() error {
 // storageKeys names each storage option by its config key: objstore reports
 // which option is wrong, the sink says it in its users' words.
 var storageKeys = map[objstore.Option]string{
-	objstore.OptBackend:              keyStorageBackendType,
-	objstore.OptS3AccessKey:          "aws_s3_access_key",
-	objstore.OptS3SecretKey:          "aws_s3_secret_key",
-	objstore.OptS3Region:             "aws_s3_region",
-	objstore.OptS3Endpoint:           "aws_s3_endpoint_url",
-	objstore.OptS3AllowHTTP:          "aws_s3_allow_http",
-	objstore.OptAzureAccount:         "azure_storage_account_name",
-	objstore.OptAzureContainer:       "azure_container_name",
-	objstore.OptAzureAccountKey:      "azure_storage_account_key",
-	objstore.OptAzureSASToken:        "azure_storage_sas_token",
-	objstore.OptAzureEndpoint:        "azure_storage_endpoint_url",
-	objstore.OptGCSServiceAccountKey: "gcs_service_account_key",
-	objstore.OptGCSEndpoint:          "gcs_endpoint_url",
+	objstore.OptBackend:                keyStorageBackendType,
+	objstore.OptS3AccessKey:            "aws_s3_access_key",
+	objstore.OptS3SecretKey:            "aws_s3_secret_key",
+	objstore.OptS3Region:               "aws_s3_region",
+	objstore.OptS3Endpoint:             "aws_s3_endpoint_url",
+	objstore.OptS3AllowHTTP:            "aws_s3_allow_http",
+	objstore.OptAzureAccount:           "azure_storage_account_name",
+	objstore.OptAzureContainer:         "azure_container_name",
+	objstore.OptAzureAccountKey:        "azure_storage_account_key",
+	objstore.OptAzureSASToken:          "azure_storage_sas_token",
+	objstore.OptAzureEndpoint:          "azure_storage_endpoint_url",
+	objstore.OptGCSServiceAccountKey:   "gcs_service_account_key",
+	objstore.OptGCSEndpoint:            "gcs_endpoint_url",
+	objstore.OptAzureDefaultCredential: "azure_use_default_credential",
+	objstore.OptGCSDefaultCredentials:  "gcs_use_default_credentials",
 }
 
 func storageKey(o objstore.Option) string { return storageKeys[o] }
@@ -96,11 +101,12 @@ func (c *Config) storageOptions() (objstore.Options, error) {
 		opts.Backend = objstore.BackendAzure
 		opts.Azure = objstore.AzureOptions{
 			Account: c.AzureAccountName, Container: c.AzureContainerName,
-			AccountKey: c.AzureAccountKey, SASToken: c.AzureSASToken, Endpoint: c.AzureEndpointURL,
+			AccountKey: c.AzureAccountKey, SASToken: c.AzureSASToken, DefaultCredential: c.AzureDefaultCred,
+			Endpoint: c.AzureEndpointURL,
 		}
 	case "gcs":
 		opts.Backend = objstore.BackendGCS
-		opts.GCS = objstore.GCSOptions{ServiceAccountKey: c.GCSServiceAccountKey, Endpoint: c.GCSEndpointURL}
+		opts.GCS = objstore.GCSOptions{ServiceAccountKey: c.GCSServiceAccountKey, DefaultCredentials: c.GCSDefaultCreds, Endpoint: c.GCSEndpointURL}
 	default:
 		return opts, sdk.BadConfigf("Invalid storage configuration: %s %q is not one of s3, azure, gcs", keyStorageBackendType, c.StorageBackendType)
 	}
@@ -108,6 +114,22 @@ func (c *Config) storageOptions() (objstore.Options, error) {
 		return opts, sdk.BadConfig(&keyedError{"Invalid storage configuration: " + renderOptionErrors(err), err})
 	}
 	return opts, nil
+}
+
+// authenticate finds the default credentials the storage options opt into
+// and fetches a first token, so that a missing credential fails open()
+// for templated table URIs too: BAD_CONFIG when the environment has none
+// or the one found is refused, RETRY when a token endpoint did not answer.
+func authenticate(ctx context.Context, opts *objstore.Options) error {
+	err := opts.Authenticate(ctx)
+	var ce *objstore.CredentialError
+	if !errors.As(err, &ce) {
+		return err
+	}
+	if ce.Transient {
+		return sdk.Retry(&keyedError{"Storage authentication failed: " + ce.Render(storageKey), err})
+	}
+	return sdk.BadConfig(&keyedError{"Invalid storage configuration: " + ce.Render(storageKey), err})
 }
 
 // renderOptionErrors renders objstore's option errors with config key

@@ -83,6 +83,9 @@ func (s *Sink) Open(ctx context.Context, cfg *Config, host *sdk.Host) error {
 	if err != nil {
 		return sdk.BadConfigf("plugin_config key %q: %v", keyTableURI, err)
 	}
+	if err := authenticate(ctx, &storage); err != nil {
+		return err
+	}
 	s.cfg, s.host, s.uri, s.storage = *cfg, host, tmpl, storage
 	s.tables = map[string]*table{}
 	s.ckpt = newCheckpointStats()

@@ -75,7 +75,19 @@ func NewAzure(ctx context.Context, containerName, tablePath string, opts AzureOp
 		Telemetry: policy.TelemetryOptions{ApplicationID: "picomq-delta-sink"},
 	}}
 	var err error
-	if opts.AccountKey != "" {
+	switch {
+	case opts.DefaultCredential:
+		cred := opts.cred
+		if cred == nil {
+			// Not authenticated beforehand (a caller other than the
+			// sink): the first request finds the credential.
+			if cred, err = newAzureCredential(); err != nil {
+				return nil, err
+			}
+		}
+		a.secrets = cred.secrets
+		a.client, err = container.NewClient(containerURL, cred.cred, clientOpts)
+	case opts.AccountKey != "":
 		a.secrets = []string{opts.AccountKey}
 		var cred *container.SharedKeyCredential
 		cred, err = container.NewSharedKeyCredential(opts.Account, opts.AccountKey)
@@ -83,7 +95,7 @@ func NewAzure(ctx context.Context, containerName, tablePath string, opts AzureOp
 			return nil, fmt.Errorf("azure: %s", redact(err.Error(), a.secrets))
 		}
 		a.client, err = container.NewClientWithSharedKeyCredential(containerURL, cred, clientOpts)
-	} else {
+	default:
 		sas := strings.TrimPrefix(opts.SASToken, "?")
 		a.secrets = sasSecrets(sas)
 		a.client, err = container.NewClientWithNoCredential(containerURL+"?"+sas, clientOpts)
@@ -100,6 +112,26 @@ func (a AzureOptions) validate() error {
 	}
 	if a.Container == "" {
 		return missing(BackendAzure, OptAzureContainer)
+	}
+	if a.DefaultCredential {
+		// A key next to the opt-in is a configuration nobody can read
+		// unambiguously: refused rather than one silently winning.
+		if a.AccountKey != "" {
+			return notWith(BackendAzure, OptAzureDefaultCredential, OptAzureAccountKey)
+		}
+		if a.SASToken != "" {
+			return notWith(BackendAzure, OptAzureDefaultCredential, OptAzureSASToken)
+		}
+		if err := checkAzureEndpoint(a.Endpoint); err != nil {
+			return err
+		}
+		// azcore sends bearer tokens over https only; say so at open
+		// instead of on the first request.
+		if strings.HasPrefix(strings.ToLower(a.Endpoint), "http://") {
+			return invalid(BackendAzure, OptAzureEndpoint, "%s is plain http: %s = true sends bearer tokens over https only (Azurite over http takes %s or %s)",
+				OptAzureEndpoint, OptAzureDefaultCredential, OptAzureAccountKey, OptAzureSASToken)
+		}
+		return nil
 	}
 	if (a.AccountKey == "") == (a.SASToken == "") {
 		return &OptionError{Backend: BackendAzure, Option: OptAzureAccountKey, Other: OptAzureSASToken, Problem: ExactlyOne}

@@ -76,7 +76,19 @@ func NewGCS(_ context.Context, bucket, tablePath string, opts GCSOptions) (*GCS,
 		},
 		root: root, name: bucket, secrets: secrets,
 	}
-	if !emulator {
+	switch {
+	case emulator:
+	case opts.DefaultCredentials:
+		g.auth = opts.auth
+		if g.auth == nil {
+			// Not authenticated beforehand (a caller other than the
+			// sink): look for the credentials now.
+			if g.auth, err = findGCSDefaultAuth(transport); err != nil {
+				return nil, err
+			}
+		}
+		g.secrets = g.auth.secrets
+	default:
 		// JWTConfigFromJSON accepts only "type": "service_account" keys:
 		// other credential types (external accounts) would make the
 		// library fetch URLs named in the configuration.
@@ -84,7 +96,7 @@ func NewGCS(_ context.Context, bucket, tablePath string, opts GCSOptions) (*GCS,
 		if err != nil {
 			return nil, fmt.Errorf("gcs: %s", redact(err.Error(), secrets))
 		}
-		g.auth = &gcsAuth{conf: conf, transport: transport}
+		g.auth = newGCSKeyAuth(conf, transport, secrets)
 	}
 	if p := strings.Trim(tablePath, "/"); p != "" {
 		g.prefix = p + "/"
@@ -97,6 +109,10 @@ type gcsKey struct {
 	Type        string `json:"type"`
 	ClientEmail string `json:"client_email"`
 	PrivateKey  string `json:"private_key"`
+	// Secrets of other credential types (gcloud's authorized_user), which
+	// default credentials may be.
+	RefreshToken string `json:"refresh_token"`
+	ClientSecret string `json:"client_secret"`
 }
 
 // checkGCSKey validates the service account key: JSON of a service account
@@ -117,6 +133,13 @@ func checkGCSKey(key string) error {
 // is an emulator that gets no credentials, that the private key parses (so
 // that a damaged key fails open() instead of every request).
 func (g GCSOptions) validate() error {
+	if g.DefaultCredentials {
+		if g.ServiceAccountKey != "" {
+			return notWith(BackendGCS, OptGCSDefaultCredentials, OptGCSServiceAccountKey)
+		}
+		_, _, err := gcsEndpoint(g.Endpoint)
+		return err
+	}
 	if g.ServiceAccountKey == "" {
 		return missing(BackendGCS, OptGCSServiceAccountKey)
 	}
@@ -180,13 +203,20 @@ func gcsRoot(endpoint string) (root, scheme string, err error) {
 }
 
 // gcsSecrets lists what of a key must never be shown: the JSON itself and
-// its private key (also in the escaped form JSON gives it).
+// its private key, refresh token and client secret (also in the escaped
+// form JSON gives them).
 func gcsSecrets(key string) []string {
 	out := []string{key}
 	var k gcsKey
-	if json.Unmarshal([]byte(key), &k) == nil && k.PrivateKey != "" {
-		out = append(out, k.PrivateKey)
-		if b, err := json.Marshal(k.PrivateKey); err == nil {
+	if json.Unmarshal([]byte(key), &k) != nil {
+		return out
+	}
+	for _, s := range []string{k.PrivateKey, k.RefreshToken, k.ClientSecret} {
+		if s == "" {
+			continue
+		}
+		out = append(out, s)
+		if b, err := json.Marshal(s); err == nil {
 			out = append(out, strings.Trim(string(b), `"`))
 		}
 	}

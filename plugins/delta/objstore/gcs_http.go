@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"golang.org/x/oauth2"
+	"golang.org/x/oauth2/google"
 	"golang.org/x/oauth2/jwt"
 
 	"github.com/picomq/heavy-sinks/shared/retry/backoff"
@@ -220,15 +221,20 @@ func checkCRC32C(resp *http.Response, data []byte) error {
 	return nil
 }
 
-// gcsAuth holds the service account's access token, fetched from the key's
-// token_uri (OAuth 2.0 JWT bearer grant) when there is none or it is about
-// to expire. Google's library does the signing and the exchange; the cache
-// is here so that each fetch runs under the caller's context and a network
-// failure keeps its type (the library's own token source flattens it into
-// a string).
+// gcsAuth holds an access token, fetched when there is none or it is
+// about to expire. Google's library does the signing and the exchange; the
+// cache is here so that each fetch of a key's token runs under the caller's
+// context and a network failure keeps its type (the library's own token
+// source flattens it into a string).
 type gcsAuth struct {
-	conf      *jwt.Config
-	transport http.RoundTripper
+	// A service account key's JWT config and the transport its token
+	// requests take, or, for default credentials, their token source.
+	conf         *jwt.Config
+	transport    http.RoundTripper
+	fetchDefault func() (*oauth2.Token, error)
+
+	kind    string   // the credentials' type, for messages
+	secrets []string // what of the credentials must never be shown
 
 	mu  sync.Mutex
 	tok *oauth2.Token
@@ -236,6 +242,53 @@ type gcsAuth struct {
 
 // gcsTokenTimeout bounds a token fetch, which other requests wait for.
 const gcsTokenTimeout = 30 * time.Second
+
+// newGCSKeyAuth fetches tokens for a service account key from its
+// token_uri (OAuth 2.0 JWT bearer grant).
+func newGCSKeyAuth(conf *jwt.Config, transport http.RoundTripper, secrets []string) *gcsAuth {
+	return &gcsAuth{conf: conf, transport: transport, kind: "service_account", secrets: secrets}
+}
+
+// fetch gets a new token. Callers hold a.mu.
+func (a *gcsAuth) fetch(ctx context.Context) (*oauth2.Token, error) {
+	if a.conf == nil {
+		return a.fetchDefault()
+	}
+	rec := &tokenTransport{ctx: ctx, next: a.transport}
+	tok, err := a.conf.TokenSource(context.WithValue(ctx, oauth2.HTTPClient, &http.Client{Transport: rec})).Token()
+	return tok, rec.cause(err)
+}
+
+// findGCSDefaultAuth looks for Application Default Credentials:
+// GOOGLE_APPLICATION_CREDENTIALS, gcloud's well-known file, then the
+// metadata server. Any credential type Google's library knows is taken
+// (service account, authorized user, external account for workload
+// identity federation, impersonation): the file is the operator's own
+// environment, not configuration that arrived from elsewhere. The library
+// keeps the context it is given for every later fetch, so tokens go
+// through a client whose timeout bounds them, not under the caller's
+// context.
+func findGCSDefaultAuth(transport http.RoundTripper) (*gcsAuth, error) {
+	rec := &tokenTransport{next: transport}
+	ctx := context.WithValue(context.Background(), oauth2.HTTPClient, &http.Client{Transport: rec, Timeout: gcsTokenTimeout})
+	creds, err := google.FindDefaultCredentialsWithParams(ctx, google.CredentialsParams{Scopes: []string{gcsScope}})
+	if err != nil {
+		// The library's message says which file it could not read or
+		// parse; it quotes no credential.
+		return nil, &CredentialError{Backend: BackendGCS, Option: OptGCSDefaultCredentials,
+			msg: message{"'%s' = true but no Google credentials were found; tried %s: %s", []any{OptGCSDefaultCredentials, gcsTried, err.Error()}}}
+	}
+	var k gcsKey
+	_ = json.Unmarshal(creds.JSON, &k)
+	a := &gcsAuth{kind: credentialType(k), secrets: gcsSecrets(string(creds.JSON))}
+	a.fetchDefault = func() (*oauth2.Token, error) {
+		// a.mu is held: one fetch at a time uses rec.
+		rec.err = nil
+		tok, err := creds.TokenSource.Token()
+		return tok, rec.cause(err)
+	}
+	return a, nil
+}
 
 func (a *gcsAuth) token(ctx context.Context) (*oauth2.Token, error) {
 	a.mu.Lock()
@@ -245,26 +298,25 @@ func (a *gcsAuth) token(ctx context.Context) (*oauth2.Token, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, gcsTokenTimeout)
 	defer cancel()
-	rec := &tokenTransport{ctx: ctx, next: a.transport}
-	tok, err := a.conf.TokenSource(context.WithValue(ctx, oauth2.HTTPClient, &http.Client{Transport: rec})).Token()
+	tok, err := a.fetch(ctx)
 	if err != nil {
-		if rec.err != nil {
-			return nil, fmt.Errorf("fetch an access token: %w", rec.err)
-		}
 		return nil, err
 	}
 	a.tok = tok
 	return tok, nil
 }
 
+// forget drops the cached token after a 401. (Default credentials keep
+// their own cache too, so a revoked token of theirs lasts until it
+// expires.)
 func (a *gcsAuth) forget() {
 	a.mu.Lock()
 	a.tok = nil
 	a.mu.Unlock()
 }
 
-// tokenTransport sends the token request under ctx (the library sends it
-// without one) and keeps the error if it got no answer.
+// tokenTransport sends the token request under ctx when it has one (the
+// library sends it without one) and keeps the error if it got no answer.
 type tokenTransport struct {
 	ctx  context.Context
 	next http.RoundTripper
@@ -272,11 +324,23 @@ type tokenTransport struct {
 }
 
 func (t *tokenTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	resp, err := t.next.RoundTrip(req.WithContext(t.ctx))
+	if t.ctx != nil {
+		req = req.WithContext(t.ctx)
+	}
+	resp, err := t.next.RoundTrip(req)
 	if err != nil {
 		t.err = err
 	}
 	return resp, err
+}
+
+// cause returns the network error behind a failed fetch, which keeps its
+// type for gcsTransient, or err itself.
+func (t *tokenTransport) cause(err error) error {
+	if err != nil && t.err != nil {
+		return fmt.Errorf("fetch an access token: %w", t.err)
+	}
+	return err
 }
 
 // gcsEscape percent-encodes a bucket or object name for a URL path segment

@@ -19,22 +19,36 @@ type S3Options struct {
 type AzureOptions struct {
 	Account   string // storage account name
 	Container string // the URI's container must be this one
-	// Exactly one of AccountKey (shared key) and SASToken.
+	// Exactly one of AccountKey (shared key), SASToken and
+	// DefaultCredential.
 	AccountKey string
 	SASToken   string
+	// DefaultCredential authenticates with the production part of the
+	// Azure SDK's DefaultAzureCredential chain (a service principal secret
+	// in the environment, workload identity, managed identity) instead of
+	// a key. Bearer tokens go over https only.
+	DefaultCredential bool
 	// Endpoint is the blob service URL; empty means
 	// https://<Account>.blob.core.windows.net. Azurite's is path-style,
 	// http://127.0.0.1:10000/devstoreaccount1.
 	Endpoint string
+
+	cred *azureCredential // set by Options.Authenticate, shared by every table's store
 }
 
 // GCSOptions are the gcs backend settings.
 type GCSOptions struct {
 	ServiceAccountKey string // the service account JSON key
+	// DefaultCredentials uses Google's Application Default Credentials
+	// (GOOGLE_APPLICATION_CREDENTIALS, gcloud's file, the metadata server)
+	// instead of a key. Exactly one of the two.
+	DefaultCredentials bool
 	// Endpoint replaces https://storage.googleapis.com (fake-gcs-server,
 	// private endpoints). A plain http:// endpoint is an emulator: requests go
 	// out without credentials, never in clear text.
 	Endpoint string
+
+	auth *gcsAuth // set by Options.Authenticate, shared by every table's store
 }
 
 // Options carries the settings of every backend; Open uses the one the
@@ -67,6 +81,8 @@ const (
 	OptAzureEndpoint
 	OptGCSServiceAccountKey
 	OptGCSEndpoint
+	OptAzureDefaultCredential
+	OptGCSDefaultCredentials
 )
 
 var optionNames = map[Option]string{
@@ -74,6 +90,7 @@ var optionNames = map[Option]string{
 	OptS3Endpoint: "S3 endpoint", OptS3AllowHTTP: "S3 allow-http", OptAzureAccount: "Azure account",
 	OptAzureContainer: "Azure container", OptAzureAccountKey: "Azure account key", OptAzureSASToken: "Azure SAS token",
 	OptAzureEndpoint: "Azure endpoint", OptGCSServiceAccountKey: "GCS service account key", OptGCSEndpoint: "GCS endpoint",
+	OptAzureDefaultCredential: "Azure default credential", OptGCSDefaultCredentials: "GCS default credentials",
 }
 
 // String is a generic name; plugins render their config key names instead.
@@ -121,6 +138,12 @@ func (e *OptionError) Render(name func(Option) string) string {
 
 func missing(b Backend, o Option) *OptionError {
 	return &OptionError{Backend: b, Option: o, Problem: Missing}
+}
+
+// notWith refuses a key set next to the opt-in that replaces it: a
+// configuration nobody can read unambiguously, so neither silently wins.
+func notWith(b Backend, optIn, key Option) *OptionError {
+	return invalid(b, optIn, "'%s' = true takes no '%s': configure one way to authenticate", optIn, key)
 }
 
 func invalid(b Backend, o Option, format string, args ...any) *OptionError {

@@ -37,7 +37,7 @@ func Open(ctx context.Context, loc Location, opts Options) (Store, error) {
 		}
 		return NewAzure(ctx, loc.Bucket, loc.Path, az)
 	case BackendGCS:
-		if opts.GCS.ServiceAccountKey == "" {
+		if opts.GCS.ServiceAccountKey == "" && !opts.GCS.DefaultCredentials {
 			return nil, uriError(loc.raw, `gs:// tables need %s = "gcs" and its keys`, OptBackend)
 		}
 		return NewGCS(ctx, loc.Bucket, loc.Path, opts.GCS)
