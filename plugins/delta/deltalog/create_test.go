@@ -187,6 +187,17 @@ func TestCreateFindsATableMadeMeanwhile(t *testing.T) {
 	if snap := load(t, store); snap.Version != 2 {
 		t.Fatalf("table at version %d", snap.Version)
 	}
+	// Version 0 gone (cleaned up): put-if-absent would take its name; the
+	// log's later commits stop the creation first.
+	if err := store.Delete(ctx, deltalog.CommitPath(0)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := deltalog.CommitAppend(ctx, store, newTableSnap(t), appendOf("y", 1, "y.parquet"), nil); err == nil {
+		t.Fatal("a table was created over a log without its version 0")
+	}
+	if _, err := store.Get(ctx, deltalog.CommitPath(0)); !errors.Is(err, deltalog.ErrNotFound) {
+		t.Fatalf("version 0: %v", err)
+	}
 }
 
 func TestDefinitionDiff(t *testing.T) {
