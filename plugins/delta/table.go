@@ -114,6 +114,9 @@ func (t *table) refresh(ctx context.Context) error {
 		// Not created yet: is it now (by another writer, or by our own
 		// commit whose answer was lost)?
 		snap, err := t.open(ctx, t.store)
+		if errors.Is(err, deltalog.ErrNotWritable) {
+			return sdk.Fatal(err) // created by a writer that uses features we refuse
+		}
 		if err != nil {
 			return sdk.Retry(err)
 		}
@@ -434,7 +437,8 @@ func (t *table) commit(ctx context.Context, b *sdk.Batch, records []sdk.Record, 
 	t.alone = err == nil && !res.AlreadyCommitted && res.Attempts == 1 && res.Version == t.snap.Version+1
 	if err != nil {
 		if errors.Is(err, deltalog.ErrConcurrentModification) || errors.Is(err, deltalog.ErrTableReplaced) ||
-			errors.Is(err, deltalog.ErrNoTable) || errors.Is(err, deltalog.ErrCreateConflict) {
+			errors.Is(err, deltalog.ErrNoTable) || errors.Is(err, deltalog.ErrCreateConflict) ||
+			errors.Is(err, deltalog.ErrNotWritable) { // a table created by another writer, refused before the put
 			// The commit certainly did not land: our files are garbage.
 			t.discard(written, "commit aborted")
 		} else {
