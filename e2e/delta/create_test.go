@@ -258,3 +258,34 @@ func TestCreatedTableHasMetadataColumns(t *testing.T) {
 		t.Fatalf("columns %v\nwant    %s", f.Columns, want)
 	}
 }
+
+// With schema_evolution = add_columns, a first batch with fields
+// table_schema lacks creates the table with them: version 0 holds one
+// metaData, with the added columns. Two such sinks racing both land.
+func TestCreateTableWithAddedColumns(t *testing.T) {
+	dir := t.TempDir()
+	schema := `{"type":"struct","fields":[{"name":"id","type":"long"}]}`
+	ha, hb := newHarness(t), newHarness(t)
+	for round := range 3 {
+		uri := fileURI(filepath.Join(dir, fmt.Sprint(round)))
+		cfg := map[string]any{"table_uri": uri, "create_table": true, "table_schema": schema, "schema_evolution": "add_columns"}
+		a, b := ha.open(fmt.Sprintf("a%d", round), cfg), hb.open(fmt.Sprintf("b%d", round), cfg)
+		var wg sync.WaitGroup
+		var errA, errB error
+		wg.Add(2)
+		go func() { defer wg.Done(); errA = a.Consume(jsonBatch("t", 0, `{"id":1,"body":"x"}`)) }()
+		go func() { defer wg.Done(); errB = b.Consume(jsonBatch("t", 0, `{"id":2,"note":"y"}`)) }()
+		wg.Wait()
+		if errA != nil || errB != nil {
+			t.Fatalf("round %d: %v / %v", round, errA, errB)
+		}
+		f := created(t, uri)
+		if fmt.Sprint(f.Versions) != "[0 1]" || f.Columns[0] != "id long" || len(f.Columns) != 3 {
+			t.Fatalf("round %d: %+v", round, f)
+		}
+		rows := readRows(t, uri, "id")
+		if len(rows) != 2 || rows[0]["body"] != "x" || rows[1]["note"] != "y" {
+			t.Fatalf("round %d: rows %v", round, rows)
+		}
+	}
+}
