@@ -18,6 +18,11 @@ type Config struct {
 	SkipEmptyPayloads  bool   `config:"skip_empty_payloads" default:"false" doc:"Skip records with an empty payload (tombstones on compacted topics), counted in empty_payloads_skipped. false fails the batch naming the record's offset, as for any payload that is not a JSON object"`
 	SchemaEvolution    string `config:"schema_evolution" default:"none" doc:"none: top-level fields the table lacks are ignored, counted in fields_ignored and each new name logged once. add_columns: such a field becomes a new nullable column, typed from the batch's values (integer long, other number double, string, boolean, object struct, array array) and added by the commit that holds the batch; a field the batch gives two types, or none but an empty array or object, fails the batch; one that is only null waits for a batch that types it. See docs/delta.md, Schema evolution"`
 
+	CreateTable     bool   `config:"create_table" default:"false" doc:"Create a table that does not exist yet: the first batch for its URI commits version 0 with table_schema, partition_by and the batch's records in one commit. A table that exists is written as it is, whatever table_schema says. With a templated table_uri, one table per resolved URI. false: a missing table is an error"`
+	TableSchema     string `config:"table_schema" doc:"Required with create_table, refused without it. The schema of the tables the sink creates, in Delta's own JSON form (the schemaString of a metaData action: a struct type whose fields have a name and a type; nullable defaults to true). Columns metadata_columns adds need not be listed. See docs/delta.md, Creating tables"`
+	PartitionBy     string `config:"partition_by" doc:"With create_table: the partition columns of the tables the sink creates, comma-separated, e.g. region, day. Each names a top-level column of table_schema (or a pico_* column metadata_columns adds) of a primitive type. Default: not partitioned"`
+	MetadataColumns bool   `config:"metadata_columns" default:"false" doc:"Fill the pico_* columns (pico_topic, pico_partition, pico_offset, pico_timestamp, pico_key) of each row from the record. With create_table they are added to the created table's schema (after table_schema's columns, unless table_schema lists them itself)"`
+
 	AWSAccessKey   string `config:"aws_s3_access_key,secret" doc:"S3 access key. Set both keys or neither; neither uses the standard AWS credential chain"`
 	AWSSecretKey   string `config:"aws_s3_secret_key,secret" doc:"S3 secret key"`
 	AWSRegion      string `config:"aws_s3_region" doc:"Required with s3"`
@@ -42,6 +47,10 @@ const (
 	keyTableURI           = "table_uri"
 	keyStorageBackendType = "storage_backend_type"
 	keySchemaEvolution    = "schema_evolution"
+	keyCreateTable        = "create_table"
+	keyTableSchema        = "table_schema"
+	keyPartitionBy        = "partition_by"
+	keyMetadataColumns    = "metadata_columns"
 )
 
 // schema_evolution values.

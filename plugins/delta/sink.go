@@ -35,6 +35,7 @@ type Sink struct {
 	host    *sdk.Host
 	uri     *template.Template
 	storage objstore.Options
+	create  *definition // the tables create_table makes; nil when off
 
 	mu     sync.Mutex
 	tables map[string]*table // by resolved URI, for the life of the instance
@@ -69,8 +70,8 @@ type counters struct {
 // logs): a producer that puts ids in field names must not grow it forever.
 const maxIgnoredNames = 1000
 
-// Open validates the storage settings and, for a table_uri without
-// placeholders, opens the table at once.
+// Open validates the storage settings (and create_table's) and, for a
+// table_uri without placeholders, opens the table at once.
 func (s *Sink) Open(ctx context.Context, cfg *Config, host *sdk.Host) error {
 	storage, err := cfg.storageOptions()
 	if err != nil {
@@ -83,10 +84,14 @@ func (s *Sink) Open(ctx context.Context, cfg *Config, host *sdk.Host) error {
 	if err != nil {
 		return sdk.BadConfigf("plugin_config key %q: %v", keyTableURI, err)
 	}
+	create, err := cfg.definition()
+	if err != nil {
+		return err
+	}
 	if err := authenticate(ctx, &storage); err != nil {
 		return err
 	}
-	s.cfg, s.host, s.uri, s.storage = *cfg, host, tmpl, storage
+	s.cfg, s.host, s.uri, s.storage, s.create = *cfg, host, tmpl, storage, create
 	s.tables = map[string]*table{}
 	s.ckpt = newCheckpointStats()
 	if !tmpl.IsStatic() {

@@ -57,23 +57,75 @@ func (t *table) load(ctx context.Context) error {
 		l.CountSyncs(&t.sink.stats.fsyncs)
 	}
 	store = objstore.Counted(store, &t.sink.requests)
-	snap, err := deltalog.Load(ctx, store, &deltalog.LoadOptions{Logger: t.sink.host.Logger})
+	snap, err := t.open(ctx, store)
 	if err != nil {
-		return fmt.Errorf("Failed to load Delta table %s: %w", t.uri, err)
-	}
-	if err := snap.Writable(); err != nil {
-		return fmt.Errorf("Delta table %s cannot be written by this sink: %w", t.uri, err)
+		return err
 	}
 	t.store, t.snap = store, snap
 	t.ckpt = t.sink.newCheckpointer(t.uri, store, snap)
+	return nil
+}
+
+// open reads the table, or with create_table returns the table to create
+// when there is none (its first commit creates it, create.go).
+func (t *table) open(ctx context.Context, store objstore.Store) (*deltalog.Snapshot, error) {
+	snap, err := deltalog.Load(ctx, store, &deltalog.LoadOptions{Logger: t.sink.host.Logger})
+	if errors.Is(err, deltalog.ErrNoTable) && t.sink.create != nil {
+		if snap, err = t.sink.create.newTable(); err != nil {
+			return nil, fmt.Errorf("Delta table %s cannot be created: %w", t.uri, err)
+		}
+		t.sink.host.Logger.Info("no Delta table yet; the first batch creates it", "table", t.uri,
+			"partition_columns", strings.Join(snap.PartitionColumns, ","),
+			"min_reader_version", snap.Protocol.MinReaderVersion, "min_writer_version", snap.Protocol.MinWriterVersion)
+		return snap, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("Failed to load Delta table %s: %w", t.uri, err)
+	}
+	if err := snap.Writable(); err != nil {
+		return nil, fmt.Errorf("Delta table %s cannot be written by this sink: %w", t.uri, err)
+	}
 	t.sink.host.Logger.Info("opened Delta table", "table", t.uri, "version", snap.Version,
 		"partition_columns", strings.Join(snap.PartitionColumns, ","))
-	return nil
+	t.existingWins(snap)
+	return snap, nil
+}
+
+// existingWins logs, at info, that an existing table is written as it is
+// when create_table would have made it differently.
+func (t *table) existingWins(snap *deltalog.Snapshot) {
+	if t.sink.create == nil {
+		return
+	}
+	want, err := t.sink.create.newTable()
+	if err != nil {
+		return
+	}
+	if d := deltalog.DefinitionDiff(want, snap); d != "" {
+		t.sink.host.Logger.Info("the Delta table exists with another definition than table_schema and partition_by; it is written as it is",
+			"table", t.uri, "difference", d)
+	}
 }
 
 // refresh reads the commits made since our snapshot. The error is the
 // batch's (RETRY).
 func (t *table) refresh(ctx context.Context) error {
+	if t.snap.IsNew() {
+		// Not created yet: is it now (by another writer, or by our own
+		// commit whose answer was lost)?
+		snap, err := t.open(ctx, t.store)
+		if errors.Is(err, deltalog.ErrNotWritable) {
+			return sdk.Fatal(err) // created by a writer that uses features we refuse
+		}
+		if err != nil {
+			return sdk.Retry(err)
+		}
+		if !snap.IsNew() && t.enc != nil {
+			t.enc.Reset()
+		}
+		t.snap, t.stale = snap, false
+		return nil
+	}
 	snap, err := t.snap.Update(ctx, t.store)
 	var replaced *deltalog.TableReplacedError
 	if errors.As(err, &replaced) {
@@ -115,6 +167,18 @@ func (t *table) replaced(ctx context.Context, r *deltalog.TableReplacedError) er
 	t.snap, t.stale = snap, false
 	t.ckpt = t.sink.newCheckpointer(t.uri, t.store, snap)
 	return sdk.Retry(fmt.Errorf("%s; the batch is retried against the new table", msg))
+}
+
+// createdElsewhere handles the table another writer created first, with
+// another definition than ours: the batch's files, written for ours, are
+// not committed. The batch fails with RETRY saying so; its redelivery is
+// written to the existing table as to any table that exists.
+func (t *table) createdElsewhere(c *deltalog.CreateConflictError) error {
+	t.snap, t.stale = c.Existing, true
+	msg := fmt.Sprintf("Delta table %s was created by another writer (table id %s) with another definition than %s and %s: %s",
+		t.uri, c.Existing.Metadata.ID, keyTableSchema, keyPartitionBy, c.Detail)
+	t.sink.host.Logger.Info(msg+"; the existing table wins and the batch is retried against it", "table", t.uri)
+	return sdk.Retry(fmt.Errorf("%s; the batch is retried against the existing table", msg))
 }
 
 // encoder returns the encoder for the current snapshot's definition,
@@ -185,6 +249,10 @@ func (t *table) write(ctx context.Context, b *sdk.Batch, appID string) error {
 		var replaced *deltalog.TableReplacedError
 		if errors.As(err, &replaced) {
 			return t.replaced(ctx, replaced)
+		}
+		var created *deltalog.CreateConflictError
+		if errors.As(err, &created) {
+			return t.createdElsewhere(created)
 		}
 		if !errors.Is(err, deltalog.ErrConcurrentModification) || round == rebuilds {
 			return err
@@ -369,7 +437,8 @@ func (t *table) commit(ctx context.Context, b *sdk.Batch, records []sdk.Record, 
 	t.alone = err == nil && !res.AlreadyCommitted && res.Attempts == 1 && res.Version == t.snap.Version+1
 	if err != nil {
 		if errors.Is(err, deltalog.ErrConcurrentModification) || errors.Is(err, deltalog.ErrTableReplaced) ||
-			errors.Is(err, deltalog.ErrNoTable) {
+			errors.Is(err, deltalog.ErrNoTable) || errors.Is(err, deltalog.ErrCreateConflict) ||
+			errors.Is(err, deltalog.ErrNotWritable) { // a table created by another writer, refused before the put
 			// The commit certainly did not land: our files are garbage.
 			t.discard(written, "commit aborted")
 		} else {

@@ -150,7 +150,27 @@ func PrepareAppend(s *Snapshot, c AppendCommit) (*PreparedCommit, error) {
 	info.Timestamp = &ts
 
 	actions := []Action{info}
+	if s.IsNew() {
+		// Version 0 creates the table with the append (create.go), as
+		// Spark's CREATE TABLE AS SELECT does.
+		info.Operation = "CREATE TABLE AS SELECT"
+		partitionBy, err := json.Marshal(s.PartitionColumns)
+		if err != nil {
+			return nil, err
+		}
+		info.OperationParameters = map[string]any{"isManaged": "false", "description": nil,
+			"partitionBy": string(partitionBy), "properties": "{}"}
+		info.ReadVersion = nil
+		p := s.Protocol
+		actions = append(actions, &p)
+		if c.Metadata == nil {
+			m := s.Metadata
+			actions = append(actions, &m)
+		}
+	}
 	if c.Metadata != nil {
+		// A commit holds one metaData at most: a new table's columns added
+		// by the append are in this one.
 		if err := checkNewMetadata(s, c.Metadata); err != nil {
 			return nil, err
 		}
@@ -386,8 +406,11 @@ type CommitResult struct {
 // commits can show a hole that is not there. It returns an error wrapping
 // ErrConcurrentModification when a winner changed protocol or metadata
 // (the files were written against a schema that may no longer hold), and a
-// *TableReplacedError when the log belongs to another table now.
-// Transient storage errors are returned as they are; nothing is retried
+// *TableReplacedError when the log belongs to another table now. On a new
+// table (NewTable) there is no head to check: the log must still be empty,
+// and a table found there or winning version 0 is taken in its place when
+// its definition is ours, else the result is a *CreateConflictError
+// (create.go). Transient storage errors are returned as they are; nothing is retried
 // with a delay here — retry policy belongs to the caller.
 func CommitAppend(ctx context.Context, store Store, s *Snapshot, c AppendCommit, opts *CommitOptions) (*CommitResult, error) {
 	maxAttempts := 20
@@ -413,23 +436,51 @@ func CommitAppend(ctx context.Context, store Store, s *Snapshot, c AppendCommit,
 	// another table's log, past its end.
 	// The check is made here, after the caller uploaded the data files:
 	// made earlier, it would not cover a table replaced meanwhile.
-	fresh, err := s.VerifyHead(ctx, store)
-	if err != nil {
-		return nil, err
-	}
-	if fresh != nil {
-		return nil, &StaleSnapshotError{Version: s.Version}
+	// A new table (NewTable) has no head yet: the log must still be empty.
+	creating := s.IsNew()
+	if creating {
+		var err error
+		existing, err := beforeCreate(ctx, store, s)
+		if err != nil {
+			return nil, err
+		}
+		if existing != nil {
+			if s, err = createdElsewhere(s, existing, &c); err != nil {
+				return nil, err
+			}
+		}
+	} else {
+		fresh, err := s.VerifyHead(ctx, store)
+		if err != nil {
+			return nil, err
+		}
+		if fresh != nil {
+			return nil, &StaleSnapshotError{Version: s.Version}
+		}
 	}
 	// Catch up by name with the commits made since s was read: against a
 	// busy writer the version after s is most likely taken already, and a
 	// lost put is a round trip spent finding that out.
 	var winners []Commit
-	if opts == nil || !opts.SkipCatchUp {
+	var err error
+	if !creating && (opts == nil || !opts.SkipCatchUp) {
 		if winners, err = readWinners(ctx, store, s.Version+1, nil); err != nil {
 			return nil, err
 		}
 	}
 	for attempt := 1; ; attempt++ {
+		if len(winners) > 0 && s.IsNew() {
+			// Another writer created the table first: take it if it is
+			// the one we meant to create, and append on top of it.
+			created, err := createdSnapshot(winners[0], s.opts)
+			if err != nil {
+				return nil, err
+			}
+			if s, err = createdElsewhere(s, created, &c); err != nil {
+				return nil, err
+			}
+			winners = winners[1:]
+		}
 		if len(winners) > 0 {
 			if err := sameTable(s, winners); err != nil {
 				return nil, err

@@ -81,6 +81,11 @@ type Feature struct {
 	// and, if so, a short detail for error messages. nil means "always
 	// active once supported".
 	Active func(t *TableView) (active bool, detail string)
+	// Required, when set, reports whether a new table with this schema
+	// must support the feature (NewTableProtocol). A schema that requires
+	// a feature the writer refuses (variantType) makes a table CheckWritable
+	// refuses: it is never created.
+	Required func(s *StructType) bool
 	// Known is false only for the Unknown catch-all row.
 	Known bool
 }
@@ -210,7 +215,10 @@ var knownFeatures = []Feature{
 	// Reader-writer features.
 	{Name: "deletionVectors", Kind: ReaderWriter, Writer: Ignorable,
 		Active: propIsTrue("delta.enableDeletionVectors")},
-	{Name: "timestampNtz", Kind: ReaderWriter, Writer: Implemented},
+	{Name: "timestampNtz", Kind: ReaderWriter, Writer: Implemented,
+		Required: func(s *StructType) bool {
+			return containsType(s, func(d DataType) bool { return d == TypeTimestampNTZ })
+		}},
 	{Name: "v2Checkpoint", Kind: ReaderWriter, Writer: Ignorable},
 	{Name: "vacuumProtocolCheck", Kind: ReaderWriter, Writer: Ignorable},
 	{Name: "typeWidening", Kind: ReaderWriter, Writer: Ignorable},
@@ -218,7 +226,8 @@ var knownFeatures = []Feature{
 	{Name: "catalogManaged", Kind: ReaderWriter, Writer: RefusedWhenActive},
 	{Name: "catalogOwned-preview", Kind: ReaderWriter, Writer: RefusedWhenActive},
 	{Name: "variantType", Kind: ReaderWriter, Writer: RefusedWhenActive,
-		Active: schemaHasType("variant", func(d DataType) bool { return d == TypeVariant })},
+		Active:   schemaHasType("variant", func(d DataType) bool { return d == TypeVariant }),
+		Required: func(s *StructType) bool { return containsType(s, func(d DataType) bool { return d == TypeVariant }) }},
 	{Name: "variantType-preview", Kind: ReaderWriter, Writer: RefusedWhenActive,
 		Active: schemaHasType("variant", func(d DataType) bool { return d == TypeVariant })},
 	// Shredding only permits shredded files; unshredded (or no) variant data
@@ -288,6 +297,45 @@ func SupportedFeatures(p Protocol) []string {
 		}
 	}
 	return names
+}
+
+// NewTableProtocol returns the lowest protocol a new table with this
+// schema needs: reader 1 / writer 2 (what every Delta reader and writer
+// takes, Spark's default), unless a feature of the table's Required rule
+// asks for more. A feature with legacy versions raises them; one without
+// (timestampNtz) moves the table to reader 3 / writer 7 with feature lists
+// that name only what is required.
+func NewTableProtocol(s *StructType) Protocol {
+	p := Protocol{MinReaderVersion: 1, MinWriterVersion: 2}
+	var required []Feature
+	writerLists, readerLists := false, false
+	for _, f := range knownFeatures {
+		if f.Required == nil || !f.Required(s) {
+			continue
+		}
+		required = append(required, f)
+		writerLists = writerLists || f.MinWriter == 0
+		readerLists = readerLists || (f.Kind == ReaderWriter && f.MinReader == 0)
+		p.MinReaderVersion = max(p.MinReaderVersion, f.MinReader)
+		p.MinWriterVersion = max(p.MinWriterVersion, f.MinWriter)
+	}
+	if writerLists {
+		// At writer 7 only listed features are supported, legacy ones too.
+		p.MinWriterVersion = TableFeaturesWriterVersion
+		for _, f := range required {
+			p.WriterFeatures = append(p.WriterFeatures, f.Name)
+		}
+	}
+	if readerLists {
+		p.MinReaderVersion = TableFeaturesReaderVersion
+		p.ReaderFeatures = []string{}
+		for _, f := range required {
+			if f.Kind == ReaderWriter {
+				p.ReaderFeatures = append(p.ReaderFeatures, f.Name)
+			}
+		}
+	}
+	return p
 }
 
 // FeatureStatus is one supported feature evaluated against a table.

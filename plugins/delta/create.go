@@ -1,0 +1,189 @@
+package delta
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/picomq/heavy-sinks/plugins/delta/deltalog"
+	"github.com/picomq/heavy-sinks/plugins/delta/encode"
+	"github.com/picomq/heavy-sinks/shared/metadata"
+	"github.com/picomq/heavy-sinks/shared/sdk"
+)
+
+// Table creation (create_table). A missing table is created by the commit
+// of its first batch: version 0 holds protocol, metaData, the txn and the
+// batch's files together (deltalog.NewTable, CommitAppend), so no table is
+// ever empty and the batch is exactly-once like any other.
+
+// metadataColumns are the pico_* columns metadata_columns adds to a
+// created table, named by shared/metadata, typed for Delta: the one place
+// that says which Delta type each gets. Delta has a binary type, so the key
+// is kept as bytes (the runtime spec's base64 is for destinations without
+// one); partition and offset are long because a uint32 partition does not
+// fit Delta's integer. All nullable: a record without a key has no pico_key.
+var metadataColumns = []deltalog.StructField{
+	{Name: metadata.Topic, Type: deltalog.TypeString, Nullable: true},
+	{Name: metadata.Partition, Type: deltalog.TypeLong, Nullable: true},
+	{Name: metadata.Offset, Type: deltalog.TypeLong, Nullable: true},
+	{Name: metadata.Timestamp, Type: deltalog.TypeLong, Nullable: true},
+	{Name: metadata.Key, Type: deltalog.TypeBinary, Nullable: true},
+}
+
+// definition is the table create_table makes, validated at Open.
+type definition struct {
+	schema     *deltalog.StructType
+	partitions []string
+}
+
+// newTable returns the snapshot of the table to create (a fresh table id
+// each time: every URI gets its own table).
+func (d *definition) newTable() (*deltalog.Snapshot, error) {
+	return deltalog.NewTable(d.schema, d.partitions, nil, time.Now())
+}
+
+// definition validates create_table, table_schema, partition_by and
+// returns the definition of created tables, or nil when create_table is
+// off. Every error is BAD_CONFIG naming the key.
+func (c *Config) definition() (*definition, error) {
+	if !c.CreateTable {
+		// A key that would do nothing is most likely a mistake.
+		key := ""
+		switch {
+		case c.TableSchema != "":
+			key = keyTableSchema
+		case c.PartitionBy != "":
+			key = keyPartitionBy
+		default:
+			return nil, nil
+		}
+		return nil, sdk.BadConfigf("plugin_config key %q is set but %s is false: it only describes tables the sink creates", key, keyCreateTable)
+	}
+	if strings.TrimSpace(c.TableSchema) == "" {
+		return nil, sdk.BadConfigf("plugin_config key %q is required with %s = true", keyTableSchema, keyCreateTable)
+	}
+	schema, err := parseTableSchema(c.TableSchema)
+	if err != nil {
+		return nil, sdk.BadConfigf("plugin_config key %q: %v", keyTableSchema, err)
+	}
+	if c.MetadataColumns {
+		for _, f := range metadataColumns {
+			if schema.Field(f.Name) == nil { // table_schema may type it itself
+				schema.Fields = append(schema.Fields, f)
+			}
+		}
+	}
+	partitions, err := parsePartitionBy(c.PartitionBy, schema)
+	if err != nil {
+		return nil, sdk.BadConfigf("plugin_config key %q: %v", keyPartitionBy, err)
+	}
+	d := &definition{schema: schema, partitions: partitions}
+	if _, err := d.newTable(); err != nil {
+		return nil, sdk.BadConfigf("plugin_config key %q: the sink could not write the table it would create: %v", keyTableSchema, err)
+	}
+	// The encoder has the last word on what it can write.
+	if _, err := encode.New(schema, partitions, encode.Options{}); err != nil {
+		return nil, sdk.BadConfigf("plugin_config keys %q and %q: %v", keyTableSchema, keyPartitionBy, err)
+	}
+	return d, nil
+}
+
+// parseTableSchema parses Delta's schema JSON and refuses what a created
+// table must not have: no columns, a name empty or given twice (Delta
+// column names are case-insensitive), and delta.* column metadata, which
+// would ask for table features (invariants, generated or identity columns,
+// column mapping) under a protocol that does not declare them.
+func parseTableSchema(s string) (*deltalog.StructType, error) {
+	schema, err := deltalog.ParseSchema(s)
+	if err != nil {
+		return nil, fmt.Errorf("not a Delta schema (the JSON of a metaData.schemaString): %v", strings.TrimPrefix(err.Error(), "deltalog: parse schema: "))
+	}
+	if len(schema.Fields) == 0 {
+		return nil, fmt.Errorf("the schema has no column")
+	}
+	if err := checkFields("", schema); err != nil {
+		return nil, err
+	}
+	return schema, nil
+}
+
+func checkFields(prefix string, st *deltalog.StructType) error {
+	seen := map[string]string{}
+	for _, f := range st.Fields {
+		col := prefix + f.Name
+		if strings.TrimSpace(f.Name) == "" {
+			return fmt.Errorf("a column of %q has an empty name", strings.TrimSuffix(prefix, "."))
+		}
+		if other, dup := seen[strings.ToLower(f.Name)]; dup {
+			return fmt.Errorf("column %q is given twice (as %q and %q: column names are case-insensitive)", col, prefix+other, col)
+		}
+		seen[strings.ToLower(f.Name)] = f.Name
+		for k := range f.Metadata {
+			if strings.HasPrefix(k, "delta.") {
+				return fmt.Errorf("column %q has metadata %q: the sink creates tables without delta.* column metadata", col, k)
+			}
+		}
+		if err := checkType(col, f.Type); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func checkType(col string, t deltalog.DataType) error {
+	switch t := t.(type) {
+	case *deltalog.StructType:
+		return checkFields(col+".", t)
+	case *deltalog.ArrayType:
+		return checkType(col, t.ElementType)
+	case *deltalog.MapType:
+		if err := checkType(col, t.KeyType); err != nil {
+			return err
+		}
+		return checkType(col, t.ValueType)
+	case deltalog.PrimitiveType:
+		if !t.Known() {
+			return fmt.Errorf("column %q has unknown type %q", col, string(t))
+		}
+	}
+	return nil
+}
+
+// parsePartitionBy splits "a, b" into column names, each a top-level
+// column of schema with a primitive type, named once.
+func parsePartitionBy(s string, schema *deltalog.StructType) ([]string, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, nil
+	}
+	var out []string
+	for _, name := range strings.Split(s, ",") {
+		name = strings.TrimSpace(name)
+		f := schema.Field(name)
+		switch {
+		case name == "":
+			return nil, fmt.Errorf("empty column name in %q", s)
+		case f == nil:
+			return nil, fmt.Errorf("%q is not a top-level column of %s", name, keyTableSchema)
+		case !isPrimitive(f.Type):
+			return nil, fmt.Errorf("column %q is a %s: partition columns must have a primitive type", name, f.Type)
+		}
+		for _, p := range out {
+			if strings.EqualFold(p, name) {
+				return nil, fmt.Errorf("column %q is named twice", name)
+			}
+		}
+		out = append(out, name)
+	}
+	if len(out) == len(schema.Fields) {
+		return nil, fmt.Errorf("every column of %s is a partition column: the data files would have none", keyTableSchema)
+	}
+	return out, nil
+}
+
+func isPrimitive(t deltalog.DataType) bool {
+	switch t.(type) {
+	case deltalog.PrimitiveType, deltalog.DecimalType:
+		return true
+	}
+	return false
+}
