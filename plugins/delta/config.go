@@ -16,6 +16,8 @@ type Config struct {
 	ExactlyOnce        bool   `config:"exactly_once" default:"true" doc:"Record the last offset of every commit in a Delta txn action and skip records at or below it on replay. false appends replays again"`
 	SkipEmptyPayloads  bool   `config:"skip_empty_payloads" default:"false" doc:"Skip records with an empty payload (tombstones on compacted topics), counted in empty_payloads_skipped. false fails the batch naming the record's offset, as for any payload that is not a JSON object"`
 	SchemaEvolution    string `config:"schema_evolution" default:"none" doc:"none: top-level fields the table lacks are ignored, counted in fields_ignored and each new name logged once. add_columns: such a field becomes a new nullable column, typed from the batch's values (integer long, other number double, string, boolean, object struct, array array) and added by the commit that holds the batch; a field the batch gives two types, or none but an empty array or object, fails the batch; one that is only null waits for a batch that types it. See docs/delta.md, Schema evolution"`
+	MetadataColumns    bool   `config:"metadata_columns" default:"false" doc:"Fill the table's top-level pico_* columns, those it has, from each record's metadata instead of its payload: pico_topic (string), pico_partition (integer or long), pico_offset (long), pico_timestamp (long epoch milliseconds, or timestamp), pico_key (binary as sent, or string base64; null without a key), pico_headers (map<string,string>, values base64 when not UTF-8). Another type fails the first batch naming the column. false: no metadata is written, as the spec says"`
+	DerivedColumns     string `config:"derived_columns" doc:"Fill columns from a timestamp in another top-level field, e.g. \"day = date(ts), hour = hour(ts)\" (UTC). Functions: date (date or string column), year, month, day, hour (integer or zero-padded string column). The source: a timestamp, timestamp_ntz, date or string column, or a field the table lacks, read as a timestamp column would read it; null or missing gives null. Typically partition columns. See docs/delta.md"`
 
 	AWSAccessKey   string `config:"aws_s3_access_key,secret" doc:"S3 access key. Set both keys or neither; neither uses the standard AWS credential chain"`
 	AWSSecretKey   string `config:"aws_s3_secret_key,secret" doc:"S3 secret key"`
@@ -39,6 +41,8 @@ const (
 	keyTableURI           = "table_uri"
 	keyStorageBackendType = "storage_backend_type"
 	keySchemaEvolution    = "schema_evolution"
+	keyMetadataColumns    = "metadata_columns"
+	keyDerivedColumns     = "derived_columns"
 )
 
 // schema_evolution values.
