@@ -18,7 +18,7 @@ func TestConfigKeyNames(t *testing.T) {
 	for _, f := range schema.Fields {
 		declared[f.Key] = true
 	}
-	for _, k := range []string{keyTableURI, keyStorageBackendType, keySchemaEvolution, keyCreateTable, keyTableSchema, keyPartitionBy, keyMetadataColumns} {
+	for _, k := range []string{keyTableURI, keyStorageBackendType, keySchemaEvolution, keyCreateTable, keyTableSchema, keyPartitionBy, keyMetadataColumns, keyDerivedColumns} {
 		if !declared[k] {
 			t.Errorf("%q is not a config key", k)
 		}

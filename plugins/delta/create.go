@@ -21,13 +21,15 @@ import (
 // that says which Delta type each gets. Delta has a binary type, so the key
 // is kept as bytes (the runtime spec's base64 is for destinations without
 // one); partition and offset are long because a uint32 partition does not
-// fit Delta's integer. All nullable: a record without a key has no pico_key.
+// fit Delta's integer; headers are a map<string,string>, values base64 where
+// not UTF-8. All nullable: a record without a key has no pico_key.
 var metadataColumns = []deltalog.StructField{
 	{Name: metadata.Topic, Type: deltalog.TypeString, Nullable: true},
 	{Name: metadata.Partition, Type: deltalog.TypeLong, Nullable: true},
 	{Name: metadata.Offset, Type: deltalog.TypeLong, Nullable: true},
 	{Name: metadata.Timestamp, Type: deltalog.TypeLong, Nullable: true},
 	{Name: metadata.Key, Type: deltalog.TypeBinary, Nullable: true},
+	{Name: metadata.Headers, Type: &deltalog.MapType{KeyType: deltalog.TypeString, ValueType: deltalog.TypeString, ValueContainsNull: true}, Nullable: true},
 }
 
 // definition is the table create_table makes, validated at Open.

@@ -99,7 +99,7 @@ func TestDefinitionMetadataColumns(t *testing.T) {
 	for _, f := range d.schema.Fields {
 		got = append(got, f.Name+" "+f.Type.String())
 	}
-	want := "id long,pico_timestamp timestamp,pico_topic string,pico_partition long,pico_offset long,pico_key binary"
+	want := "id long,pico_timestamp timestamp,pico_topic string,pico_partition long,pico_offset long,pico_key binary,pico_headers map<string,string>"
 	if strings.Join(got, ",") != want {
 		t.Errorf("columns %s\nwant    %s", strings.Join(got, ","), want)
 	}

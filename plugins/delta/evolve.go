@@ -48,7 +48,7 @@ func (t *table) add(enc *encode.Encoder, b *sdk.Batch, records []sdk.Record, bas
 			n.empty++
 			continue
 		}
-		if err := enc.Add(r.Payload, r.Offset); err != nil {
+		if err := t.addRecord(enc, b, r); err != nil {
 			if reason, rerr, ok := rejectable(b.Topic, base+i, r.Payload, err); ok && b.Reject(base+i, reason, rerr) {
 				continue
 			}

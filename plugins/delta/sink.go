@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 
 	"github.com/picomq/heavy-sinks/plugins/delta/deltalog"
+	"github.com/picomq/heavy-sinks/plugins/delta/encode"
 	"github.com/picomq/heavy-sinks/plugins/delta/objstore"
 	"github.com/picomq/heavy-sinks/shared/sdk"
 	"github.com/picomq/heavy-sinks/shared/template"
@@ -35,7 +36,8 @@ type Sink struct {
 	host    *sdk.Host
 	uri     *template.Template
 	storage objstore.Options
-	create  *definition // the tables create_table makes; nil when off
+	create  *definition         // the tables create_table makes; nil when off
+	derive  []encode.Derivation // derived_columns, parsed
 
 	mu     sync.Mutex
 	tables map[string]*table // by resolved URI, for the life of the instance
@@ -88,16 +90,21 @@ func (s *Sink) Open(ctx context.Context, cfg *Config, host *sdk.Host) error {
 	if err != nil {
 		return err
 	}
+	derive, err := encode.ParseDerivations(cfg.DerivedColumns)
+	if err != nil {
+		return sdk.BadConfigf("plugin_config key %q: %v", keyDerivedColumns, err)
+	}
 	if err := authenticate(ctx, &storage); err != nil {
 		return err
 	}
-	s.cfg, s.host, s.uri, s.storage, s.create = *cfg, host, tmpl, storage, create
+	s.cfg, s.host, s.uri, s.storage, s.create, s.derive = *cfg, host, tmpl, storage, create, derive
 	s.tables = map[string]*table{}
 	s.ckpt = newCheckpointStats()
 	if !tmpl.IsStatic() {
 		return nil
 	}
-	if _, err := s.table(ctx, cfg.TableURI); err != nil {
+	t, err := s.table(ctx, cfg.TableURI)
+	if err != nil {
 		// A bad URI, or a table that is missing or that this writer must
 		// refuse, is a configuration problem; an unreachable store may heal.
 		if isURIError(err) || errors.Is(err, deltalog.ErrNoTable) || errors.Is(err, deltalog.ErrNotWritable) {
@@ -105,7 +112,9 @@ func (s *Sink) Open(ctx context.Context, cfg *Config, host *sdk.Host) error {
 		}
 		return err
 	}
-	return nil
+	// Columns metadata_columns or derived_columns cannot fill are the
+	// configuration's fault: say so now rather than at the first batch.
+	return t.checkFills()
 }
 
 // Consume appends one batch to its table as one commit.

@@ -32,7 +32,9 @@ type table struct {
 	alone bool
 
 	enc    *encode.Encoder
-	encKey string // the table definition enc was built for
+	encKey string          // the table definition enc was built for
+	meta   encode.Meta     // AddRecord's argument, reused
+	hdrs   []encode.Header // meta.Headers' backing array, reused
 
 	ckpt *checkpointer // checkpoints and log cleanup (checkpointer.go)
 }
@@ -197,12 +199,58 @@ func (t *table) encoderFor(m *deltalog.Metadata, schema *deltalog.StructType) (*
 		return t.enc, nil
 	}
 	enc, err := encode.New(schema, m.PartitionColumns, encode.Options{Configuration: m.Configuration, CreatedBy: engineInfo(),
-		InferUnknown: t.sink.cfg.SchemaEvolution == evolveAddColumns})
+		InferUnknown: t.sink.cfg.SchemaEvolution == evolveAddColumns,
+		Metadata:     t.sink.cfg.MetadataColumns, Derive: t.sink.derive})
+	var ce *encode.ConfigError
+	if errors.As(err, &ce) {
+		key := keyMetadataColumns
+		if ce.Derive {
+			key = keyDerivedColumns
+		}
+		return nil, sdk.Fatalf("plugin_config key %q: Delta table %s: %w", key, t.uri, err)
+	}
 	if err != nil {
 		return nil, sdk.Fatalf("Delta table %s cannot be written by this sink: %v", t.uri, err)
 	}
 	t.enc, t.encKey = enc, key
 	return enc, nil
+}
+
+// checkFills builds the encoder to find, at open, columns that
+// metadata_columns or derived_columns cannot fill (BAD_CONFIG). Any other
+// reason the encoder cannot be built is left for the first batch, as
+// without those keys.
+func (t *table) checkFills() error {
+	if !t.sink.cfg.MetadataColumns && len(t.sink.derive) == 0 {
+		return nil
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	_, err := t.encoder()
+	var ce *encode.ConfigError
+	if errors.As(err, &ce) {
+		return sdk.BadConfig(errors.Unwrap(err))
+	}
+	return nil
+}
+
+// addRecord buffers record r of b: its payload, and its metadata for the
+// pico_* columns.
+func (t *table) addRecord(enc *encode.Encoder, b *sdk.Batch, r *sdk.Record) error {
+	m := &t.meta
+	*m = encode.Meta{Topic: b.Topic, Partition: b.Partition, Offset: r.Offset, Timestamp: r.Timestamp, Key: r.Key}
+	if t.sink.cfg.MetadataColumns && len(r.Headers) > 0 {
+		for _, h := range r.Headers {
+			t.hdrs = append(t.hdrs, encode.Header(h))
+		}
+		m.Headers = t.hdrs
+	}
+	err := enc.AddRecord(r.Payload, m)
+	// Keys and headers are the host's memory, valid for this call only.
+	clear(t.hdrs)
+	t.hdrs = t.hdrs[:0]
+	m.Key, m.Headers = nil, nil
+	return err
 }
 
 // rebuilds bounds how often one batch is rebuilt against a newer snapshot
@@ -328,7 +376,7 @@ func (t *table) recheck(ctx context.Context, b *sdk.Batch, appID string, skip in
 			// Today's message when the record still fails, else one that
 			// says when it was rejected.
 			var rerr error
-			if err := enc.Add(r.Payload, r.Offset); err != nil {
+			if err := t.addRecord(enc, b, r); err != nil {
 				_, rerr, _ = rejectable(b.Topic, i, r.Payload, err)
 			}
 			if rerr == nil {
@@ -340,7 +388,7 @@ func (t *table) recheck(ctx context.Context, b *sdk.Batch, appID string, skip in
 		if len(r.Payload) == 0 && t.sink.cfg.SkipEmptyPayloads {
 			continue
 		}
-		if err := enc.Add(r.Payload, r.Offset); err != nil {
+		if err := t.addRecord(enc, b, r); err != nil {
 			if reason, rerr, ok := rejectable(b.Topic, i, r.Payload, err); ok {
 				b.Reject(i, reason, rerr)
 			}

@@ -22,6 +22,9 @@ const (
 	// Key holds the record key when there is one, base64-encoded (see
 	// KeyBase64) where the destination has no binary type.
 	Key = "pico_key"
+	// Headers holds the record headers as a map of strings, each key and
+	// value as HeaderValue renders it, where a destination keeps them.
+	Headers = "pico_headers"
 )
 
 // RecordID returns the id topic:partition:offset, which identifies a record
@@ -78,4 +81,13 @@ func HeaderValue(v []byte) string {
 		return string(v)
 	}
 	return base64.StdEncoding.EncodeToString(v)
+}
+
+// AppendHeaderValue appends HeaderValue's rendering of v to dst, for
+// encoders that build many values into one reused buffer.
+func AppendHeaderValue(dst, v []byte) []byte {
+	if utf8.Valid(v) {
+		return append(dst, v...)
+	}
+	return base64.StdEncoding.AppendEncode(dst, v)
 }

@@ -15,6 +15,7 @@ func TestFieldNames(t *testing.T) {
 		{metadata.Offset, "pico_offset"},
 		{metadata.Timestamp, "pico_timestamp"},
 		{metadata.Key, "pico_key"},
+		{metadata.Headers, "pico_headers"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.want, func(t *testing.T) {
@@ -110,6 +111,9 @@ func TestHeaderValue(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			if got := metadata.HeaderValue(tt.v); got != tt.want {
 				t.Errorf("HeaderValue(%#v) = %q, want %q", tt.v, got, tt.want)
+			}
+			if got := metadata.AppendHeaderValue([]byte("x"), tt.v); string(got) != "x"+tt.want {
+				t.Errorf("AppendHeaderValue(%#v) = %q, want %q", tt.v, got, "x"+tt.want)
 			}
 		})
 	}

@@ -30,7 +30,16 @@ type decoder struct {
 	scratch []byte   // unescaped keys and strings that are parsed, not stored
 	seen    []uint64 // stack of per-struct-instance "field seen" bitsets
 	marks   []int    // stack of leaf slot counts at struct-instance start
+
+	// caps keeps the JSON values of top-level fields derivations read
+	// (fill.go): a column's by node.capture, a field the table lacks by
+	// capNames. start < 0: not in this record.
+	caps     []span
+	capNames map[string]int
 }
+
+// span is a byte range of the payload.
+type span struct{ start, end int }
 
 func (d *decoder) reset(payload []byte, nrec int) {
 	d.buf, d.pos, d.depth, d.nrec = payload, 0, 0, nrec
@@ -38,6 +47,9 @@ func (d *decoder) reset(payload []byte, nrec int) {
 	d.unknown, d.ukeys = d.unknown[:0], d.ukeys[:0]
 	d.seen = d.seen[:0]
 	d.marks = d.marks[:0]
+	for i := range d.caps {
+		d.caps[i].start = -1
+	}
 }
 
 // record decodes a whole payload, which must be one JSON object.
@@ -202,8 +214,9 @@ func (d *decoder) object(n *node, rep uint8) *valueError {
 	}
 	d.pos++ // '{'
 	// Which fields this instance has seen: a local word for up to 64
-	// fields, a slice on the decoder's stack beyond.
-	var seen0 uint64
+	// fields, a slice on the decoder's stack beyond. Filled columns count
+	// as seen: they get no null.
+	seen0 := n.filledMask
 	seen := len(d.seen)
 	if len(n.fields) > 64 {
 		for range (len(n.fields) + 63) / 64 {
@@ -231,7 +244,9 @@ func (d *decoder) object(n *node, rep uint8) *valueError {
 			if d.pos >= len(d.buf) || d.buf[d.pos] != '"' {
 				return d.expected("string for object key")
 			}
-			idx := -1
+			// capture >= 0: the field feeds a derivation; used: a filled
+			// column's field or a captured one, neither listed as unknown.
+			idx, capture, used := -1, -1, false
 			var key []byte
 			// Producers usually send keys in schema order: try the field
 			// after the last match first, comparing the raw bytes, which
@@ -254,8 +269,16 @@ func (d *decoder) object(n *node, rep uint8) *valueError {
 					d.scratch = unescape(d.scratch[:0], key)
 					key = d.scratch
 				}
-				if i, ok := n.byName[string(key)]; ok {
+				// A filled column's payload field is read like one the
+				// table lacks (fill.go).
+				if i, ok := n.byName[string(key)]; ok && !n.fields[i].filled {
 					idx = i
+				} else if ok {
+					used = true
+				} else if d.capNames != nil && d.depth == 1 {
+					if i, ok := d.capNames[string(key)]; ok {
+						capture, used = i, true
+					}
 				}
 			}
 			// colon and next, with their fast paths inlined by hand: this
@@ -266,11 +289,17 @@ func (d *decoder) object(n *node, rep uint8) *valueError {
 				return err
 			}
 			if idx < 0 {
+				if capture >= 0 {
+					d.skipWS()
+				}
 				start := d.pos
 				if err := d.skipValue(); err != nil {
 					return err
 				}
-				if d.depth == 1 {
+				if capture >= 0 {
+					d.caps[capture] = span{start, d.pos}
+				}
+				if d.depth == 1 && !used {
 					d.noteUnknown(key, start, d.pos)
 				}
 			} else {
@@ -284,8 +313,15 @@ func (d *decoder) object(n *node, rep uint8) *valueError {
 					d.rollbackField(n, idx, marks)
 				}
 				*word |= bit
+				if f.capture > 0 {
+					d.skipWS()
+				}
+				start := d.pos
 				if err := d.value(f, rep); err != nil {
 					return err.field(f.name)
+				}
+				if f.capture > 0 {
+					d.caps[f.capture-1] = span{start, d.pos}
 				}
 				hint = idx + 1
 				if d.depth == 1 {
@@ -314,7 +350,7 @@ func (d *decoder) object(n *node, rep uint8) *valueError {
 		if len(n.fields) > 64 {
 			word = d.seen[seen+i/64]
 		}
-		if word&(1<<(i%64)) != 0 {
+		if word&(1<<(i%64)) != 0 || f.filled {
 			continue
 		}
 		if !f.nullable {

@@ -59,6 +59,9 @@
 //     parsed as the key type (map keys must be primitive).
 //   - null is never coerced: null, or a missing field, in a non-nullable
 //     position fails naming it; in a nullable one it is null.
+//   - Columns the encoder fills (Options.Metadata, Options.Derive; see
+//     fill.go) take no value from the payload: a payload field of that name
+//     is skipped like one the table lacks.
 //   - Fields the table lacks are skipped (still validated as JSON); so are
 //     values of void columns, which Delta never writes. Field names match
 //     exactly (case-sensitive); Matched reports a record none of whose
@@ -105,6 +108,9 @@
 //	parquet.go  the Parquet schema (ordered groups), encodings
 //	codec.go    snappy at s2's default speed
 //	partition.go grouping records by partition values
+//	fill.go     columns filled by the encoder: pico_* metadata (Options.
+//	            Metadata, AddRecord's Meta) and derived columns
+//	derive.go   Derivation, ParseDerivations, UTC calendar fields
 //	stats.go    feeding deltalog's StatsCollector from the buffers
 //	errors.go   RecordError, ErrorKind
 package encode

@@ -54,6 +54,21 @@ type Options struct {
 	// encoded column switches to PLAIN for the rest of the file. Default
 	// 1 MiB.
 	DictionaryMaxBytes int64
+
+	// Metadata fills the table's top-level pico_* columns (shared/metadata
+	// names; any the table lacks are left out) from the Meta given to
+	// AddRecord, instead of from the payload: pico_topic (string),
+	// pico_partition (integer or long), pico_offset (long), pico_timestamp
+	// (long epoch milliseconds, or timestamp/timestamp_ntz), pico_key
+	// (binary as sent, string base64, null without a key) and pico_headers
+	// (map<string,string>, metadata.HeaderValue for keys and values, every
+	// header in order, an empty map without any). A column of another type
+	// makes New fail with a *ConfigError. Default false.
+	Metadata bool
+
+	// Derive fills columns from a timestamp in another top-level field
+	// (see Derivation, ParseDerivations, fill.go). Default none.
+	Derive []Derivation
 }
 
 const (
@@ -81,6 +96,8 @@ type Encoder struct {
 
 	partNames []string
 	partNodes []*node
+
+	fills []*filler // columns filled from Meta or derived (fill.go)
 
 	schema *parquet.Schema
 	pw     *parquet.GenericWriter[any]
@@ -157,6 +174,12 @@ func New(schema *deltalog.StructType, partitionColumns []string, opts Options) (
 		}
 	}
 	e.dec.cols = e.cols
+	var ncap int
+	e.fills, e.dec.capNames, ncap, err = compileFills(root, opts)
+	if err != nil {
+		return nil, err
+	}
+	e.dec.caps = make([]span, ncap)
 
 	e.stats, err = newStatsFeed(schema, partitionColumns, root, e.cols, opts)
 	if err != nil {
@@ -202,7 +225,18 @@ func defaultFileName(i int) string {
 // used in error messages. A record that fails leaves nothing behind: the
 // error is a *RecordError (errors.Is(err, ErrInvalidRecord)) and the records
 // added before it stay buffered.
+//
+// Add is AddRecord with a Meta that holds only the offset: an encoder with
+// Options.Metadata takes its records through AddRecord.
 func (e *Encoder) Add(payload []byte, offset uint64) error {
+	return e.AddRecord(payload, &Meta{Offset: offset})
+}
+
+// AddRecord is Add with the record's metadata, which Options.Metadata
+// writes to the pico_* columns. m.Offset is the offset error messages
+// name. Nothing of m is kept.
+func (e *Encoder) AddRecord(payload []byte, m *Meta) error {
+	offset := m.Offset
 	index := e.calls
 	e.calls++
 	d := &e.dec
@@ -212,6 +246,12 @@ func (e *Encoder) Add(payload []byte, offset uint64) error {
 	if verr := d.record(e.root); verr != nil {
 		e.rollback()
 		return toRecordError(verr, index, offset)
+	}
+	if len(e.fills) > 0 {
+		if verr := e.fill(m); verr != nil {
+			e.rollback()
+			return toRecordError(verr, index, offset)
+		}
 	}
 	for _, c := range e.bytesCols {
 		if len(c.data) > math.MaxUint32 {

@@ -73,6 +73,14 @@ type node struct {
 	byName map[string]int
 	// plainName: the field name needs no escaping in JSON (fast key match)
 	plainName bool
+	// filled: a top-level column the encoder fills itself (fill.go); the
+	// decoder skips its payload field. filledMask has the root's filled
+	// fields among its first 64.
+	filled     bool
+	filledMask uint64
+	// capture is 1 + the index of decoder.caps that keeps this top-level
+	// field's JSON value for a derivation; 0 when not kept.
+	capture int
 
 	// array element / map key+value
 	elem, key, val *node
