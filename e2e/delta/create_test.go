@@ -253,9 +253,15 @@ func TestCreatedTableHasMetadataColumns(t *testing.T) {
 	inst := newHarness(t).open("ev", creating(map[string]any{}, uri, "metadata_columns", true))
 	consume(t, inst, events("events", 0, 2))
 	f := created(t, uri)
-	want := "[id long body string region string pico_topic string pico_partition long pico_offset long pico_timestamp long pico_key binary]"
+	want := "[id long body string region string pico_topic string pico_partition long pico_offset long pico_timestamp long pico_key binary pico_headers map]"
 	if fmt.Sprint(f.Columns) != want {
 		t.Fatalf("columns %v\nwant    %s", f.Columns, want)
+	}
+	// The created columns are filled from the records, not left null.
+	for i, r := range readRows(t, uri, "id") {
+		if r["pico_topic"] != "events" || r["pico_offset"] != float64(i) || r["id"] != float64(i) {
+			t.Errorf("row %d: %v, want id and pico_offset %d, pico_topic events", i, r, i)
+		}
 	}
 }
 
