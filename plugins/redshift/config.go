@@ -27,7 +27,7 @@ type Config struct {
 	S3Endpoint         string  `config:"s3_endpoint" doc:"Custom S3 endpoint, e.g. http://minio:9000. Turns on path-style addressing"`
 	AWSAccessKeyID     string  `config:"aws_access_key_id,secret" doc:"Static S3 credential for the runtime side. Set both keys or neither; neither uses the default AWS credential chain. Redacted in the API"`
 	AWSSecretAccessKey string  `config:"aws_secret_access_key,secret" doc:"Static S3 credential. Redacted in the API"`
-	BatchSize          int     `config:"batch_size" default:"100" doc:"Rows per Parquet file and per COPY. Must be above 0"`
+	BatchSize          int     `config:"batch_size" default:"100" doc:"Rows per Parquet file and per COPY. Must be above 0."`
 	MaxConnections     int     `config:"max_connections" default:"5" doc:"Pool size. Must be above 0"`
 	IncludeMetadata    bool    `config:"include_metadata" default:"true" doc:"Add pico_offset, pico_timestamp, pico_topic and pico_partition"`
 	IncludeKey         bool    `config:"include_key" default:"true" doc:"Add pico_key, the record key in base64, NULL when the record has none"`
@@ -39,7 +39,7 @@ type Config struct {
 	// StatementTimeout exists because Redshift has no lock_timeout: a
 	// writer that stalls inside its load transaction would otherwise keep
 	// every other writer of the table waiting on LOCK forever.
-	StatementTimeout time.Duration `config:"statement_timeout" default:"10m" doc:"Longest one statement may take, waiting for the staging table's lock (held by another writer's load) and WLM queueing included, before Redshift cancels it; the batch then fails RETRY naming the table. Sets Redshift's statement_timeout on every connection of the pool. Keep it well above the time a COPY and INSERT of batch_size rows into the largest target take; 0 leaves the user's or cluster's own setting (Redshift's default: no limit)"`
+	StatementTimeout time.Duration `config:"statement_timeout" default:"10m" doc:"Longest one statement may take, waiting for the staging table's lock (held by another writer's load) and WLM queueing included, before Redshift cancels it; the batch then fails RETRY naming the table. Sets Redshift's statement_timeout on every connection of the pool. Keep it well above the time a COPY and INSERT of batch_size rows into the largest target take (the load transaction is sent as one query, which Redshift may time as a whole); 0 leaves the user's or cluster's own setting (Redshift's default: no limit)"`
 	Archive          bool          `config:"archive" default:"false" doc:"Keep each Parquet file under archive/messages/ inside s3_prefix instead of deleting it"`
 	VerboseLogging   bool          `config:"verbose_logging" default:"false" doc:"Log every batch at info instead of debug"`
 }
