@@ -50,3 +50,25 @@ func TestOneRoundTripPerChunk(t *testing.T) {
 	}
 	w.exactlyOnce("trips", "orders", 0, 260)
 }
+
+// open() warns when batch_size cuts a batch of the runtime's default
+// batch_length into many COPYs, naming both keys; the default batch_size
+// does not warn (TestPayloadFormatWarnings counts every warning at open).
+func TestManyCopiesPerBatchWarning(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	inst := w.open("small_chunks", w.config(map[string]any{"target_table": "small_chunks", "batch_size": 10}))
+	var warns []string
+	for _, l := range inst.Logs() {
+		if l.Level.String() == "WARN" {
+			warns = append(warns, l.Message)
+		}
+	}
+	want := "batch_size = 10 loads a batch of 1000 records (the runtime's default batch_length) with 100 COPYs, " +
+		"each with a large fixed cost on Redshift: set batch_size near the topic's batch_length (docs/redshift.md, Sizing batch_size)"
+	if len(warns) != 1 || warns[0] != want {
+		t.Errorf("warnings %q\nwant exactly %q", warns, want)
+	}
+	consume(t, inst, batch("orders", 0, 25)) // a warning, not a refusal
+	w.exactlyOnce("small_chunks", "orders", 0, 24)
+}
