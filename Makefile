@@ -84,7 +84,7 @@ bench-pipeline: build services pyenv
 	set -a; source .services.env; set +a; \
 	$(GO) run ./cmd/pipelinebench -batches 100 $(if $(BENCH_DIR),-dir $(BENCH_DIR))
 
-# rows/s through the emulator for batch_size 100/1000/10000, CPU per row, statements and S3 requests per chunk, peak RSS.
+# rows/s through the emulator for batch_size 100/1000/10000, CPU per row, SQL round trips, statements and S3 requests per chunk, peak RSS.
 bench-redshift: build services
 	$(GO) run ./cmd/rsbench
 

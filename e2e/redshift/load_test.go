@@ -145,7 +145,7 @@ func TestQuickStart(t *testing.T) {
 	}
 	copyRE := regexp.MustCompile(`^COPY "staging_orders_(eu|us)" \(id, pico_offset, pico_timestamp, pico_topic, pico_partition, pico_key, payload, created_at\) ` +
 		`FROM 's3://` + regexp.QuoteMeta(w.bucket) + `/redshift/orders/` + uuidV7 + `\.parquet' ` +
-		`CREDENTIALS 'aws_iam_role=` + regexp.QuoteMeta(rsemu.DefaultRole) + `' FORMAT AS PARQUET$`)
+		`CREDENTIALS 'aws_iam_role=` + regexp.QuoteMeta(rsemu.DefaultRole) + `' FORMAT AS PARQUET STATUPDATE OFF$`)
 	copies := 0
 	for _, s := range w.emu.Statements() {
 		if strings.HasPrefix(s, "COPY") {

@@ -27,7 +27,7 @@ type Config struct {
 	S3Endpoint         string  `config:"s3_endpoint" doc:"Custom S3 endpoint, e.g. http://minio:9000. Turns on path-style addressing"`
 	AWSAccessKeyID     string  `config:"aws_access_key_id,secret" doc:"Static S3 credential for the runtime side. Set both keys or neither; neither uses the default AWS credential chain. Redacted in the API"`
 	AWSSecretAccessKey string  `config:"aws_secret_access_key,secret" doc:"Static S3 credential. Redacted in the API"`
-	BatchSize          int     `config:"batch_size" default:"100" doc:"Rows per Parquet file and per COPY. Must be above 0"`
+	BatchSize          int     `config:"batch_size" default:"100" doc:"Rows per Parquet file and per COPY. Must be above 0. Each COPY has a large fixed cost on Redshift: size it with the topic's batch_length, so a batch takes few COPYs (docs/redshift.md, Sizing batch_size); below 100, open() logs a warning"`
 	MaxConnections     int     `config:"max_connections" default:"5" doc:"Pool size. Must be above 0"`
 	IncludeMetadata    bool    `config:"include_metadata" default:"true" doc:"Add pico_offset, pico_timestamp, pico_topic and pico_partition"`
 	IncludeKey         bool    `config:"include_key" default:"true" doc:"Add pico_key, the record key in base64, NULL when the record has none"`
@@ -39,7 +39,7 @@ type Config struct {
 	// StatementTimeout exists because Redshift has no lock_timeout: a
 	// writer that stalls inside its load transaction would otherwise keep
 	// every other writer of the table waiting on LOCK forever.
-	StatementTimeout time.Duration `config:"statement_timeout" default:"10m" doc:"Longest one statement may take, waiting for the staging table's lock (held by another writer's load) and WLM queueing included, before Redshift cancels it; the batch then fails RETRY naming the table. Sets Redshift's statement_timeout on every connection of the pool. Keep it well above the time a COPY and INSERT of batch_size rows into the largest target take; 0 leaves the user's or cluster's own setting (Redshift's default: no limit)"`
+	StatementTimeout time.Duration `config:"statement_timeout" default:"10m" doc:"Longest one statement may take, waiting for the staging table's lock (held by another writer's load) and WLM queueing included, before Redshift cancels it; the batch then fails RETRY naming the table. Sets Redshift's statement_timeout on every connection of the pool. Keep it well above the time a COPY and INSERT of batch_size rows into the largest target take (the load transaction is sent as one query, which Redshift may time as a whole); 0 leaves the user's or cluster's own setting (Redshift's default: no limit)"`
 	Archive          bool          `config:"archive" default:"false" doc:"Keep each Parquet file under archive/messages/ inside s3_prefix instead of deleting it"`
 	VerboseLogging   bool          `config:"verbose_logging" default:"false" doc:"Log every batch at info instead of debug"`
 }
@@ -69,6 +69,19 @@ const (
 // defaultRetryDelay is what an unparsable retry_delay becomes.
 const defaultRetryDelay = time.Second
 
+// The sink cannot see the runtime's batch_length, the records per batch it
+// is handed; it judges batch_size against the runtime's default. Every
+// chunk is one COPY, which has a large fixed cost on a real cluster, so a
+// batch_size that cuts a default batch into more COPYs than the default
+// batch_size does (10) is worth a warning at open.
+const (
+	runtimeBatchLength = 1000 // the runtime's default batch_length
+	manyCopies         = 10   // COPYs per default batch with the default batch_size
+)
+
+// copiesPerBatch is how many COPYs a runtime batch of n records costs.
+func copiesPerBatch(n, batchSize int) int { return (n + batchSize - 1) / batchSize }
+
 // parsed holds only what validate derives from a Config by parsing,
 // clamping or building: the sink reads every other setting from the Config
 // itself, so no field is copied and kept in sync by hand.
@@ -90,6 +103,10 @@ func (c *Config) validate() (*parsed, []string, error) {
 	}
 	if c.BatchSize <= 0 {
 		return nil, nil, sdk.BadConfigf("%s must be above 0, got %d", keyBatchSize, c.BatchSize)
+	}
+	if n := copiesPerBatch(runtimeBatchLength, c.BatchSize); n > manyCopies {
+		warnings = append(warnings, fmt.Sprintf("%s = %d loads a batch of %d records (the runtime's default batch_length) with %d COPYs, each with a large fixed cost on Redshift: set %s near the topic's batch_length (docs/redshift.md, Sizing batch_size)",
+			keyBatchSize, c.BatchSize, runtimeBatchLength, n, keyBatchSize))
 	}
 	if c.MaxConnections <= 0 {
 		return nil, nil, sdk.BadConfigf("%s must be above 0, got %d", keyMaxConnections, c.MaxConnections)

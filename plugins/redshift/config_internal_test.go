@@ -232,3 +232,33 @@ func TestSchemaQualified(t *testing.T) {
 		}
 	}
 }
+
+// A batch_size that splits a batch of the runtime's default batch_length
+// into more COPYs than the default batch_size does is warned about, naming
+// both keys; the default itself is not.
+func TestValidateWarnsAboutManyCopies(t *testing.T) {
+	for _, tt := range []struct {
+		size int
+		want string // "" for no warning
+	}{
+		{100, ""},
+		{1000, ""},
+		{20000, ""},
+		{99, "batch_size = 99 loads a batch of 1000 records (the runtime's default batch_length) with 11 COPYs"},
+		{1, "batch_size = 1 loads a batch of 1000 records (the runtime's default batch_length) with 1000 COPYs"},
+	} {
+		c := validConfig()
+		c.BatchSize = tt.size
+		_, warnings, err := c.validate()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := strings.Join(warnings, "\n")
+		if tt.want == "" && got != "" || !strings.HasPrefix(got, tt.want) {
+			t.Errorf("batch_size %d: warnings %q, want %q", tt.size, got, tt.want)
+		}
+		if tt.want != "" && !strings.Contains(got, "set batch_size near the topic's batch_length") {
+			t.Errorf("batch_size %d: the warning does not say what to do: %q", tt.size, got)
+		}
+	}
+}

@@ -162,13 +162,23 @@ type loadResult struct {
 	attempts int   // transactions started, the committed one included
 }
 
+// loadSteps name the statements of the load transaction, in the order
+// loadOnce sends them; errors say which one failed by these names.
+var loadSteps = [...]string{"BEGIN", "LOCK", "COPY", "INSERT", "staging cleanup", "COMMIT"}
+
+// Indexes into loadSteps of the statements whose answers loadOnce reads.
+const (
+	stepInsert = 3
+	stepCommit = 5
+)
+
 // load runs the load transaction for one uploaded file:
 //
-//	BEGIN
-//	LOCK "staging_<t>"
-//	COPY "staging_<t>" (...) FROM 's3://...' CREDENTIALS 'aws_iam_role=...' FORMAT AS PARQUET
-//	INSERT INTO "<t>" (...) SELECT ... one row per id, ids not in <t> ...
-//	DELETE FROM "staging_<t>"
+//	BEGIN;
+//	LOCK "staging_<t>";
+//	COPY "staging_<t>" (...) FROM 's3://...' CREDENTIALS 'aws_iam_role=...' FORMAT AS PARQUET STATUPDATE OFF;
+//	INSERT INTO "<t>" (...) SELECT ... one row per id, ids not in <t> ...;
+//	DELETE FROM "staging_<t>";
 //	COMMIT
 //
 // The lock makes writers of one target take turns, so no writer can clear
@@ -221,50 +231,67 @@ func (d *db) timedOut(step string, t *table, err error) error {
 }
 
 // loadOnce runs the transaction once and returns the step it reached.
+//
+// The six statements go in one simple-protocol query, one round trip. The
+// server answers each statement it completes, in order, and stops at the
+// first error, so the number of answers before the error is the index of
+// the statement that failed: its name and SQLSTATE are reported exactly as
+// when each statement was sent on its own. A failure leaves the session in
+// the aborted transaction; ROLLBACK, a second round trip on the failure
+// path only, ends it before the connection goes back to the pool.
 func (d *db) loadOnce(ctx context.Context, t *table, copySQL string) (step string, inserted int64, err error) {
 	step = "connection"
 	conn, err := d.pool.Acquire(ctx)
 	if err != nil {
 		return step, 0, err
 	}
+	// Release destroys a connection that is not idle (a failed ROLLBACK).
 	defer conn.Release()
-	step = "BEGIN"
-	tx, err := conn.Begin(ctx)
-	if err != nil {
-		return step, 0, err
+	pc := conn.Conn().PgConn()
+	sql := rsql.Script("BEGIN", t.lock, copySQL, t.insert, t.cleanup, "COMMIT")
+	done, inserted, err := execLoad(ctx, pc, sql)
+	step = loadSteps[min(done, len(loadSteps)-1)]
+	if err == nil && done != len(loadSteps) {
+		err = fmt.Errorf("Redshift answered %d of the %d statements of the load transaction", done, len(loadSteps))
 	}
-	committed := false
-	defer func() {
-		if !committed {
+	if err != nil {
+		if !pc.IsClosed() && pc.TxStatus() != 'I' {
 			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rollbackTimeout)
 			defer cancel()
-			_ = tx.Rollback(rctx)
+			_ = pc.Exec(rctx, "ROLLBACK").Close()
 		}
-	}()
-	step = "LOCK"
-	if _, err := tx.Exec(ctx, t.lock); err != nil {
 		return step, 0, err
 	}
-	step = "COPY"
-	if _, err := tx.Exec(ctx, copySQL); err != nil {
-		return step, 0, err
-	}
-	step = "INSERT"
-	tag, err := tx.Exec(ctx, t.insert)
-	if err != nil {
-		return step, 0, err
-	}
-	inserted = tag.RowsAffected()
-	step = "staging cleanup"
-	if _, err := tx.Exec(ctx, t.cleanup); err != nil {
-		return step, 0, err
-	}
-	step = "COMMIT"
-	if err := tx.Commit(ctx); err != nil {
-		return step, 0, err
-	}
-	committed = true
 	return step, inserted, nil
+}
+
+// execLoad sends the load transaction and reads its answers. done counts
+// the statements the server completed before an error or the end.
+func execLoad(ctx context.Context, pc *pgconn.PgConn, sql string) (done int, inserted int64, err error) {
+	mrr := pc.Exec(ctx, sql)
+	for mrr.NextResult() {
+		tag, rerr := mrr.ResultReader().Close()
+		if rerr != nil {
+			_ = mrr.Close()
+			return done, 0, rerr
+		}
+		switch done {
+		case stepInsert:
+			inserted = tag.RowsAffected()
+		case stepCommit:
+			// PostgreSQL answers COMMIT of an aborted transaction with
+			// ROLLBACK and no error; nothing was committed.
+			if tag.String() == "ROLLBACK" {
+				_ = mrr.Close()
+				return done, 0, pgx.ErrTxCommitRollback
+			}
+		}
+		done++
+	}
+	if err := mrr.Close(); err != nil {
+		return done, 0, err
+	}
+	return done, inserted, nil
 }
 
 // describeRetry renders a retry.Do error as "after N attempts: <error>".

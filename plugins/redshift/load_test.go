@@ -134,7 +134,7 @@ func TestCopyStatementText(t *testing.T) {
 	}
 	prefix := `COPY "staging_t_Orders" (id, pico_offset, pico_timestamp, pico_topic, pico_partition, pico_key, payload, created_at) FROM 's3://` +
 		r.bucket + `/pre/fix/`
-	suffix := `.parquet' CREDENTIALS 'aws_iam_role=` + rsemuRole + `' FORMAT AS PARQUET`
+	suffix := `.parquet' CREDENTIALS 'aws_iam_role=` + rsemuRole + `' FORMAT AS PARQUET STATUPDATE OFF`
 	if !strings.HasPrefix(copySQL, prefix) || !strings.HasSuffix(copySQL, suffix) {
 		t.Fatalf("COPY text:\n%s\nwant\n%s<uuid>%s", copySQL, prefix, suffix)
 	}

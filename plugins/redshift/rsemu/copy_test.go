@@ -258,6 +258,10 @@ func TestCopyRejectsOptionsParquetDoesNotTake(t *testing.T) {
 		{`IGNOREHEADER 1`, "IGNOREHEADER argument is not supported for PARQUET based COPY"},
 		{`GZIP`, "GZIP argument is not supported for PARQUET based COPY"},
 		{`MAXERROR 10`, "MAXERROR argument is not supported for PARQUET based COPY"},
+		// Redshift never applies compression encodings on a columnar COPY,
+		// and COMPUPDATE is not among the parameters it takes with Parquet.
+		{`COMPUPDATE OFF`, "COMPUPDATE argument is not supported for PARQUET based COPY"},
+		{`STATUPDATE OFF COMPUPDATE OFF`, "COMPUPDATE argument is not supported for PARQUET based COPY"},
 	} {
 		_, err := conn.Exec(e.ctx, base+tc.opt)
 		pgErr(t, err, "0A000", tc.msg)
@@ -267,8 +271,14 @@ func TestCopyRejectsOptionsParquetDoesNotTake(t *testing.T) {
 	pgErr(t, err, "0A000", "COPY in CSV")
 	_, err = conn.Exec(e.ctx, `COPY stage FROM '`+e.url("a.parquet")+`' IAM_ROLE '`+e.role+`' DELIMITER '|'`)
 	pgErr(t, err, "0A000", "default delimited text format")
-	// STATUPDATE is allowed with Parquet.
-	e.exec(t, conn, base+`STATUPDATE OFF`)
+	// STATUPDATE is allowed with Parquet, alone or with ON/OFF/TRUE/FALSE,
+	// before or after the format.
+	for _, opt := range []string{`STATUPDATE OFF`, `STATUPDATE ON`, `STATUPDATE FALSE`, `STATUPDATE TRUE`, `STATUPDATE`} {
+		e.exec(t, conn, base+opt)
+	}
+	e.exec(t, conn, `COPY stage FROM '`+e.url("a.parquet")+`' IAM_ROLE '`+e.role+`' STATUPDATE OFF FORMAT AS PARQUET`)
+	_, err = conn.Exec(e.ctx, base+`STATUPDATE MAYBE`)
+	pgErr(t, err, "42601", "syntax error")
 }
 
 func TestCopyJoinsTheClientTransaction(t *testing.T) {

@@ -68,6 +68,7 @@ type Server struct {
 	nextID   int
 	sessions map[*session]struct{}
 	stmts    []Statement
+	requests int // client requests answered with ReadyForQuery: simple queries and Syncs
 	faults   []*FaultHandle
 	password string // what clients must present; the backend's unless SetPassword changed it
 
@@ -266,10 +267,27 @@ func (s *Server) CountStatements(pattern string) int {
 	return n
 }
 
-// ResetStatements empties the statement log.
+// ResetStatements empties the statement log and zeroes RoundTrips.
 func (s *Server) ResetStatements() {
 	s.mu.Lock()
 	s.stmts = nil
+	s.requests = 0
+	s.mu.Unlock()
+}
+
+// RoundTrips counts the requests clients made that the server answers with
+// ReadyForQuery, each a wait for the client: every simple-protocol Query
+// (however many statements it holds) and every extended-protocol Sync.
+func (s *Server) RoundTrips() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.requests
+}
+
+// countRequest counts one request for RoundTrips.
+func (s *Server) countRequest() {
+	s.mu.Lock()
+	s.requests++
 	s.mu.Unlock()
 }
 

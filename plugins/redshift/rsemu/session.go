@@ -44,8 +44,11 @@ type session struct {
 	dbName string
 
 	caseSensitive bool
-	stmts         map[string]*prepared
-	portals       map[string]*portal
+	// implicit: the emulator opened the backend transaction of a
+	// multi-statement simple query's implicit transaction block.
+	implicit bool
+	stmts    map[string]*prepared
+	portals  map[string]*portal
 	// skipping: an error happened in an extended-protocol batch; discard
 	// messages until Sync, as PostgreSQL does.
 	skipping bool
@@ -224,6 +227,7 @@ func (s *session) dispatch(msg pgproto3.FrontendMessage) error {
 		if s.skipping {
 			return nil
 		}
+		s.srv.countRequest()
 		return s.simpleQuery(m.String)
 	case *pgproto3.Parse:
 		return s.parse(m)
@@ -253,22 +257,81 @@ func (s *session) dispatch(msg pgproto3.FrontendMessage) error {
 
 // ---------------------------------------------------------------- simple
 
+// simpleQuery runs the statements of one simple-protocol query in order and
+// stops at the first error, skipping the rest.
+//
+// Several statements in one query run as one transaction, as in the simple
+// protocol of PostgreSQL 8.0, which Redshift's leader node derives from:
+// outside a transaction block, the first statement that is not BEGIN,
+// COMMIT or ROLLBACK opens an implicit block on the backend, committed after
+// the last statement and rolled back on an error. A BEGIN inside it makes
+// the block explicit (left open, or aborted after an error, for the client
+// to end); a COMMIT or ROLLBACK ends it, and so does TRUNCATE, which commits
+// as on Redshift; a later statement opens a new one.
 func (s *session) simpleQuery(text string) error {
 	stmts := splitStatements(text)
 	if len(stmts) == 0 {
 		s.cb.Send(&pgproto3.EmptyQueryResponse{})
 	}
+	ok := true
 	for _, st := range stmts {
-		ok, err := s.simpleStatement(st)
+		if len(stmts) > 1 && s.tx == 'I' && txControl(st) == "" {
+			if _, e, err := s.mustInternal("BEGIN"); err != nil || e != nil {
+				if err != nil {
+					return err
+				}
+				s.cb.Send(e)
+				ok = false
+				break
+			}
+			s.implicit = true
+		}
+		var err error
+		ok, err = s.simpleStatement(st)
 		if err != nil {
 			return err
+		}
+		if s.tx == 'I' {
+			s.implicit = false
 		}
 		if !ok {
 			break
 		}
 	}
+	if s.implicit {
+		s.implicit = false
+		end := "COMMIT"
+		if !ok || s.tx != 'T' {
+			end = "ROLLBACK"
+		}
+		_, e, err := s.mustInternal(end)
+		if err != nil {
+			return err
+		}
+		if e != nil {
+			s.cb.Send(e)
+		}
+	}
 	s.cb.Send(&pgproto3.ReadyForQuery{TxStatus: s.tx})
 	return s.cb.Flush()
+}
+
+// txControl returns "begin", "commit" or "rollback" for a statement that
+// starts or ends a transaction block, else "".
+func txControl(sql string) string {
+	toks := lex(sql)
+	if len(toks) == 0 || toks[0].kind != tokIdent {
+		return ""
+	}
+	switch toks[0].val {
+	case "begin", "start":
+		return "begin"
+	case "commit", "end":
+		return "commit"
+	case "rollback", "abort":
+		return "rollback"
+	}
+	return ""
 }
 
 // simpleStatement runs one statement of a simple query and reports whether
@@ -306,6 +369,12 @@ func (s *session) simpleStatement(sql string) (bool, error) {
 		} else {
 			s.sendResult(res, true)
 		}
+	} else if s.implicit && txControl(sql) == "begin" {
+		// BEGIN turns the implicit block into an explicit one. The
+		// backend's transaction is already open: passing BEGIN on would
+		// only add PostgreSQL's "already a transaction in progress" warning.
+		s.implicit = false
+		s.sendResult(&result{tag: "BEGIN"}, true)
 	} else {
 		var err error
 		if ok, err = s.passSimple(p.sql); err != nil {
@@ -599,6 +668,7 @@ func (s *session) closeMsg(m *pgproto3.Close) error {
 }
 
 func (s *session) sync() error {
+	s.srv.countRequest()
 	s.skipping = false
 	s.fe.Send(&pgproto3.Sync{})
 	if err := s.fe.Flush(); err != nil {

@@ -139,9 +139,26 @@ func Lock(staging string) string {
 // Copy loads one Parquet file into the staging table. Redshift maps Parquet
 // columns to the column list by position. There is no REGION option: the
 // bucket must be in the cluster's region.
+//
+// STATUPDATE OFF: the staging table is empty before every COPY, and COPY
+// into an empty table otherwise refreshes its planner statistics each time,
+// work that describes rows about to be deleted. The INSERT reads all of
+// staging whatever the statistics say. There is no COMPUPDATE OFF: Redshift
+// accepts only ACCEPTINVCHARS, FILLRECORD, MANIFEST, EXPLICIT_IDS and
+// STATUPDATE (besides FROM and the authorization) with Parquet, and never
+// applies compression encodings on a columnar COPY.
 func Copy(staging string, l *Layout, s3URL, role string) string {
 	return "COPY " + Ident(staging) + " (" + columnList(l.Columns) + ") FROM " + Literal(s3URL) +
-		" CREDENTIALS " + Literal("aws_iam_role="+role) + " FORMAT AS PARQUET"
+		" CREDENTIALS " + Literal("aws_iam_role="+role) + " FORMAT AS PARQUET STATUPDATE OFF"
+}
+
+// Script joins statements into the text of one multi-statement simple
+// query, so they cost one round trip. The server runs them in order and
+// stops at the first error, skipping the rest. The statements are the
+// sink's own: any semicolon inside them is within a quoted literal or
+// identifier.
+func Script(stmts ...string) string {
+	return strings.Join(stmts, ";\n")
 }
 
 // Insert moves staged rows into the target: one row per id from staging

@@ -192,9 +192,9 @@ func TestLoadStatements(t *testing.T) {
 		{"lock", rsql.Lock(staging), `LOCK "staging_orders_we""ird.eu"`},
 		{"copy", rsql.Copy(staging, l, rsql.S3URL("bucket", "pre/fix/0190.parquet"), "arn:aws:iam::123456789012:role/RedshiftCopy"),
 			`COPY "staging_orders_we""ird.eu" (id, pico_key, payload, created_at) FROM 's3://bucket/pre/fix/0190.parquet' ` +
-				`CREDENTIALS 'aws_iam_role=arn:aws:iam::123456789012:role/RedshiftCopy' FORMAT AS PARQUET`},
+				`CREDENTIALS 'aws_iam_role=arn:aws:iam::123456789012:role/RedshiftCopy' FORMAT AS PARQUET STATUPDATE OFF`},
 		{"copy quotes literals", rsql.Copy("s", l, "s3://b/it's.parquet", "arn:x'y"),
-			`COPY "s" (id, pico_key, payload, created_at) FROM 's3://b/it''s.parquet' CREDENTIALS 'aws_iam_role=arn:x''y' FORMAT AS PARQUET`},
+			`COPY "s" (id, pico_key, payload, created_at) FROM 's3://b/it''s.parquet' CREDENTIALS 'aws_iam_role=arn:x''y' FORMAT AS PARQUET STATUPDATE OFF`},
 		{"insert", rsql.Insert(table, staging, l),
 			`INSERT INTO "orders_we""ird.eu" (id, pico_key, payload, created_at) SELECT id, pico_key, payload, created_at ` +
 				`FROM (SELECT id, pico_key, payload, created_at, ROW_NUMBER() OVER (PARTITION BY id ORDER BY id) AS pico_rn ` +
@@ -202,6 +202,7 @@ func TestLoadStatements(t *testing.T) {
 				`AND NOT EXISTS (SELECT 1 FROM "orders_we""ird.eu" existing WHERE existing.id = staged.id)`},
 		{"cleanup", rsql.DeleteAll(staging), `DELETE FROM "staging_orders_we""ird.eu"`},
 		{"table def", rsql.TableDefQuery, `SELECT "column", type FROM pg_table_def WHERE tablename = $1`},
+		{"script", rsql.Script("BEGIN", rsql.Lock("a;b"), "COMMIT"), "BEGIN;\nLOCK \"a;b\";\nCOMMIT"},
 	}
 	for _, tt := range tests {
 		if tt.got != tt.want {
