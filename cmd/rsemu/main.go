@@ -10,6 +10,7 @@
 package main
 
 import (
+	"crypto/tls"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -33,6 +34,8 @@ func main() {
 	region := flag.String("s3-region", orDefault(svc.S3Region, "us-east-1"), "S3 region")
 	roles := flag.String("roles", rsemu.DefaultRole, "comma-separated IAM role ARNs attached to the cluster")
 	caseSensitive := flag.Bool("case-sensitive-identifiers", false, "initial enable_case_sensitive_identifier")
+	tlsCert := flag.String("tls-cert", "", "PEM certificate (chain) to serve TLS with; with -tls-key. Default: no TLS, SSLRequest answered N")
+	tlsKey := flag.String("tls-key", "", "PEM private key of -tls-cert")
 	verbose := flag.Bool("v", false, "log connection events")
 	flag.Parse()
 
@@ -52,6 +55,15 @@ func main() {
 			attached = append(attached, r)
 		}
 	}
+	var tlsConfig *tls.Config
+	if *tlsCert != "" || *tlsKey != "" {
+		cert, err := tls.LoadX509KeyPair(*tlsCert, *tlsKey)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "rsemu: -tls-cert/-tls-key:", err)
+			os.Exit(2)
+		}
+		tlsConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	}
 	emu, err := rsemu.New(rsemu.Config{
 		Addr:                     *listen,
 		BackendDSN:               *dsn,
@@ -61,13 +73,14 @@ func main() {
 		S3Region:                 *region,
 		AttachedRoles:            attached,
 		CaseSensitiveIdentifiers: *caseSensitive,
+		TLS:                      tlsConfig,
 		Logger:                   logger,
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	logger.Info("rsemu listening", "addr", emu.Addr(), "roles", attached)
+	logger.Info("rsemu listening", "addr", emu.Addr(), "roles", attached, "tls", tlsConfig != nil)
 
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)

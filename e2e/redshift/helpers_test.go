@@ -157,14 +157,20 @@ func newWorld(t *testing.T, opts ...hostdriver.Option) *world {
 	return w
 }
 
-func (w *world) newEmulator(t *testing.T) *rsemu.Server {
-	return rsemu.NewTest(t, rsemu.Config{
+// newEmulator starts another emulator on the world's database and S3;
+// opts change its configuration (TLS, for instance).
+func (w *world) newEmulator(t *testing.T, opts ...func(*rsemu.Config)) *rsemu.Server {
+	cfg := rsemu.Config{
 		BackendDSN:  w.db.DSN,
 		S3Endpoint:  w.svc.S3Endpoint,
 		S3AccessKey: w.svc.S3AccessKey,
 		S3SecretKey: w.svc.S3SecretKey,
 		S3Region:    w.svc.S3Region,
-	})
+	}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	return rsemu.NewTest(t, cfg)
 }
 
 // fork is a world for a (parallel) subtest on the same database and bucket,

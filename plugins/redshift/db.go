@@ -313,13 +313,16 @@ func describeRetry(err error) string {
 
 // describeErr adds a database error's detail and hint, where Redshift puts
 // the useful part of a load error, to its message, and says what a refused
-// login means.
+// login or a TLS certificate that does not verify means.
 func describeErr(err error) string {
+	msg := err.Error()
 	var pe *pgconn.PgError
 	if !errors.As(err, &pe) {
-		return err.Error()
+		if h := certHint(err); h != "" {
+			msg += "; " + h
+		}
+		return msg
 	}
-	msg := err.Error()
 	if retry.IsAuth(err) {
 		// After open this is a password changed on the cluster: the pool's
 		// new connections fail while old ones may still work.

@@ -25,11 +25,13 @@
 //   - sink.go     Sink: Open, Consume (resolve, check, chunk, load), Close
 //   - db.go       pool configuration, table creation and check, the load
 //     transaction and its retries, error rendering
+//   - tls.go      the sslmode pgx put in effect (logged, named in errors) and
+//     what to fix when a certificate does not verify
 //   - store.go    S3 upload (HTTP 200 or an error), delete, archive
 //   - metrics.go  the sink's counters
 //
-// Tests: config_internal_test.go, open_test.go and docs_test.go need no
-// services (docs_test.go keeps docs/redshift-config.md in sync, -update
+// Tests: config_internal_test.go, tls_internal_test.go, open_test.go and
+// docs_test.go need no services (docs_test.go keeps docs/redshift-config.md in sync, -update
 // rewrites it); the others run the sink in-process against the Redshift
 // emulator (the rsemu test peer beside this package) and MinIO from
 // buildscripts/services.sh, through the helpers in rig_test.go, and fail
@@ -39,4 +41,7 @@
 // is not text, or a topic the template cannot resolve is FATAL; everything
 // else (connection, S3, COPY rejected, table missing or mismatched) is RETRY,
 // because an operator can fix it and the offset must not move meanwhile.
+// At open, what fails the same on every attempt is BAD_CONFIG: the
+// configuration itself, a refused login, a TLS certificate that does not
+// verify or a server without TLS when sslmode requires it.
 package redshift

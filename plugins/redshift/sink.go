@@ -80,6 +80,7 @@ func (s *Sink) Open(ctx context.Context, c *Config, host *sdk.Host) error {
 		return sdk.BadConfigf("%s: %v", keyConnectionString, err)
 	}
 	host.Redact(password)
+	mode := tlsMode(&pcfg.ConnConfig.Config)
 	octx, cancel := context.WithTimeout(ctx, openTimeout)
 	defer cancel()
 	pool, err := pgxpool.NewWithConfig(octx, pcfg)
@@ -88,6 +89,11 @@ func (s *Sink) Open(ctx context.Context, c *Config, host *sdk.Host) error {
 	}
 	if _, err := pool.Exec(octx, "SELECT 1"); err != nil {
 		pool.Close()
+		if msg := tlsOpenError(err, mode); msg != "" {
+			// A certificate that does not verify, or a server without TLS
+			// when sslmode requires it, fails the same way every time.
+			return sdk.BadConfigf("%s", msg)
+		}
 		if retry.IsAuth(err) {
 			// The same credentials will be refused on every attempt.
 			return sdk.BadConfigf("Failed to connect to Redshift: %s: %s", keyConnectionString, describeErr(err))
@@ -118,7 +124,7 @@ func (s *Sink) Open(ctx context.Context, c *Config, host *sdk.Host) error {
 		}
 	}
 	s.log.Info("Redshift sink opened", keyTargetTable, p.table.String(), "columns", fmt.Sprint(p.layout.Names()),
-		keyBatchSize, c.BatchSize, "bucket", c.S3Bucket, "prefix", p.prefix)
+		keyBatchSize, c.BatchSize, "bucket", c.S3Bucket, "prefix", p.prefix, "sslmode", mode)
 	return nil
 }
 

@@ -2,6 +2,8 @@ package retry
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"io"
 	"net"
@@ -59,6 +61,11 @@ var rules = []rule{
 	// Any other server error means the server saw the statement and
 	// refused it; sending it again will not change its mind.
 	{isPgError, permanent},
+
+	// A server certificate that does not verify fails the same way on every
+	// attempt. It comes before SafeToRetry because pgconn marks the failed
+	// handshake safe to retry (nothing was sent).
+	{isCertificateError, permanent},
 
 	// pgconn knows when nothing reached the server.
 	{pgconn.SafeToRetry, transient},
@@ -139,6 +146,19 @@ func redshiftSerializable(err error) bool {
 	}
 	rest, ok := strings.CutPrefix(pe.Message, "1023")
 	return ok && (rest == "" || rest[0] < '0' || rest[0] > '9')
+}
+
+// isCertificateError matches a TLS peer certificate that did not verify:
+// crypto/tls's wrapper under sslmode=verify-full, the bare x509 errors
+// pgx's own chain check returns under verify-ca.
+func isCertificateError(err error) bool {
+	var (
+		verify  *tls.CertificateVerificationError
+		unknown x509.UnknownAuthorityError
+		host    x509.HostnameError
+		invalid x509.CertificateInvalidError
+	)
+	return errors.As(err, &verify) || errors.As(err, &unknown) || errors.As(err, &host) || errors.As(err, &invalid)
 }
 
 func isNetOpError(err error) bool {

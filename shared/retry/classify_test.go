@@ -2,6 +2,7 @@ package retry_test
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -14,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/picomq/heavy-sinks/shared/retry"
+	"github.com/picomq/heavy-sinks/shared/testenv/testca"
 )
 
 func pgErr(code, msg string) *pgconn.PgError {
@@ -193,6 +195,24 @@ func TestIsTransientRealPgconnErrors(t *testing.T) {
 			t.Errorf("IsTransient(%v) = false, want true", err)
 		}
 	})
+	t.Run("certificate from an unknown CA", func(t *testing.T) {
+		addr := tlsServer(t, testca.New(t, "server CA").ServerConfig(t, "127.0.0.1"))
+		root := testca.New(t, "client CA").File(t)
+		for _, mode := range []string{"verify-ca", "verify-full"} {
+			_, err := pgconn.Connect(t.Context(), "postgres://u@"+addr+"/db?sslmode="+mode+"&sslrootcert="+root)
+			if err == nil || retry.IsTransient(err) {
+				t.Errorf("%s: IsTransient(%v) = true, want false", mode, err)
+			}
+		}
+	})
+	t.Run("certificate for another host", func(t *testing.T) {
+		ca := testca.New(t, "server CA")
+		addr := tlsServer(t, ca.ServerConfig(t, "cluster.other.example"))
+		_, err := pgconn.Connect(t.Context(), "postgres://u@"+addr+"/db?sslmode=verify-full&sslrootcert="+ca.File(t))
+		if err == nil || retry.IsTransient(err) {
+			t.Errorf("IsTransient(%v) = true, want false", err)
+		}
+	})
 	t.Run("canceled", func(t *testing.T) {
 		addr := silentServer(t)
 		ctx, cancel := context.WithCancel(t.Context())
@@ -213,6 +233,36 @@ func closedPort(t *testing.T) string {
 	addr := l.Addr().String()
 	l.Close()
 	return addr
+}
+
+// tlsServer answers every SSLRequest 'S' and completes the handshake with
+// cfg, then closes: enough for a client to verify the certificate.
+func tlsServer(t *testing.T, cfg *tls.Config) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				if _, err := io.ReadFull(c, make([]byte, 8)); err != nil { // SSLRequest
+					return
+				}
+				if _, err := c.Write([]byte("S")); err != nil {
+					return
+				}
+				_ = tls.Server(c, cfg).Handshake()
+			}()
+		}
+	}()
+	return l.Addr().String()
 }
 
 // silentServer accepts connections and never writes to them.

@@ -1,8 +1,9 @@
 // Package testenv finds what tests need outside their own package: the
 // repository root, the libraries buildscripts/build.sh built, and the Delta
 // conformance tables. Its sub-packages start the rest: services (PostgreSQL,
-// MinIO, Azurite, fake-gcs-server from buildscripts/services.sh) and pyenv
-// (the Python virtualenv with delta-rs and pyarrow).
+// MinIO, Azurite, fake-gcs-server from buildscripts/services.sh), pyenv
+// (the Python virtualenv with delta-rs and pyarrow) and testca (a CA and
+// server certificates made in the test, for TLS tests).
 //
 // These are test-only helpers, for unit tests under plugins/ and shared/,
 // for the suites under e2e/ and for the developer programs under cmd/

@@ -2,6 +2,7 @@ package rsemu
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -48,6 +49,13 @@ type Config struct {
 	// of every session. Default false, as on Redshift: quoted identifiers are
 	// folded to lower case.
 	CaseSensitiveIdentifiers bool
+	// TLS, when set, makes the emulator accept TLS as a cluster does: an
+	// SSLRequest is answered 'S' and the connection continues over TLS with
+	// this configuration (its certificate is what clients verify). Clients
+	// that do not ask for TLS are still served in plaintext, as on a cluster
+	// with require_ssl off. Default nil: every SSLRequest is answered 'N',
+	// so clients that require TLS are refused.
+	TLS *tls.Config
 	// Logger receives connection-level events. Default: discarded.
 	Logger *slog.Logger
 }
@@ -71,6 +79,7 @@ type Server struct {
 	requests int // client requests answered with ReadyForQuery: simple queries and Syncs
 	faults   []*FaultHandle
 	password string // what clients must present; the backend's unless SetPassword changed it
+	tlsConns int    // client connections that completed a TLS handshake
 
 	wg sync.WaitGroup
 }
@@ -151,7 +160,8 @@ func NewTest(t testing.TB, cfg Config) *Server {
 func (s *Server) Addr() string { return s.ln.Addr().String() }
 
 // DSN is a libpq URL that connects through the emulator to database with the
-// backend's credentials. Note sslmode=disable: the emulator speaks no TLS.
+// backend's credentials. Note sslmode=disable, also when Config.TLS is set:
+// tests that want TLS set sslmode (and sslrootcert) themselves.
 func (s *Server) DSN(database string) string {
 	u := url.URL{
 		Scheme:   "postgres",
@@ -171,6 +181,14 @@ func (s *Server) SetPassword(password string) {
 	s.mu.Lock()
 	s.password = password
 	s.mu.Unlock()
+}
+
+// TLSConnections is the number of client connections that completed a TLS
+// handshake so far, so a test can tell that a client really used TLS.
+func (s *Server) TLSConnections() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.tlsConns
 }
 
 func (s *Server) clientPassword() string {

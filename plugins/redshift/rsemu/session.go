@@ -3,6 +3,7 @@ package rsemu
 import (
 	"context"
 	"crypto/subtle"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -32,7 +33,8 @@ const flushEvery = 256
 type session struct {
 	srv    *Server
 	id     int
-	client net.Conn
+	client net.Conn // the socket, also under TLS: closing it ends the session
+	rw     net.Conn // what the session reads and writes: client, or TLS over it
 	cb     *pgproto3.Backend
 
 	mu     sync.Mutex // guards bconn for close()
@@ -68,6 +70,7 @@ func newSession(srv *Server, id int, c net.Conn) *session {
 		srv:     srv,
 		id:      id,
 		client:  c,
+		rw:      c,
 		cb:      pgproto3.NewBackend(c, c),
 		stmts:   map[string]*prepared{},
 		portals: map[string]*portal{},
@@ -113,6 +116,40 @@ func (s *session) fatal(code, msg string) error {
 	return errDrop
 }
 
+// tlsHandshakeTimeout bounds a client's TLS handshake.
+const tlsHandshakeTimeout = 10 * time.Second
+
+// startTLS answers an SSLRequest: 'N' without Config.TLS, else 'S' and the
+// server side of the handshake, after which the session reads and writes
+// through TLS. s.client stays the raw socket, so close() still ends the
+// session at once. A handshake the client abandons (it did not trust the
+// certificate) ends the session.
+func (s *session) startTLS() error {
+	if s.rw != s.client {
+		return errors.New("SSLRequest on a connection already using TLS")
+	}
+	cfg := s.srv.cfg.TLS
+	if cfg == nil {
+		_, err := s.client.Write([]byte("N"))
+		return err
+	}
+	if _, err := s.client.Write([]byte("S")); err != nil {
+		return err
+	}
+	tc := tls.Server(s.client, cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), tlsHandshakeTimeout)
+	defer cancel()
+	if err := tc.HandshakeContext(ctx); err != nil {
+		return fmt.Errorf("TLS handshake: %w", err)
+	}
+	s.srv.mu.Lock()
+	s.srv.tlsConns++
+	s.srv.mu.Unlock()
+	s.rw = tc
+	s.cb = pgproto3.NewBackend(tc, tc)
+	return nil
+}
+
 func (s *session) startup() error {
 	var sm *pgproto3.StartupMessage
 	for sm == nil {
@@ -121,9 +158,13 @@ func (s *session) startup() error {
 			return err
 		}
 		switch m := msg.(type) {
-		case *pgproto3.SSLRequest, *pgproto3.GSSEncRequest:
-			// No TLS: Redshift would negotiate it, the emulator does not.
-			if _, err := s.client.Write([]byte("N")); err != nil {
+		case *pgproto3.SSLRequest:
+			if err := s.startTLS(); err != nil {
+				return err
+			}
+		case *pgproto3.GSSEncRequest:
+			// Redshift offers no GSSAPI encryption either.
+			if _, err := s.rw.Write([]byte("N")); err != nil {
 				return err
 			}
 		case *pgproto3.CancelRequest:
