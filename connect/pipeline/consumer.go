@@ -134,15 +134,20 @@ func (c *consumer) session(ctx, work context.Context) error {
 		c.s.sawFetches(cl, fs)
 		c.mu.Lock()
 		now := time.Now()
+		// A fetch's records come partition by partition: look a bucket up
+		// once per run of records, not once per record.
+		var b *bucket
+		var bk tp
 		fs.EachRecord(func(r *kgo.Record) {
-			k := tp{r.Topic, r.Partition}
-			b := c.buckets[k]
-			if b == nil {
-				b = &bucket{}
-				c.buckets[k] = b
+			if b == nil || r.Partition != bk.partition || r.Topic != bk.topic {
+				bk = tp{r.Topic, r.Partition}
+				if b = c.buckets[bk]; b == nil {
+					b = &bucket{}
+					c.buckets[bk] = b
+				}
+				b.last = now
 			}
 			b.recs = append(b.recs, r)
-			b.last = now
 		})
 		if ctx.Err() != nil {
 			c.mu.Unlock()
