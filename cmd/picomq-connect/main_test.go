@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"syscall"
 	"testing"
@@ -247,5 +248,20 @@ func TestExitCodeUsage(t *testing.T) {
 	}
 	if code := run(append([]string{"--check"}, args(t, kf, defDir)...)); code != exitOK {
 		t.Errorf("--check of a good definition: exit %d", code)
+	}
+}
+
+// The GC target is 400 unless GOGC is set, which the Go runtime then
+// applies itself.
+func TestGCPercent(t *testing.T) {
+	old := debug.SetGCPercent(100)
+	defer debug.SetGCPercent(old)
+	setGCPercent(func(string) string { return "" })
+	if got := debug.SetGCPercent(100); got != defaultGOGC {
+		t.Errorf("GC percent %d without GOGC, want %d", got, defaultGOGC)
+	}
+	setGCPercent(func(k string) string { return map[string]string{"GOGC": "100"}[k] })
+	if got := debug.SetGCPercent(100); got != 100 {
+		t.Errorf("GC percent %d with GOGC=100, want it left alone", got)
 	}
 }
