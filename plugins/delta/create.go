@@ -1,7 +1,9 @@
 package delta
 
 import (
+	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -47,7 +49,9 @@ func (d *definition) newTable() (*deltalog.Snapshot, error) {
 // definition validates create_table, table_schema, partition_by and
 // returns the definition of created tables, or nil when create_table is
 // off. Every error is BAD_CONFIG naming the key.
-func (c *Config) definition() (*definition, error) {
+// derive is derived_columns, parsed: the encoder built here checks that
+// it and metadata_columns can fill the created schema.
+func (c *Config) definition(derive []encode.Derivation) (*definition, error) {
 	if !c.CreateTable {
 		// A key that would do nothing is most likely a mistake.
 		key := ""
@@ -70,7 +74,9 @@ func (c *Config) definition() (*definition, error) {
 	}
 	if c.MetadataColumns {
 		for _, f := range metadataColumns {
-			if schema.Field(f.Name) == nil { // table_schema may type it itself
+			// table_schema may type it itself, in any case: Delta's
+			// names are case-insensitive, and the filler matches them so.
+			if !slices.ContainsFunc(schema.Fields, func(g deltalog.StructField) bool { return strings.EqualFold(g.Name, f.Name) }) {
 				schema.Fields = append(schema.Fields, f)
 			}
 		}
@@ -84,7 +90,15 @@ func (c *Config) definition() (*definition, error) {
 		return nil, sdk.BadConfigf("plugin_config key %q: the sink could not write the table it would create: %v", keyTableSchema, err)
 	}
 	// The encoder has the last word on what it can write.
-	if _, err := encode.New(schema, partitions, encode.Options{}); err != nil {
+	_, err = encode.New(schema, partitions, encode.Options{Metadata: c.MetadataColumns, Derive: derive})
+	if ce := (*encode.ConfigError)(nil); errors.As(err, &ce) {
+		key := keyMetadataColumns
+		if ce.Derive {
+			key = keyDerivedColumns
+		}
+		return nil, sdk.BadConfigf("plugin_config key %q with the %q of created tables: %v", key, keyTableSchema, err)
+	}
+	if err != nil {
 		return nil, sdk.BadConfigf("plugin_config keys %q and %q: %v", keyTableSchema, keyPartitionBy, err)
 	}
 	return d, nil

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/picomq/heavy-sinks/plugins/delta/deltalog"
+	"github.com/picomq/heavy-sinks/plugins/delta/encode"
 	"github.com/picomq/heavy-sinks/shared/sdk"
 )
 
@@ -46,9 +47,18 @@ func TestDefinitionRefusals(t *testing.T) {
 			[]string{`"partition_by"`, "every column"}},
 		{"pico partition without metadata_columns", Config{CreateTable: true, TableSchema: ordersSchema, PartitionBy: "pico_topic"},
 			[]string{`"pico_topic" is not a top-level column`}},
+		{"pico column metadata_columns cannot fill", Config{CreateTable: true, MetadataColumns: true,
+			TableSchema: `{"type":"struct","fields":[{"name":"id","type":"long"},{"name":"pico_offset","type":"integer"}]}`},
+			[]string{`"metadata_columns"`, `"table_schema"`, `"pico_offset"`}},
+		{"derived column missing", Config{CreateTable: true, TableSchema: ordersSchema, DerivedColumns: "day = date(at)"},
+			[]string{`"derived_columns"`, `"table_schema"`, "day"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := tc.cfg.definition()
+			derive, err := encode.ParseDerivations(tc.cfg.DerivedColumns)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = tc.cfg.definition(derive)
 			if sdk.StatusOf(err) != sdk.StatusBadConfig {
 				t.Fatalf("err %v, want BAD_CONFIG", err)
 			}
@@ -62,11 +72,11 @@ func TestDefinitionRefusals(t *testing.T) {
 }
 
 func TestDefinition(t *testing.T) {
-	d, err := (&Config{}).definition()
+	d, err := (&Config{}).definition(nil)
 	if d != nil || err != nil {
 		t.Fatalf("create_table off: %v, %v", d, err)
 	}
-	d, err = (&Config{CreateTable: true, TableSchema: ordersSchema, PartitionBy: " region "}).definition()
+	d, err = (&Config{CreateTable: true, TableSchema: ordersSchema, PartitionBy: " region "}).definition(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +101,7 @@ func TestDefinition(t *testing.T) {
 // those table_schema types itself; partition_by may name them.
 func TestDefinitionMetadataColumns(t *testing.T) {
 	schema := `{"type":"struct","fields":[{"name":"id","type":"long"},{"name":"pico_timestamp","type":"timestamp"}]}`
-	d, err := (&Config{CreateTable: true, TableSchema: schema, MetadataColumns: true, PartitionBy: "pico_topic"}).definition()
+	d, err := (&Config{CreateTable: true, TableSchema: schema, MetadataColumns: true, PartitionBy: "pico_topic"}).definition(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +117,7 @@ func TestDefinitionMetadataColumns(t *testing.T) {
 		t.Errorf("partitions %q", d.partitions)
 	}
 	// Off, nothing is added.
-	d, err = (&Config{CreateTable: true, TableSchema: schema}).definition()
+	d, err = (&Config{CreateTable: true, TableSchema: schema}).definition(nil)
 	if err != nil || len(d.schema.Fields) != 2 {
 		t.Fatalf("%v, %v", d.schema, err)
 	}
@@ -123,7 +133,7 @@ func FuzzDefinition(f *testing.F) {
 	f.Add(`{"type":"struct","fields":[{"name":"s","type":{"type":"struct","fields":[{"name":"x","type":"date"}]}}]}`, "s", true)
 	f.Add(`{"type":"struct"}`, ",", false)
 	f.Fuzz(func(t *testing.T, schema, partitionBy string, meta bool) {
-		d, err := (&Config{CreateTable: true, TableSchema: schema, PartitionBy: partitionBy, MetadataColumns: meta}).definition()
+		d, err := (&Config{CreateTable: true, TableSchema: schema, PartitionBy: partitionBy, MetadataColumns: meta}).definition(nil)
 		if err != nil {
 			if sdk.StatusOf(err) != sdk.StatusBadConfig {
 				t.Fatalf("err %v is not BAD_CONFIG", err)
@@ -142,4 +152,23 @@ func FuzzDefinition(f *testing.F) {
 			t.Fatalf("schema %s reads back as %v (%v)", d.schema, back, err)
 		}
 	})
+}
+
+// A pico_* column table_schema names in another case is that column:
+// Delta's names are case-insensitive, so none is added beside it.
+func TestDefinitionMetadataColumnInAnotherCase(t *testing.T) {
+	d, err := (&Config{CreateTable: true, MetadataColumns: true,
+		TableSchema: `{"type":"struct","fields":[{"name":"id","type":"long"},{"name":"PICO_TOPIC","type":"string"}]}`}).definition(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, f := range d.schema.Fields {
+		if strings.EqualFold(f.Name, "pico_topic") {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("%d pico_topic columns in %v, want 1", n, d.schema.Fields)
+	}
 }

@@ -86,13 +86,13 @@ func (s *Sink) Open(ctx context.Context, cfg *Config, host *sdk.Host) error {
 	if err != nil {
 		return sdk.BadConfigf("plugin_config key %q: %v", keyTableURI, err)
 	}
-	create, err := cfg.definition()
-	if err != nil {
-		return err
-	}
 	derive, err := encode.ParseDerivations(cfg.DerivedColumns)
 	if err != nil {
 		return sdk.BadConfigf("plugin_config key %q: %v", keyDerivedColumns, err)
+	}
+	create, err := cfg.definition(derive)
+	if err != nil {
+		return err
 	}
 	if err := authenticate(ctx, &storage); err != nil {
 		return err
