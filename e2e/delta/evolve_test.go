@@ -276,3 +276,21 @@ func TestAddColumnsCheckpointCarriesTheNewSchema(t *testing.T) {
 		t.Fatalf("rows %v", rows)
 	}
 }
+
+// With metadata_columns, a payload field named like a pico_* column is the
+// record's metadata, not data: add_columns never types such a column from
+// what a producer sent (found in review: "pico_partition":"p-1" stopped the
+// sink with FATAL, and "pico_offset":7 added a column then overwritten).
+func TestAddColumnsNeverAddsPicoColumnsFromThePayload(t *testing.T) {
+	uri := fileURI(filepath.Join(t.TempDir(), "events"))
+	py(t, createEvents, uri)
+	inst := newHarness(t).open("ev", with(evolveConfig(uri), "metadata_columns", true))
+	consume(t, inst, jsonBatch("ev", 0,
+		`{"id":1,"pico_offset":7,"pico_partition":"p-1","PICO_KEY":[1],"extra":"x"}`))
+	if got, want := tableSchema(t, uri), "id: int64\nbody: string\nextra: string"; got != want {
+		t.Fatalf("schema\n%s\nwant\n%s", got, want)
+	}
+	if rows := readRows(t, uri, "id"); len(rows) != 1 || rows[0]["extra"] != "x" {
+		t.Fatalf("rows %v", rows)
+	}
+}

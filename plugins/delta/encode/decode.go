@@ -36,6 +36,10 @@ type decoder struct {
 	// capNames. start < 0: not in this record.
 	caps     []span
 	capNames map[string]int
+	// metaNames: the pico_* names are the record's metadata, never a
+	// payload field to list as unknown (Options.Metadata), so add_columns
+	// cannot type a metadata column from what a producer sent.
+	metaNames bool
 }
 
 // span is a byte range of the payload.
@@ -279,6 +283,9 @@ func (d *decoder) object(n *node, rep uint8) *valueError {
 					if i, ok := d.capNames[string(key)]; ok {
 						capture, used = i, true
 					}
+				}
+				if d.metaNames && d.depth == 1 && !used && idx < 0 && isMetaName(key) {
+					used = true
 				}
 			}
 			// colon and next, with their fast paths inlined by hand: this

@@ -180,6 +180,7 @@ func New(schema *deltalog.StructType, partitionColumns []string, opts Options) (
 		return nil, err
 	}
 	e.dec.caps = make([]span, ncap)
+	e.dec.metaNames = opts.Metadata
 
 	e.stats, err = newStatsFeed(schema, partitionColumns, root, e.cols, opts)
 	if err != nil {

@@ -53,6 +53,17 @@ const (
 )
 
 // metaColumns lists the metadata columns and the types each may have.
+// isMetaName reports whether a payload field is named like a pico_*
+// metadata column, in any case, as a column is matched.
+func isMetaName(key []byte) bool {
+	for _, mc := range metaColumns {
+		if bytes.EqualFold(key, []byte(mc.name)) {
+			return true
+		}
+	}
+	return false
+}
+
 var metaColumns = []struct {
 	name  string
 	field metaField
