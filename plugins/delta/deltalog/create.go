@@ -147,9 +147,20 @@ func beforeCreate(ctx context.Context, store Store, s *Snapshot) (*Snapshot, err
 // (its Metadata, derived from the new table's) is aborted whatever the
 // definitions, like any append whose winner changed the metadata: the
 // columns must be worked out again against the existing table.
+//
+// An append whose application transaction the existing table already
+// records at an older version is aborted too: its batch was filtered
+// against no table, so it holds records that table has (a slow earlier
+// delivery created it); rebuilt against it, they are skipped. The same
+// case on an existing table is ResolveConflict's ConcurrentTxnError.
 func createdElsewhere(s, existing *Snapshot, c *AppendCommit) (*Snapshot, error) {
 	if c.Metadata != nil {
 		return nil, &ConcurrentModificationError{Version: existing.Version, Action: KindMetadata}
+	}
+	if c.AppID != "" {
+		if v, ok := existing.TxnVersion(c.AppID); ok && v < c.AppVersion {
+			return nil, &ConcurrentTxnError{Version: existing.Version, AppID: c.AppID, AppVersion: v}
+		}
 	}
 	return adopt(s, existing)
 }

@@ -259,3 +259,33 @@ func TestCreateWithAddedColumns(t *testing.T) {
 		t.Fatalf("table at version %d", snap.Version)
 	}
 }
+
+// A table that an earlier delivery of ours created meanwhile, recording
+// our application transaction below this append's, is not adopted: this
+// batch was filtered against no table and holds records that one has. It
+// is aborted to be rebuilt, as on an existing table (found in review).
+func TestCreateDoesNotAdoptATableWithOurOlderTxn(t *testing.T) {
+	store := deltalog.NewMemStore()
+	mine := newTableSnap(t)
+	if _, err := deltalog.CommitAppend(ctx, store, newTableSnap(t), appendOf("a", 9, "early.parquet"), nil); err != nil {
+		t.Fatal(err)
+	}
+	_, err := deltalog.CommitAppend(ctx, store, mine, appendOf("a", 19, "late.parquet"), nil)
+	var te *deltalog.ConcurrentTxnError
+	if !errors.As(err, &te) || te.AppVersion != 9 || !errors.Is(err, deltalog.ErrConcurrentModification) {
+		t.Fatalf("err %v, want a ConcurrentTxnError at 9", err)
+	}
+	if snap := load(t, store); snap.Version != 0 {
+		t.Fatalf("table at version %d, want only the earlier delivery's", snap.Version)
+	}
+	// The race for version 0 lost the same way.
+	mem := deltalog.NewMemStore()
+	racer := &hookStore{MemStore: mem, hook: func() {
+		if _, err := deltalog.CommitAppend(ctx, mem, newTableSnap(t), appendOf("a", 9, "early.parquet"), nil); err != nil {
+			t.Error(err)
+		}
+	}}
+	if _, err := deltalog.CommitAppend(ctx, racer, newTableSnap(t), appendOf("a", 19, "late.parquet"), nil); !errors.As(err, &te) {
+		t.Fatalf("lost race: err %v, want a ConcurrentTxnError", err)
+	}
+}
