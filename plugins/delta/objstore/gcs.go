@@ -109,10 +109,6 @@ type gcsKey struct {
 	Type        string `json:"type"`
 	ClientEmail string `json:"client_email"`
 	PrivateKey  string `json:"private_key"`
-	// Secrets of other credential types (gcloud's authorized_user), which
-	// default credentials may be.
-	RefreshToken string `json:"refresh_token"`
-	ClientSecret string `json:"client_secret"`
 }
 
 // checkGCSKey validates the service account key: JSON of a service account
@@ -205,21 +201,36 @@ func gcsRoot(endpoint string) (root, scheme string, err error) {
 // gcsSecrets lists what of a key must never be shown: the JSON itself and
 // its private key, refresh token and client secret (also in the escaped
 // form JSON gives them).
+//
+// They are looked for at any depth: an impersonated_service_account or
+// external_account file nests its source credentials.
 func gcsSecrets(key string) []string {
 	out := []string{key}
-	var k gcsKey
-	if json.Unmarshal([]byte(key), &k) != nil {
+	var doc any
+	if json.Unmarshal([]byte(key), &doc) != nil {
 		return out
 	}
-	for _, s := range []string{k.PrivateKey, k.RefreshToken, k.ClientSecret} {
-		if s == "" {
-			continue
-		}
-		out = append(out, s)
-		if b, err := json.Marshal(s); err == nil {
-			out = append(out, strings.Trim(string(b), `"`))
+	var walk func(v any)
+	walk = func(v any) {
+		switch v := v.(type) {
+		case map[string]any:
+			for k, e := range v {
+				if s, ok := e.(string); ok && s != "" && (k == "private_key" || k == "refresh_token" || k == "client_secret") {
+					out = append(out, s)
+					if b, err := json.Marshal(s); err == nil {
+						out = append(out, strings.Trim(string(b), `"`))
+					}
+					continue
+				}
+				walk(e)
+			}
+		case []any:
+			for _, e := range v {
+				walk(e)
+			}
 		}
 	}
+	walk(doc)
 	return out
 }
 

@@ -455,3 +455,20 @@ func TestGCSRangeMustStartWhereAsked(t *testing.T) {
 		t.Fatalf("range from 0 taken for a range from 4: %q", b)
 	}
 }
+
+// Secrets nested in a credentials file (impersonated_service_account's
+// source_credentials) are redacted too, not only the top level's.
+func TestGCSSecretsAtAnyDepth(t *testing.T) {
+	key := `{"type":"impersonated_service_account","service_account_impersonation_url":"https://x",
+		"source_credentials":{"type":"authorized_user","client_id":"id","client_secret":"s3cr\"et","refresh_token":"rt-123"},
+		"delegates":[{"private_key":"pk-9"}]}`
+	got := strings.Join(gcsSecrets(key), "\n")
+	for _, want := range []string{`s3cr"et`, `s3cr\"et`, "rt-123", "pk-9"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("secrets %q lack %q", got, want)
+		}
+	}
+	if strings.Contains(got, "\nid\n") || strings.HasSuffix(got, "\nid") {
+		t.Errorf("secrets %q list the client id", got)
+	}
+}
