@@ -31,7 +31,7 @@ type Config struct {
 	MaxConnections     int     `config:"max_connections" default:"5" doc:"Pool size. Must be above 0"`
 	IncludeMetadata    bool    `config:"include_metadata" default:"true" doc:"Add pico_offset, pico_timestamp, pico_topic and pico_partition"`
 	IncludeKey         bool    `config:"include_key" default:"true" doc:"Add pico_key, the record key in base64, NULL when the record has none"`
-	PayloadFormat      string  `config:"payload_format" default:"varbyte" doc:"Column type for payload: varbyte (VARBYTE(16777216), the bytes) or text (VARCHAR(MAX), 65535 bytes of UTF-8). json is accepted and treated as text; anything else logs a warning and uses varbyte"`
+	PayloadFormat      string  `config:"payload_format" default:"varbyte" doc:"Column type for payload: varbyte (VARBYTE(16777216), the bytes), text (VARCHAR(MAX), 65535 bytes of UTF-8) or super (SUPER, each payload parsed by Redshift's JSON_PARSE: it must be one JSON value Redshift accepts, see SUPER payloads in redshift.md). json is accepted and treated as text; anything else logs a warning and uses varbyte"`
 	MaxRetries         int     `config:"max_retries" default:"3" doc:"Attempts per load transaction (COPY, INSERT, staging cleanup) on transient errors. Values below 1 mean one attempt"`
 	// RetryDelay is a string, not a time.Duration, because the spec wants
 	// an unparsable value to fall back to 1s instead of failing open().
@@ -122,6 +122,8 @@ func (c *Config) validate() (*parsed, []string, error) {
 		format = rsql.PayloadVarbyte
 	case "text":
 		format = rsql.PayloadText
+	case "super":
+		format = rsql.PayloadSuper
 	case "json":
 		format = rsql.PayloadText
 		warnings = append(warnings, msgJSON)

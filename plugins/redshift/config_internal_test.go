@@ -127,7 +127,9 @@ func TestPayloadFormatFallbacks(t *testing.T) {
 		{" Varbyte ", rsql.PayloadVarbyte, ""},
 		{"json", rsql.PayloadText, "Json is not supported, falling back to Text"},
 		{"JSON", rsql.PayloadText, "Json is not supported, falling back to Text"},
-		{"super", rsql.PayloadVarbyte, `payload_format "super" is not supported, falling back to Varbyte`},
+		{"super", rsql.PayloadSuper, ""},
+		{" SUPER ", rsql.PayloadSuper, ""},
+		{"jsonb", rsql.PayloadVarbyte, `payload_format "jsonb" is not supported, falling back to Varbyte`},
 		{"", rsql.PayloadVarbyte, `payload_format "" is not supported, falling back to Varbyte`},
 	}
 	for _, tt := range tests {
@@ -138,7 +140,7 @@ func TestPayloadFormatFallbacks(t *testing.T) {
 			t.Fatalf("%q: %v", tt.format, err)
 		}
 		p := s.layout.Columns[s.layout.Position(rsql.Payload)]
-		if (p.Family == rsql.FamilyVarchar) != (tt.want == rsql.PayloadText) {
+		if (p.Family == rsql.FamilyVarchar) != (tt.want == rsql.PayloadText) || (p.Family == rsql.FamilySuper) != (tt.want == rsql.PayloadSuper) {
 			t.Errorf("%q: payload column %s", tt.format, p.Type)
 		}
 		got := strings.Join(warnings, "|")

@@ -87,10 +87,15 @@ func (e *tableError) Unwrap() error { return e.err }
 // the retry policy like every other statement.
 func (d *db) ensureTable(ctx context.Context, name string, l *rsql.Layout) (*table, error) {
 	staging := rsql.Staging(name)
+	// The two tables differ only with a SUPER payload, staged as VARBYTE.
+	tables := []struct {
+		name   string
+		layout *rsql.Layout
+	}{{staging, l.Staging()}, {name, l}}
 	err := retry.Do(ctx, d.policy, func(ctx context.Context) error {
-		for _, t := range []string{staging, name} {
-			if _, err := d.pool.Exec(ctx, rsql.CreateTable(t, l)); err != nil {
-				return fmt.Errorf("CREATE TABLE %s: %w", rsql.Ident(t), err)
+		for _, t := range tables {
+			if _, err := d.pool.Exec(ctx, rsql.CreateTable(t.name, t.layout)); err != nil {
+				return fmt.Errorf("CREATE TABLE %s: %w", rsql.Ident(t.name), err)
 			}
 		}
 		return nil
@@ -99,17 +104,20 @@ func (d *db) ensureTable(ctx context.Context, name string, l *rsql.Layout) (*tab
 		return nil, fmt.Errorf("Redshift table creation failed %s", describeRetry(err))
 	}
 	var limits rsql.Limits
-	for _, t := range []string{name, staging} {
+	for _, t := range []struct {
+		name   string
+		layout *rsql.Layout
+	}{tables[1], tables[0]} {
 		var rows []rsql.TableDefRow
 		err := retry.Do(ctx, d.policy, func(ctx context.Context) error {
 			var err error
-			rows, err = d.tableDef(ctx, t)
+			rows, err = d.tableDef(ctx, t.name)
 			return err
 		})
 		if err != nil {
-			return nil, fmt.Errorf("reading pg_table_def for %s failed %s", rsql.Ident(t), describeRetry(err))
+			return nil, fmt.Errorf("reading pg_table_def for %s failed %s", rsql.Ident(t.name), describeRetry(err))
 		}
-		lim, err := rsql.Check(t, l, rows)
+		lim, err := rsql.Check(t.name, t.layout, rows)
 		if err != nil {
 			return nil, &tableError{err}
 		}

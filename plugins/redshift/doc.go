@@ -12,6 +12,7 @@
 //
 //   - rsql       column table, SQL text, pg_table_def check (no I/O, no SDK)
 //   - rsparquet  pre-flight limit checks and Parquet encoding (no I/O, no SDK)
+//   - rsjson     what Redshift's JSON_PARSE accepts, for SUPER payloads (no I/O, no SDK)
 //   - this package: configuration, the pgx pool and the load transaction,
 //     the S3 client, and the sdk.Sink wiring
 //   - cmd/sink   the c-shared main

@@ -22,10 +22,11 @@ const Name = "redshift_sink"
 // Plugin is the registration of the sink, for the library's main package
 // (sdk.Register(redshift.Plugin())) and for tests that open it in-process.
 //
-// The sink never parses a payload: it stores the bytes as given, whatever
-// the batch's schema, so an empty payload (a tombstone of a compacted topic)
-// or one that is not JSON lands as it is. It checks only what its columns
-// cannot hold (rsparquet.Check), hence ValidatesPayloads.
+// The sink stores the bytes as given, whatever the batch's schema, so an
+// empty payload (a tombstone of a compacted topic) or one that is not JSON
+// lands as it is. It checks only what its columns cannot hold
+// (rsparquet.Check), hence ValidatesPayloads; with payload_format = "super"
+// that includes parsing every payload as JSON_PARSE would.
 func Plugin() sdk.Plugin[Config] {
 	return sdk.Plugin[Config]{Name: Name, New: func() sdk.Sink[Config] { return &Sink{} }, ValidatesPayloads: true}
 }
@@ -111,7 +112,8 @@ func (s *Sink) Open(ctx context.Context, c *Config, host *sdk.Host) error {
 		pool.Close()
 		return sdk.BadConfig(err)
 	}
-	s.enc = rsparquet.NewEncoder(p.layout)
+	// The file is COPYed into the staging table, so it has its columns.
+	s.enc = rsparquet.NewEncoder(p.layout.Staging())
 	s.tables = map[string]*table{}
 	if p.table.IsStatic() {
 		if _, err := s.table(octx, p.table.String()); err != nil {
@@ -186,8 +188,11 @@ func (s *Sink) Consume(ctx context.Context, b *sdk.Batch) error {
 	var refused error
 	err = rsparquet.CheckEach(s.parsed.layout, t.limits, all, func(i int, e *rsparquet.RecordError) {
 		reason := sdk.RejectEncoding
-		if e.TooLong() {
+		switch {
+		case e.TooLong():
 			reason = sdk.RejectSize
+		case e.Value:
+			reason = sdk.RejectValue
 		}
 		if refused == nil && !b.Reject(i, reason, e) {
 			refused = e
@@ -256,7 +261,7 @@ func (s *Sink) loadChunk(ctx context.Context, t *table, c rsparquet.Chunk) (int6
 	s.stats.filesUploaded.Add(1)
 	s.stats.s3Bytes.Add(int64(len(data)))
 
-	copySQL := rsql.Copy(t.staging, s.parsed.layout, rsql.S3URL(s.store.bucket, key), s.cfg.AWSIAMRole)
+	copySQL := rsql.Copy(t.staging, s.parsed.layout.Staging(), rsql.S3URL(s.store.bucket, key), s.cfg.AWSIAMRole)
 	res, err := s.db.load(ctx, t, copySQL)
 	s.stats.copyRetries.Add(int64(max(res.attempts-1, 0)))
 	if err != nil {

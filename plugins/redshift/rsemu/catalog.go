@@ -9,7 +9,7 @@ import (
 
 // catalogVersion changes whenever catalogSQL changes shape, so a database
 // bootstrapped by an older emulator is brought up to date.
-const catalogVersion = 3
+const catalogVersion = 4
 
 // catalogLockKey serializes bootstraps of one database (pg_advisory_xact_lock).
 const catalogLockKey = 0x7273656d75 // "rsemu"
@@ -35,7 +35,7 @@ var emulatedViews = map[string]bool{
 //     error text.
 //   - views with Redshift's names and columns.
 var catalogSQL = fmt.Sprintf(`
-SELECT pg_advisory_xact_lock(%d);
+SELECT pg_advisory_xact_lock(%[1]d);
 CREATE SCHEMA IF NOT EXISTS rsemu_catalog;
 CREATE TABLE IF NOT EXISTS rsemu_catalog.meta (version integer NOT NULL);
 CREATE TABLE IF NOT EXISTS rsemu_catalog.columns (
@@ -105,6 +105,90 @@ BEGIN
 END
 $fn$;
 
+-- JSON_PARSE: SUPER is jsonb. The text goes through json first, which keeps
+-- duplicate attributes, so Redshift's refusals can be checked before jsonb
+-- (which keeps the last of duplicates silently) is built. The walk is a
+-- loop over a work list, not recursion, so 1000 levels do not exhaust the
+-- backend's stack.
+CREATE OR REPLACE FUNCTION rsemu_catalog.json_parse(v text) RETURNS jsonb
+LANGUAGE plpgsql IMMUTABLE AS $fn$
+DECLARE
+	j      json;
+	todo   json[];
+	depths integer[];
+	cur    json;
+	d      integer;
+	t      text;
+	dups   integer;
+BEGIN
+	IF v IS NULL THEN
+		RETURN NULL;
+	END IF;
+	IF octet_length(v) > %[3]d THEN
+		RAISE EXCEPTION 'JSON parsing error' USING ERRCODE = 'XX000',
+			DETAIL = format('The JSON text is %%s bytes; a SUPER value holds at most %[3]d.', octet_length(v));
+	END IF;
+	BEGIN
+		j := v::json;
+	EXCEPTION WHEN invalid_text_representation OR untranslatable_character THEN
+		RAISE EXCEPTION 'JSON parsing error' USING ERRCODE = 'XX000', DETAIL = SQLERRM;
+	END;
+	todo := ARRAY[j];
+	depths := ARRAY[0];
+	WHILE cardinality(todo) > 0 LOOP
+		cur := todo[cardinality(todo)];
+		d := depths[cardinality(depths)];
+		todo := todo[1:cardinality(todo) - 1];
+		depths := depths[1:cardinality(depths) - 1];
+		t := json_typeof(cur);
+		IF t IN ('object', 'array') THEN
+			d := d + 1;
+			IF d > %[4]d THEN
+				RAISE EXCEPTION 'JSON parsing error' USING ERRCODE = 'XX000',
+					DETAIL = 'Arrays and objects are nested deeper than %[4]d levels.';
+			END IF;
+		END IF;
+		IF t = 'object' THEN
+			SELECT count(*) - count(DISTINCT key) INTO dups FROM json_each(cur);
+			IF dups > 0 THEN
+				RAISE EXCEPTION 'JSON parsing error' USING ERRCODE = 'XX000',
+					DETAIL = 'Duplicate attribute name in an object (json_parse_dedup_attributes is off).';
+			END IF;
+			todo := todo || ARRAY(SELECT value FROM json_each(cur));
+			depths := depths || array_fill(d, ARRAY[(SELECT count(*)::integer FROM json_each(cur))]);
+		ELSIF t = 'array' THEN
+			todo := todo || ARRAY(SELECT value FROM json_array_elements(cur));
+			depths := depths || array_fill(d, ARRAY[json_array_length(cur)]);
+		ELSIF t = 'string' AND octet_length(cur #>> '{}') > %[5]d THEN
+			RAISE EXCEPTION 'JSON parsing error' USING ERRCODE = 'XX000',
+				DETAIL = format('A string value is %%s bytes, over the %[5]d bytes one string in SUPER holds (json_parse_truncate_strings is off).',
+					octet_length(cur #>> '{}'));
+		END IF;
+	END LOOP;
+	RETURN j::jsonb;
+EXCEPTION WHEN untranslatable_character THEN
+	-- jsonb refuses \u0000, which json took.
+	RAISE EXCEPTION 'JSON parsing error' USING ERRCODE = 'XX000', DETAIL = SQLERRM;
+END
+$fn$;
+
+CREATE OR REPLACE FUNCTION rsemu_catalog.json_parse(v bytea) RETURNS jsonb
+LANGUAGE plpgsql IMMUTABLE AS $fn$
+DECLARE
+	txt text;
+BEGIN
+	IF v IS NULL THEN
+		RETURN NULL;
+	END IF;
+	BEGIN
+		txt := convert_from(v, 'UTF8');
+	EXCEPTION WHEN character_not_in_repertoire OR untranslatable_character THEN
+		RAISE EXCEPTION 'JSON parsing error' USING ERRCODE = 'XX000', DETAIL = SQLERRM;
+	END;
+	RETURN rsemu_catalog.json_parse(txt);
+END
+$fn$;
+
 DROP VIEW IF EXISTS rsemu_catalog.pg_table_def;
 CREATE VIEW rsemu_catalog.pg_table_def AS
 SELECT n.nspname AS schemaname,
@@ -155,8 +239,8 @@ FROM rsemu_catalog.load_errors;
 GRANT USAGE ON SCHEMA rsemu_catalog TO PUBLIC;
 GRANT SELECT ON ALL TABLES IN SCHEMA rsemu_catalog TO PUBLIC;
 DELETE FROM rsemu_catalog.meta;
-INSERT INTO rsemu_catalog.meta VALUES (%d);
-`, catalogLockKey, catalogVersion)
+INSERT INTO rsemu_catalog.meta VALUES (%[2]d);
+`, catalogLockKey, catalogVersion, SuperMax, SuperDepthMax, SuperStringMax)
 
 // ensureCatalog bootstraps the shadow catalog in the database conn is
 // connected to, unless it is already at catalogVersion.

@@ -41,7 +41,7 @@ var systemTablePrefixes = []string{"stl_", "stv_", "svl_", "svv_", "sys_", "svcs
 var redshiftFunctions = map[string]bool{
 	"getdate": true, "nvl": true, "nvl2": true, "decode": true, "listagg": true, "median": true,
 	"dateadd": true, "datediff": true, "date_cmp": true, "convert_timezone": true, "months_between": true,
-	"add_months": true, "json_parse": true, "json_extract_array_element_text": true,
+	"add_months": true, "json_extract_array_element_text": true,
 	"is_valid_json": true, "is_valid_json_array": true, "can_json_parse": true, "json_serialize": true,
 	"from_hex": true, "to_varbyte": true, "from_varbyte": true, "pg_last_copy_count": true,
 	"pg_last_copy_id": true, "pg_last_query_id": true, "pg_last_unload_count": true, "strtol": true,
@@ -49,6 +49,10 @@ var redshiftFunctions = map[string]bool{
 	"object_transform": true, "hll": true, "hll_create_sketch": true, "hll_cardinality": true,
 	"text_to_int_alt": true, "text_to_numeric_alt": true, "approximate": true,
 }
+
+// emulatedFunctions are Redshift functions the emulator provides in
+// rsemu_catalog (see catalog.go); calls are rewritten to that schema.
+var emulatedFunctions = map[string]bool{"json_parse": true}
 
 // redshiftBareFunctions are called without parentheses.
 var redshiftBareFunctions = map[string]bool{"sysdate": true}
@@ -103,6 +107,8 @@ func rewrite(sql string, caseSensitive bool) (string, *Error) {
 				}
 			case !prevDot && hasSystemPrefix(name) && !emulatedViews[name] && !nextParen:
 				return "", notEmulated("the Redshift system table " + name)
+			case !prevDot && nextParen && emulatedFunctions[name]:
+				edits = append(edits, edit{t.start, t.end, "rsemu_catalog." + name})
 			case !prevDot && nextParen && redshiftFunctions[name]:
 				return "", notEmulated("the Redshift function " + strings.ToUpper(name) + "()")
 			case !prevDot && !nextParen && redshiftBareFunctions[name]:

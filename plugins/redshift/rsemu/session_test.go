@@ -100,7 +100,7 @@ func TestUnsupportedSyntaxFailsLoudly(t *testing.T) {
 		`SAVEPOINT s`,
 		`CREATE TABLE i (id INTEGER) INTERLEAVED SORTKEY (id)`,
 		`CREATE TABLE i (id BIGINT IDENTITY(1,1))`,
-		`CREATE TABLE i (doc SUPER)`,
+		`CREATE TABLE i (g GEOMETRY)`,
 		`CREATE TABLE i (id INTEGER CHECK (id > 0))`,
 		`CREATE TABLE i AS SELECT 1 AS id`,
 		`CREATE TABLE i (LIKE t)`,

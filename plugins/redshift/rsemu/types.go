@@ -25,6 +25,7 @@ const (
 	famTimestamptz family = "timestamptz"
 	famTime        family = "time"
 	famTimetz      family = "timetz"
+	famSuper       family = "super"
 )
 
 // Redshift type limits.
@@ -36,6 +37,9 @@ const (
 	CharMax        = 4096     // CHAR(MAX)
 	VarbyteDefault = 64000    // VARBYTE without a length
 	VarbyteMax     = 16777216 // VARBYTE(MAX) is not accepted, but this is the ceiling
+	SuperMax       = 16777216 // bytes of JSON text one SUPER value takes ("16 MB")
+	SuperStringMax = 65535    // bytes of one string inside a SUPER value, by default
+	SuperDepthMax  = 1000     // nesting of arrays and objects in a SUPER value
 	NumericDefault = 18       // DECIMAL without precision is DECIMAL(18,0)
 	NumericMax     = 38
 )
@@ -91,12 +95,15 @@ var typeTable = []typeSpec{
 	{names: []string{"timestamp without time zone", "timestamp"}, fam: famTimestamp, modKind: modTimePrec, autoEncoding: "az64"},
 	{names: []string{"time with time zone", "timetz"}, fam: famTimetz, modKind: modTimePrec, autoEncoding: "az64"},
 	{names: []string{"time without time zone", "time"}, fam: famTime, modKind: modTimePrec, autoEncoding: "az64"},
+	// SUPER is stored as jsonb; values get in through JSON_PARSE, which
+	// the emulator runs with Redshift's checks (rsemu_catalog.json_parse).
+	{names: []string{"super"}, fam: famSuper, autoEncoding: "zstd"},
 }
 
 // unsupportedTypes are Redshift types the emulator refuses loudly rather than
 // approximating.
 var unsupportedTypes = map[string]bool{
-	"super": true, "geometry": true, "geography": true, "hllsketch": true, "interval": true,
+	"geometry": true, "geography": true, "hllsketch": true, "interval": true,
 }
 
 func specFor(f family) *typeSpec {
@@ -281,6 +288,8 @@ func (t colType) redshiftName() string {
 		return "time without time zone"
 	case famTimetz:
 		return "time with time zone"
+	case famSuper:
+		return "super"
 	}
 	return string(t.fam)
 }
@@ -299,6 +308,8 @@ func (t colType) pgType() string {
 		return fmt.Sprintf("character varying(%d)", t.length)
 	case famVarbyte:
 		return "bytea"
+	case famSuper:
+		return "jsonb"
 	}
 	return t.redshiftName()
 }
@@ -350,6 +361,8 @@ func typeFromPG(pg string) (colType, bool) {
 		return colType{fam: famChar, length: n}, true
 	case "bytea":
 		return colType{fam: famVarbyte}, true
+	case "jsonb":
+		return colType{fam: famSuper}, true
 	case "date":
 		return colType{fam: famDate}, true
 	case "timestamp without time zone":

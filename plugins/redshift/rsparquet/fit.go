@@ -1,8 +1,10 @@
 package rsparquet
 
 import (
+	"errors"
 	"fmt"
 
+	"github.com/picomq/heavy-sinks/plugins/redshift/rsjson"
 	"github.com/picomq/heavy-sinks/plugins/redshift/rsql"
 	"github.com/picomq/heavy-sinks/shared/metadata"
 )
@@ -17,6 +19,12 @@ type RecordError struct {
 	Size   int // bytes the value needs; 0 for a text problem
 	Limit  int // bytes the column holds; 0 for a text problem
 	Reason string
+	// Value marks a value the column cannot represent, though it is well
+	// formed and not too long (a SUPER payload nested too deep).
+	Value bool
+	// LongString marks a SUPER payload with a string longer than a SUPER
+	// value holds: a size failure, told with a Reason.
+	LongString bool
 }
 
 func (e *RecordError) Error() string {
@@ -31,7 +39,8 @@ func (e *RecordError) Error() string {
 // Check measures every value of c against the limits (by layout position,
 // see rsql.Limits) before anything is encoded or uploaded, and returns a
 // *RecordError for the first record that cannot fit. It also rejects text
-// payloads, and topics, that are not valid UTF-8 or contain NUL. c.CreatedAt only needs
+// payloads, and topics, that are not valid UTF-8 or contain NUL, and SUPER
+// payloads Redshift's JSON_PARSE would refuse (rsjson.Check). c.CreatedAt only needs
 // the length of the value Encode will write.
 //
 // Redshift would otherwise fail the COPY with an opaque load error, or, for
@@ -51,7 +60,7 @@ func Check(l *rsql.Layout, lim rsql.Limits, c Chunk) error {
 
 // TooLong reports whether the record failed a byte limit (rather than
 // holding text Redshift cannot store).
-func (e *RecordError) TooLong() bool { return e.Reason == "" }
+func (e *RecordError) TooLong() bool { return e.Reason == "" || e.LongString }
 
 // CheckEach is Check reporting every record that cannot be loaded: bad is
 // called once per such record, with its index in c.Records, in order. The
@@ -79,9 +88,10 @@ func CheckEach(l *rsql.Layout, lim rsql.Limits, c Chunk, bad func(i int, e *Reco
 		}
 	}
 	partDigits := digits(uint64(c.Partition))
-	textPayload := false
+	textPayload, superPayload := false, false
 	if p := l.Position(rsql.Payload); p >= 0 {
 		textPayload = l.Columns[p].Family == rsql.FamilyVarchar
+		superPayload = l.Columns[p].Family == rsql.FamilySuper
 	}
 records:
 	for i := range c.Records {
@@ -107,6 +117,14 @@ records:
 						continue records
 					}
 				}
+				// The length first: a payload too long for the staging
+				// column is refused as such, without parsing 16 MiB.
+				if superPayload && (limit <= 0 || n <= limit) {
+					if err := rsjson.Check(r.Payload); err != nil {
+						bad(i, superError(c, i, spec, err))
+						continue records
+					}
+				}
 			default:
 				continue
 			}
@@ -117,6 +135,22 @@ records:
 		}
 	}
 	return nil
+}
+
+// superError is the RecordError of a payload JSON_PARSE would refuse.
+func superError(c Chunk, i int, col rsql.Column, err error) *RecordError {
+	e := &RecordError{Topic: c.Topic, Offset: c.Records[i].Offset, Column: col.Name,
+		Reason: err.Error() + " (payload_format = \"super\" loads the payload with Redshift's JSON_PARSE)"}
+	var je *rsjson.Error
+	if errors.As(err, &je) {
+		switch je.Kind {
+		case rsjson.StringLength:
+			e.LongString = true
+		case rsjson.Depth:
+			e.Value = true
+		}
+	}
+	return e
 }
 
 func tooLong(c Chunk, i int, col rsql.Column, size, limit int) *RecordError {

@@ -125,3 +125,54 @@ func TestCheckReportsTheFirstBadRecord(t *testing.T) {
 		t.Fatalf("%v", err)
 	}
 }
+
+// With payload_format = "super" every payload must be what JSON_PARSE
+// accepts, and fit the staging column; each failure names its record and
+// says what kind of failure it is (for the rejection reason).
+func TestCheckSuperPayloads(t *testing.T) {
+	l := rsql.NewLayout(rsql.Options{IncludeMetadata: true, IncludeKey: true, Payload: rsql.PayloadSuper})
+	big := append(append([]byte(`"`), bytes.Repeat([]byte("a"), rsql.SuperMax-1)...), '"') // 16777217 bytes
+	recs := []rsparquet.Record{
+		{Offset: 10, Payload: []byte(`{"a":1}`)},
+		{Offset: 11, Payload: []byte(`{"a":`)},
+		{Offset: 12, Payload: nil},
+		{Offset: 13, Payload: []byte(`{"a":1,"a":2}`)},
+		{Offset: 14, Payload: []byte(strings.Repeat("[", 1001) + strings.Repeat("]", 1001))},
+		{Offset: 15, Payload: []byte(`["` + strings.Repeat("x", 65536) + `"]`)},
+		{Offset: 16, Payload: big},
+		{Offset: 17, Payload: []byte(`[1, "two", null]`)},
+	}
+	type got struct {
+		offset       uint64
+		long, value  bool
+		msgSubstring string
+	}
+	want := []got{
+		{11, false, false, `offset 11 cannot be loaded into Redshift: column payload is not a JSON value (payload_format = "super" loads the payload with Redshift's JSON_PARSE)`},
+		{12, false, false, "offset 12 cannot be loaded into Redshift: column payload is empty, not a JSON value"},
+		{13, false, false, `has the attribute "a" twice in one object`},
+		{14, false, true, "nests arrays and objects deeper than 1000 levels"},
+		{15, true, false, "has a string value of 65536 bytes, over the 65535 bytes"},
+		{16, true, false, "column payload needs 16777217 bytes but holds at most 16777216"},
+	}
+	var bad []got
+	err := rsparquet.CheckEach(l, l.DefaultLimits(), rsparquet.Chunk{Topic: "orders", CreatedAt: createdAt, Records: recs},
+		func(i int, e *rsparquet.RecordError) {
+			if e.Offset != recs[i].Offset {
+				t.Errorf("index %d reported with offset %d", i, e.Offset)
+			}
+			bad = append(bad, got{e.Offset, e.TooLong(), e.Value, e.Error()})
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(bad) != len(want) {
+		t.Fatalf("refused %+v, want %d records", bad, len(want))
+	}
+	for i, w := range want {
+		b := bad[i]
+		if b.offset != w.offset || b.long != w.long || b.value != w.value || !strings.Contains(b.msgSubstring, w.msgSubstring) {
+			t.Errorf("got %+v, want %+v", b, w)
+		}
+	}
+}

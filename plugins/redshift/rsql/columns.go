@@ -12,6 +12,11 @@ const (
 	VarbyteMax = 16777216
 	// IdentifierMax is the longest identifier Redshift keeps, in bytes.
 	IdentifierMax = 127
+	// SuperMax is the largest JSON text the sink loads into a SUPER column:
+	// Redshift holds up to 16 MB in one SUPER value, and the text passes
+	// through the staging table's VARBYTE(16777216) payload on its way to
+	// JSON_PARSE, so 16 MiB is also the most the staging column carries.
+	SuperMax = VarbyteMax
 )
 
 // ColumnID names a column independently of the layout it appears in.
@@ -40,6 +45,7 @@ const (
 	FamilyVarchar Family = "VARCHAR" // CHARACTER VARYING, VARCHAR, NVARCHAR, TEXT
 	FamilyBigint  Family = "BIGINT"  // BIGINT, INT8
 	FamilyVarbyte Family = "VARBYTE" // VARBYTE, VARBINARY, BINARY VARYING, BYTEA
+	FamilySuper   Family = "SUPER"   // SUPER
 )
 
 // PayloadFormat is the column type of payload.
@@ -49,11 +55,15 @@ type PayloadFormat int
 const (
 	PayloadVarbyte PayloadFormat = iota // payload VARBYTE(16777216), the record bytes
 	PayloadText                         // payload VARCHAR(MAX), the record as UTF-8 text
+	PayloadSuper                        // payload SUPER, the record parsed by JSON_PARSE
 )
 
 func (f PayloadFormat) String() string {
-	if f == PayloadText {
+	switch f {
+	case PayloadText:
 		return "text"
+	case PayloadSuper:
+		return "super"
 	}
 	return "varbyte"
 }
@@ -68,6 +78,10 @@ type Column struct {
 	Limit int
 	// Nullable is true for pico_key, which is NULL when a record has no key.
 	Nullable bool
+	// Load is the expression the INSERT reads the column with from the
+	// staging table; empty for the column itself. A SUPER payload is
+	// staged as VARBYTE and parsed on the way into the target.
+	Load string
 }
 
 // Options are the configuration keys that decide the columns.
@@ -105,12 +119,22 @@ var columnTable = []struct {
 
 var textPayload = Column{ID: Payload, Name: "payload", Type: "VARCHAR(MAX)", Family: FamilyVarchar, Limit: VarcharMax}
 
+// superPayload is the target's payload with payload_format = "super". The
+// staging table keeps the VARBYTE payload of the varbyte layout (COPY loads
+// the Parquet bytes into it unparsed) and the INSERT applies JSON_PARSE,
+// the path Redshift documents for putting JSON into SUPER with INSERT.
+// JSON_PARSE takes VARBYTE as well as VARCHAR, and VARBYTE carries up to
+// 16 MiB where VARCHAR(MAX) stops at 65535 bytes.
+var superPayload = Column{ID: Payload, Name: "payload", Type: "SUPER", Family: FamilySuper, Limit: SuperMax,
+	Load: "JSON_PARSE(payload)"}
+
 // Layout is the ordered list of columns of a configuration. The order is
 // the order of CREATE TABLE, of the COPY column list and of the Parquet
 // columns: COPY maps Parquet columns to the list by position.
 type Layout struct {
 	Columns []Column
 	index   [numColumns]int // position of each ColumnID, -1 when absent
+	staging *Layout         // the staging table's columns when they differ; nil when the same
 }
 
 // NewLayout returns the columns o selects.
@@ -131,11 +155,30 @@ func NewLayout(o Options) *Layout {
 			}
 		}
 		c := row.Column
-		if c.ID == Payload && o.Payload == PayloadText {
-			c = textPayload
+		if c.ID == Payload {
+			switch o.Payload {
+			case PayloadText:
+				c = textPayload
+			case PayloadSuper:
+				c = superPayload
+			}
 		}
 		l.index[c.ID] = len(l.Columns)
 		l.Columns = append(l.Columns, c)
+	}
+	if o.Payload == PayloadSuper {
+		o.Payload = PayloadVarbyte
+		l.staging = NewLayout(o)
+	}
+	return l
+}
+
+// Staging is the layout of the staging table: the same columns, in the same
+// order, except that a SUPER payload is staged as VARBYTE (see
+// superPayload). COPY and the Parquet file follow this layout.
+func (l *Layout) Staging() *Layout {
+	if l.staging != nil {
+		return l.staging
 	}
 	return l
 }

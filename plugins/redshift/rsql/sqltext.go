@@ -103,6 +103,23 @@ func columnList(cols []Column) string {
 	return b.String()
 }
 
+// loadList is the INSERT's select list: each column, or its Load
+// expression.
+func loadList(cols []Column) string {
+	var b strings.Builder
+	for i, c := range cols {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		if c.Load != "" {
+			b.WriteString(c.Load)
+		} else {
+			b.WriteString(c.Name)
+		}
+	}
+	return b.String()
+}
+
 // CreateTable is CREATE TABLE IF NOT EXISTS for table with the layout's
 // columns, in the spec's format:
 //
@@ -165,10 +182,14 @@ func Script(stmts ...string) string {
 // (ROW_NUMBER over the id), and only ids the target does not have yet, so a
 // replayed record changes nothing. It reads all of staging, which also picks
 // up rows a crashed writer left behind.
+//
+// A column with a Load expression (a SUPER payload: JSON_PARSE) is read
+// through it, so a payload Redshift cannot parse fails the INSERT and the
+// whole load transaction.
 func Insert(table, staging string, l *Layout) string {
 	cols := columnList(l.Columns)
 	return "INSERT INTO " + Ident(table) + " (" + cols + ")" +
-		" SELECT " + cols +
+		" SELECT " + loadList(l.Columns) +
 		" FROM (SELECT " + cols + ", ROW_NUMBER() OVER (PARTITION BY id ORDER BY id) AS pico_rn FROM " + Ident(staging) + ") staged" +
 		" WHERE staged.pico_rn = 1" +
 		" AND NOT EXISTS (SELECT 1 FROM " + Ident(table) + " existing WHERE existing.id = staged.id)"

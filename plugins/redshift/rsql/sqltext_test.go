@@ -92,7 +92,7 @@ func combos() []rsql.Options {
 	var out []rsql.Options
 	for _, meta := range []bool{true, false} {
 		for _, key := range []bool{true, false} {
-			for _, p := range []rsql.PayloadFormat{rsql.PayloadVarbyte, rsql.PayloadText} {
+			for _, p := range []rsql.PayloadFormat{rsql.PayloadVarbyte, rsql.PayloadText, rsql.PayloadSuper} {
 				out = append(out, rsql.Options{IncludeMetadata: meta, IncludeKey: key, Payload: p})
 			}
 		}
@@ -131,8 +131,16 @@ func TestLayoutColumnsEveryCombination(t *testing.T) {
 			if got := rsql.Copy("staging_t", l, "s3://b/k.parquet", "arn:r"); !strings.Contains(got, `"staging_t" (`+list+`) FROM`) {
 				t.Errorf("COPY column list: %s", got)
 			}
+			if got := rsql.Copy("staging_t", l.Staging(), "s3://b/k.parquet", "arn:r"); !strings.Contains(got, `"staging_t" (`+list+`) FROM`) {
+				t.Errorf("COPY column list of the staging layout: %s", got)
+			}
+			// A SUPER payload is parsed on its way out of staging.
+			sel := list
+			if o.Payload == rsql.PayloadSuper {
+				sel = strings.Replace(list, "payload", "JSON_PARSE(payload)", 1)
+			}
 			ins := rsql.Insert("t", "staging_t", l)
-			if !strings.HasPrefix(ins, `INSERT INTO "t" (`+list+`) SELECT `+list+` FROM (SELECT `+list+", ROW_NUMBER()") {
+			if !strings.HasPrefix(ins, `INSERT INTO "t" (`+list+`) SELECT `+sel+` FROM (SELECT `+list+", ROW_NUMBER()") {
 				t.Errorf("INSERT column lists: %s", ins)
 			}
 		})
@@ -168,14 +176,25 @@ func TestCreateTableEveryCombination(t *testing.T) {
 			if o.IncludeKey {
 				b.WriteString(",\n  pico_key VARCHAR(MAX)")
 			}
+			target := b.String() // the columns before payload
 			if o.Payload == rsql.PayloadText {
 				b.WriteString(",\n  payload VARCHAR(MAX)")
 			} else {
+				// A SUPER payload is staged as VARBYTE.
 				b.WriteString(",\n  payload VARBYTE(16777216)")
 			}
 			b.WriteString(",\n  created_at VARCHAR\n)")
-			if got := rsql.CreateTable(rsql.Staging(`a"b.c`), rsql.NewLayout(o)); got != b.String() {
+			l := rsql.NewLayout(o)
+			if got := rsql.CreateTable(rsql.Staging(`a"b.c`), l.Staging()); got != b.String() {
 				t.Fatalf("got\n%s\nwant\n%s", got, b.String())
+			}
+			if o.Payload == rsql.PayloadSuper {
+				target = strings.Replace(target, `"staging_a""b.c"`, `"a""b.c"`, 1) + ",\n  payload SUPER,\n  created_at VARCHAR\n)"
+				if got := rsql.CreateTable(`a"b.c`, l); got != target {
+					t.Fatalf("target: got\n%s\nwant\n%s", got, target)
+				}
+			} else if l.Staging() != l {
+				t.Fatal("Staging() differs from the layout without a SUPER payload")
 			}
 		})
 	}

@@ -52,6 +52,7 @@ var families = map[string]Family{
 	"varbinary":         FamilyVarbyte,
 	"binary varying":    FamilyVarbyte,
 	"bytea":             FamilyVarbyte,
+	"super":             FamilySuper,
 }
 
 // ParseType splits a pg_table_def type into its family and its length in
@@ -140,7 +141,7 @@ func Check(table string, l *Layout, rows []TableDefRow) (Limits, error) {
 			problems = append(problems, fmt.Sprintf("column %s is %s, expected %s", c.Name, typ, want))
 			continue
 		}
-		if length > 0 && (lim[i] == 0 || length < lim[i]) && c.Family != FamilyBigint {
+		if length > 0 && (lim[i] == 0 || length < lim[i]) && c.Family != FamilyBigint && c.Family != FamilySuper {
 			lim[i] = length
 		}
 	}
@@ -163,8 +164,11 @@ func Check(table string, l *Layout, rows []TableDefRow) (Limits, error) {
 }
 
 func formatOf(c Column) string {
-	if c.Family == FamilyVarbyte {
+	switch c.Family {
+	case FamilyVarbyte:
 		return PayloadVarbyte.String()
+	case FamilySuper:
+		return PayloadSuper.String()
 	}
 	return PayloadText.String()
 }

@@ -33,7 +33,8 @@ func TestParseType(t *testing.T) {
 		{"character(10)", "", 0, false}, // CHAR pads with blanks: no family the sink writes
 		{"integer", "", 0, false},
 		{"timestamp without time zone", "", 0, false},
-		{"super", "", 0, false},
+		{"super", rsql.FamilySuper, 0, true},
+		{"jsonb", "", 0, false},
 		{"varchar(abc)", "", 0, false},
 		{"varbyte(max)", "", 0, false},
 	}
@@ -58,8 +59,11 @@ func rowsFor(o rsql.Options) []rsql.TableDefRow {
 		typ := names[c.Name]
 		if c.Name == "payload" {
 			typ = "varbyte(16777216)"
-			if o.Payload == rsql.PayloadText {
+			switch o.Payload {
+			case rsql.PayloadText:
 				typ = "character varying(65535)"
+			case rsql.PayloadSuper:
+				typ = "super"
 			}
 		}
 		rows = append(rows, rsql.TableDefRow{Column: c.Name, Type: typ})
@@ -126,6 +130,19 @@ func TestCheckFamilies(t *testing.T) {
 		if _, err := rsql.Check("t", text, with(typ)); err == nil {
 			t.Errorf("payload %s accepted", typ)
 		}
+	}
+	super := rsql.NewLayout(rsql.Options{Payload: rsql.PayloadSuper})
+	if _, err := rsql.Check("t", super, with("super")); err != nil {
+		t.Errorf("super payload: %v", err)
+	}
+	for _, typ := range []string{"varbyte(16777216)", "character varying(65535)", "jsonb"} {
+		if _, err := rsql.Check("t", super, with(typ)); err == nil || !strings.Contains(err.Error(), `payload_format = "super"`) {
+			t.Errorf("super config and payload %s: %v", typ, err)
+		}
+	}
+	// The staging table of a SUPER target keeps a VARBYTE payload.
+	if _, err := rsql.Check("staging_t", super.Staging(), with("varbyte(16777216)")); err != nil {
+		t.Errorf("staging of super: %v", err)
 	}
 }
 
