@@ -102,6 +102,13 @@ func (f *IAM) FailNext(n, status int, code, message string) {
 	f.mu.Unlock()
 }
 
+// ClearFaults drops the failures FailNext set up that are not used yet.
+func (f *IAM) ClearFaults() {
+	f.mu.Lock()
+	f.faults = nil
+	f.mu.Unlock()
+}
+
 // Calls are the requests answered so far, in order.
 func (f *IAM) Calls() []IAMCall {
 	f.mu.Lock()
