@@ -384,6 +384,12 @@ func TestDescribe(t *testing.T) {
 		"max_retries int 3 - -",
 		"retry_delay string 1s - -",
 		"statement_timeout duration 10m - -",
+		"auth string password - -",
+		"iam_cluster_identifier string - - -",
+		"iam_workgroup_name string - - -",
+		"iam_db_user string - - -",
+		"iam_region string - - -",
+		"iam_duration duration 15m - -",
 		"archive bool false - -",
 		"verbose_logging bool false - -",
 	}

@@ -40,8 +40,15 @@ type Config struct {
 	// writer that stalls inside its load transaction would otherwise keep
 	// every other writer of the table waiting on LOCK forever.
 	StatementTimeout time.Duration `config:"statement_timeout" default:"10m" doc:"Longest one statement may take, waiting for the staging table's lock (held by another writer's load) and WLM queueing included, before Redshift cancels it; the batch then fails RETRY naming the table. Sets Redshift's statement_timeout on every connection of the pool. Keep it well above the time a COPY and INSERT of batch_size rows into the largest target take (the load transaction is sent as one query, which Redshift may time as a whole); 0 leaves the user's or cluster's own setting (Redshift's default: no limit)"`
-	Archive          bool          `config:"archive" default:"false" doc:"Keep each Parquet file under archive/messages/ inside s3_prefix instead of deleting it"`
-	VerboseLogging   bool          `config:"verbose_logging" default:"false" doc:"Log every batch at info instead of debug"`
+	// IAM authentication (auth = "iam"): docs/redshift.md, IAM authentication.
+	Auth                 string        `config:"auth" default:"password" doc:"How the sink logs in: password (the user and password of connection_string) or iam (temporary credentials from AWS for each new connection, through the default AWS credential chain: redshift:GetClusterCredentials with iam_db_user, else redshift:GetClusterCredentialsWithIAM, or redshift-serverless:GetCredentials with iam_workgroup_name). With iam, connection_string must carry no password and its user is replaced by the issued one"`
+	IAMClusterIdentifier string        `config:"iam_cluster_identifier" doc:"With auth = iam: the provisioned cluster's identifier. Set this or iam_workgroup_name"`
+	IAMWorkgroupName     string        `config:"iam_workgroup_name" doc:"With auth = iam: the Redshift Serverless workgroup's name. Set this or iam_cluster_identifier"`
+	IAMDbUser            string        `config:"iam_db_user" doc:"With auth = iam and a cluster: an existing database user to get credentials for (GetClusterCredentials, AutoCreate off). Empty: GetClusterCredentialsWithIAM, which logs in as IAM:<name> of the AWS identity"`
+	IAMRegion            string        `config:"iam_region" doc:"With auth = iam: the cluster's or workgroup's region. Default: the region in connection_string's host when it is an AWS Redshift endpoint, else aws_region"`
+	IAMDuration          time.Duration `config:"iam_duration" default:"15m" doc:"With auth = iam: how long each set of temporary credentials lasts, 15m to 1h in whole seconds (DurationSeconds). New credentials are fetched when a fifth of that (at most 5 minutes) is left; open connections are not affected by expiry"`
+	Archive              bool          `config:"archive" default:"false" doc:"Keep each Parquet file under archive/messages/ inside s3_prefix instead of deleting it"`
+	VerboseLogging       bool          `config:"verbose_logging" default:"false" doc:"Log every batch at info instead of debug"`
 }
 
 // Messages the spec names.
@@ -64,6 +71,12 @@ const (
 	keyMaxRetries       = "max_retries"
 	keyPayloadFormat    = "payload_format"
 	keyStatementTimeout = "statement_timeout"
+	keyAuth             = "auth"
+	keyIAMCluster       = "iam_cluster_identifier"
+	keyIAMWorkgroup     = "iam_workgroup_name"
+	keyIAMDbUser        = "iam_db_user"
+	keyIAMRegion        = "iam_region"
+	keyIAMDuration      = "iam_duration"
 )
 
 // defaultRetryDelay is what an unparsable retry_delay becomes.
@@ -91,6 +104,7 @@ type parsed struct {
 	prefix     string        // s3_prefix without leading or trailing slashes
 	attempts   int           // max_retries, at least 1
 	retryDelay time.Duration // retry_delay, or its fallback
+	iam        bool          // auth = iam
 }
 
 // validate checks c without any I/O and returns what it parsed and the
@@ -100,6 +114,9 @@ func (c *Config) validate() (*parsed, []string, error) {
 	p := &parsed{attempts: c.MaxRetries}
 	if s3client.CheckKeys(c.AWSAccessKeyID, c.AWSSecretAccessKey) != nil {
 		return nil, nil, sdk.BadConfigf("%s", msgStaticKeys)
+	}
+	if err := c.validateAuth(p); err != nil {
+		return nil, nil, err
 	}
 	if c.BatchSize <= 0 {
 		return nil, nil, sdk.BadConfigf("%s must be above 0, got %d", keyBatchSize, c.BatchSize)

@@ -108,7 +108,8 @@ func TestConfigKeyNames(t *testing.T) {
 		declared[f.Key] = true
 	}
 	for _, k := range []string{keyConnectionString, keyTargetTable, keyIAMRole, keyS3Bucket, keyS3Prefix, keyS3Endpoint,
-		keyBatchSize, keyMaxConnections, keyMaxRetries, keyPayloadFormat, keyStatementTimeout} {
+		keyBatchSize, keyMaxConnections, keyMaxRetries, keyPayloadFormat, keyStatementTimeout,
+		keyAuth, keyIAMCluster, keyIAMWorkgroup, keyIAMDbUser, keyIAMRegion, keyIAMDuration} {
 		if !declared[k] {
 			t.Errorf("%q is not a config key", k)
 		}

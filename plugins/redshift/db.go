@@ -332,9 +332,10 @@ func describeErr(err error) string {
 		return msg
 	}
 	if retry.IsAuth(err) {
-		// After open this is a password changed on the cluster: the pool's
-		// new connections fail while old ones may still work.
-		msg += "; Redshift refused the user or password of connection_string"
+		// After open this is a password changed on the cluster (with IAM,
+		// the issued user dropped or its grants revoked): the pool's new
+		// connections fail while old ones may still work.
+		msg += "; Redshift refused the user or password of connection_string (with auth = iam: the user of the issued credentials)"
 	}
 	if pe.Detail != "" {
 		msg += "; detail: " + strings.TrimSpace(pe.Detail)

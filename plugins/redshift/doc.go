@@ -13,6 +13,8 @@
 //   - rsql       column table, SQL text, pg_table_def check (no I/O, no SDK)
 //   - rsparquet  pre-flight limit checks and Parquet encoding (no I/O, no SDK)
 //   - rsjson     what Redshift's JSON_PARSE accepts, for SUPER payloads (no I/O, no SDK)
+//   - rsiam      temporary credentials from AWS for auth = "iam", cached and
+//     refreshed (the AWS calls only, no SDK)
 //   - this package: configuration, the pgx pool and the load transaction,
 //     the S3 client, and the sdk.Sink wiring
 //   - cmd/sink   the c-shared main
@@ -26,6 +28,8 @@
 //   - sink.go     Sink: Open, Consume (resolve, check, chunk, load), Close
 //   - db.go       pool configuration, table creation and check, the load
 //     transaction and its retries, error rendering
+//   - auth.go     auth and the iam_* keys: their checks, and the pool's
+//     BeforeConnect hook that logs in with rsiam's current credentials
 //   - tls.go      the sslmode pgx put in effect (logged, named in errors) and
 //     what to fix when a certificate does not verify
 //   - store.go    S3 upload (HTTP 200 or an error), delete, archive
@@ -43,6 +47,7 @@
 // else (connection, S3, COPY rejected, table missing or mismatched) is RETRY,
 // because an operator can fix it and the offset must not move meanwhile.
 // At open, what fails the same on every attempt is BAD_CONFIG: the
-// configuration itself, a refused login, a TLS certificate that does not
+// configuration itself, a refused login, an IAM credentials call AWS
+// refuses (access denied, unknown cluster), a TLS certificate that does not
 // verify or a server without TLS when sslmode requires it.
 package redshift

@@ -154,14 +154,16 @@ func TestDescribeFlagsSecrets(t *testing.T) {
 		}
 	}
 	want := map[string]string{"batch_size": "100", "max_connections": "5", "include_metadata": "true", "include_key": "true",
-		"payload_format": "varbyte", "max_retries": "3", "retry_delay": "1s", "statement_timeout": "10m", "archive": "false", "verbose_logging": "false"}
+		"payload_format": "varbyte", "max_retries": "3", "retry_delay": "1s", "statement_timeout": "10m", "archive": "false", "verbose_logging": "false",
+		"auth": "password", "iam_duration": "15m"}
 	for k, v := range want {
 		if defaults[k] != v {
 			t.Errorf("default of %s is %q, want %q", k, defaults[k], v)
 		}
 	}
-	// The spec's 18, and statement_timeout (the bound on the staging lock wait).
-	if len(d.Config) != 19 {
-		t.Errorf("%d keys, want the spec's 18 and statement_timeout", len(d.Config))
+	// The spec's 18, statement_timeout (the bound on the staging lock wait)
+	// and the six of IAM authentication.
+	if len(d.Config) != 25 {
+		t.Errorf("%d keys, want the spec's 18, statement_timeout and auth with its five iam_ keys", len(d.Config))
 	}
 }

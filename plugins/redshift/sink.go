@@ -84,6 +84,16 @@ func (s *Sink) Open(ctx context.Context, c *Config, host *sdk.Host) error {
 	mode := tlsMode(&pcfg.ConnConfig.Config)
 	octx, cancel := context.WithTimeout(ctx, openTimeout)
 	defer cancel()
+	auth := authPassword
+	if p.iam {
+		// The temporary passwords are not registered for redaction: one per
+		// refresh would grow the list for as long as the sink runs. None
+		// of them reaches a log line or an error (the IAM tests check).
+		if _, err := useIAM(octx, c, pcfg, s.log); err != nil {
+			return err
+		}
+		auth = authIAM
+	}
 	pool, err := pgxpool.NewWithConfig(octx, pcfg)
 	if err != nil {
 		return sdk.BadConfigf("%s: %v", keyConnectionString, err)
@@ -94,6 +104,9 @@ func (s *Sink) Open(ctx context.Context, c *Config, host *sdk.Host) error {
 			// A certificate that does not verify, or a server without TLS
 			// when sslmode requires it, fails the same way every time.
 			return sdk.BadConfigf("%s", msg)
+		}
+		if retry.IsAuth(err) && p.iam {
+			return sdk.BadConfigf("Failed to connect to Redshift: it refused the IAM credentials issued for %s: %s", c.iamTarget(pcfg.ConnConfig).Operation(), err)
 		}
 		if retry.IsAuth(err) {
 			// The same credentials will be refused on every attempt.
@@ -126,7 +139,7 @@ func (s *Sink) Open(ctx context.Context, c *Config, host *sdk.Host) error {
 		}
 	}
 	s.log.Info("Redshift sink opened", keyTargetTable, p.table.String(), "columns", fmt.Sprint(p.layout.Names()),
-		keyBatchSize, c.BatchSize, "bucket", c.S3Bucket, "prefix", p.prefix, "sslmode", mode)
+		keyBatchSize, c.BatchSize, "bucket", c.S3Bucket, "prefix", p.prefix, "sslmode", mode, keyAuth, auth)
 	return nil
 }
 

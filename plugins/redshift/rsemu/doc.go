@@ -42,4 +42,6 @@
 //	load.go        COPY execution: S3 listing, Parquet reading, value checks, load errors
 //	catalog.go     the rsemu_catalog schema in the backend database
 //	errors.go      Error and Redshift-shaped error constructors
+//	credentials.go temporary credentials the emulated cluster accepts (IAM authentication)
+//	iam.go         IAM: a fake of the AWS endpoints that issue them
 package rsemu

@@ -78,8 +78,9 @@ type Server struct {
 	stmts    []Statement
 	requests int // client requests answered with ReadyForQuery: simple queries and Syncs
 	faults   []*FaultHandle
-	password string // what clients must present; the backend's unless SetPassword changed it
-	tlsConns int    // client connections that completed a TLS handshake
+	password string   // what clients must present; the backend's unless SetPassword changed it
+	issued   []issued // temporary credentials from IssueCredentials
+	tlsConns int      // client connections that completed a TLS handshake
 
 	wg sync.WaitGroup
 }

@@ -188,7 +188,8 @@ func (s *session) startup() error {
 		return s.fatal(CodeFeatureNotSupp, "rsemu: replication connections are not supported")
 	}
 
-	// Cleartext password, checked against the backend account.
+	// Cleartext password, checked against the backend account or the
+	// temporary credentials issued by IssueCredentials.
 	s.cb.Send(&pgproto3.AuthenticationCleartextPassword{})
 	if err := s.cb.Flush(); err != nil {
 		return err
@@ -202,8 +203,9 @@ func (s *session) startup() error {
 	}
 	pw, ok := msg.(*pgproto3.PasswordMessage)
 	want := s.srv.backend
-	if !ok || user != want.User ||
-		subtle.ConstantTimeCompare([]byte(pw.Password), []byte(s.srv.clientPassword())) != 1 {
+	if !ok || !(user == want.User &&
+		subtle.ConstantTimeCompare([]byte(pw.Password), []byte(s.srv.clientPassword())) == 1 ||
+		s.srv.checkIssued(user, pw.Password)) {
 		return s.fatal(CodeInvalidPassword, fmt.Sprintf("password authentication failed for user %q", user))
 	}
 
