@@ -68,3 +68,30 @@ func TestUnknownKeyIsRefused(t *testing.T) {
 	wantStatus(t, err, hostdriver.StatusBadConfig, "environment override PICOMQ_CONNECTORS_SINK_TYPO_PLUGIN_CONFIG_EXACTLY_ONSE names no plugin_config key",
 		`did you mean PICOMQ_CONNECTORS_SINK_TYPO_PLUGIN_CONFIG_EXACTLY_ONCE (key "exactly_once")?`)
 }
+
+// The AWS SDK's default chain reads AWS_ACCESS_KEY_ID through the Go
+// environment, which a c-shared library copied once at load: keys a host
+// sets after loading the library must reach it at the next open too.
+func TestS3DefaultChainSeesKeysSetAfterLoad(t *testing.T) {
+	svc := services.Require(t)
+	bucket := svc.NewBucket(t)
+	cfg := minio(t, svc)
+	delete(cfg, "aws_s3_access_key")
+	delete(cfg, "aws_s3_secret_key")
+	uri := "s3://" + bucket + "/events"
+	py(t, createEvents, uri)
+	cfg = with(cfg, "table_uri", uri)
+	h := newHarness(t, hostdriver.Env("AWS_ACCESS_KEY_ID=", "AWS_SECRET_ACCESS_KEY=",
+		"AWS_EC2_METADATA_DISABLED=true", "AWS_CONFIG_FILE=/dev/null", "AWS_SHARED_CREDENTIALS_FILE=/dev/null"))
+	if _, err := h.lib.Open(definition("events_delta", cfg)); err == nil {
+		t.Fatal("open succeeded without credentials")
+	}
+	for k, v := range map[string]string{"AWS_ACCESS_KEY_ID": svc.S3AccessKey, "AWS_SECRET_ACCESS_KEY": svc.S3SecretKey} {
+		if err := h.host.Setenv(k, v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	inst := h.open("events_delta", cfg)
+	consume(t, inst, events("t", 0, 2))
+	wantIDs(t, uri, "0,1")
+}

@@ -13,6 +13,8 @@ import "C"
 
 import (
 	"log/slog"
+	"os"
+	"strings"
 	"unicode/utf8"
 	"unsafe"
 
@@ -45,7 +47,9 @@ func picomq_sink_v1_open(config *C.char, configLen C.size_t, logFn C.picomq_log_
 		}
 	}
 	def := C.GoBytes(unsafe.Pointer(config), C.int(configLen))
-	h, err := sdk.OpenEnv(def, log, environ())
+	env := environ()
+	syncGoEnv(env)
+	h, err := sdk.OpenEnv(def, log, env)
 	if err != nil {
 		writeErr(errBuf, errCap, err.Error())
 		return status(err)
@@ -110,6 +114,32 @@ func environ() []string {
 		p = (**C.char)(unsafe.Add(unsafe.Pointer(p), unsafe.Sizeof(*p)))
 	}
 	return out
+}
+
+// syncGoEnv makes the Go environment what the C library's is at this open.
+// The plugin's own settings come from env (OpenEnv), but the libraries it
+// uses read os.Getenv: the AWS SDK's default chain (AWS_ACCESS_KEY_ID,
+// AWS_ENDPOINT_URL_*), Google's and Azure's default credentials. Without
+// this they would see the environment as it was when the library loaded.
+// Only what differs is set or unset; Go passes it on to the C library,
+// which then already holds that value.
+func syncGoEnv(env []string) {
+	seen := make(map[string]bool, len(env))
+	for _, kv := range env {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			continue
+		}
+		seen[k] = true
+		if cur, set := os.LookupEnv(k); !set || cur != v {
+			os.Setenv(k, v)
+		}
+	}
+	for _, kv := range os.Environ() {
+		if k, _, _ := strings.Cut(kv, "="); k != "" && !seen[k] {
+			os.Unsetenv(k)
+		}
+	}
 }
 
 // The SDK's status values are the header's: a mismatch fails the build
