@@ -16,5 +16,7 @@
 // and a crash at each step), faults_test.go (retries, permanent faults,
 // pre-flight limits), troubleshooting_test.go (every reproducible row of
 // the spec's troubleshooting table, config messages, two writers),
-// parquet_test.go (pyarrow reads the files).
+// parquet_test.go (pyarrow reads the files), suite_test.go (the behaviour
+// suite of plugins/redshift/redshifttest, which plugins/redshift also runs
+// in-process).
 package redshift

@@ -118,49 +118,6 @@ func (w *world) nothingVisible(table, prefix string) {
 	}
 }
 
-// A permanent fault fails the batch after one attempt, whatever
-// max_retries says, with nothing partially visible: no rows, nothing in
-// staging, no file. The status is RETRY (an operator can fix a grant) and
-// the message names the step.
-func TestPermanentFaultsFailAtOnceWithNothingVisible(t *testing.T) {
-	t.Parallel()
-	w := newWorld(t)
-	inst := w.open("permanent", w.config(map[string]any{"target_table": "perm_{topic}", "max_retries": 5}))
-	for _, tc := range []struct {
-		topic string
-		stmt  string
-		err   *rsemu.Error
-		want  string
-	}{
-		{"copy", "COPY", &rsemu.Error{Code: "XX000", Message: "Spectrum Scan Error", Detail: "the file is not Parquet"},
-			"Redshift COPY failed after 1 attempt: ERROR: Spectrum Scan Error (SQLSTATE XX000); detail: the file is not Parquet"},
-		{"insert", "INSERT", &rsemu.Error{Code: "XX000", Message: "Invalid digit, Value 'x'"},
-			"Redshift INSERT failed after 1 attempt: ERROR: Invalid digit, Value 'x' (SQLSTATE XX000)"},
-		{"cleanup", "DELETE", &rsemu.Error{Code: "42501", Message: "permission denied for relation staging_perm_cleanup"},
-			"Redshift staging cleanup failed after 1 attempt: ERROR: permission denied for relation staging_perm_cleanup (SQLSTATE 42501)"},
-		{"lock", "LOCK", &rsemu.Error{Code: "42501", Message: "permission denied"},
-			"Redshift LOCK failed after 1 attempt: ERROR: permission denied (SQLSTATE 42501)"},
-	} {
-		consume(t, inst, batch(tc.topic, 100, 1)) // the table exists and is cached
-		w.emu.ResetStatements()
-		w.emu.FailNext(`^`+tc.stmt, 1, tc.err)
-		err := inst.Consume(batch(tc.topic, 0, 30))
-		wantStatus(t, err, hostdriver.StatusRetry, tc.want)
-		if n := w.emu.CountStatements(`(?i)^begin`); n != 1 {
-			t.Errorf("%s: %d transactions, want 1: a permanent error is not retried", tc.topic, n)
-		}
-		if n := w.count("perm_" + tc.topic); n != 1 {
-			t.Errorf("%s: %d rows, want only the earlier one", tc.topic, n)
-		}
-		if n := w.count("staging_perm_" + tc.topic); n != 0 {
-			t.Errorf("%s: staging holds %d rows", tc.topic, n)
-		}
-		if objs := w.objects(""); len(objs) != 0 {
-			t.Errorf("%s: files left in S3: %v", tc.topic, objs)
-		}
-	}
-}
-
 // A record that cannot fit its column fails the batch FATAL before
 // anything is uploaded, with a message naming topic, offset, column and
 // size: never an opaque COPY failure, never a silent truncation.

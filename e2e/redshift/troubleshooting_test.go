@@ -176,62 +176,6 @@ func TestSchemaQualifiedTarget(t *testing.T) {
 	}
 }
 
-// "Schema mismatch detected": an existing table made under other
-// include_metadata, include_key or payload_format settings. A static
-// target fails open() BAD_CONFIG; a templated one fails its first batch
-// RETRY and is checked again on the next delivery. The table is never
-// altered or written.
-func TestSchemaMismatch(t *testing.T) {
-	t.Parallel()
-	w := newWorld(t)
-	conn := w.emuConn()
-	// As include_key = false would have made them, with a row already.
-	for _, tbl := range []string{"mm", "staging_mm", "tmpl_mm", "staging_tmpl_mm"} {
-		if _, err := conn.Exec(w.ctx, `CREATE TABLE "`+tbl+`" (id VARCHAR(512), pico_offset VARCHAR(20), pico_timestamp VARCHAR(20), `+
-			`pico_topic VARCHAR, pico_partition BIGINT, payload VARBYTE(16777216), created_at VARCHAR)`); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if _, err := conn.Exec(w.ctx, `INSERT INTO mm (id, payload, created_at) VALUES ('old:0:1', '\x01'::bytea, 'then')`); err != nil {
-		t.Fatal(err)
-	}
-
-	se := w.openErr("mismatch_static", w.config(map[string]any{"target_table": "mm"}))
-	if se.Code != hostdriver.StatusBadConfig || !strings.HasPrefix(se.Message, `Schema mismatch detected in table "mm": `) ||
-		!strings.Contains(se.Message, "column pico_key is missing (include_key = true)") {
-		t.Errorf("static: %v", se)
-	}
-	se = w.openErr("mismatch_meta", w.config(map[string]any{"target_table": "mm", "include_metadata": false, "include_key": false}))
-	if se.Code != hostdriver.StatusBadConfig || !strings.HasPrefix(se.Message, `Schema mismatch detected in table "mm": `) ||
-		!strings.Contains(se.Message, "pico_offset") {
-		t.Errorf("include_metadata = false on a table with metadata: %v", se)
-	}
-
-	tmpl := w.open("mismatch_templated", w.config(map[string]any{"target_table": "tmpl_{topic}", "payload_format": "text", "include_key": false}))
-	for attempt := uint32(1); attempt <= 2; attempt++ {
-		b := batch("mm", 0, 3)
-		b.Attempt = attempt
-		wantStatus(t, tmpl.Consume(b), hostdriver.StatusRetry, `Schema mismatch detected in table "tmpl_mm"`,
-			`column payload is varbyte(16777216), expected VARCHAR (payload_format = "text")`)
-	}
-	if n := w.emu.CountStatements(`(?i)^(copy|insert|alter)`); n != 1 { // the test's own INSERT only
-		t.Errorf("%d loads or alterations: %s", n, firstWords(w.emu))
-	}
-	if w.count("tmpl_mm") != 0 || w.count("mm") != 1 {
-		t.Error("a mismatched table was written")
-	}
-	if got := w.columns("mm"); strings.Join(got, ",") != "id,pico_offset,pico_timestamp,pico_topic,pico_partition,payload,created_at" {
-		t.Errorf("mm altered: %v", got)
-	}
-
-	// The same table is fine for the settings it was made under.
-	ok := w.open("mismatch_ok", w.config(map[string]any{"target_table": "mm", "include_key": false}))
-	consume(t, ok, batch("orders", 0, 2))
-	if w.count("mm") != 3 {
-		t.Error("rows missing")
-	}
-}
-
 // "S3 upload failed" / "S3 upload failed with status 403": the runtime's
 // S3 credentials are wrong, or the bucket is missing. The batch fails
 // RETRY before any SQL; no secret is in the message.

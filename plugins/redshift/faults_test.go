@@ -105,54 +105,6 @@ func TestTransientFaultsExhaustTheRetries(t *testing.T) {
 	}
 }
 
-func TestPermanentFaultsFailAtOnceWithNothingVisible(t *testing.T) {
-	tests := []struct {
-		name   string
-		config map[string]any
-		fault  func(e *rsemu.Server)
-		want   string
-	}{
-		{"role not attached to the cluster", map[string]any{"aws_iam_role": "arn:aws:iam::123456789012:role/NotAttached"}, nil,
-			"Redshift COPY failed after 1 attempt: ERROR: Not authorized to get credentials of role arn:aws:iam::123456789012:role/NotAttached (SQLSTATE XX000)"},
-		{"INSERT rejected", nil, func(e *rsemu.Server) {
-			e.FailNext(`^INSERT`, 1, &rsemu.Error{Code: "XX000", Message: "Invalid digit, Value 'x'"})
-		}, "Redshift INSERT failed after 1 attempt: ERROR: Invalid digit, Value 'x' (SQLSTATE XX000)"},
-		{"staging cleanup denied", nil, func(e *rsemu.Server) {
-			e.FailNext(`^DELETE`, 1, &rsemu.Error{Code: "42501", Message: "permission denied for relation staging_perm"})
-		}, "Redshift staging cleanup failed after 1 attempt: ERROR: permission denied for relation staging_perm (SQLSTATE 42501)"},
-		{"LOCK denied", nil, func(e *rsemu.Server) {
-			e.FailNext(`^LOCK`, 1, &rsemu.Error{Code: "42501", Message: "permission denied"})
-		}, "Redshift LOCK failed after 1 attempt: ERROR: permission denied (SQLSTATE 42501)"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			r := newRig(t)
-			cfg := r.config(map[string]any{"target_table": "perm", "max_retries": 5})
-			for k, v := range tt.config {
-				cfg[k] = v
-			}
-			h, _ := r.open("permanent", cfg)
-			r.emu.ResetStatements()
-			if tt.fault != nil {
-				tt.fault(r.emu)
-			}
-			err := sdk.Consume(h, batch("orders", 0, 10))
-			if err == nil || !strings.HasPrefix(err.Error(), tt.want) {
-				t.Fatalf("got  %v\nwant %s", err, tt.want)
-			}
-			// RETRY: an operator can fix a role or a grant; the offset
-			// stays where it is meanwhile.
-			if sdk.StatusOf(err) != sdk.StatusRetry {
-				t.Fatalf("status %v", sdk.StatusOf(err))
-			}
-			if n := r.countStatements(`(?i)^begin`); n != 1 {
-				t.Errorf("%d transactions, want 1: a permanent error is not retried", n)
-			}
-			assertNothingVisible(t, r, "perm")
-		})
-	}
-}
-
 // assertNothingVisible checks a failed load left no rows, no staged rows
 // and no file.
 func assertNothingVisible(t *testing.T, r *rig, table string) {

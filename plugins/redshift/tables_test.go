@@ -59,47 +59,6 @@ func TestSegmentTemplate(t *testing.T) {
 	}
 }
 
-// mismatchDDL creates tables as include_key = false would have.
-const mismatchDDL = `(id VARCHAR(512), pico_offset VARCHAR(20), pico_timestamp VARCHAR(20), pico_topic VARCHAR, ` +
-	`pico_partition BIGINT, payload VARBYTE(16777216), created_at VARCHAR)`
-
-func TestSchemaMismatch(t *testing.T) {
-	r := newRig(t)
-	conn := r.emuConn()
-	for _, tbl := range []string{"mm", "staging_mm", "tmpl_mm", "staging_tmpl_mm"} {
-		r.execEmu(conn, `CREATE TABLE "`+tbl+`" `+mismatchDDL)
-	}
-	// A static table is checked by open().
-	err, _ := r.openErr("mismatch_static", r.config(map[string]any{"target_table": "mm"}))
-	if !strings.HasPrefix(err.Error(), `Schema mismatch detected in table "mm": column pico_key is missing (include_key = true)`) {
-		t.Fatalf("%v", err)
-	}
-	if sdk.StatusOf(err) != sdk.StatusBadConfig {
-		t.Fatalf("status %v", sdk.StatusOf(err))
-	}
-	// The same tables are fine for the settings they were made under.
-	h, _ := r.open("mismatch_ok", r.config(map[string]any{"target_table": "mm", "include_key": false}))
-	mustConsume(t, h, batch("orders", 0, 2))
-
-	// A templated one fails its first batch, and is checked again on the
-	// next delivery, so fixing the table fixes the sink.
-	h2, _ := r.open("mismatch_templated", r.config(map[string]any{"target_table": "tmpl_{topic}", "payload_format": "text"}))
-	err = sdk.Consume(h2, batch("mm", 0, 2))
-	if err == nil || !strings.HasPrefix(err.Error(), `Schema mismatch detected in table "tmpl_mm"`) ||
-		!strings.Contains(err.Error(), `column payload is varbyte(16777216), expected VARCHAR (payload_format = "text")`) {
-		t.Fatalf("%v", err)
-	}
-	if sdk.StatusOf(err) != sdk.StatusRetry {
-		t.Fatalf("status %v", sdk.StatusOf(err))
-	}
-	r.execEmu(conn, `DROP TABLE "tmpl_mm"`)
-	r.execEmu(conn, `DROP TABLE "staging_tmpl_mm"`)
-	mustConsume(t, h2, batch("mm", 0, 2))
-	if r.count("tmpl_mm") != 2 {
-		t.Fatal("rows missing after the table was fixed")
-	}
-}
-
 func TestExistingTablesOfOtherSpellingsAreAccepted(t *testing.T) {
 	r := newRig(t)
 	conn := r.emuConn()
