@@ -22,6 +22,7 @@ var Tests = []Test{
 	{"RowsLeftInStagingAreMovedByTheNextLoad", RowsLeftInStagingAreMovedByTheNextLoad},
 	{"PermanentFaultsFailAtOnceWithNothingVisible", PermanentFaultsFailAtOnceWithNothingVisible},
 	{"SchemaMismatch", SchemaMismatch},
+	{"PreflightLimitsAreFatal", PreflightLimitsAreFatal},
 }
 
 // Run runs every test of the suite through d, each as a parallel subtest
