@@ -305,35 +305,6 @@ func TestTemplatedNames(t *testing.T) {
 	}
 }
 
-// archive = true keeps each loaded file under <prefix>/archive/messages/;
-// archive = false deletes it.
-func TestArchiveOnAndOff(t *testing.T) {
-	t.Parallel()
-	w := newWorld(t)
-	on := w.open("archive_on", w.config(map[string]any{"target_table": "arch_on", "archive": true, "batch_size": 10, "s3_prefix": "/on/files/"}))
-	off := w.open("archive_off", w.config(map[string]any{"target_table": "arch_off", "batch_size": 10, "s3_prefix": "off"}))
-	consume(t, on, batch("orders", 0, 25))
-	consume(t, off, batch("orders", 0, 25))
-	w.exactlyOnce("arch_on", "orders", 0, 24)
-	w.exactlyOnce("arch_off", "orders", 0, 24)
-	keyRE := regexp.MustCompile(`^on/files/archive/messages/` + uuidV7 + `\.parquet$`)
-	objs := w.objects("")
-	if len(objs) != 3 {
-		t.Fatalf("objects %v, want the three archived files of archive_on only", objs)
-	}
-	for _, k := range objs {
-		if !keyRE.MatchString(k) {
-			t.Errorf("object %q is not on/files/archive/messages/<uuid v7>.parquet", k)
-		}
-	}
-	if m := sinkMetrics(t, on); m["files_archived"] != 3 || m["files_deleted"] != 0 {
-		t.Errorf("archive_on metrics %v", m)
-	}
-	if m := sinkMetrics(t, off); m["files_archived"] != 0 || m["files_deleted"] != 3 {
-		t.Errorf("archive_off metrics %v", m)
-	}
-}
-
 // describe() of the library lists every key of the spec's configuration
 // table with its type, default and required flag, and flags the secrets.
 func TestDescribe(t *testing.T) {

@@ -140,42 +140,6 @@ func TestOnlyOneStaticKey(t *testing.T) {
 	}
 }
 
-// "Table '...' was not found or has no visible columns": a schema-qualified
-// target_table. The sink says so at open, before creating a table whose
-// name would contain the dot; the schema set through the connection
-// string, as the spec advises, works.
-func TestSchemaQualifiedTarget(t *testing.T) {
-	t.Parallel()
-	w := newWorld(t)
-	for _, target := range []string{"analytics.orders", "analytics.orders_{topic_segment[-1]}"} {
-		se := w.openErr("qualified", w.config(map[string]any{"target_table": target}))
-		want := "Table '" + target + "' was not found or has no visible columns"
-		if se.Code != hostdriver.StatusBadConfig || !strings.HasPrefix(se.Message, want) || !strings.Contains(se.Message, "search_path") {
-			t.Errorf("got %v\nwant BAD_CONFIG %s ... search_path ...", se, want)
-		}
-	}
-	var n int
-	if err := w.pg.QueryRow(w.ctx, `SELECT count(*) FROM pg_class WHERE relname LIKE '%orders%'`).Scan(&n); err != nil || n != 0 {
-		t.Fatalf("tables were created: %d %v", n, err)
-	}
-
-	if _, err := w.emuConn().Exec(w.ctx, `CREATE SCHEMA analytics`); err != nil {
-		t.Fatal(err)
-	}
-	dsn := w.emu.DSN(w.db.Name) + "&options=-c%20search_path%3Danalytics"
-	inst := w.open("search_path", w.config(map[string]any{"connection_string": dsn, "target_table": "orders"}))
-	consume(t, inst, batch("orders.eu", 0, 4))
-	if err := w.pg.QueryRow(w.ctx, `SELECT count(*) FROM analytics.orders`).Scan(&n); err != nil || n != 4 {
-		t.Fatalf("analytics.orders has %d rows (%v)", n, err)
-	}
-	if err := w.pg.QueryRow(w.ctx, `SELECT count(*) FROM analytics.staging_orders`).Scan(&n); err != nil || n != 0 {
-		t.Fatalf("analytics.staging_orders has %d rows (%v)", n, err)
-	}
-	if err := w.pg.QueryRow(w.ctx, `SELECT count(*) FROM pg_tables WHERE schemaname = 'public'`).Scan(&n); err != nil || n != 0 {
-		t.Fatalf("%d tables in public (%v)", n, err)
-	}
-}
-
 // "S3 upload failed" / "S3 upload failed with status 403": the runtime's
 // S3 credentials are wrong, or the bucket is missing. The batch fails
 // RETRY before any SQL; no secret is in the message.

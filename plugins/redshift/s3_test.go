@@ -1,75 +1,11 @@
 package redshift_test
 
 import (
-	"bytes"
-	"io"
-	"regexp"
 	"strings"
 	"testing"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
-	"github.com/parquet-go/parquet-go"
-
 	"github.com/picomq/heavy-sinks/shared/sdk"
 )
-
-var uuidFile = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}\.parquet$`)
-
-func TestArchive(t *testing.T) {
-	for _, prefix := range []string{"redshift/orders", ""} {
-		t.Run("prefix="+prefix, func(t *testing.T) {
-			r := newRig(t)
-			h, _ := r.open("archive", r.config(map[string]any{"target_table": "arch", "archive": true, "batch_size": 10, "s3_prefix": prefix}))
-			mustConsume(t, h, batch("orders", 0, 25))
-			dir := "archive/messages/"
-			if prefix != "" {
-				dir = prefix + "/" + dir
-			}
-			objs := r.objects("")
-			if len(objs) != 3 {
-				t.Fatalf("objects %v, want the three archived files only", objs)
-			}
-			rows := 0
-			for _, key := range objs {
-				name, ok := strings.CutPrefix(key, dir)
-				if !ok || !uuidFile.MatchString(name) {
-					t.Errorf("object %q is not %s<uuid v7>.parquet", key, dir)
-					continue
-				}
-				out, err := r.s3.GetObject(r.ctx, &s3.GetObjectInput{Bucket: aws.String(r.bucket), Key: aws.String(key)})
-				if err != nil {
-					t.Fatal(err)
-				}
-				data, _ := io.ReadAll(out.Body)
-				out.Body.Close()
-				f, err := parquet.OpenFile(bytes.NewReader(data), int64(len(data)))
-				if err != nil {
-					t.Fatalf("%s: %v", key, err)
-				}
-				rows += int(f.NumRows())
-			}
-			if rows != 25 {
-				t.Errorf("archived files hold %d rows", rows)
-			}
-			if r.count("arch") != 25 {
-				t.Error("rows missing")
-			}
-			if m := metrics(t, h); m["files_archived"] != 3 || m["files_deleted"] != 0 {
-				t.Errorf("metrics %v", m)
-			}
-		})
-	}
-}
-
-func TestNoArchiveLeavesNoFiles(t *testing.T) {
-	r := newRig(t)
-	h, _ := r.open("no_archive", r.config(map[string]any{"target_table": "noarch", "batch_size": 10}))
-	mustConsume(t, h, batch("orders", 0, 25))
-	if objs := r.objects(""); len(objs) != 0 {
-		t.Fatalf("objects %v", objs)
-	}
-}
 
 func TestUploadFailures(t *testing.T) {
 	tests := []struct {

@@ -1,7 +1,6 @@
 package redshift_test
 
 import (
-	"net/url"
 	"strings"
 	"testing"
 
@@ -74,42 +73,5 @@ func TestExistingTablesOfOtherSpellingsAreAccepted(t *testing.T) {
 	err := sdk.Consume(h, b)
 	if sdk.StatusOf(err) != sdk.StatusFatal || !strings.Contains(err.Error(), "column pico_key needs 268 bytes but holds at most 256") {
 		t.Fatalf("%v", err)
-	}
-}
-
-func TestSchemaQualifiedTargetIsNotFound(t *testing.T) {
-	r := newRig(t)
-	for _, target := range []string{"analytics.orders", "analytics.orders_{topic}"} {
-		err, _ := r.openErr("qualified", r.config(map[string]any{"target_table": target}))
-		want := "Table '" + target + "' was not found or has no visible columns"
-		if !strings.HasPrefix(err.Error(), want) || !strings.Contains(err.Error(), "search_path") {
-			t.Fatalf("got  %v\nwant %s ...", err, want)
-		}
-		if sdk.StatusOf(err) != sdk.StatusBadConfig {
-			t.Fatalf("status %v", sdk.StatusOf(err))
-		}
-	}
-	var n int
-	if err := r.pg.QueryRow(r.ctx, `SELECT count(*) FROM pg_class WHERE relname LIKE '%orders%'`).Scan(&n); err != nil || n != 0 {
-		t.Fatalf("tables were created: %d %v", n, err)
-	}
-}
-
-func TestSchemaThroughSearchPath(t *testing.T) {
-	r := newRig(t)
-	r.execEmu(r.emuConn(), `CREATE SCHEMA analytics`)
-	u, err := url.Parse(r.emu.DSN(r.db.Name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	u.RawQuery += "&options=-c%20search_path%3Danalytics" // the form docs/redshift.md recommends
-	h, _ := r.open("search_path", r.config(map[string]any{"target_table": "orders", "connection_string": u.String()}))
-	mustConsume(t, h, batch("orders", 0, 4))
-	var n int
-	if err := r.pg.QueryRow(r.ctx, `SELECT count(*) FROM analytics.orders`).Scan(&n); err != nil || n != 4 {
-		t.Fatalf("analytics.orders has %d rows (%v)", n, err)
-	}
-	if err := r.pg.QueryRow(r.ctx, `SELECT count(*) FROM pg_tables WHERE schemaname = 'public' AND tablename LIKE '%orders%'`).Scan(&n); err != nil || n != 0 {
-		t.Fatalf("tables in public: %d %v", n, err)
 	}
 }

@@ -219,14 +219,18 @@ func (e *Env) Config(overrides map[string]any) map[string]any {
 		switch {
 		case v == nil:
 			delete(cfg, k)
-		case k == "s3_prefix":
-			cfg[k] = e.prefix + fmt.Sprint(v)
+		case k == "s3_prefix" && e.prefix != "":
+			// Under the test's root; a leading slash would make "//".
+			cfg[k] = e.prefix + strings.TrimPrefix(fmt.Sprint(v), "/")
 		default:
 			cfg[k] = v
 		}
 	}
 	return cfg
 }
+
+// DSN is the sink's connection_string for this destination.
+func (e *Env) DSN() string { return e.dsn }
 
 // Secrets are the destination's secrets: no log line may carry them.
 func (e *Env) Secrets() []string { return e.secrets }

@@ -23,6 +23,8 @@ var Tests = []Test{
 	{"PermanentFaultsFailAtOnceWithNothingVisible", PermanentFaultsFailAtOnceWithNothingVisible},
 	{"SchemaMismatch", SchemaMismatch},
 	{"PreflightLimitsAreFatal", PreflightLimitsAreFatal},
+	{"SchemaQualifiedTarget", SchemaQualifiedTarget},
+	{"ArchiveOnAndOff", ArchiveOnAndOff},
 }
 
 // Run runs every test of the suite through d, each as a parallel subtest
