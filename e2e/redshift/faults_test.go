@@ -2,106 +2,12 @@ package redshift_test
 
 import (
 	"fmt"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/picomq/heavy-sinks/plugins/redshift/rsemu"
 	"github.com/picomq/heavy-sinks/shared/hostdriver"
 )
-
-// retryWaits returns the "attempt=N wait=D" pairs of an instance's retry
-// warnings.
-func retryWaits(inst *hostdriver.Instance) []string {
-	re := regexp.MustCompile(`attempt=(\d+) wait=(\S+)`)
-	var out []string
-	for _, l := range inst.Logs() {
-		if strings.HasPrefix(l.Message, "Redshift load transaction failed, retrying") {
-			if m := re.FindStringSubmatch(l.Message); m != nil && l.Level.String() == "WARN" {
-				out = append(out, m[1]+":"+m[2])
-			}
-		}
-	}
-	return out
-}
-
-// Transient faults (Redshift's serializable isolation violation XX000
-// 1023, an administrator's 57P01 that also closes the connection) are
-// retried up to max_retries attempts with a linear backoff, each attempt a
-// whole transaction again; the batch then succeeds. When they outlast the
-// attempts the batch fails RETRY with nothing visible.
-func TestTransientFaultsAreRetriedWithLinearBackoff(t *testing.T) {
-	t.Parallel()
-	w := newWorld(t)
-	const delay = 60 * time.Millisecond
-	inst := w.open("transient", w.config(map[string]any{"target_table": "tr_{topic}", "max_retries": 3, "retry_delay": "60ms", "batch_size": 50}))
-	for _, tc := range []struct {
-		topic string
-		stmt  string
-		err   *rsemu.Error
-	}{
-		{"serializable", "COPY", rsemu.SerializableViolation(100167)},
-		{"shutdown", "INSERT", rsemu.AdminShutdown()},
-		{"commit", "COMMIT", rsemu.SerializableViolation(100168)},
-	} {
-		w.emu.ResetStatements()
-		before := len(inst.Logs())
-		f := w.emu.FailNext(`(?i)^`+tc.stmt, 2, tc.err)
-		start := time.Now()
-		consume(t, inst, batch(tc.topic, 0, 20))
-		elapsed := time.Since(start)
-		if f.Hits() != 2 {
-			t.Fatalf("%s: the fault fired %d times", tc.topic, f.Hits())
-		}
-		w.exactlyOnce("tr_"+tc.topic, tc.topic, 0, 19)
-		if got := strings.Count(firstWords(w.emu), "BEGIN"); got != 3 {
-			t.Errorf("%s: %d transactions, want 3: %s", tc.topic, got, firstWords(w.emu))
-		}
-		if n := w.emu.CountStatements(`(?i)^` + tc.stmt); n != 3 {
-			t.Errorf("%s: %s sent %d times, want 3", tc.topic, tc.stmt, n)
-		}
-		// Waits of retry_delay × 1 and × 2.
-		if elapsed < 3*delay {
-			t.Errorf("%s: took %v, the waits alone are %v", tc.topic, elapsed, 3*delay)
-		}
-		var waits []string
-		for _, l := range inst.Logs()[before:] {
-			if strings.HasPrefix(l.Message, "Redshift load transaction failed, retrying") {
-				m := regexp.MustCompile(`step=(\S+) attempt=(\d+) wait=(\S+)`).FindStringSubmatch(l.Message)
-				if m == nil || l.Level.String() != "WARN" {
-					t.Errorf("retry line %s %q", l.Level, l.Message)
-					continue
-				}
-				waits = append(waits, m[1]+" "+m[2]+":"+m[3])
-			}
-		}
-		if got, want := strings.Join(waits, ", "), tc.stmt+" 1:60ms, "+tc.stmt+" 2:120ms"; got != want {
-			t.Errorf("%s: retry warnings %q, want %q", tc.topic, got, want)
-		}
-	}
-	m := sinkMetrics(t, inst)
-	if m["copy_retries"] != 6 || m["chunks"] != 3 || m["rows_inserted"] != 60 {
-		t.Errorf("metrics %v", m)
-	}
-	if objs := w.objects(""); len(objs) != 0 {
-		t.Errorf("files left: %v", objs)
-	}
-
-	// Three faults for three attempts: the batch fails, nothing is visible.
-	w.emu.ResetStatements()
-	w.emu.FailNext(`^COPY`, 3, rsemu.SerializableViolation(100169))
-	err := inst.Consume(batch("exhausted", 0, 20))
-	wantStatus(t, err, hostdriver.StatusRetry,
-		"Redshift COPY failed after 3 attempts: ERROR: 1023 (SQLSTATE XX000); detail: Serializable isolation violation on table - 100169")
-	if n := w.emu.CountStatements(`^COPY`); n != 3 {
-		t.Errorf("COPY sent %d times, want 3", n)
-	}
-	w.nothingVisible("tr_exhausted", "")
-	if got := retryWaits(inst); len(got) != 8 || got[6] != "1:60ms" || got[7] != "2:120ms" {
-		t.Errorf("retry warnings %v", got)
-	}
-}
 
 // nothingVisible checks a failed load left no rows, no staged rows and no
 // file under prefix.

@@ -20,6 +20,7 @@ type Test struct {
 var Tests = []Test{
 	{"ReplayedBatchChangesNothing", ReplayedBatchChangesNothing},
 	{"RowsLeftInStagingAreMovedByTheNextLoad", RowsLeftInStagingAreMovedByTheNextLoad},
+	{"TransientFaultsAreRetriedWithLinearBackoff", TransientFaultsAreRetriedWithLinearBackoff},
 	{"PermanentFaultsFailAtOnceWithNothingVisible", PermanentFaultsFailAtOnceWithNothingVisible},
 	{"SchemaMismatch", SchemaMismatch},
 	{"PreflightLimitsAreFatal", PreflightLimitsAreFatal},
