@@ -140,47 +140,6 @@ func TestOnlyOneStaticKey(t *testing.T) {
 	}
 }
 
-// "S3 upload failed" / "S3 upload failed with status 403": the runtime's
-// S3 credentials are wrong, or the bucket is missing. The batch fails
-// RETRY before any SQL; no secret is in the message.
-func TestS3UploadFailed(t *testing.T) {
-	t.Parallel()
-	w := newWorld(t)
-	for _, tc := range []struct {
-		name   string
-		config map[string]any
-		want   string
-	}{
-		{"wrong secret key", map[string]any{"aws_secret_access_key": "definitely-wrong-secret-key"}, "S3 upload failed with status 403 (s3://" + w.bucket + "/redshift/orders/"},
-		{"unknown access key", map[string]any{"aws_access_key_id": "AKIANOBODY0000000000"}, "S3 upload failed with status 403 (s3://"},
-		{"missing bucket", map[string]any{"s3_bucket": "picomq-no-such-bucket-7f3a9c"}, "S3 upload failed with status 404 (s3://picomq-no-such-bucket-7f3a9c/"},
-		{"unreachable endpoint", map[string]any{"s3_endpoint": "http://" + closedPort(t)}, "S3 upload failed (s3://"},
-	} {
-		cfg := w.config(map[string]any{"target_table": "up"})
-		for k, v := range tc.config {
-			cfg[k] = v
-		}
-		inst := w.open("upload", cfg)
-		w.emu.ResetStatements()
-		err := inst.Consume(batch("orders", 0, 5))
-		se := wantStatus(t, err, hostdriver.StatusRetry, tc.want)
-		if n := w.emu.CountStatements(`.`); n != 0 {
-			t.Errorf("%s: SQL after the failed upload: %s", tc.name, firstWords(w.emu))
-		}
-		if w.count("up") != 0 {
-			t.Errorf("%s: rows visible", tc.name)
-		}
-		m, err := inst.Metrics() // last_error is the message, redacted as well
-		if err != nil || !strings.Contains(m, "S3 upload failed") {
-			t.Errorf("%s: metrics %s %v", tc.name, m, err)
-		}
-		noSecret(t, []string{se.Message, logText(inst.Logs()), m}, "definitely-wrong-secret-key", w.svc.S3SecretKey)
-	}
-	if objs := w.objects(""); len(objs) != 0 {
-		t.Errorf("objects %v", objs)
-	}
-}
-
 // "Redshift COPY failed": aws_iam_role is not attached to the cluster. The
 // batch fails RETRY after one attempt (the error is permanent) with the
 // cluster's message; the file is deleted and nothing is visible.

@@ -26,6 +26,7 @@ var Tests = []Test{
 	{"PreflightLimitsAreFatal", PreflightLimitsAreFatal},
 	{"SchemaQualifiedTarget", SchemaQualifiedTarget},
 	{"ArchiveOnAndOff", ArchiveOnAndOff},
+	{"S3UploadFailed", S3UploadFailed},
 }
 
 // Run runs every test of the suite through d, each as a parallel subtest
