@@ -243,68 +243,6 @@ func TestColumnOptions(t *testing.T) {
 	}
 }
 
-// Table names are quoted verbatim: a dot from the topic is part of the
-// name, a quote is doubled, and no topic can inject SQL.
-func TestTemplatedNames(t *testing.T) {
-	t.Parallel()
-	w := newWorld(t)
-	conn := w.emuConn()
-	if _, err := conn.Exec(w.ctx, `CREATE TABLE victim (id VARCHAR(10))`); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := conn.Exec(w.ctx, `INSERT INTO victim VALUES ('alive')`); err != nil {
-		t.Fatal(err)
-	}
-	inst := w.open("templated", w.config(map[string]any{"target_table": "t_{topic}"}))
-	topics := []struct{ topic, table string }{ // Redshift (and the emulator) fold quoted names to lower case
-		{`orders.eu`, `t_orders.eu`},
-		{`we"ird`, `t_we"ird`},
-		{`x"; DROP TABLE victim; --`, `t_x"; drop table victim; --`},
-		{`Orders.US`, `t_orders.us`},
-		{`it's.a "dot".name`, `t_it's.a "dot".name`},
-	}
-	var want []string
-	for _, tp := range topics {
-		consume(t, inst, batch(tp.topic, 0, 3))
-		consume(t, inst, batch(tp.topic, 1, 3)) // the cached name again, overlapping: one new row
-		rows := w.rows(tp.table)
-		if len(rows) != 4 {
-			t.Fatalf("topic %q: table %q has %d rows, want 4", tp.topic, tp.table, len(rows))
-		}
-		for i, r := range rows {
-			if r["pico_topic"] != tp.topic || r["id"] != fmt.Sprintf("%s:0:%d", tp.topic, i) {
-				t.Errorf("topic %q: row %v", tp.topic, r)
-			}
-		}
-		want = append(want, tp.table, "staging_"+tp.table)
-	}
-	var names []string
-	rs, err := w.pg.Query(w.ctx, `SELECT relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'public' AND relkind = 'r' AND relname <> 'victim'`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for rs.Next() {
-		var n string
-		if err := rs.Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	slices.Sort(want)
-	if !slices.Equal(names, want) {
-		t.Errorf("tables %q\nwant   %q", names, want)
-	}
-	var alive string
-	if err := w.pg.QueryRow(w.ctx, `SELECT id FROM victim`).Scan(&alive); err != nil || alive != "alive" {
-		t.Fatalf("victim: %q %v", alive, err)
-	}
-	var schemas int
-	if err := w.pg.QueryRow(w.ctx, `SELECT count(*) FROM pg_namespace WHERE nspname LIKE 't\_%'`).Scan(&schemas); err != nil || schemas != 0 {
-		t.Fatalf("a dot made a schema: %d %v", schemas, err)
-	}
-}
-
 // describe() of the library lists every key of the spec's configuration
 // table with its type, default and required flag, and flags the secrets.
 func TestDescribe(t *testing.T) {

@@ -7,42 +7,6 @@ import (
 	"github.com/picomq/heavy-sinks/shared/sdk"
 )
 
-func TestTemplatedNames(t *testing.T) {
-	r := newRig(t)
-	h, _ := r.open("templated", r.config(map[string]any{"target_table": "t_{topic}"}))
-	victim := r.emuConn()
-	r.execEmu(victim, `CREATE TABLE victim (id VARCHAR(10))`)
-	topics := map[string]string{ // topic -> table as Redshift (and the emulator) fold it
-		`orders.eu`:                     `t_orders.eu`,
-		`we"ird`:                        `t_we"ird`,
-		`x"; DROP TABLE victim; --`:     `t_x"; drop table victim; --`,
-		`Mixed.Case`:                    `t_mixed.case`,
-		`semi;colon 'quote' back\slash`: `t_semi;colon 'quote' back\slash`,
-	}
-	for topic, table := range topics {
-		mustConsume(t, h, batch(topic, 0, 3))
-		if n := r.count(table); n != 3 {
-			t.Errorf("topic %q: table %q has %d rows", topic, table, n)
-		}
-		if n := r.count("staging_" + table); n != 0 {
-			t.Errorf("topic %q: staging has %d rows", topic, n)
-		}
-		rows := r.rows(table, true, true)
-		if len(rows) == 3 && (*rows[0].Topic != topic || !strings.HasPrefix(rows[0].ID, topic+":0:")) {
-			t.Errorf("topic %q: row %v", topic, rows[0])
-		}
-	}
-	if n := r.count("victim"); n != 0 {
-		t.Fatal("victim changed")
-	}
-	// The same names again are cached: no DDL, no pg_table_def.
-	r.emu.ResetStatements()
-	mustConsume(t, h, batch(`we"ird`, 3, 3))
-	if n := r.countStatements(`(?i)create table|pg_table_def`); n != 0 {
-		t.Errorf("%d table checks for a cached table", n)
-	}
-}
-
 func TestSegmentTemplate(t *testing.T) {
 	r := newRig(t)
 	h, _ := r.open("segments", r.config(map[string]any{"target_table": "orders_{topic_segment[-1]}"}))

@@ -25,6 +25,7 @@ var Tests = []Test{
 	{"SchemaMismatch", SchemaMismatch},
 	{"PreflightLimitsAreFatal", PreflightLimitsAreFatal},
 	{"SchemaQualifiedTarget", SchemaQualifiedTarget},
+	{"TemplatedNames", TemplatedNames},
 	{"ArchiveOnAndOff", ArchiveOnAndOff},
 	{"S3UploadFailed", S3UploadFailed},
 }

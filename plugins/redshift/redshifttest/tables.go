@@ -1,7 +1,9 @@
 package redshifttest
 
 import (
+	"fmt"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 
@@ -121,4 +123,100 @@ func SchemaQualifiedTarget(t *testing.T, d sinkdriver.Driver, e *Env) {
 	if err := e.DB.QueryRow(e.Ctx, `SELECT count(*) FROM pg_tables WHERE schemaname = 'public'`).Scan(&n); err != nil || n != 0 {
 		t.Fatalf("%d tables in public (%v)", n, err)
 	}
+}
+
+// TemplatedNames: a templated target_table resolves per topic into a quoted
+// identifier, whatever the topic holds (quotes, dots, SQL), folded to lower
+// case as Redshift folds it; a dot never makes a schema, and a resolved name
+// is checked once and then cached.
+func TemplatedNames(t *testing.T, d sinkdriver.Driver, e *Env) {
+	e.NeedEmulator("it lists every table and schema of the database")
+	t.Run("quoted and folded names", func(t *testing.T) {
+		e.Exec(`CREATE TABLE victim (id VARCHAR(10))`)
+		e.Exec(`INSERT INTO victim VALUES ('alive')`)
+		inst := e.Start(d).Open("templated", e.Config(map[string]any{"target_table": "t_{topic}"}))
+		topics := []struct{ topic, table string }{ // Redshift (and the emulator) fold quoted names to lower case
+			{`orders.eu`, `t_orders.eu`},
+			{`we"ird`, `t_we"ird`},
+			{`x"; DROP TABLE victim; --`, `t_x"; drop table victim; --`},
+			{`Orders.US`, `t_orders.us`},
+			{`it's.a "dot".name`, `t_it's.a "dot".name`},
+		}
+		var want []string
+		for _, tp := range topics {
+			consume(t, inst, Batch(tp.topic, 0, 3))
+			consume(t, inst, Batch(tp.topic, 1, 3)) // the cached name again, overlapping: one new row
+			rows := e.Rows(tp.table)
+			if len(rows) != 4 {
+				t.Fatalf("topic %q: table %q has %d rows, want 4", tp.topic, tp.table, len(rows))
+			}
+			for i, r := range rows {
+				if r["pico_topic"] != tp.topic || r["id"] != fmt.Sprintf("%s:0:%d", tp.topic, i) {
+					t.Errorf("topic %q: row %v", tp.topic, r)
+				}
+			}
+			want = append(want, tp.table, "staging_"+tp.table)
+		}
+		var names []string
+		rs, err := e.DB.Query(e.Ctx, `SELECT relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'public' AND relkind = 'r' AND relname <> 'victim'`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for rs.Next() {
+			var n string
+			if err := rs.Scan(&n); err != nil {
+				t.Fatal(err)
+			}
+			names = append(names, n)
+		}
+		slices.Sort(names)
+		slices.Sort(want)
+		if !slices.Equal(names, want) {
+			t.Errorf("tables %q\nwant   %q", names, want)
+		}
+		var alive string
+		if err := e.DB.QueryRow(e.Ctx, `SELECT id FROM victim`).Scan(&alive); err != nil || alive != "alive" {
+			t.Fatalf("victim: %q %v", alive, err)
+		}
+		var schemas int
+		if err := e.DB.QueryRow(e.Ctx, `SELECT count(*) FROM pg_namespace WHERE nspname LIKE 't\_%'`).Scan(&schemas); err != nil || schemas != 0 {
+			t.Fatalf("a dot made a schema: %d %v", schemas, err)
+		}
+	})
+	t.Run("cached names", func(t *testing.T) {
+		e := NewEnv(t)
+		inst := e.Start(d).Open("templated", e.Config(map[string]any{"target_table": "t_{topic}"}))
+		e.Exec(`CREATE TABLE victim (id VARCHAR(10))`)
+		topics := map[string]string{ // topic -> table as Redshift (and the emulator) fold it
+			`orders.eu`:                     `t_orders.eu`,
+			`we"ird`:                        `t_we"ird`,
+			`x"; DROP TABLE victim; --`:     `t_x"; drop table victim; --`,
+			`Mixed.Case`:                    `t_mixed.case`,
+			`semi;colon 'quote' back\slash`: `t_semi;colon 'quote' back\slash`,
+		}
+		for topic, table := range topics {
+			consume(t, inst, Batch(topic, 0, 3))
+			if n := e.Count(table); n != 3 {
+				t.Errorf("topic %q: table %q has %d rows", topic, table, n)
+			}
+			if n := e.Count("staging_" + table); n != 0 {
+				t.Errorf("topic %q: staging has %d rows", topic, n)
+			}
+			rows := e.Rows(table)
+			if len(rows) == 3 {
+				if id, _ := rows[0]["id"].(string); rows[0]["pico_topic"] != topic || !strings.HasPrefix(id, topic+":0:") {
+					t.Errorf("topic %q: row %v", topic, rows[0])
+				}
+			}
+		}
+		if n := e.Count("victim"); n != 0 {
+			t.Fatal("victim changed")
+		}
+		// The same names again are cached: no DDL, no pg_table_def.
+		e.Emu.ResetStatements()
+		consume(t, inst, Batch(`we"ird`, 3, 3))
+		if n := e.Emu.CountStatements(`(?i)create table|pg_table_def`); n != 0 {
+			t.Errorf("%d table checks for a cached table", n)
+		}
+	})
 }
