@@ -1,6 +1,7 @@
 package sinkdriver
 
 import (
+	"fmt"
 	"sync"
 	"testing"
 
@@ -51,8 +52,18 @@ type inProcessInstance struct {
 	logs *sdktest.Logs
 }
 
+// Consume fails, as the C host's does, when the plugin rejected records of
+// a batch that accepts rejections: a test must not pass while records were
+// quietly set aside.
 func (i *inProcessInstance) Consume(b Batch) error {
-	return status("consume", sdk.Consume(i.h, toSDK(b)))
+	sb := toSDK(b)
+	if err := sdk.Consume(i.h, sb); err != nil {
+		return status("consume", err)
+	}
+	if rej := sb.Rejections(); len(rej) > 0 {
+		return fmt.Errorf("sinkdriver: consume: the plugin rejected %d record(s)", len(rej))
+	}
+	return nil
 }
 
 func (i *inProcessInstance) Metrics() (string, error) {
