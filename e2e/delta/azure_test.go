@@ -19,7 +19,7 @@ import (
 
 // storageOptsPrelude points a helper script's `opts` at the store named by
 // PICOMQ_DELTA_STORAGE_OPTIONS (delta-rs storage_options as JSON). py()
-// runs it after pyPrelude, whose `opts` covers MinIO only.
+// runs it after deltatest.Prelude, whose `opts` covers MinIO only.
 const storageOptsPrelude = `
 if os.environ.get("PICOMQ_DELTA_STORAGE_OPTIONS"):
     opts = json.loads(os.environ["PICOMQ_DELTA_STORAGE_OPTIONS"])

@@ -8,9 +8,9 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/picomq/heavy-sinks/plugins/delta/deltatest"
 	"github.com/picomq/heavy-sinks/shared/hostdriver"
 	"github.com/picomq/heavy-sinks/shared/testenv"
-	"github.com/picomq/heavy-sinks/shared/testenv/pyenv"
 )
 
 // harness is one C host with the Delta sink library loaded.
@@ -70,11 +70,7 @@ func wantStatus(t *testing.T, err error, code hostdriver.Status, contains ...str
 
 // jsonBatch builds a batch of JSON records with consecutive offsets.
 func jsonBatch(topic string, first uint64, payloads ...string) hostdriver.Batch {
-	b := hostdriver.Batch{Attempt: 1, Topic: topic, Schema: "json"}
-	for i, p := range payloads {
-		b.Records = append(b.Records, hostdriver.Record{Offset: first + uint64(i), TimestampMs: 1767225600000 + int64(i), Payload: []byte(p)})
-	}
-	return b
+	return deltatest.JSONBatch(topic, first, payloads...)
 }
 
 func consume(t *testing.T, inst *hostdriver.Instance, b hostdriver.Batch) {
@@ -84,48 +80,18 @@ func consume(t *testing.T, inst *hostdriver.Instance, b hostdriver.Batch) {
 	}
 }
 
-// py runs a delta-rs script; the first argument is the table URI, storage
-// options come from PICOMQ_S3_* in the script's environment when set.
+// py runs a delta-rs script after deltatest.Prelude (which gives it `uri`,
+// `opts` and `dump`).
 func py(t *testing.T, script string, args ...string) string {
 	t.Helper()
-	return pyenv.Run(t, pyPrelude+script, args...)
+	return deltatest.Py(t, script, args...)
 }
-
-// pyPrelude gives scripts `uri`, `opts` (storage options) and `dump`.
-const pyPrelude = `
-import json, os, sys, datetime, decimal
-import pyarrow as pa
-import deltalake
-from deltalake import DeltaTable, write_deltalake
-uri = sys.argv[1] if len(sys.argv) > 1 else None
-opts = None
-if os.environ.get("PICOMQ_S3_ENDPOINT"):
-    opts = {"AWS_ENDPOINT_URL": os.environ["PICOMQ_S3_ENDPOINT"], "AWS_ACCESS_KEY_ID": os.environ["PICOMQ_S3_ACCESS_KEY"],
-            "AWS_SECRET_ACCESS_KEY": os.environ["PICOMQ_S3_SECRET_KEY"], "AWS_REGION": os.environ["PICOMQ_S3_REGION"],
-            "AWS_ALLOW_HTTP": "true", "AWS_S3_ALLOW_UNSAFE_RENAME": "true"}
-def default(o):
-    if isinstance(o, (datetime.datetime, datetime.date)): return o.isoformat()
-    if isinstance(o, decimal.Decimal): return str(o)
-    if isinstance(o, bytes): return o.hex()
-    raise TypeError(type(o))
-def dump(x): print(json.dumps(x, default=default, sort_keys=True))
-`
 
 // readRows returns the table's rows sorted by the given column, as delta-rs
 // reads them.
 func readRows(t *testing.T, uri, sortBy string) []map[string]any {
 	t.Helper()
-	out := py(t, `
-dt = DeltaTable(uri, storage_options=opts)
-rows = dt.to_pyarrow_table().to_pylist()
-rows.sort(key=lambda r: (r[sys.argv[2]] is None, r[sys.argv[2]]))
-dump(rows)
-`, uri, sortBy)
-	var rows []map[string]any
-	if err := json.Unmarshal([]byte(out), &rows); err != nil {
-		t.Fatalf("%v: %s", err, out)
-	}
-	return rows
+	return deltatest.ReadRows(t, uri, sortBy)
 }
 
 // history returns the table's versions, newest first, with their operation.

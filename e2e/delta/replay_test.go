@@ -7,38 +7,17 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/picomq/heavy-sinks/plugins/delta/deltatest"
 	"github.com/picomq/heavy-sinks/shared/hostdriver"
 )
 
-const createEvents = `
-schema = pa.schema([("id", pa.int64()), ("body", pa.string())])
-write_deltalake(uri, pa.Table.from_pylist([], schema=schema), storage_options=opts)
-`
+const createEvents = deltatest.CreateEvents
 
-func events(topic string, first, n int) hostdriver.Batch {
-	var p []string
-	for i := first; i < first+n; i++ {
-		p = append(p, fmt.Sprintf(`{"id":%d,"body":"event %d"}`, i, i))
-	}
-	return jsonBatch(topic, uint64(first), p...)
-}
+func events(topic string, first, n int) hostdriver.Batch { return deltatest.Events(topic, first, n) }
 
-func ids(t *testing.T, uri string) []int {
-	t.Helper()
-	var out []int
-	for _, r := range readRows(t, uri, "id") {
-		out = append(out, int(r["id"].(float64)))
-	}
-	return out
-}
+func ids(t *testing.T, uri string) []int { t.Helper(); return deltatest.IDs(t, uri) }
 
-func wantIDs(t *testing.T, uri string, want string) {
-	t.Helper()
-	got := strings.Trim(strings.Join(strings.Fields(fmt.Sprint(ids(t, uri))), ","), "[]")
-	if got != want {
-		t.Fatalf("ids %s, want %s", got, want)
-	}
-}
+func wantIDs(t *testing.T, uri string, want string) { t.Helper(); deltatest.WantIDs(t, uri, want) }
 
 func span(from, to int) string {
 	var s []string
@@ -99,19 +78,6 @@ print(sum(1 for f in glob.glob(sys.argv[1] + "/_delta_log/*.json") for line in o
 	if strings.TrimSpace(out) != "0" {
 		t.Fatalf("%s txn actions", out)
 	}
-}
-
-func TestTopicsAndPartitionsAreTrackedSeparately(t *testing.T) {
-	uri := fileURI(filepath.Join(t.TempDir(), "events"))
-	py(t, createEvents, uri)
-	inst := newHarness(t).open("ev", map[string]any{"table_uri": uri})
-	consume(t, inst, events("a", 0, 3))
-	b := events("b", 0, 3) // same offsets, other topic: not a replay
-	for i := range b.Records {
-		b.Records[i].Payload = []byte(fmt.Sprintf(`{"id":%d}`, 100+i))
-	}
-	consume(t, inst, b)
-	wantIDs(t, uri, "0,1,2,100,101,102")
 }
 
 func TestTemplatedTableURIs(t *testing.T) {

@@ -12,9 +12,12 @@
 // Run with `make e2e` or `go test ./e2e/redshift`.
 //
 // Files: helpers_test.go (the world: services, emulator, host), load_test.go
-// (quick start, columns, names, archive, describe), replay_test.go (replay
-// and a crash at each step), faults_test.go (retries, permanent faults,
-// pre-flight limits), troubleshooting_test.go (every reproducible row of
-// the spec's troubleshooting table, config messages, two writers),
-// parquet_test.go (pyarrow reads the files).
+// (quick start, columns, names, describe), replay_test.go (a crash at each
+// step), faults_test.go (a stalled writer, per-record rejections, the error
+// buffer), troubleshooting_test.go (the reproducible rows of the spec's
+// troubleshooting table, config messages, two writers), parquet_test.go
+// (pyarrow reads the files), suite_test.go (the behaviour suite of
+// plugins/redshift/redshifttest: replay, retries, permanent faults,
+// pre-flight limits, schema mismatch, archive..., which plugins/redshift
+// also runs in-process).
 package redshift

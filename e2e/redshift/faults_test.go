@@ -2,106 +2,12 @@ package redshift_test
 
 import (
 	"fmt"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/picomq/heavy-sinks/plugins/redshift/rsemu"
 	"github.com/picomq/heavy-sinks/shared/hostdriver"
 )
-
-// retryWaits returns the "attempt=N wait=D" pairs of an instance's retry
-// warnings.
-func retryWaits(inst *hostdriver.Instance) []string {
-	re := regexp.MustCompile(`attempt=(\d+) wait=(\S+)`)
-	var out []string
-	for _, l := range inst.Logs() {
-		if strings.HasPrefix(l.Message, "Redshift load transaction failed, retrying") {
-			if m := re.FindStringSubmatch(l.Message); m != nil && l.Level.String() == "WARN" {
-				out = append(out, m[1]+":"+m[2])
-			}
-		}
-	}
-	return out
-}
-
-// Transient faults (Redshift's serializable isolation violation XX000
-// 1023, an administrator's 57P01 that also closes the connection) are
-// retried up to max_retries attempts with a linear backoff, each attempt a
-// whole transaction again; the batch then succeeds. When they outlast the
-// attempts the batch fails RETRY with nothing visible.
-func TestTransientFaultsAreRetriedWithLinearBackoff(t *testing.T) {
-	t.Parallel()
-	w := newWorld(t)
-	const delay = 60 * time.Millisecond
-	inst := w.open("transient", w.config(map[string]any{"target_table": "tr_{topic}", "max_retries": 3, "retry_delay": "60ms", "batch_size": 50}))
-	for _, tc := range []struct {
-		topic string
-		stmt  string
-		err   *rsemu.Error
-	}{
-		{"serializable", "COPY", rsemu.SerializableViolation(100167)},
-		{"shutdown", "INSERT", rsemu.AdminShutdown()},
-		{"commit", "COMMIT", rsemu.SerializableViolation(100168)},
-	} {
-		w.emu.ResetStatements()
-		before := len(inst.Logs())
-		f := w.emu.FailNext(`(?i)^`+tc.stmt, 2, tc.err)
-		start := time.Now()
-		consume(t, inst, batch(tc.topic, 0, 20))
-		elapsed := time.Since(start)
-		if f.Hits() != 2 {
-			t.Fatalf("%s: the fault fired %d times", tc.topic, f.Hits())
-		}
-		w.exactlyOnce("tr_"+tc.topic, tc.topic, 0, 19)
-		if got := strings.Count(firstWords(w.emu), "BEGIN"); got != 3 {
-			t.Errorf("%s: %d transactions, want 3: %s", tc.topic, got, firstWords(w.emu))
-		}
-		if n := w.emu.CountStatements(`(?i)^` + tc.stmt); n != 3 {
-			t.Errorf("%s: %s sent %d times, want 3", tc.topic, tc.stmt, n)
-		}
-		// Waits of retry_delay × 1 and × 2.
-		if elapsed < 3*delay {
-			t.Errorf("%s: took %v, the waits alone are %v", tc.topic, elapsed, 3*delay)
-		}
-		var waits []string
-		for _, l := range inst.Logs()[before:] {
-			if strings.HasPrefix(l.Message, "Redshift load transaction failed, retrying") {
-				m := regexp.MustCompile(`step=(\S+) attempt=(\d+) wait=(\S+)`).FindStringSubmatch(l.Message)
-				if m == nil || l.Level.String() != "WARN" {
-					t.Errorf("retry line %s %q", l.Level, l.Message)
-					continue
-				}
-				waits = append(waits, m[1]+" "+m[2]+":"+m[3])
-			}
-		}
-		if got, want := strings.Join(waits, ", "), tc.stmt+" 1:60ms, "+tc.stmt+" 2:120ms"; got != want {
-			t.Errorf("%s: retry warnings %q, want %q", tc.topic, got, want)
-		}
-	}
-	m := sinkMetrics(t, inst)
-	if m["copy_retries"] != 6 || m["chunks"] != 3 || m["rows_inserted"] != 60 {
-		t.Errorf("metrics %v", m)
-	}
-	if objs := w.objects(""); len(objs) != 0 {
-		t.Errorf("files left: %v", objs)
-	}
-
-	// Three faults for three attempts: the batch fails, nothing is visible.
-	w.emu.ResetStatements()
-	w.emu.FailNext(`^COPY`, 3, rsemu.SerializableViolation(100169))
-	err := inst.Consume(batch("exhausted", 0, 20))
-	wantStatus(t, err, hostdriver.StatusRetry,
-		"Redshift COPY failed after 3 attempts: ERROR: 1023 (SQLSTATE XX000); detail: Serializable isolation violation on table - 100169")
-	if n := w.emu.CountStatements(`^COPY`); n != 3 {
-		t.Errorf("COPY sent %d times, want 3", n)
-	}
-	w.nothingVisible("tr_exhausted", "")
-	if got := retryWaits(inst); len(got) != 8 || got[6] != "1:60ms" || got[7] != "2:120ms" {
-		t.Errorf("retry warnings %v", got)
-	}
-}
 
 // nothingVisible checks a failed load left no rows, no staged rows and no
 // file under prefix.
@@ -118,114 +24,14 @@ func (w *world) nothingVisible(table, prefix string) {
 	}
 }
 
-// A permanent fault fails the batch after one attempt, whatever
-// max_retries says, with nothing partially visible: no rows, nothing in
-// staging, no file. The status is RETRY (an operator can fix a grant) and
-// the message names the step.
-func TestPermanentFaultsFailAtOnceWithNothingVisible(t *testing.T) {
+// A small error buffer truncates the pre-flight message, never into invalid
+// UTF-8 or past the buffer (the host checks both). Only the C host has such
+// a buffer; the rest of the pre-flight limits are in the suite
+// (TestSuite/PreflightLimitsAreFatal).
+func TestPreflightMessageFitsASmallErrorBuffer(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t)
-	inst := w.open("permanent", w.config(map[string]any{"target_table": "perm_{topic}", "max_retries": 5}))
-	for _, tc := range []struct {
-		topic string
-		stmt  string
-		err   *rsemu.Error
-		want  string
-	}{
-		{"copy", "COPY", &rsemu.Error{Code: "XX000", Message: "Spectrum Scan Error", Detail: "the file is not Parquet"},
-			"Redshift COPY failed after 1 attempt: ERROR: Spectrum Scan Error (SQLSTATE XX000); detail: the file is not Parquet"},
-		{"insert", "INSERT", &rsemu.Error{Code: "XX000", Message: "Invalid digit, Value 'x'"},
-			"Redshift INSERT failed after 1 attempt: ERROR: Invalid digit, Value 'x' (SQLSTATE XX000)"},
-		{"cleanup", "DELETE", &rsemu.Error{Code: "42501", Message: "permission denied for relation staging_perm_cleanup"},
-			"Redshift staging cleanup failed after 1 attempt: ERROR: permission denied for relation staging_perm_cleanup (SQLSTATE 42501)"},
-		{"lock", "LOCK", &rsemu.Error{Code: "42501", Message: "permission denied"},
-			"Redshift LOCK failed after 1 attempt: ERROR: permission denied (SQLSTATE 42501)"},
-	} {
-		consume(t, inst, batch(tc.topic, 100, 1)) // the table exists and is cached
-		w.emu.ResetStatements()
-		w.emu.FailNext(`^`+tc.stmt, 1, tc.err)
-		err := inst.Consume(batch(tc.topic, 0, 30))
-		wantStatus(t, err, hostdriver.StatusRetry, tc.want)
-		if n := w.emu.CountStatements(`(?i)^begin`); n != 1 {
-			t.Errorf("%s: %d transactions, want 1: a permanent error is not retried", tc.topic, n)
-		}
-		if n := w.count("perm_" + tc.topic); n != 1 {
-			t.Errorf("%s: %d rows, want only the earlier one", tc.topic, n)
-		}
-		if n := w.count("staging_perm_" + tc.topic); n != 0 {
-			t.Errorf("%s: staging holds %d rows", tc.topic, n)
-		}
-		if objs := w.objects(""); len(objs) != 0 {
-			t.Errorf("%s: files left in S3: %v", tc.topic, objs)
-		}
-	}
-}
-
-// A record that cannot fit its column fails the batch FATAL before
-// anything is uploaded, with a message naming topic, offset, column and
-// size: never an opaque COPY failure, never a silent truncation.
-func TestPreflightLimitsAreFatal(t *testing.T) {
-	t.Parallel()
-	w := newWorld(t)
-	varbyte := w.open("fit", w.config(map[string]any{"target_table": "fit_{topic_segment[0]}"}))
 	text := w.open("fit_text", w.config(map[string]any{"target_table": "fitt_{topic_segment[0]}", "payload_format": "text"}))
-	static := w.open("fit_static", w.config(map[string]any{"target_table": "fit_static"}))
-	long := "orders." + strings.Repeat("t", 250) // 257 bytes; the table is fit_orders
-	for _, tc := range []struct {
-		name  string
-		inst  *hostdriver.Instance
-		table string
-		b     func() hostdriver.Batch
-		want  string
-	}{
-		{"topic over 256 bytes", varbyte, "fit_orders", func() hostdriver.Batch { return batch(long, 7, 3) },
-			`record at topic "` + long + `" offset 7 cannot be loaded into Redshift: column pico_topic needs 257 bytes but holds at most 256 (Redshift measures VARCHAR and VARBYTE in bytes)`},
-		{"key over VARCHAR(MAX) in base64", varbyte, "fit_keys", func() hostdriver.Batch {
-			b := batch("keys", 40, 3)
-			b.Records[2].Key = make([]byte, 49150)
-			return b
-		}, `record at topic "keys" offset 42 cannot be loaded into Redshift: column pico_key needs 65536 bytes but holds at most 65535`},
-		{"text payload over 65535 bytes", text, "fitt_big", func() hostdriver.Batch {
-			b := batch("big", 0, 3)
-			b.Records[1].Payload = []byte(`"` + strings.Repeat("ü", 32767) + `"`)
-			return b
-		}, `record at topic "big" offset 1 cannot be loaded into Redshift: column payload needs 65536 bytes but holds at most 65535`},
-		// A fixed target_table resolves whatever the topic; the topic still
-		// goes into id (VARCHAR), so it must be text.
-		{"topic not UTF-8, fixed target_table", static, "fit_static", func() hostdriver.Batch { return batch("orders.\xff\xfe", 3, 3) },
-			`record at topic "orders.\xff\xfe" offset 3 cannot be loaded into Redshift: column id would hold the topic name, which is not valid UTF-8 (id is a VARCHAR)`},
-		{"text payload not UTF-8", text, "fitt_bin", func() hostdriver.Batch {
-			b := batch("bin", 0, 3)
-			b.Schema = "raw"
-			b.Records[2].Payload = []byte{'o', 'k', 0xff}
-			return b
-		}, `record at topic "bin" offset 2 cannot be loaded into Redshift: column payload is not valid UTF-8`},
-		{"text payload with NUL", text, "fitt_nul", func() hostdriver.Batch {
-			b := batch("nul", 0, 3)
-			b.Schema = "text"
-			b.Records[0].Payload = []byte("a\x00b")
-			return b
-		}, `record at topic "nul" offset 0 cannot be loaded into Redshift: column payload contains a NUL character`},
-	} {
-		w.emu.ResetStatements()
-		before := sinkMetrics(t, tc.inst)["files_uploaded"]
-		err := tc.inst.Consume(tc.b())
-		wantStatus(t, err, hostdriver.StatusFatal, tc.want)
-		if got := w.emu.CountStatements(`(?i)^(begin|lock|copy|insert)`); got != 0 {
-			t.Errorf("%s: a load ran: %s", tc.name, firstWords(w.emu))
-		}
-		if n := sinkMetrics(t, tc.inst)["files_uploaded"]; n != before {
-			t.Errorf("%s: uploaded a file", tc.name)
-		}
-		if objs := w.objects(""); len(objs) != 0 {
-			t.Errorf("%s: objects %v", tc.name, objs)
-		}
-		if w.count(tc.table) != 0 {
-			t.Errorf("%s: rows visible", tc.name)
-		}
-	}
-	// A small error buffer truncates the message, never into invalid UTF-8
-	// or past the buffer (the host checks both).
 	err := text.Consume(func() hostdriver.Batch {
 		b := batch("größe", 0, 1)
 		b.Schema = "raw"

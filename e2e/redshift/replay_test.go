@@ -3,7 +3,6 @@ package redshift_test
 import (
 	"errors"
 	"fmt"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -11,53 +10,6 @@ import (
 	"github.com/picomq/heavy-sinks/plugins/redshift/rsemu"
 	"github.com/picomq/heavy-sinks/shared/hostdriver"
 )
-
-// The spec's replay table has one row, "Any": a replayed batch changes
-// nothing, whatever the configuration. The replay comes from the same
-// instance and from a new runtime's instance; an overlapping re-batch adds
-// only its new records.
-func TestReplayedBatchChangesNothing(t *testing.T) {
-	t.Parallel()
-	w := newWorld(t)
-	for _, opts := range []map[string]any{
-		{},
-		{"payload_format": "text"},
-		{"include_metadata": false},
-		{"include_metadata": false, "include_key": false},
-		{"archive": true},
-	} {
-		name := "replay"
-		for k, v := range opts {
-			name += fmt.Sprintf("_%s_%v", k, v)
-		}
-		cfg := w.config(map[string]any{"target_table": name, "batch_size": 7, "s3_prefix": name})
-		for k, v := range opts {
-			cfg[k] = v
-		}
-		inst := w.open(name, cfg)
-		b := batch("orders", 100, 30) // five chunks
-		consume(t, inst, b)
-		before := fmt.Sprint(w.rows(name))
-		consume(t, inst, b)
-		b.Attempt = 2
-		consume(t, inst, b)
-		if after := fmt.Sprint(w.rows(name)); after != before {
-			t.Fatalf("%s: the replay changed the table:\nbefore %s\nafter  %s", name, before, after)
-		}
-		m := sinkMetrics(t, inst)
-		if m["rows_inserted"] != 30 || m["rows_skipped_duplicates"] != 60 || m["rows_copied"] != 90 {
-			t.Errorf("%s: metrics %v", name, m)
-		}
-		// Another runtime (a restart) redelivers it too.
-		other := startConnector(t).open(name, cfg)
-		consume(t, other, b)
-		if after := fmt.Sprint(w.rows(name)); after != before {
-			t.Fatalf("%s: the replay by a new runtime changed the table", name)
-		}
-		consume(t, other, batch("orders", 120, 20)) // overlaps 120..129, adds 130..139
-		w.exactlyOnce(name, "orders", 100, 139)
-	}
-}
 
 // crashPoint is a place where the runtime dies during a batch: the
 // emulator holds a statement of the load (the statement has reached the
@@ -183,33 +135,4 @@ func TestCrashAtEachStepThenReplay(t *testing.T) {
 			t.Errorf("files left: %v", objs)
 		}
 	})
-}
-
-// Rows a writer of the spec's design left in staging (it crashed between
-// its COPY and its INSERT) are moved by the next load, with the same
-// deduplication: the spec's replay note.
-func TestRowsLeftInStagingAreMovedByTheNextLoad(t *testing.T) {
-	t.Parallel()
-	w := newWorld(t)
-	inst := w.open("leftover", w.config(map[string]any{"target_table": "leftover"}))
-	consume(t, inst, batch("orders", 0, 3))
-	conn := w.emuConn()
-	if _, err := conn.Exec(w.ctx, `INSERT INTO "staging_leftover" (id, pico_offset, pico_timestamp, pico_topic, pico_partition, pico_key, payload, created_at) VALUES `+
-		`('orders:0:2', '2', '1', 'orders', 0, NULL, '\x00'::bytea, '2025-01-01T00:00:00.000Z'), `+ // already in the target
-		`('orders:0:3', '3', '1', 'orders', 0, NULL, '\x03'::bytea, '2025-01-01T00:00:00.000Z'), `+
-		`('orders:0:3', '3', '1', 'orders', 0, NULL, '\x03'::bytea, '2025-01-01T00:00:00.000Z')`); err != nil {
-		t.Fatal(err)
-	}
-	consume(t, inst, batch("orders", 4, 2))
-	w.exactlyOnce("leftover", "orders", 0, 5)
-	rows := w.rows("leftover")
-	if p := rows[2]["payload"].([]byte); string(p) == "\x00" {
-		t.Errorf("the staged duplicate of offset 2 replaced the loaded row")
-	}
-	if p := rows[3]["payload"].([]byte); string(p) != "\x03" {
-		t.Errorf("offset 3 payload %q, want the staged row's", p)
-	}
-	if !strings.Contains(firstWords(w.emu), "INSERT") {
-		t.Fatal("no load ran")
-	}
 }

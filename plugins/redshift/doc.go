@@ -40,7 +40,9 @@
 // rewrites it); the others run the sink in-process against the Redshift
 // emulator (the rsemu test peer beside this package) and MinIO from
 // buildscripts/services.sh, through the helpers in rig_test.go, and fail
-// when those are not running.
+// when those are not running. suite_test.go runs the behaviour suite of
+// redshifttest in-process; e2e/redshift runs the same suite through the C
+// host, and either can run against a real cluster (docs/redshift.md).
 //
 // Error classes: a record that can never fit its column, a text payload that
 // is not text, or a topic the template cannot resolve is FATAL; everything

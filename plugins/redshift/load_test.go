@@ -6,8 +6,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/picomq/heavy-sinks/shared/sdk"
 )
 
 // Integration tests against the Redshift emulator (plugins/redshift/rsemu) with the
@@ -171,79 +169,5 @@ func TestTextPayload(t *testing.T) {
 				t.Fatalf("rows %+v", rows)
 			}
 		})
-	}
-}
-
-func TestRecordsThatCannotFitFailBeforeUpload(t *testing.T) {
-	tests := []struct {
-		name   string
-		config map[string]any
-		batch  func() *sdk.Batch
-		want   string
-	}{
-		{"topic over 256 bytes", nil, func() *sdk.Batch { return batch(strings.Repeat("t", 257), 0, 3) },
-			`offset 0 cannot be loaded into Redshift: column pico_topic needs 257 bytes but holds at most 256`},
-		{"text payload over 65535 bytes", map[string]any{"payload_format": "text"}, func() *sdk.Batch {
-			b := batch("big", 0, 3)
-			b.Records[2].Payload = []byte(`"` + strings.Repeat("a", 65535) + `"`)
-			return b
-		}, `record at topic "big" offset 2 cannot be loaded into Redshift: column payload needs 65537 bytes but holds at most 65535`},
-		{"text payload not UTF-8", map[string]any{"payload_format": "text"}, func() *sdk.Batch {
-			b := batch("bin", 0, 3)
-			b.Schema = "raw"
-			b.Records[1].Payload = []byte{0xff, 0xfe}
-			return b
-		}, `record at topic "bin" offset 1 cannot be loaded into Redshift: column payload is not valid UTF-8`},
-		{"key over VARCHAR(MAX) in base64", nil, func() *sdk.Batch {
-			b := batch("keys", 0, 3)
-			b.Records[2].Key = make([]byte, 50000)
-			return b
-		}, `record at topic "keys" offset 2 cannot be loaded into Redshift: column pico_key needs 66668 bytes but holds at most 65535`},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			r := newRig(t)
-			cfg := r.config(map[string]any{"target_table": "fit"})
-			for k, v := range tt.config {
-				cfg[k] = v
-			}
-			h, _ := r.open("fit", cfg)
-			r.emu.ResetStatements()
-			err := sdk.Consume(h, tt.batch())
-			if err == nil || !strings.Contains(err.Error(), tt.want) {
-				t.Fatalf("got  %v\nwant %s", err, tt.want)
-			}
-			if sdk.StatusOf(err) != sdk.StatusFatal {
-				t.Fatalf("status %v, want FATAL", sdk.StatusOf(err))
-			}
-			if n := len(r.emu.Statements()); n != 0 {
-				t.Errorf("%d statements sent: %v", n, r.emu.Statements())
-			}
-			if objs := r.objects(""); len(objs) != 0 {
-				t.Errorf("uploaded %v", objs)
-			}
-			if m := metrics(t, h); m["files_uploaded"] != 0 {
-				t.Errorf("files_uploaded %v", m["files_uploaded"])
-			}
-			if n := r.count("fit"); n != 0 {
-				t.Errorf("%d rows visible", n)
-			}
-		})
-	}
-}
-
-func TestNarrowExistingColumnIsCaughtBeforeUpload(t *testing.T) {
-	r := newRig(t)
-	// An older table with a narrower pico_topic than the sink would create.
-	conn := r.emuConn()
-	for _, tbl := range []string{"narrow", "staging_narrow"} {
-		r.execEmu(conn, `CREATE TABLE "`+tbl+`" (id VARCHAR(512), pico_offset VARCHAR(20), pico_timestamp VARCHAR(20), pico_topic VARCHAR(8), `+
-			`pico_partition BIGINT, pico_key VARCHAR(MAX), payload VARBYTE(16777216), created_at VARCHAR)`)
-	}
-	h, _ := r.open("narrow", r.config(map[string]any{"target_table": "narrow"}))
-	mustConsume(t, h, batch("short", 0, 2))
-	err := sdk.Consume(h, batch("longer.topic", 0, 2))
-	if sdk.StatusOf(err) != sdk.StatusFatal || !strings.Contains(err.Error(), "column pico_topic needs 12 bytes but holds at most 8") {
-		t.Fatalf("%v", err)
 	}
 }

@@ -10,44 +10,6 @@ import (
 	"github.com/picomq/heavy-sinks/shared/sdk"
 )
 
-func TestReplayChangesNothing(t *testing.T) {
-	for _, opts := range []map[string]any{
-		{},
-		{"include_metadata": false, "include_key": false},
-		{"payload_format": "text"},
-	} {
-		t.Run(fmt.Sprint(opts), func(t *testing.T) {
-			r := newRig(t)
-			cfg := r.config(map[string]any{"target_table": "replayed", "batch_size": 7})
-			for k, v := range opts {
-				cfg[k] = v
-			}
-			h, _ := r.open("replay", cfg)
-			meta, key := opts["include_metadata"] != false, opts["include_key"] != false
-			b := batch("orders", 100, 30)
-			mustConsume(t, h, b)
-			before := r.rows("replayed", meta, key)
-			mustConsume(t, h, b) // the runtime redelivers after a crash before the offset commit
-			after := r.rows("replayed", meta, key)
-			if fmt.Sprint(before) != fmt.Sprint(after) {
-				t.Fatalf("replay changed the table:\nbefore %v\nafter  %v", before, after)
-			}
-			if len(after) != 30 {
-				t.Fatalf("%d rows", len(after))
-			}
-			m := metrics(t, h)
-			if m["rows_inserted"] != 30 || m["rows_skipped_duplicates"] != 30 || m["rows_copied"] != 60 {
-				t.Fatalf("metrics %v", m)
-			}
-			// An overlapping redelivery adds only the new records.
-			mustConsume(t, h, batch("orders", 120, 30))
-			if ids, n := r.ids("replayed"); n != 50 || len(ids) != 50 {
-				t.Fatalf("%d rows, %d ids after an overlapping batch", n, len(ids))
-			}
-		})
-	}
-}
-
 // crashPoints are the places a load can die, as the emulator injects them:
 // the connection drops when a statement arrives (before it runs) or right
 // after it ran, before the client sees the result.
@@ -128,30 +90,6 @@ func TestCrashAbsorbedByRetries(t *testing.T) {
 				t.Errorf("copy_retries %v, want 1", m["copy_retries"])
 			}
 		})
-	}
-}
-
-// A writer of the spec's design (COPY, INSERT, TRUNCATE as separate
-// statements) that crashed between COPY and INSERT leaves committed rows in
-// staging. The next load's INSERT reads all of staging and picks them up.
-func TestRowsLeftInStagingArePickedUp(t *testing.T) {
-	r := newRig(t)
-	h, _ := r.open("leftover", r.config(map[string]any{"target_table": "leftover"}))
-	conn := r.emuConn()
-	r.execEmu(conn, `INSERT INTO "staging_leftover" (id, pico_offset, pico_timestamp, pico_topic, pico_partition, pico_key, payload, created_at) VALUES `+
-		`('old:0:1', '1', '1000', 'old', 0, NULL, '\x01'::bytea, '2025-01-01T00:00:00.000Z'), `+
-		`('old:0:1', '1', '1000', 'old', 0, NULL, '\x01'::bytea, '2025-01-01T00:00:00.000Z'), `+
-		`('old:0:2', '2', '1000', 'old', 0, NULL, '\x02'::bytea, '2025-01-01T00:00:00.000Z')`)
-	mustConsume(t, h, batch("new", 0, 3))
-	ids, n := r.ids("leftover")
-	if n != 5 || !ids["old:0:1"] || !ids["old:0:2"] || !ids["new:0:2"] {
-		t.Fatalf("%d rows: %v", n, ids)
-	}
-	if n := r.count("staging_leftover"); n != 0 {
-		t.Fatalf("staging holds %d rows", n)
-	}
-	if m := metrics(t, h); m["rows_inserted"] != 5 || m["rows_copied"] != 3 || m["rows_skipped_duplicates"] != 0 {
-		t.Fatalf("metrics %v", m)
 	}
 }
 

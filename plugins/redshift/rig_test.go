@@ -93,18 +93,6 @@ func (r *rig) open(key string, cfg map[string]any) (uint64, *sdktest.Logs) {
 	return h, logs
 }
 
-// openErr opens a sink that is expected to fail.
-func (r *rig) openErr(key string, cfg map[string]any) (error, *sdktest.Logs) {
-	r.t.Helper()
-	logs := &sdktest.Logs{}
-	h, err := sdk.Open(definition(r.t, key, cfg), logs.Log)
-	if err == nil {
-		_ = sdk.Close(h)
-		r.t.Fatalf("open succeeded\n%s", logs.String())
-	}
-	return err, logs
-}
-
 // batch is n JSON records of topic from offset first. Even offsets have a
 // key, odd ones none.
 func batch(topic string, first uint64, n int) *sdk.Batch {
@@ -243,8 +231,6 @@ func (r *rig) loadStatements() string {
 	}
 	return ""
 }
-
-func (r *rig) countStatements(pattern string) int { return r.emu.CountStatements(pattern) }
 
 // metrics returns the sink's own counters of an instance.
 func metrics(t *testing.T, h uint64) map[string]float64 {

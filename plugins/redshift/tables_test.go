@@ -1,48 +1,11 @@
 package redshift_test
 
 import (
-	"net/url"
 	"strings"
 	"testing"
 
 	"github.com/picomq/heavy-sinks/shared/sdk"
 )
-
-func TestTemplatedNames(t *testing.T) {
-	r := newRig(t)
-	h, _ := r.open("templated", r.config(map[string]any{"target_table": "t_{topic}"}))
-	victim := r.emuConn()
-	r.execEmu(victim, `CREATE TABLE victim (id VARCHAR(10))`)
-	topics := map[string]string{ // topic -> table as Redshift (and the emulator) fold it
-		`orders.eu`:                     `t_orders.eu`,
-		`we"ird`:                        `t_we"ird`,
-		`x"; DROP TABLE victim; --`:     `t_x"; drop table victim; --`,
-		`Mixed.Case`:                    `t_mixed.case`,
-		`semi;colon 'quote' back\slash`: `t_semi;colon 'quote' back\slash`,
-	}
-	for topic, table := range topics {
-		mustConsume(t, h, batch(topic, 0, 3))
-		if n := r.count(table); n != 3 {
-			t.Errorf("topic %q: table %q has %d rows", topic, table, n)
-		}
-		if n := r.count("staging_" + table); n != 0 {
-			t.Errorf("topic %q: staging has %d rows", topic, n)
-		}
-		rows := r.rows(table, true, true)
-		if len(rows) == 3 && (*rows[0].Topic != topic || !strings.HasPrefix(rows[0].ID, topic+":0:")) {
-			t.Errorf("topic %q: row %v", topic, rows[0])
-		}
-	}
-	if n := r.count("victim"); n != 0 {
-		t.Fatal("victim changed")
-	}
-	// The same names again are cached: no DDL, no pg_table_def.
-	r.emu.ResetStatements()
-	mustConsume(t, h, batch(`we"ird`, 3, 3))
-	if n := r.countStatements(`(?i)create table|pg_table_def`); n != 0 {
-		t.Errorf("%d table checks for a cached table", n)
-	}
-}
 
 func TestSegmentTemplate(t *testing.T) {
 	r := newRig(t)
@@ -56,47 +19,6 @@ func TestSegmentTemplate(t *testing.T) {
 	err := sdk.Consume(h2, batch("orders.eu", 0, 2))
 	if sdk.StatusOf(err) != sdk.StatusFatal || !strings.Contains(err.Error(), `topic "orders.eu" has 2 segments, index 2 is out of range`) {
 		t.Fatalf("%v", err)
-	}
-}
-
-// mismatchDDL creates tables as include_key = false would have.
-const mismatchDDL = `(id VARCHAR(512), pico_offset VARCHAR(20), pico_timestamp VARCHAR(20), pico_topic VARCHAR, ` +
-	`pico_partition BIGINT, payload VARBYTE(16777216), created_at VARCHAR)`
-
-func TestSchemaMismatch(t *testing.T) {
-	r := newRig(t)
-	conn := r.emuConn()
-	for _, tbl := range []string{"mm", "staging_mm", "tmpl_mm", "staging_tmpl_mm"} {
-		r.execEmu(conn, `CREATE TABLE "`+tbl+`" `+mismatchDDL)
-	}
-	// A static table is checked by open().
-	err, _ := r.openErr("mismatch_static", r.config(map[string]any{"target_table": "mm"}))
-	if !strings.HasPrefix(err.Error(), `Schema mismatch detected in table "mm": column pico_key is missing (include_key = true)`) {
-		t.Fatalf("%v", err)
-	}
-	if sdk.StatusOf(err) != sdk.StatusBadConfig {
-		t.Fatalf("status %v", sdk.StatusOf(err))
-	}
-	// The same tables are fine for the settings they were made under.
-	h, _ := r.open("mismatch_ok", r.config(map[string]any{"target_table": "mm", "include_key": false}))
-	mustConsume(t, h, batch("orders", 0, 2))
-
-	// A templated one fails its first batch, and is checked again on the
-	// next delivery, so fixing the table fixes the sink.
-	h2, _ := r.open("mismatch_templated", r.config(map[string]any{"target_table": "tmpl_{topic}", "payload_format": "text"}))
-	err = sdk.Consume(h2, batch("mm", 0, 2))
-	if err == nil || !strings.HasPrefix(err.Error(), `Schema mismatch detected in table "tmpl_mm"`) ||
-		!strings.Contains(err.Error(), `column payload is varbyte(16777216), expected VARCHAR (payload_format = "text")`) {
-		t.Fatalf("%v", err)
-	}
-	if sdk.StatusOf(err) != sdk.StatusRetry {
-		t.Fatalf("status %v", sdk.StatusOf(err))
-	}
-	r.execEmu(conn, `DROP TABLE "tmpl_mm"`)
-	r.execEmu(conn, `DROP TABLE "staging_tmpl_mm"`)
-	mustConsume(t, h2, batch("mm", 0, 2))
-	if r.count("tmpl_mm") != 2 {
-		t.Fatal("rows missing after the table was fixed")
 	}
 }
 
@@ -115,42 +37,5 @@ func TestExistingTablesOfOtherSpellingsAreAccepted(t *testing.T) {
 	err := sdk.Consume(h, b)
 	if sdk.StatusOf(err) != sdk.StatusFatal || !strings.Contains(err.Error(), "column pico_key needs 268 bytes but holds at most 256") {
 		t.Fatalf("%v", err)
-	}
-}
-
-func TestSchemaQualifiedTargetIsNotFound(t *testing.T) {
-	r := newRig(t)
-	for _, target := range []string{"analytics.orders", "analytics.orders_{topic}"} {
-		err, _ := r.openErr("qualified", r.config(map[string]any{"target_table": target}))
-		want := "Table '" + target + "' was not found or has no visible columns"
-		if !strings.HasPrefix(err.Error(), want) || !strings.Contains(err.Error(), "search_path") {
-			t.Fatalf("got  %v\nwant %s ...", err, want)
-		}
-		if sdk.StatusOf(err) != sdk.StatusBadConfig {
-			t.Fatalf("status %v", sdk.StatusOf(err))
-		}
-	}
-	var n int
-	if err := r.pg.QueryRow(r.ctx, `SELECT count(*) FROM pg_class WHERE relname LIKE '%orders%'`).Scan(&n); err != nil || n != 0 {
-		t.Fatalf("tables were created: %d %v", n, err)
-	}
-}
-
-func TestSchemaThroughSearchPath(t *testing.T) {
-	r := newRig(t)
-	r.execEmu(r.emuConn(), `CREATE SCHEMA analytics`)
-	u, err := url.Parse(r.emu.DSN(r.db.Name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	u.RawQuery += "&options=-c%20search_path%3Danalytics" // the form docs/redshift.md recommends
-	h, _ := r.open("search_path", r.config(map[string]any{"target_table": "orders", "connection_string": u.String()}))
-	mustConsume(t, h, batch("orders", 0, 4))
-	var n int
-	if err := r.pg.QueryRow(r.ctx, `SELECT count(*) FROM analytics.orders`).Scan(&n); err != nil || n != 4 {
-		t.Fatalf("analytics.orders has %d rows (%v)", n, err)
-	}
-	if err := r.pg.QueryRow(r.ctx, `SELECT count(*) FROM pg_tables WHERE schemaname = 'public' AND tablename LIKE '%orders%'`).Scan(&n); err != nil || n != 0 {
-		t.Fatalf("tables in public: %d %v", n, err)
 	}
 }

@@ -1,0 +1,17 @@
+package delta_test
+
+import (
+	"testing"
+
+	"github.com/picomq/heavy-sinks/plugins/delta/deltatest"
+	"github.com/picomq/heavy-sinks/shared/testenv"
+	"github.com/picomq/heavy-sinks/shared/testenv/sinkdriver"
+)
+
+// TestSuite runs deltatest's behaviour tests through the built .so in the C
+// host (plugins/delta runs them in-process).
+func TestSuite(t *testing.T) {
+	deltatest.Run(t, sinkdriver.CHost(func(tb testing.TB) string {
+		return testenv.Library(tb, "libpicomq_connector_delta_sink.so")
+	}))
+}

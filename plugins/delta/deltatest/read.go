@@ -1,0 +1,81 @@
+package deltatest
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/picomq/heavy-sinks/shared/testenv/pyenv"
+)
+
+// Py runs a delta-rs script after Prelude; the first argument is the table
+// URI, storage options come from PICOMQ_S3_* in the script's environment
+// when set.
+func Py(t *testing.T, script string, args ...string) string {
+	t.Helper()
+	return pyenv.Run(t, Prelude+script, args...)
+}
+
+// Prelude gives scripts `uri`, `opts` (storage options) and `dump`.
+const Prelude = `
+import json, os, sys, datetime, decimal
+import pyarrow as pa
+import deltalake
+from deltalake import DeltaTable, write_deltalake
+uri = sys.argv[1] if len(sys.argv) > 1 else None
+opts = None
+if os.environ.get("PICOMQ_S3_ENDPOINT"):
+    opts = {"AWS_ENDPOINT_URL": os.environ["PICOMQ_S3_ENDPOINT"], "AWS_ACCESS_KEY_ID": os.environ["PICOMQ_S3_ACCESS_KEY"],
+            "AWS_SECRET_ACCESS_KEY": os.environ["PICOMQ_S3_SECRET_KEY"], "AWS_REGION": os.environ["PICOMQ_S3_REGION"],
+            "AWS_ALLOW_HTTP": "true", "AWS_S3_ALLOW_UNSAFE_RENAME": "true"}
+def default(o):
+    if isinstance(o, (datetime.datetime, datetime.date)): return o.isoformat()
+    if isinstance(o, decimal.Decimal): return str(o)
+    if isinstance(o, bytes): return o.hex()
+    raise TypeError(type(o))
+def dump(x): print(json.dumps(x, default=default, sort_keys=True))
+`
+
+// ReadRows returns the table's rows sorted by the given column, as delta-rs
+// reads them.
+func ReadRows(t *testing.T, uri, sortBy string) []map[string]any {
+	t.Helper()
+	out := Py(t, `
+dt = DeltaTable(uri, storage_options=opts)
+rows = dt.to_pyarrow_table().to_pylist()
+rows.sort(key=lambda r: (r[sys.argv[2]] is None, r[sys.argv[2]]))
+dump(rows)
+`, uri, sortBy)
+	var rows []map[string]any
+	if err := json.Unmarshal([]byte(out), &rows); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	return rows
+}
+
+// CreateEvents is a script creating an empty events table (id long, body
+// string) at uri.
+const CreateEvents = `
+schema = pa.schema([("id", pa.int64()), ("body", pa.string())])
+write_deltalake(uri, pa.Table.from_pylist([], schema=schema), storage_options=opts)
+`
+
+// IDs returns the id column of an events table, sorted.
+func IDs(t *testing.T, uri string) []int {
+	t.Helper()
+	var out []int
+	for _, r := range ReadRows(t, uri, "id") {
+		out = append(out, int(r["id"].(float64)))
+	}
+	return out
+}
+
+// WantIDs checks the events table holds exactly the ids of want ("0,1,2").
+func WantIDs(t *testing.T, uri string, want string) {
+	t.Helper()
+	got := strings.Trim(strings.Join(strings.Fields(fmt.Sprint(IDs(t, uri))), ","), "[]")
+	if got != want {
+		t.Fatalf("ids %s, want %s", got, want)
+	}
+}

@@ -1,0 +1,92 @@
+package sinkdriver
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/picomq/heavy-sinks/shared/hostdriver"
+)
+
+// Batch is the batch a test sends: the host's description of a
+// picomq_batch, which both drivers take as it is.
+type Batch = hostdriver.Batch
+
+// Record is one record of a Batch.
+type Record = hostdriver.Record
+
+// Driver starts runtimes of one plugin.
+type Driver interface {
+	// Name is "in-process" or "c-host": for messages and skips.
+	Name() string
+	// Start starts a runtime that lives until the end of the test. At the
+	// end of the test it fails the test if a log line of any instance
+	// carries one of secrets.
+	Start(t *testing.T, secrets ...string) Runtime
+}
+
+// Runtime is one connector runtime (one process for the C host).
+type Runtime interface {
+	// Open opens an instance. A plugin's refusal is a
+	// *hostdriver.StatusError with Op "open".
+	Open(def Definition) (Instance, error)
+}
+
+// Definition is the sink definition the runtime passes to open.
+type Definition struct {
+	Key    string
+	Name   string
+	Config map[string]any // plugin_config
+}
+
+// JSON is the definition as the runtime sends it.
+func (d Definition) JSON() []byte {
+	b, err := json.Marshal(map[string]any{"key": d.Key, "name": d.Name, "version": 0, "plugin_config": d.Config})
+	if err != nil {
+		panic(fmt.Sprintf("sinkdriver: definition of %s: %v", d.Key, err))
+	}
+	return b
+}
+
+// Instance is one open sink instance.
+type Instance interface {
+	// Consume delivers b; a status other than OK is a *hostdriver.StatusError
+	// with Op "consume".
+	Consume(b Batch) error
+	// Metrics returns the instance's metrics JSON.
+	Metrics() (string, error)
+	// Logs returns the instance's log lines so far as "LEVEL message",
+	// those of its open included.
+	Logs() []string
+	// Close closes the instance; it is invalid afterwards.
+	Close() error
+}
+
+// SinkMetrics returns the "sink" section of inst's metrics, the plugin's own
+// counters.
+func SinkMetrics(t testing.TB, inst Instance) map[string]float64 {
+	t.Helper()
+	raw, err := inst.Metrics()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m struct {
+		Sink map[string]float64 `json:"sink"`
+	}
+	if err := json.Unmarshal([]byte(raw), &m); err != nil {
+		t.Fatalf("%v: %s", err, raw)
+	}
+	return m.Sink
+}
+
+// checkSecrets fails t for each line that carries one of secrets.
+func checkSecrets(t *testing.T, lines []string, secrets []string) {
+	for _, l := range lines {
+		for _, s := range secrets {
+			if s != "" && strings.Contains(l, s) {
+				t.Errorf("log line carries a secret: %s", l)
+			}
+		}
+	}
+}

@@ -1,0 +1,100 @@
+package sinkdriver
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/picomq/heavy-sinks/shared/hostdriver"
+	"github.com/picomq/heavy-sinks/shared/sdk"
+	"github.com/picomq/heavy-sinks/shared/sdk/sdktest"
+)
+
+// InProcess runs the plugin the test binary registered through the SDK's Go
+// API, the calls the C shim makes.
+func InProcess() Driver { return inProcess{} }
+
+type inProcess struct{}
+
+func (inProcess) Name() string { return "in-process" }
+
+func (inProcess) Start(t *testing.T, secrets ...string) Runtime {
+	rt := &inProcessRuntime{}
+	t.Cleanup(func() {
+		rt.mu.Lock()
+		defer rt.mu.Unlock()
+		for _, l := range rt.logs {
+			checkSecrets(t, l.Lines(), secrets)
+		}
+	})
+	return rt
+}
+
+type inProcessRuntime struct {
+	mu   sync.Mutex
+	logs []*sdktest.Logs
+}
+
+func (rt *inProcessRuntime) Open(def Definition) (Instance, error) {
+	logs := &sdktest.Logs{}
+	rt.mu.Lock()
+	rt.logs = append(rt.logs, logs)
+	rt.mu.Unlock()
+	h, err := sdk.Open(def.JSON(), logs.Log)
+	if err != nil {
+		return nil, status("open", err)
+	}
+	return &inProcessInstance{h: h, logs: logs}, nil
+}
+
+type inProcessInstance struct {
+	h    uint64
+	logs *sdktest.Logs
+}
+
+// Consume fails, as the C host's does, when the plugin rejected records of
+// a batch that accepts rejections: a test must not pass while records were
+// quietly set aside.
+func (i *inProcessInstance) Consume(b Batch) error {
+	sb := toSDK(b)
+	if err := sdk.Consume(i.h, sb); err != nil {
+		return status("consume", err)
+	}
+	if rej := sb.Rejections(); len(rej) > 0 {
+		return fmt.Errorf("sinkdriver: consume: the plugin rejected %d record(s)", len(rej))
+	}
+	return nil
+}
+
+func (i *inProcessInstance) Metrics() (string, error) {
+	raw, err := sdk.Metrics(i.h)
+	return string(raw), status("metrics", err)
+}
+
+func (i *inProcessInstance) Logs() []string { return i.logs.Lines() }
+
+func (i *inProcessInstance) Close() error { return status("close", sdk.Close(i.h)) }
+
+// status gives an SDK error the shape the C host gives it.
+func status(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return &hostdriver.StatusError{Op: op, Code: hostdriver.Status(sdk.StatusOf(err)), Message: err.Error()}
+}
+
+func toSDK(b Batch) *sdk.Batch {
+	out := &sdk.Batch{Topic: b.Topic, Partition: b.Partition, Schema: b.Schema, Attempt: b.Attempt,
+		Records: make([]sdk.Record, len(b.Records))}
+	for i, r := range b.Records {
+		rec := sdk.Record{Offset: r.Offset, Timestamp: r.TimestampMs, Key: r.Key, Payload: r.Payload}
+		for _, h := range r.Headers {
+			rec.Headers = append(rec.Headers, sdk.Header{Key: []byte(h.Key), Value: h.Value})
+		}
+		out.Records[i] = rec
+	}
+	if b.AcceptRejections {
+		out.AcceptRejections()
+	}
+	return out
+}
