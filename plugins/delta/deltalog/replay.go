@@ -5,40 +5,50 @@ import (
 	"maps"
 )
 
-// Action reconciliation (PROTOCOL.md "Action Reconciliation") for the parts
-// of table state an appender needs: the latest protocol and metaData, the
-// latest txn per appId, and the live domainMetadata per domain. add and
-// remove actions are never kept — a blind append does not need the file
-// list, and skipping them is what makes a 300k-file log load quickly.
+// Action reconciliation (PROTOCOL.md "Action Reconciliation") of the
+// table-level actions: the latest protocol and metaData, the latest txn per
+// appId, and the live domainMetadata per domain. This is the one
+// reconciliation rule for them: a Snapshot (what an appender needs) holds
+// only this, and a State (what a checkpoint needs) embeds it and adds the
+// file actions (state.go). A blind append does not need the file list, and
+// skipping add and remove is what makes a 300k-file log load quickly.
 
 type replayState struct {
-	protocol *Protocol
-	metadata *Metadata
-	txns     map[string]Txn
-	domains  map[string]DomainMetadata
+	// Protocol and Metadata are promoted into State, whose exported fields
+	// they are.
+	Protocol    Protocol
+	Metadata    Metadata
+	hasProtocol bool
+	hasMetadata bool
+	txns        map[string]Txn
+	domains     map[string]DomainMetadata
 }
 
 func newReplayState() *replayState {
 	return &replayState{txns: map[string]Txn{}, domains: map[string]DomainMetadata{}}
 }
 
+// clone copies the state; the actions it holds are shared (never modified).
 func (s *replayState) clone() *replayState {
-	return &replayState{
-		protocol: s.protocol,
-		metadata: s.metadata,
-		txns:     maps.Clone(s.txns),
-		domains:  maps.Clone(s.domains),
-	}
+	c := *s
+	c.txns = maps.Clone(s.txns)
+	c.domains = maps.Clone(s.domains)
+	return &c
 }
 
+// complete reports whether a protocol and a metaData action were seen.
+func (s *replayState) complete() bool { return s.hasProtocol && s.hasMetadata }
+
 // apply folds one action into the state. Actions must arrive in log order
-// (checkpoint first, then commits by ascending version).
+// (checkpoint first, then commits by ascending version). Actions it does not
+// reconcile (file actions, commitInfo, checkpoint-only and unknown ones) are
+// ignored.
 func (s *replayState) apply(a Action) {
 	switch a := a.(type) {
 	case *Protocol:
-		s.protocol = a
+		s.Protocol, s.hasProtocol = *a, true
 	case *Metadata:
-		s.metadata = a
+		s.Metadata, s.hasMetadata = *a, true
 	case *Txn:
 		s.txns[a.AppID] = *a
 	case *DomainMetadata:

@@ -224,7 +224,7 @@ func Load(ctx context.Context, store Store, opts *LoadOptions) (*Snapshot, error
 			lastInfo, head = info, data
 		}
 	}
-	if st.protocol == nil || st.metadata == nil {
+	if !st.complete() {
 		return nil, fmt.Errorf("%w: no protocol or metaData action up to version %d", ErrCorruptLog, seg.latest)
 	}
 	// Checkpoints drop commitInfo, so when the snapshot version is the
@@ -237,7 +237,7 @@ func Load(ctx context.Context, store Store, opts *LoadOptions) (*Snapshot, error
 		if err != nil {
 			return nil, err
 		}
-		if inCommitTimestampEnabled(st.protocol, st.metadata) {
+		if inCommitTimestampEnabled(&st.Protocol, &st.Metadata) {
 			lastInfo = info
 		}
 		head = data
@@ -250,17 +250,17 @@ func Load(ctx context.Context, store Store, opts *LoadOptions) (*Snapshot, error
 }
 
 func newSnapshot(version, cpVersion int64, st *replayState, info *CommitInfo, o LoadOptions) (*Snapshot, error) {
-	schema, err := ParseSchema(st.metadata.SchemaString)
+	schema, err := ParseSchema(st.Metadata.SchemaString)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrCorruptLog, err)
 	}
 	s := &Snapshot{
 		Version:           version,
 		CheckpointVersion: cpVersion,
-		Protocol:          *st.protocol,
-		Metadata:          *st.metadata,
+		Protocol:          st.Protocol,
+		Metadata:          st.Metadata,
 		Schema:            schema,
-		PartitionColumns:  st.metadata.PartitionColumns,
+		PartitionColumns:  st.Metadata.PartitionColumns,
 		Domains:           st.domains,
 		CommitInfo:        info,
 		state:             st,
@@ -269,7 +269,7 @@ func newSnapshot(version, cpVersion int64, st *replayState, info *CommitInfo, o 
 	if info != nil && info.InCommitTimestamp != nil {
 		s.InCommitTimestamp = *info.InCommitTimestamp
 	}
-	s.Txns = liveTxns(st.txns, st.metadata, o)
+	s.Txns = liveTxns(st.txns, &st.Metadata, o)
 	s.writeErr = checkWritable(s.Protocol, s.Metadata, schema)
 	return s, nil
 }

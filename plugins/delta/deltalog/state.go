@@ -112,18 +112,16 @@ type State struct {
 	// CheckpointVersion is the checkpoint the state was loaded from (-1:
 	// replayed from version 0).
 	CheckpointVersion int64
-	Protocol          Protocol
-	Metadata          Metadata
+	// replayState holds Protocol and Metadata (promoted), the txns and the
+	// domains: reconciled exactly as for a Snapshot (replay.go).
+	replayState
 
-	txns    map[string]Txn
-	domains map[string]DomainMetadata
-	files   map[string]fileEntry
-	tombs   map[string]tombEntry
-	pvs     map[string]*pvTuple // interned partition-value tuples
+	files map[string]fileEntry
+	tombs map[string]tombEntry
+	pvs   map[string]*pvTuple // interned partition-value tuples
 
-	hasProtocol, hasMetadata bool
-	seq                      uint64
-	opts                     LoadOptions
+	seq  uint64
+	opts LoadOptions
 	// journal, when a CheckpointCache follows the state, records the
 	// files it gained and lost (checkpoint_cache.go).
 	journal *fileJournal
@@ -133,8 +131,7 @@ func newState(o LoadOptions) *State {
 	return &State{
 		Version:           -1,
 		CheckpointVersion: -1,
-		txns:              map[string]Txn{},
-		domains:           map[string]DomainMetadata{},
+		replayState:       *newReplayState(),
 		files:             map[string]fileEntry{},
 		tombs:             map[string]tombEntry{},
 		pvs:               map[string]*pvTuple{},
@@ -350,8 +347,9 @@ func (s *State) applyRemove(r *Remove) error {
 	return nil
 }
 
-// applyAction folds one action into the state, in log order. Actions that
-// do not belong to the table state (commitInfo, cdc, checkpoint-only
+// applyAction folds one action into the state, in log order: the file
+// actions here, the others by the reconciliation a Snapshot uses. Actions
+// that do not belong to the table state (commitInfo, cdc, checkpoint-only
 // actions, unknown ones) are ignored.
 func (s *State) applyAction(a Action) error {
 	switch a := a.(type) {
@@ -359,19 +357,8 @@ func (s *State) applyAction(a Action) error {
 		return s.applyAdd(a)
 	case *Remove:
 		return s.applyRemove(a)
-	case *Protocol:
-		s.Protocol, s.hasProtocol = *a, true
-	case *Metadata:
-		s.Metadata, s.hasMetadata = *a, true
-	case *Txn:
-		s.txns[a.AppID] = *a
-	case *DomainMetadata:
-		if a.Removed {
-			delete(s.domains, a.Domain)
-		} else {
-			s.domains[a.Domain] = *a
-		}
 	}
+	s.replayState.apply(a)
 	return nil
 }
 
@@ -549,7 +536,7 @@ func loadState(ctx context.Context, store Store, at int64, opts *LoadOptions) (*
 		st.Version = c.version
 	}
 	st.Version = seg.latest
-	if !st.hasProtocol || !st.hasMetadata {
+	if !st.complete() {
 		return nil, fmt.Errorf("%w: no protocol or metaData action up to version %d", ErrCorruptLog, seg.latest)
 	}
 	return st, nil
