@@ -33,7 +33,7 @@ func readCheckpointPart(ctx context.Context, store Store, lf logFile, fn func(Ac
 		if err != nil {
 			return err
 		}
-		return scanJSONActions(data, fn)
+		return scanActions(data, projTable, fn)
 	default:
 		return readParquetCheckpoint(ctx, store, lf.Path, lf.Size, fn)
 	}

@@ -392,12 +392,12 @@ func (s *Snapshot) VerifyHead(ctx context.Context, store Store) (*Snapshot, erro
 // replayCommit folds one commit file into st and returns its commitInfo when
 // wantInfo is set.
 func replayCommit(ctx context.Context, store Store, c logFile, st *replayState, wantInfo bool) (*CommitInfo, []byte, error) {
-	data, err := store.Get(ctx, c.Path)
-	if err != nil {
-		return nil, nil, err
+	proj := projTable
+	if wantInfo {
+		proj = projTableInfo
 	}
 	var info *CommitInfo
-	err = scanJSONActionsOpt(data, wantInfo, func(a Action) error {
+	data, err := readCommit(ctx, store, c.Path, proj, func(a Action) error {
 		if ci, ok := a.(*CommitInfo); ok {
 			if info == nil {
 				info = ci
@@ -408,28 +408,24 @@ func replayCommit(ctx context.Context, store Store, c logFile, st *replayState, 
 		return nil
 	})
 	if err != nil {
-		return nil, nil, fmt.Errorf("%w: %s: %w", ErrCorruptLog, c.Path, err)
+		return nil, nil, err
 	}
 	return info, data, nil
 }
 
 func readCommitInfo(ctx context.Context, store Store, c logFile) (*CommitInfo, []byte, error) {
-	data, err := store.Get(ctx, c.Path)
-	if errors.Is(err, ErrNotFound) {
-		return nil, nil, nil
-	}
-	if err != nil {
-		return nil, nil, err
-	}
 	var info *CommitInfo
-	err = scanJSONActionsOpt(data, true, func(a Action) error {
+	data, err := readCommit(ctx, store, c.Path, projTableInfo, func(a Action) error {
 		if ci, ok := a.(*CommitInfo); ok && info == nil {
 			info = ci
 		}
 		return nil
 	})
+	if errors.Is(err, ErrNotFound) {
+		return nil, nil, nil
+	}
 	if err != nil {
-		return nil, nil, fmt.Errorf("%w: %s: %w", ErrCorruptLog, c.Path, err)
+		return nil, nil, err
 	}
 	return info, data, nil
 }

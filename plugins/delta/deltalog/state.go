@@ -406,13 +406,9 @@ func (s *State) Update(ctx context.Context, store Store, to int64) (int, error) 
 		if lf.version != next {
 			return n, &LogGapError{Missing: next, Latest: lf.version}
 		}
-		data, err := store.Get(ctx, lf.Path)
-		if err != nil {
-			return n, err
-		}
 		var actions []Action
-		if err := scanStateActions(data, func(a Action) error { actions = append(actions, a); return nil }); err != nil {
-			return n, fmt.Errorf("%w: %s: %w", ErrCorruptLog, lf.Path, err)
+		if _, err := readCommit(ctx, store, lf.Path, projState, func(a Action) error { actions = append(actions, a); return nil }); err != nil {
+			return n, err
 		}
 		if err := s.Apply(lf.version, actions); err != nil {
 			return n, err
@@ -523,15 +519,12 @@ func loadState(ctx context.Context, store Store, at int64, opts *LoadOptions) (*
 		st.Version = st.CheckpointVersion
 	}
 	for _, c := range seg.commits {
-		data, err := store.Get(ctx, c.Path)
+		_, err := readCommit(ctx, store, c.Path, projState, st.applyAction)
 		if errors.Is(err, ErrNotFound) {
 			return nil, &LogGapError{Missing: c.version, Latest: seg.latest}
 		}
 		if err != nil {
 			return nil, err
-		}
-		if err := scanStateActions(data, st.applyAction); err != nil {
-			return nil, fmt.Errorf("%w: %s: %w", ErrCorruptLog, c.Path, err)
 		}
 		st.Version = c.version
 	}
@@ -540,51 +533,6 @@ func loadState(ctx context.Context, store Store, at int64, opts *LoadOptions) (*
 		return nil, fmt.Errorf("%w: no protocol or metaData action up to version %d", ErrCorruptLog, seg.latest)
 	}
 	return st, nil
-}
-
-// scanStateActions decodes every action of newline-delimited JSON that
-// table state needs, file actions included (a commit file or a V2 JSON
-// checkpoint). add and remove lines are decoded in one pass straight into
-// their types; commitInfo and cdc lines are skipped undecoded.
-func scanStateActions(data []byte, fn func(Action) error) error {
-	for n := 1; len(data) > 0; n++ {
-		var line []byte
-		line, data = nextLine(data)
-		if len(line) == 0 {
-			continue
-		}
-		var a Action
-		key, ok := actionKey(line)
-		switch {
-		case ok && (string(key) == KindCommitInfo || string(key) == KindCDC):
-			continue
-		case ok && (string(key) == KindAdd || string(key) == KindRemove):
-			var w struct {
-				Add    *Add    `json:"add"`
-				Remove *Remove `json:"remove"`
-			}
-			if err := json.Unmarshal(line, &w); err != nil {
-				return fmt.Errorf("line %d: deltalog: bad %s action: %w", n, key, err)
-			}
-			switch {
-			case w.Add != nil && w.Remove == nil:
-				a = w.Add
-			case w.Remove != nil && w.Add == nil:
-				a = w.Remove
-			default:
-				return fmt.Errorf("line %d: deltalog: action line must have exactly one key", n)
-			}
-		default:
-			var err error
-			if a, err = ParseAction(line); err != nil {
-				return fmt.Errorf("line %d: %w", n, err)
-			}
-		}
-		if err := fn(a); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // readStateCheckpointPart reads every action of one checkpoint file that
@@ -604,7 +552,7 @@ func readStateCheckpointPart(ctx context.Context, store Store, lf logFile, fn fu
 		if err != nil {
 			return err
 		}
-		if err := scanStateActions(data, collect); err != nil {
+		if err := scanActions(data, projState, collect); err != nil {
 			return err
 		}
 	default:
