@@ -3,14 +3,12 @@ package deltalog
 import (
 	"fmt"
 	"math/big"
-	"reflect"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/parquet-go/parquet-go"
-	"github.com/parquet-go/parquet-go/compress"
-	"github.com/parquet-go/parquet-go/encoding"
+
+	"github.com/picomq/heavy-sinks/shared/pqgroup"
 )
 
 // The checkpoint schema: Delta-Spark's column layout (see checkpoint_write.go
@@ -61,9 +59,9 @@ func (n *cnode) parquetNode() parquet.Node {
 	var pn parquet.Node
 	switch n.kind {
 	case cGroup:
-		g := &ckptGroup{}
+		g := pqgroup.New(len(n.kids))
 		for _, k := range n.kids {
-			g.fields = append(g.fields, ckptField{Node: k.parquetNode(), name: k.name})
+			g.Add(k.name, k.parquetNode())
 		}
 		pn = g
 	case cString:
@@ -153,37 +151,6 @@ func (n *cnode) layout(col *int, parentDef int) {
 	n.nleaves = *col - n.col
 }
 
-// ckptGroup is a Parquet group whose fields keep their order (parquet.Group
-// is a map and sorts them by name).
-type ckptGroup struct{ fields []parquet.Field }
-
-type ckptField struct {
-	parquet.Node
-	name string
-}
-
-func (f ckptField) Name() string                      { return f.name }
-func (f ckptField) Value(reflect.Value) reflect.Value { return reflect.Value{} }
-
-func (g *ckptGroup) ID() int                     { return 0 }
-func (g *ckptGroup) Type() parquet.Type          { return parquet.Group{}.Type() }
-func (g *ckptGroup) Optional() bool              { return false }
-func (g *ckptGroup) Repeated() bool              { return false }
-func (g *ckptGroup) Required() bool              { return true }
-func (g *ckptGroup) Leaf() bool                  { return false }
-func (g *ckptGroup) Fields() []parquet.Field     { return g.fields }
-func (g *ckptGroup) Encoding() encoding.Encoding { return nil }
-func (g *ckptGroup) Compression() compress.Codec { return nil }
-func (g *ckptGroup) String() string              { return parquet.NewSchema("group", g).String() }
-func (g *ckptGroup) GoType() reflect.Type {
-	sf := make([]reflect.StructField, len(g.fields))
-	for i, f := range g.fields {
-		sf[i] = reflect.StructField{Name: "F" + strconv.Itoa(i), Type: f.GoType(),
-			Tag: reflect.StructTag(`parquet:"` + strings.ReplaceAll(f.Name(), `"`, ``) + `"`)}
-	}
-	return reflect.StructOf(sf)
-}
-
 func dvNode() *cnode {
 	return group("deletionVector", fieldOf("storageType", cString), fieldOf("pathOrInlineDv", cString),
 		fieldOf("offset", cInt32), fieldOf("sizeInBytes", cInt32), fieldOf("cardinality", cInt64),
@@ -253,9 +220,9 @@ func buildCheckpointSchema(st *State, o *CheckpointOptions) (*checkpointSchema, 
 		k.layout(&col, 0)
 	}
 	cs.ncols = col
-	g := &ckptGroup{}
+	g := pqgroup.New(len(cs.root.kids))
 	for _, k := range cs.root.kids {
-		g.fields = append(g.fields, ckptField{Node: k.parquetNode(), name: k.name})
+		g.Add(k.name, k.parquetNode())
 	}
 	cs.schema = parquet.NewSchema("spark_schema", g)
 	if n := len(cs.schema.Columns()); n != cs.ncols {
