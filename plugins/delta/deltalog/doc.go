@@ -47,7 +47,8 @@
 //	                   segment selection (newest complete checkpoint, no gaps)
 //	replay.go          the one reconciliation of table-level actions, the
 //	                   one JSON action scanner (projections) and commit reader
-//	checkpoint_read.go projected Parquet checkpoint reading, V2 JSON checkpoints
+//	checkpoint_read.go checkpoint reading for both projections: V2 JSON,
+//	                   Parquet with a column projection, sidecars
 //	interval.go        "interval 7 days" durations for table properties
 //	features.go        the table-feature table and CheckWritable
 //	partition.go       partition value serialization, Hive directory escaping,
@@ -77,9 +78,11 @@
 // (listSegmentUpTo), the same reconciliation of protocol, metaData, txn and
 // domainMetadata (replayState, which State embeds and extends with add and
 // remove), the same JSON scanner (scanActions with projTable or projState)
-// and the same commit reader (readCommit). Parquet checkpoints are still
-// read by two column readers: checkpointColumns (non-file actions, ranged
-// reads of only their columns) and fileColumns (state_read.go, whole file).
+// the same commit reader (readCommit) and the same checkpoint reader
+// (readCheckpointPart, readParquetCheckpoint), whose column projection
+// fetches only the non-file columns for a Snapshot (ranged reads of a large
+// file) and every column for a State (state_read.go decodes the file
+// actions).
 //
 // # Tests
 //

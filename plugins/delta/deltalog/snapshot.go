@@ -199,7 +199,7 @@ func Load(ctx context.Context, store Store, opts *LoadOptions) (*Snapshot, error
 	if seg.checkpoint != nil {
 		cpVersion = seg.checkpoint[0].version
 		for _, part := range seg.checkpoint {
-			if err := readCheckpointPart(ctx, store, part, func(a Action) error { st.apply(a); return nil }); err != nil {
+			if err := readCheckpointPart(ctx, store, part, projTable, func(a Action) error { st.apply(a); return nil }); err != nil {
 				if ctx.Err() != nil || IsTransient(err) {
 					return nil, err
 				}

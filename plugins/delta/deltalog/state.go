@@ -509,7 +509,7 @@ func loadState(ctx context.Context, store Store, at int64, opts *LoadOptions) (*
 	if seg.checkpoint != nil {
 		st.CheckpointVersion = seg.checkpoint[0].version
 		for _, part := range seg.checkpoint {
-			if err := readStateCheckpointPart(ctx, store, part, st.applyAction); err != nil {
+			if err := readCheckpointPart(ctx, store, part, projState, st.applyAction); err != nil {
 				if ctx.Err() != nil || IsTransient(err) {
 					return nil, err
 				}
@@ -533,43 +533,6 @@ func loadState(ctx context.Context, store Store, at int64, opts *LoadOptions) (*
 		return nil, fmt.Errorf("%w: no protocol or metaData action up to version %d", ErrCorruptLog, seg.latest)
 	}
 	return st, nil
-}
-
-// readStateCheckpointPart reads every action of one checkpoint file that
-// table state needs, following the sidecars of a V2 checkpoint.
-func readStateCheckpointPart(ctx context.Context, store Store, lf logFile, fn func(Action) error) error {
-	var sidecars []*Sidecar
-	collect := func(a Action) error {
-		if sc, ok := a.(*Sidecar); ok {
-			sidecars = append(sidecars, sc)
-			return nil
-		}
-		return fn(a)
-	}
-	switch lf.kind {
-	case fileCheckpointV2JSON:
-		data, err := store.Get(ctx, lf.Path)
-		if err != nil {
-			return err
-		}
-		if err := scanActions(data, projState, collect); err != nil {
-			return err
-		}
-	default:
-		if err := readParquetCheckpointFull(ctx, store, lf.Path, true, collect); err != nil {
-			return err
-		}
-	}
-	for _, sc := range sidecars {
-		p, err := sidecarPath(sc.Path)
-		if err != nil {
-			return err
-		}
-		if err := readParquetCheckpointFull(ctx, store, p, false, fn); err != nil {
-			return fmt.Errorf("sidecar %s: %w", p, err)
-		}
-	}
-	return nil
 }
 
 // sidecarPath resolves sidecar.path: a file name (what writers are asked to

@@ -2,7 +2,6 @@ package deltalog
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"io"
 	"strconv"
@@ -14,44 +13,13 @@ import (
 // and sidecars, for State. Like the non-file reader in checkpoint_read.go,
 // columns are found by name and each is read on its own, so any writer's
 // layout works: optional columns present or not, list and map group names,
-// INT32 or INT64 integers. A whole checkpoint is fetched with one GET — a
-// full state needs nearly every column anyway.
+// INT32 or INT64 integers. readParquetCheckpoint (checkpoint_read.go) reads
+// them when the projection wants the file actions.
 //
 // An add whose stats column is missing or null but that has stats_parsed
 // (Spark with delta.checkpoint.writeStatsAsJson=false) gets its stats
 // re-serialized to the JSON form: State keeps stats only as JSON, the
 // form every reader accepts and the one appends write.
-
-func readParquetCheckpointFull(ctx context.Context, store Store, path string, nonFile bool, fn func(Action) error) error {
-	data, err := store.Get(ctx, path)
-	if err != nil {
-		return err
-	}
-	pf, err := parquet.OpenFile(bytes.NewReader(data), int64(len(data)),
-		parquet.SkipPageIndex(true), parquet.SkipBloomFilters(true))
-	if err != nil {
-		return fmt.Errorf("open %s: %w", path, err)
-	}
-	var cols *checkpointColumns
-	if nonFile {
-		cols = lookupCheckpointColumns(pf.Root())
-	}
-	fc := lookupFileColumns(pf.Root())
-	for i, rg := range pf.RowGroups() {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		if cols != nil {
-			if err := cols.readRowGroup(rg, fn); err != nil {
-				return fmt.Errorf("read %s row group %d: %w", path, i, err)
-			}
-		}
-		if err := fc.readRowGroup(rg, fn); err != nil {
-			return fmt.Errorf("read %s row group %d: %w", path, i, err)
-		}
-	}
-	return nil
-}
 
 type dvLeaves struct {
 	storageType, pathOrInline, offset, size, cardinality, maxRowIndex leaf
