@@ -144,24 +144,6 @@ func (w *shredder) dv(n *cnode, dv *DeletionVector) {
 	}
 }
 
-// top writes a row holding one action: fill writes the target's fields,
-// every other top-level column is null.
-func (w *shredder) top(cs *checkpointSchema, target *cnode, fill func()) {
-	for _, k := range cs.root.kids {
-		if k == target {
-			fill()
-		} else {
-			w.null(k, 0)
-		}
-	}
-}
-
-// EncodeCheckpoint renders st as a classic checkpoint's Parquet bytes and
-// returns them with the number of actions (rows) and of adds. With
-// opts.Cache it reuses the adds that cache encoded for st before (and the
-// cache follows st from then on), and the bytes are only valid until the
-// cache's next checkpoint; without, every row is encoded.
-
 func (w *shredder) addFields(n *cnode, e *fileEntry, sp *statsWriter) {
 	x := e.x
 	if x == nil {
@@ -240,4 +222,56 @@ func (w *shredder) removeFields(n *cnode, t *tombEntry) {
 			w.null(k, 0)
 		}
 	}
+}
+
+// protocolFields, metadataFields, txnFields, domainFields and
+// checkpointMetadataFields fill the fields of one non-file action's row
+// (n is the action's top-level group), like addFields and removeFields.
+
+func (w *shredder) protocolFields(n *cnode, p *Protocol) {
+	w.value(n.kids[0], parquet.Int32Value(p.MinReaderVersion))
+	w.value(n.kids[1], parquet.Int32Value(p.MinWriterVersion))
+	w.list(n.kids[2], p.ReaderFeatures, p.MinReaderVersion >= TableFeaturesReaderVersion || p.ReaderFeatures != nil)
+	w.list(n.kids[3], p.WriterFeatures, p.MinWriterVersion >= TableFeaturesWriterVersion || p.WriterFeatures != nil)
+}
+
+func (w *shredder) metadataFields(n *cnode, m *Metadata) {
+	for _, k := range n.kids {
+		switch k.name {
+		case "id":
+			w.str(k, m.ID)
+		case "name":
+			w.strOrNull(k, m.Name)
+		case "description":
+			w.strOrNull(k, m.Description)
+		case "format":
+			w.strOrNull(k.kids[0], m.Format.Provider)
+			w.strMap(k.kids[1], m.Format.Options, true)
+		case "schemaString":
+			w.str(k, m.SchemaString)
+		case "partitionColumns":
+			w.list(k, m.PartitionColumns, true)
+		case "configuration":
+			w.strMap(k, m.Configuration, true)
+		case "createdTime":
+			w.i64p(k, m.CreatedTime)
+		}
+	}
+}
+
+func (w *shredder) txnFields(n *cnode, t *Txn) {
+	w.str(n.kids[0], t.AppID)
+	w.i64(n.kids[1], t.Version)
+	w.i64p(n.kids[2], t.LastUpdated)
+}
+
+func (w *shredder) domainFields(n *cnode, d *DomainMetadata) {
+	w.str(n.kids[0], d.Domain)
+	w.str(n.kids[1], d.Configuration)
+	w.boolean(n.kids[2], false)
+}
+
+func (w *shredder) checkpointMetadataFields(n *cnode, version int64) {
+	w.i64(n.kids[0], version)
+	w.null(n.kids[1], 0)
 }

@@ -195,6 +195,11 @@ func statObject(ctx context.Context, store Store, path string) (FileInfo, bool, 
 	return FileInfo{}, false, nil
 }
 
+// EncodeCheckpoint renders st as a classic checkpoint's Parquet bytes and
+// returns them with the number of actions (rows) and of adds. With
+// opts.Cache it reuses the adds that cache encoded for st before (and the
+// cache follows st from then on), and the bytes are only valid until the
+// cache's next checkpoint; without, every row is encoded.
 func EncodeCheckpoint(ctx context.Context, st *State, opts *CheckpointOptions) (data []byte, actions, adds int64, err error) {
 	data, actions, adds, _, err = encodeCheckpoint(ctx, st, opts)
 	return data, actions, adds, err

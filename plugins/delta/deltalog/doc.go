@@ -77,7 +77,7 @@
 // needs) are two projections of one log replay: the same segment
 // (listSegmentUpTo), the same reconciliation of protocol, metaData, txn and
 // domainMetadata (replayState, which State embeds and extends with add and
-// remove), the same JSON scanner (scanActions with projTable or projState)
+// remove), the same JSON scanner (scanActions with projTable or projState),
 // the same commit reader (readCommit) and the same checkpoint reader
 // (readCheckpointPart, readParquetCheckpoint), whose column projection
 // fetches only the non-file columns for a Snapshot (ranged reads of a large
