@@ -75,7 +75,7 @@
 //
 // A Snapshot (what an appender needs) and a State (what a checkpoint
 // needs) are two projections of one log replay: the same segment
-// (listSegmentUpTo), the same reconciliation of protocol, metaData, txn and
+// (logSegment), the same reconciliation of protocol, metaData, txn and
 // domainMetadata (replayState, which State embeds and extends with add and
 // remove), the same JSON scanner (scanActions with projTable or projState),
 // the same commit reader (readCommit) and the same checkpoint reader

@@ -482,22 +482,7 @@ func loadState(ctx context.Context, store Store, at int64, opts *LoadOptions) (*
 	if opts != nil {
 		o = *opts
 	}
-	log := o.logger()
-	startAfter := ""
-	hint, hasHint, err := readLastCheckpoint(ctx, store)
-	if err != nil {
-		return nil, err
-	}
-	if hasHint && (at < 0 || hint <= at) {
-		startAfter = versionPrefix(hint)
-	} else {
-		hasHint = false
-	}
-	seg, err := listSegmentUpTo(ctx, store, startAfter, at)
-	if hasHint && (err != nil || seg.checkpoint == nil) {
-		log.Debug("deltalog: _last_checkpoint hint not usable, listing whole log", "hint", hint, "err", err)
-		seg, err = listSegmentUpTo(ctx, store, "", at)
-	}
+	seg, err := logSegment(ctx, store, at, o.logger())
 	if err != nil {
 		return nil, err
 	}
@@ -508,13 +493,8 @@ func loadState(ctx context.Context, store Store, at int64, opts *LoadOptions) (*
 	st := newState(o)
 	if seg.checkpoint != nil {
 		st.CheckpointVersion = seg.checkpoint[0].version
-		for _, part := range seg.checkpoint {
-			if err := readCheckpointPart(ctx, store, part, projState, st.applyAction); err != nil {
-				if ctx.Err() != nil || IsTransient(err) {
-					return nil, err
-				}
-				return nil, fmt.Errorf("%w: checkpoint %s: %w", ErrCorruptLog, part.Path, err)
-			}
+		if err := seg.readCheckpoint(ctx, store, projState, st.applyAction); err != nil {
+			return nil, err
 		}
 		st.Version = st.CheckpointVersion
 	}
