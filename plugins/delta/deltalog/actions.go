@@ -330,17 +330,9 @@ func decodeAction(key string, raw json.RawMessage) (Action, error) {
 // lines ignored) into its actions, in file order.
 func ParseActions(data []byte) ([]Action, error) {
 	var out []Action
-	for n := 1; len(data) > 0; n++ {
-		var line []byte
-		line, data = nextLine(data)
-		if len(line) == 0 {
-			continue
-		}
-		a, err := ParseAction(line)
-		if err != nil {
-			return nil, fmt.Errorf("line %d: %w", n, err)
-		}
-		out = append(out, a)
+	err := scanActions(data, projAll, func(a Action) error { out = append(out, a); return nil })
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }

@@ -362,12 +362,6 @@ func (e *ckptEncoder) end(target *cnode) error {
 	return nil
 }
 
-func (e *ckptEncoder) emit(target *cnode, fill func()) error {
-	e.begin(target)
-	fill()
-	return e.end(target)
-}
-
 func (e *ckptEncoder) addRow(f *fileEntry) error {
 	e.begin(e.cs.add)
 	e.w.addFields(e.cs.add, f, e.sp)
@@ -691,73 +685,34 @@ func (g *pageGroup) survivors(st *State, out []fileEntry) []fileEntry {
 func (e *ckptEncoder) headRows(st *State, o *CheckpointOptions) (int64, error) {
 	cs, w := e.cs, &e.w
 	rows := int64(0)
-	emit := func(target *cnode, fill func()) error {
+	row := func(target *cnode, fields func(n *cnode)) error {
 		rows++
-		return e.emit(target, fill)
+		e.begin(target)
+		fields(target)
+		return e.end(target)
 	}
-	p := &st.Protocol
-	if err := emit(cs.protocol, func() {
-		n := cs.protocol
-		w.value(n.kids[0], parquet.Int32Value(p.MinReaderVersion))
-		w.value(n.kids[1], parquet.Int32Value(p.MinWriterVersion))
-		w.list(n.kids[2], p.ReaderFeatures, p.MinReaderVersion >= TableFeaturesReaderVersion || p.ReaderFeatures != nil)
-		w.list(n.kids[3], p.WriterFeatures, p.MinWriterVersion >= TableFeaturesWriterVersion || p.WriterFeatures != nil)
-	}); err != nil {
+	if err := row(cs.protocol, func(n *cnode) { w.protocolFields(n, &st.Protocol) }); err != nil {
 		return 0, err
 	}
-	m := &st.Metadata
-	if err := emit(cs.metaData, func() {
-		for _, k := range cs.metaData.kids {
-			switch k.name {
-			case "id":
-				w.str(k, m.ID)
-			case "name":
-				w.strOrNull(k, m.Name)
-			case "description":
-				w.strOrNull(k, m.Description)
-			case "format":
-				w.strOrNull(k.kids[0], m.Format.Provider)
-				w.strMap(k.kids[1], m.Format.Options, true)
-			case "schemaString":
-				w.str(k, m.SchemaString)
-			case "partitionColumns":
-				w.list(k, m.PartitionColumns, true)
-			case "configuration":
-				w.strMap(k, m.Configuration, true)
-			case "createdTime":
-				w.i64p(k, m.CreatedTime)
-			}
-		}
-	}); err != nil {
+	if err := row(cs.metaData, func(n *cnode) { w.metadataFields(n, &st.Metadata) }); err != nil {
 		return 0, err
 	}
 	now := o.now()
-	txns := liveTxns(st.txns, m, LoadOptions{Now: func() time.Time { return now }, Logger: o.Logger})
+	txns := liveTxns(st.txns, &st.Metadata, LoadOptions{Now: func() time.Time { return now }, Logger: o.Logger})
 	for _, id := range slices.Sorted(maps.Keys(txns)) {
 		t := txns[id]
-		if err := emit(cs.txn, func() {
-			w.str(cs.txn.kids[0], t.AppID)
-			w.i64(cs.txn.kids[1], t.Version)
-			w.i64p(cs.txn.kids[2], t.LastUpdated)
-		}); err != nil {
+		if err := row(cs.txn, func(n *cnode) { w.txnFields(n, &t) }); err != nil {
 			return 0, err
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(st.domains)) {
 		d := st.domains[name]
-		if err := emit(cs.domain, func() {
-			w.str(cs.domain.kids[0], d.Domain)
-			w.str(cs.domain.kids[1], d.Configuration)
-			w.boolean(cs.domain.kids[2], false)
-		}); err != nil {
+		if err := row(cs.domain, func(n *cnode) { w.domainFields(n, &d) }); err != nil {
 			return 0, err
 		}
 	}
 	if cs.cpMD != nil {
-		if err := emit(cs.cpMD, func() {
-			w.i64(cs.cpMD.kids[0], st.Version)
-			w.null(cs.cpMD.kids[1], 0)
-		}); err != nil {
+		if err := row(cs.cpMD, func(n *cnode) { w.checkpointMetadataFields(n, st.Version) }); err != nil {
 			return 0, err
 		}
 	}

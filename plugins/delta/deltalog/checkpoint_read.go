@@ -12,11 +12,13 @@ import (
 	"github.com/parquet-go/parquet-go"
 )
 
-// Checkpoint reading for a blind-append writer: only the non-file actions
-// (protocol, metaData, txn, domainMetadata, checkpointMetadata) are read.
-// Parquet checkpoints are read column by column, by name, so the add/remove
-// columns — nearly all of a large checkpoint — are never fetched or decoded,
-// and writer differences (Spark, delta-rs, kernel: optional columns present
+// Checkpoint reading, one reader for both projections of a replay. For a
+// blind-append writer (projTable) only the non-file actions (protocol,
+// metaData, txn, domainMetadata, checkpointMetadata) are read: Parquet
+// checkpoints are read column by column, by name, so the add/remove columns
+// — nearly all of a large checkpoint — are never fetched or decoded. For a
+// full State (projState) the file-action columns are read too
+// (state_read.go). Either way writer differences (Spark, delta-rs, kernel: optional columns present
 // or not, stats_parsed / partitionValues_parsed present or not, list and map
 // group names) do not matter.
 
@@ -24,28 +26,65 @@ import (
 // file beats ranged reads of its footer and columns.
 var wholeFileLimit int64 = 1 << 20
 
-// readCheckpointPart reads one checkpoint file and passes its non-file
-// actions to fn.
-func readCheckpointPart(ctx context.Context, store Store, lf logFile, fn func(Action) error) error {
+// readCheckpointPart reads one checkpoint file and passes the actions proj
+// wants to fn: under projTable the non-file actions only, under projState
+// every action, the sidecars of a V2 checkpoint followed.
+func readCheckpointPart(ctx context.Context, store Store, lf logFile, proj projection, fn func(Action) error) error {
+	files := proj == projState
+	var sidecars []*Sidecar
+	emit := fn
+	if files {
+		emit = func(a Action) error {
+			if sc, ok := a.(*Sidecar); ok {
+				sidecars = append(sidecars, sc)
+				return nil
+			}
+			return fn(a)
+		}
+	}
 	switch lf.kind {
 	case fileCheckpointV2JSON:
 		data, err := store.Get(ctx, lf.Path)
 		if err != nil {
 			return err
 		}
-		return scanJSONActions(data, fn)
+		if err := scanActions(data, proj, emit); err != nil {
+			return err
+		}
 	default:
-		return readParquetCheckpoint(ctx, store, lf.Path, lf.Size, fn)
+		if err := readParquetCheckpoint(ctx, store, lf.Path, lf.Size, parquetColumns{nonFile: true, files: files}, emit); err != nil {
+			return err
+		}
 	}
+	for _, sc := range sidecars {
+		p, err := sidecarPath(sc.Path)
+		if err != nil {
+			return err
+		}
+		if err := readParquetCheckpoint(ctx, store, p, 0, parquetColumns{files: true}, fn); err != nil {
+			return fmt.Errorf("sidecar %s: %w", p, err)
+		}
+	}
+	return nil
 }
 
 // ---- Parquet -------------------------------------------------------------
 
-func readParquetCheckpoint(ctx context.Context, store Store, path string, size int64, fn func(Action) error) error {
+// parquetColumns is the column projection of a Parquet checkpoint read:
+// the non-file actions (checkpointColumns), the file actions add, remove
+// and sidecar (fileColumns, state_read.go), or both.
+type parquetColumns struct{ nonFile, files bool }
+
+// readParquetCheckpoint is the one Parquet checkpoint (and sidecar) reader.
+// Without the file actions only the few columns wanted are fetched — with
+// ranged reads when the store can and the file is large. The file actions
+// are nearly all of a checkpoint: a read that wants them fetches the whole
+// file with one GET.
+func readParquetCheckpoint(ctx context.Context, store Store, path string, size int64, want parquetColumns, fn func(Action) error) error {
 	var r io.ReaderAt
 	var ranged *rangedReaderAt
 	rr, canRange := store.(RangeReader)
-	if canRange && size > wholeFileLimit {
+	if canRange && !want.files && size > wholeFileLimit {
 		ranged = &rangedReaderAt{ctx: ctx, rr: rr, path: path, size: size}
 		r = ranged
 	} else {
@@ -56,16 +95,23 @@ func readParquetCheckpoint(ctx context.Context, store Store, path string, size i
 		size = int64(len(data))
 		r = bytes.NewReader(data)
 	}
-	pf, err := parquet.OpenFile(r, size,
-		parquet.SkipPageIndex(true),
-		parquet.SkipBloomFilters(true),
-		parquet.OptimisticRead(true),
-		parquet.ReadBufferSize(64<<10),
-	)
+	opts := []parquet.FileOption{parquet.SkipPageIndex(true), parquet.SkipBloomFilters(true)}
+	if !want.files {
+		// Few, small columns read through ReadAt (maybe ranged GETs).
+		opts = append(opts, parquet.OptimisticRead(true), parquet.ReadBufferSize(64<<10))
+	}
+	pf, err := parquet.OpenFile(r, size, opts...)
 	if err != nil {
 		return fmt.Errorf("open checkpoint %s: %w", path, err)
 	}
-	cols := lookupCheckpointColumns(pf.Root())
+	var cols *checkpointColumns
+	if want.nonFile {
+		cols = lookupCheckpointColumns(pf.Root())
+	}
+	var fc *fileColumns
+	if want.files {
+		fc = lookupFileColumns(pf.Root())
+	}
 	if ranged != nil {
 		if err := ranged.prefetch(pf, cols.leafIndexes()); err != nil {
 			return fmt.Errorf("read checkpoint %s: %w", path, err)
@@ -75,8 +121,15 @@ func readParquetCheckpoint(ctx context.Context, store Store, path string, size i
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if err := cols.readRowGroup(rg, fn); err != nil {
-			return fmt.Errorf("read checkpoint %s row group %d: %w", path, i, err)
+		if cols != nil {
+			if err := cols.readRowGroup(rg, fn); err != nil {
+				return fmt.Errorf("read checkpoint %s row group %d: %w", path, i, err)
+			}
+		}
+		if fc != nil {
+			if err := fc.readRowGroup(rg, fn); err != nil {
+				return fmt.Errorf("read checkpoint %s row group %d: %w", path, i, err)
+			}
 		}
 	}
 	return nil
@@ -106,15 +159,7 @@ type checkpointColumns struct {
 
 func lookupCheckpointColumns(root *parquet.Column) *checkpointColumns {
 	c := &checkpointColumns{}
-	child := func(col *parquet.Column, names ...string) *parquet.Column {
-		for _, n := range names {
-			if col == nil {
-				return nil
-			}
-			col = col.Column(n)
-		}
-		return col
-	}
+	child := childColumn
 	scalar := func(names ...string) leaf {
 		col := child(root, names...)
 		if col == nil || !col.Leaf() {

@@ -555,9 +555,10 @@ type Commit struct {
 }
 
 func parseCommit(v int64, data []byte) (Commit, error) {
-	actions, err := ParseActions(data)
+	var actions []Action
+	err := scanCommit(CommitPath(v), data, projAll, func(a Action) error { actions = append(actions, a); return nil })
 	if err != nil {
-		return Commit{}, fmt.Errorf("%w: %s: %w", ErrCorruptLog, CommitPath(v), err)
+		return Commit{}, err
 	}
 	return Commit{Version: v, Actions: actions, Data: data}, nil
 }

@@ -137,7 +137,7 @@ func IsOurCommit(commit []byte, txnID string) bool {
 	}
 	found := false
 	errStop := errors.New("stop")
-	_ = scanJSONActionsOpt(commit, true, func(a Action) error {
+	_ = scanActions(commit, projTableInfo, func(a Action) error {
 		if ci, ok := a.(*CommitInfo); ok {
 			found = ci.TxnID == txnID
 			return errStop

@@ -119,7 +119,7 @@ func createdSnapshot(c Commit, opts LoadOptions) (*Snapshot, error) {
 		}
 		st.apply(a)
 	}
-	if st.protocol == nil || st.metadata == nil {
+	if !st.complete() {
 		return nil, fmt.Errorf("%w: no protocol or metaData action in version 0", ErrCorruptLog)
 	}
 	s, err := newSnapshot(0, -1, st, info, opts)

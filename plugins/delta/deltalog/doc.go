@@ -45,8 +45,10 @@
 //	                   multi-part, V2 UUID), everything else ignored
 //	snapshot.go        Load / Update / Apply, Snapshot, _last_checkpoint hint,
 //	                   segment selection (newest complete checkpoint, no gaps)
-//	replay.go          action reconciliation and the skip-the-add-lines scanner
-//	checkpoint_read.go projected Parquet checkpoint reading, V2 JSON checkpoints
+//	replay.go          the one reconciliation of table-level actions, the
+//	                   one JSON action scanner (projections) and commit reader
+//	checkpoint_read.go checkpoint reading for both projections: V2 JSON,
+//	                   Parquet with a column projection, sidecars
 //	interval.go        "interval 7 days" durations for table properties
 //	features.go        the table-feature table and CheckWritable
 //	partition.go       partition value serialization, Hive directory escaping,
@@ -57,13 +59,30 @@
 //	state.go           State: the full table state with its file list,
 //	                   LoadState/LoadStateAt, Apply, Update, retention
 //	state_read.go      file actions (add/remove/sidecar) of Parquet
-//	                   checkpoints and sidecars; stats_parsed back to JSON
-//	checkpoint_write.go WriteCheckpoint, EncodeCheckpoint, the checkpoint
-//	                   schema, WriteLastCheckpoint and its checksum
+//	                   checkpoints and sidecars
+//	checkpoint_write.go WriteCheckpoint, EncodeCheckpoint: orchestration
+//	checkpoint_last.go _last_checkpoint: WriteLastCheckpoint and its checksum
+//	checkpoint_schema.go the checkpoint schema (cnode tree → Parquet schema)
+//	checkpoint_rows.go the row writer (shredder) filling checkpoint rows
+//	stats_parsed.go    add.stats_parsed both ways: JSON → typed columns when
+//	                   writing, typed columns → JSON when reading
 //	checkpoint_cache.go CheckpointCache: a checkpoint copies the previous
 //	                   one's encoded add row groups and encodes only what
 //	                   changed; the Parquet framing (footer) of the file
 //	cleanup.go         CleanupLog: expired-log cleanup behind a checkpoint
+//
+// # One log, two projections
+//
+// A Snapshot (what an appender needs) and a State (what a checkpoint
+// needs) are two projections of one log replay: the same segment
+// (logSegment), the same reconciliation of protocol, metaData, txn and
+// domainMetadata (replayState, which State embeds and extends with add and
+// remove), the same JSON scanner (scanActions with projTable or projState),
+// the same commit reader (readCommit) and the same checkpoint reader
+// (readCheckpointPart, readParquetCheckpoint), whose column projection
+// fetches only the non-file columns for a Snapshot (ranged reads of a large
+// file) and every column for a State (state_read.go decodes the file
+// actions).
 //
 // # Tests
 //

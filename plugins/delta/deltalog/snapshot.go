@@ -173,23 +173,7 @@ func Load(ctx context.Context, store Store, opts *LoadOptions) (*Snapshot, error
 	if opts != nil {
 		o = *opts
 	}
-	log := o.logger()
-
-	startAfter := ""
-	hint, hasHint, err := readLastCheckpoint(ctx, store)
-	if err != nil {
-		return nil, err
-	}
-	if hasHint {
-		startAfter = versionPrefix(hint)
-	}
-	seg, err := listSegment(ctx, store, startAfter)
-	if hasHint && (err != nil || seg.checkpoint == nil) {
-		// The hint is stale or wrong (no usable checkpoint at or after it):
-		// list the whole log instead of trusting it.
-		log.Debug("deltalog: _last_checkpoint hint not usable, listing whole log", "hint", hint, "err", err)
-		seg, err = listSegment(ctx, store, "")
-	}
+	seg, err := logSegment(ctx, store, -1, o.logger())
 	if err != nil {
 		return nil, err
 	}
@@ -198,14 +182,9 @@ func Load(ctx context.Context, store Store, opts *LoadOptions) (*Snapshot, error
 	cpVersion := int64(-1)
 	if seg.checkpoint != nil {
 		cpVersion = seg.checkpoint[0].version
-		for _, part := range seg.checkpoint {
-			if err := readCheckpointPart(ctx, store, part, func(a Action) error { st.apply(a); return nil }); err != nil {
-				if ctx.Err() != nil || IsTransient(err) {
-					return nil, err
-				}
-				return nil, fmt.Errorf("%w: checkpoint %s: %w", ErrCorruptLog, part.Path, err)
-			}
-		}
+	}
+	if err := seg.readCheckpoint(ctx, store, projTable, func(a Action) error { st.apply(a); return nil }); err != nil {
+		return nil, err
 	}
 	var lastInfo *CommitInfo
 	var head []byte
@@ -213,7 +192,7 @@ func Load(ctx context.Context, store Store, opts *LoadOptions) (*Snapshot, error
 		isLast := i == len(seg.commits)-1
 		info, data, err := replayCommit(ctx, store, c, st, isLast)
 		if errors.Is(err, ErrNotFound) {
-			// Not even there by name (listSegment fills holes in a
+			// Not even there by name (listSegmentUpTo fills holes in a
 			// listing with the name): a real gap.
 			err = &LogGapError{Missing: c.version, Latest: seg.latest}
 		}
@@ -224,7 +203,7 @@ func Load(ctx context.Context, store Store, opts *LoadOptions) (*Snapshot, error
 			lastInfo, head = info, data
 		}
 	}
-	if st.protocol == nil || st.metadata == nil {
+	if !st.complete() {
 		return nil, fmt.Errorf("%w: no protocol or metaData action up to version %d", ErrCorruptLog, seg.latest)
 	}
 	// Checkpoints drop commitInfo, so when the snapshot version is the
@@ -237,7 +216,7 @@ func Load(ctx context.Context, store Store, opts *LoadOptions) (*Snapshot, error
 		if err != nil {
 			return nil, err
 		}
-		if inCommitTimestampEnabled(st.protocol, st.metadata) {
+		if inCommitTimestampEnabled(&st.Protocol, &st.Metadata) {
 			lastInfo = info
 		}
 		head = data
@@ -250,17 +229,17 @@ func Load(ctx context.Context, store Store, opts *LoadOptions) (*Snapshot, error
 }
 
 func newSnapshot(version, cpVersion int64, st *replayState, info *CommitInfo, o LoadOptions) (*Snapshot, error) {
-	schema, err := ParseSchema(st.metadata.SchemaString)
+	schema, err := ParseSchema(st.Metadata.SchemaString)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrCorruptLog, err)
 	}
 	s := &Snapshot{
 		Version:           version,
 		CheckpointVersion: cpVersion,
-		Protocol:          *st.protocol,
-		Metadata:          *st.metadata,
+		Protocol:          st.Protocol,
+		Metadata:          st.Metadata,
 		Schema:            schema,
-		PartitionColumns:  st.metadata.PartitionColumns,
+		PartitionColumns:  st.Metadata.PartitionColumns,
 		Domains:           st.domains,
 		CommitInfo:        info,
 		state:             st,
@@ -269,7 +248,7 @@ func newSnapshot(version, cpVersion int64, st *replayState, info *CommitInfo, o 
 	if info != nil && info.InCommitTimestamp != nil {
 		s.InCommitTimestamp = *info.InCommitTimestamp
 	}
-	s.Txns = liveTxns(st.txns, st.metadata, o)
+	s.Txns = liveTxns(st.txns, &st.Metadata, o)
 	s.writeErr = checkWritable(s.Protocol, s.Metadata, schema)
 	return s, nil
 }
@@ -392,12 +371,12 @@ func (s *Snapshot) VerifyHead(ctx context.Context, store Store) (*Snapshot, erro
 // replayCommit folds one commit file into st and returns its commitInfo when
 // wantInfo is set.
 func replayCommit(ctx context.Context, store Store, c logFile, st *replayState, wantInfo bool) (*CommitInfo, []byte, error) {
-	data, err := store.Get(ctx, c.Path)
-	if err != nil {
-		return nil, nil, err
+	proj := projTable
+	if wantInfo {
+		proj = projTableInfo
 	}
 	var info *CommitInfo
-	err = scanJSONActionsOpt(data, wantInfo, func(a Action) error {
+	data, err := readCommit(ctx, store, c.Path, proj, func(a Action) error {
 		if ci, ok := a.(*CommitInfo); ok {
 			if info == nil {
 				info = ci
@@ -408,28 +387,24 @@ func replayCommit(ctx context.Context, store Store, c logFile, st *replayState, 
 		return nil
 	})
 	if err != nil {
-		return nil, nil, fmt.Errorf("%w: %s: %w", ErrCorruptLog, c.Path, err)
+		return nil, nil, err
 	}
 	return info, data, nil
 }
 
 func readCommitInfo(ctx context.Context, store Store, c logFile) (*CommitInfo, []byte, error) {
-	data, err := store.Get(ctx, c.Path)
-	if errors.Is(err, ErrNotFound) {
-		return nil, nil, nil
-	}
-	if err != nil {
-		return nil, nil, err
-	}
 	var info *CommitInfo
-	err = scanJSONActionsOpt(data, true, func(a Action) error {
+	data, err := readCommit(ctx, store, c.Path, projTableInfo, func(a Action) error {
 		if ci, ok := a.(*CommitInfo); ok && info == nil {
 			info = ci
 		}
 		return nil
 	})
+	if errors.Is(err, ErrNotFound) {
+		return nil, nil, nil
+	}
 	if err != nil {
-		return nil, nil, fmt.Errorf("%w: %s: %w", ErrCorruptLog, c.Path, err)
+		return nil, nil, err
 	}
 	return info, data, nil
 }
@@ -465,14 +440,47 @@ type segment struct {
 	latest       int64
 }
 
-// listSegment lists _delta_log after startAfter and picks the newest
-// complete checkpoint plus the commits after it.
-func listSegment(ctx context.Context, store Store, startAfter string) (*segment, error) {
-	return listSegmentUpTo(ctx, store, startAfter, -1)
+// logSegment is the one log segment both projections replay: the table at
+// version at (< 0: the latest), listed from the _last_checkpoint hint when
+// the hint is usable, else from the start of the log.
+func logSegment(ctx context.Context, store Store, at int64, log *slog.Logger) (*segment, error) {
+	startAfter := ""
+	hint, hasHint, err := readLastCheckpoint(ctx, store)
+	if err != nil {
+		return nil, err
+	}
+	if hasHint && (at < 0 || hint <= at) {
+		startAfter = versionPrefix(hint)
+	} else {
+		hasHint = false
+	}
+	seg, err := listSegmentUpTo(ctx, store, startAfter, at)
+	if hasHint && (err != nil || seg.checkpoint == nil) {
+		// The hint is stale or wrong (no usable checkpoint at or after it):
+		// list the whole log instead of trusting it.
+		log.Debug("deltalog: _last_checkpoint hint not usable, listing whole log", "hint", hint, "err", err)
+		seg, err = listSegmentUpTo(ctx, store, "", at)
+	}
+	return seg, err
 }
 
-// listSegmentUpTo is listSegment for the table at version maxVersion (< 0:
-// the latest): files of later versions are ignored.
+// readCheckpoint reads the segment's checkpoint parts (none when it has no
+// checkpoint) and passes the actions proj wants to fn.
+func (seg *segment) readCheckpoint(ctx context.Context, store Store, proj projection, fn func(Action) error) error {
+	for _, part := range seg.checkpoint {
+		if err := readCheckpointPart(ctx, store, part, proj, fn); err != nil {
+			if ctx.Err() != nil || IsTransient(err) {
+				return err
+			}
+			return fmt.Errorf("%w: checkpoint %s: %w", ErrCorruptLog, part.Path, err)
+		}
+	}
+	return nil
+}
+
+// listSegmentUpTo lists _delta_log after startAfter and picks the newest
+// complete checkpoint plus the commits after it, for the table at version
+// maxVersion (< 0: the latest): files of later versions are ignored.
 func listSegmentUpTo(ctx context.Context, store Store, startAfter string, maxVersion int64) (*segment, error) {
 	files, err := store.List(ctx, LogDir, startAfter)
 	if err != nil {

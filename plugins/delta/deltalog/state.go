@@ -112,18 +112,16 @@ type State struct {
 	// CheckpointVersion is the checkpoint the state was loaded from (-1:
 	// replayed from version 0).
 	CheckpointVersion int64
-	Protocol          Protocol
-	Metadata          Metadata
+	// replayState holds Protocol and Metadata (promoted), the txns and the
+	// domains: reconciled exactly as for a Snapshot (replay.go).
+	replayState
 
-	txns    map[string]Txn
-	domains map[string]DomainMetadata
-	files   map[string]fileEntry
-	tombs   map[string]tombEntry
-	pvs     map[string]*pvTuple // interned partition-value tuples
+	files map[string]fileEntry
+	tombs map[string]tombEntry
+	pvs   map[string]*pvTuple // interned partition-value tuples
 
-	hasProtocol, hasMetadata bool
-	seq                      uint64
-	opts                     LoadOptions
+	seq  uint64
+	opts LoadOptions
 	// journal, when a CheckpointCache follows the state, records the
 	// files it gained and lost (checkpoint_cache.go).
 	journal *fileJournal
@@ -133,8 +131,7 @@ func newState(o LoadOptions) *State {
 	return &State{
 		Version:           -1,
 		CheckpointVersion: -1,
-		txns:              map[string]Txn{},
-		domains:           map[string]DomainMetadata{},
+		replayState:       *newReplayState(),
 		files:             map[string]fileEntry{},
 		tombs:             map[string]tombEntry{},
 		pvs:               map[string]*pvTuple{},
@@ -350,8 +347,9 @@ func (s *State) applyRemove(r *Remove) error {
 	return nil
 }
 
-// applyAction folds one action into the state, in log order. Actions that
-// do not belong to the table state (commitInfo, cdc, checkpoint-only
+// applyAction folds one action into the state, in log order: the file
+// actions here, the others by the reconciliation a Snapshot uses. Actions
+// that do not belong to the table state (commitInfo, cdc, checkpoint-only
 // actions, unknown ones) are ignored.
 func (s *State) applyAction(a Action) error {
 	switch a := a.(type) {
@@ -359,19 +357,8 @@ func (s *State) applyAction(a Action) error {
 		return s.applyAdd(a)
 	case *Remove:
 		return s.applyRemove(a)
-	case *Protocol:
-		s.Protocol, s.hasProtocol = *a, true
-	case *Metadata:
-		s.Metadata, s.hasMetadata = *a, true
-	case *Txn:
-		s.txns[a.AppID] = *a
-	case *DomainMetadata:
-		if a.Removed {
-			delete(s.domains, a.Domain)
-		} else {
-			s.domains[a.Domain] = *a
-		}
 	}
+	s.replayState.apply(a)
 	return nil
 }
 
@@ -419,13 +406,9 @@ func (s *State) Update(ctx context.Context, store Store, to int64) (int, error) 
 		if lf.version != next {
 			return n, &LogGapError{Missing: next, Latest: lf.version}
 		}
-		data, err := store.Get(ctx, lf.Path)
-		if err != nil {
-			return n, err
-		}
 		var actions []Action
-		if err := scanStateActions(data, func(a Action) error { actions = append(actions, a); return nil }); err != nil {
-			return n, fmt.Errorf("%w: %s: %w", ErrCorruptLog, lf.Path, err)
+		if _, err := readCommit(ctx, store, lf.Path, projState, func(a Action) error { actions = append(actions, a); return nil }); err != nil {
+			return n, err
 		}
 		if err := s.Apply(lf.version, actions); err != nil {
 			return n, err
@@ -499,22 +482,7 @@ func loadState(ctx context.Context, store Store, at int64, opts *LoadOptions) (*
 	if opts != nil {
 		o = *opts
 	}
-	log := o.logger()
-	startAfter := ""
-	hint, hasHint, err := readLastCheckpoint(ctx, store)
-	if err != nil {
-		return nil, err
-	}
-	if hasHint && (at < 0 || hint <= at) {
-		startAfter = versionPrefix(hint)
-	} else {
-		hasHint = false
-	}
-	seg, err := listSegmentUpTo(ctx, store, startAfter, at)
-	if hasHint && (err != nil || seg.checkpoint == nil) {
-		log.Debug("deltalog: _last_checkpoint hint not usable, listing whole log", "hint", hint, "err", err)
-		seg, err = listSegmentUpTo(ctx, store, "", at)
-	}
+	seg, err := logSegment(ctx, store, at, o.logger())
 	if err != nil {
 		return nil, err
 	}
@@ -525,116 +493,26 @@ func loadState(ctx context.Context, store Store, at int64, opts *LoadOptions) (*
 	st := newState(o)
 	if seg.checkpoint != nil {
 		st.CheckpointVersion = seg.checkpoint[0].version
-		for _, part := range seg.checkpoint {
-			if err := readStateCheckpointPart(ctx, store, part, st.applyAction); err != nil {
-				if ctx.Err() != nil || IsTransient(err) {
-					return nil, err
-				}
-				return nil, fmt.Errorf("%w: checkpoint %s: %w", ErrCorruptLog, part.Path, err)
-			}
+		if err := seg.readCheckpoint(ctx, store, projState, st.applyAction); err != nil {
+			return nil, err
 		}
 		st.Version = st.CheckpointVersion
 	}
 	for _, c := range seg.commits {
-		data, err := store.Get(ctx, c.Path)
+		_, err := readCommit(ctx, store, c.Path, projState, st.applyAction)
 		if errors.Is(err, ErrNotFound) {
 			return nil, &LogGapError{Missing: c.version, Latest: seg.latest}
 		}
 		if err != nil {
 			return nil, err
 		}
-		if err := scanStateActions(data, st.applyAction); err != nil {
-			return nil, fmt.Errorf("%w: %s: %w", ErrCorruptLog, c.Path, err)
-		}
 		st.Version = c.version
 	}
 	st.Version = seg.latest
-	if !st.hasProtocol || !st.hasMetadata {
+	if !st.complete() {
 		return nil, fmt.Errorf("%w: no protocol or metaData action up to version %d", ErrCorruptLog, seg.latest)
 	}
 	return st, nil
-}
-
-// scanStateActions decodes every action of newline-delimited JSON that
-// table state needs, file actions included (a commit file or a V2 JSON
-// checkpoint). add and remove lines are decoded in one pass straight into
-// their types; commitInfo and cdc lines are skipped undecoded.
-func scanStateActions(data []byte, fn func(Action) error) error {
-	for n := 1; len(data) > 0; n++ {
-		var line []byte
-		line, data = nextLine(data)
-		if len(line) == 0 {
-			continue
-		}
-		var a Action
-		key, ok := actionKey(line)
-		switch {
-		case ok && (string(key) == KindCommitInfo || string(key) == KindCDC):
-			continue
-		case ok && (string(key) == KindAdd || string(key) == KindRemove):
-			var w struct {
-				Add    *Add    `json:"add"`
-				Remove *Remove `json:"remove"`
-			}
-			if err := json.Unmarshal(line, &w); err != nil {
-				return fmt.Errorf("line %d: deltalog: bad %s action: %w", n, key, err)
-			}
-			switch {
-			case w.Add != nil && w.Remove == nil:
-				a = w.Add
-			case w.Remove != nil && w.Add == nil:
-				a = w.Remove
-			default:
-				return fmt.Errorf("line %d: deltalog: action line must have exactly one key", n)
-			}
-		default:
-			var err error
-			if a, err = ParseAction(line); err != nil {
-				return fmt.Errorf("line %d: %w", n, err)
-			}
-		}
-		if err := fn(a); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// readStateCheckpointPart reads every action of one checkpoint file that
-// table state needs, following the sidecars of a V2 checkpoint.
-func readStateCheckpointPart(ctx context.Context, store Store, lf logFile, fn func(Action) error) error {
-	var sidecars []*Sidecar
-	collect := func(a Action) error {
-		if sc, ok := a.(*Sidecar); ok {
-			sidecars = append(sidecars, sc)
-			return nil
-		}
-		return fn(a)
-	}
-	switch lf.kind {
-	case fileCheckpointV2JSON:
-		data, err := store.Get(ctx, lf.Path)
-		if err != nil {
-			return err
-		}
-		if err := scanStateActions(data, collect); err != nil {
-			return err
-		}
-	default:
-		if err := readParquetCheckpointFull(ctx, store, lf.Path, true, collect); err != nil {
-			return err
-		}
-	}
-	for _, sc := range sidecars {
-		p, err := sidecarPath(sc.Path)
-		if err != nil {
-			return err
-		}
-		if err := readParquetCheckpointFull(ctx, store, p, false, fn); err != nil {
-			return fmt.Errorf("sidecar %s: %w", p, err)
-		}
-	}
-	return nil
 }
 
 // sidecarPath resolves sidecar.path: a file name (what writers are asked to

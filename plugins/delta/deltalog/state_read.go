@@ -2,61 +2,24 @@ package deltalog
 
 import (
 	"bytes"
-	"context"
-	"encoding/binary"
 	"fmt"
 	"io"
-	"math"
-	"math/big"
 	"strconv"
-	"time"
 
 	"github.com/parquet-go/parquet-go"
-	"github.com/parquet-go/parquet-go/format"
 )
 
 // Reading the file actions (add, remove, sidecar) of Parquet checkpoints
 // and sidecars, for State. Like the non-file reader in checkpoint_read.go,
 // columns are found by name and each is read on its own, so any writer's
 // layout works: optional columns present or not, list and map group names,
-// INT32 or INT64 integers. A whole checkpoint is fetched with one GET — a
-// full state needs nearly every column anyway.
+// INT32 or INT64 integers. readParquetCheckpoint (checkpoint_read.go) reads
+// them when the projection wants the file actions.
 //
 // An add whose stats column is missing or null but that has stats_parsed
 // (Spark with delta.checkpoint.writeStatsAsJson=false) gets its stats
 // re-serialized to the JSON form: State keeps stats only as JSON, the
 // form every reader accepts and the one appends write.
-
-func readParquetCheckpointFull(ctx context.Context, store Store, path string, nonFile bool, fn func(Action) error) error {
-	data, err := store.Get(ctx, path)
-	if err != nil {
-		return err
-	}
-	pf, err := parquet.OpenFile(bytes.NewReader(data), int64(len(data)),
-		parquet.SkipPageIndex(true), parquet.SkipBloomFilters(true))
-	if err != nil {
-		return fmt.Errorf("open %s: %w", path, err)
-	}
-	var cols *checkpointColumns
-	if nonFile {
-		cols = lookupCheckpointColumns(pf.Root())
-	}
-	fc := lookupFileColumns(pf.Root())
-	for i, rg := range pf.RowGroups() {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		if cols != nil {
-			if err := cols.readRowGroup(rg, fn); err != nil {
-				return fmt.Errorf("read %s row group %d: %w", path, i, err)
-			}
-		}
-		if err := fc.readRowGroup(rg, fn); err != nil {
-			return fmt.Errorf("read %s row group %d: %w", path, i, err)
-		}
-	}
-	return nil
-}
 
 type dvLeaves struct {
 	storageType, pathOrInline, offset, size, cardinality, maxRowIndex leaf
@@ -529,181 +492,4 @@ func forEachLevel(rg parquet.RowGroup, col leaf, fn func(row int32, rep, def int
 		}
 		parquet.Release(page)
 	}
-}
-
-// ---- stats_parsed → JSON ---------------------------------------------------
-
-// statsParsed is the add.stats_parsed subtree of one row group, its leaves
-// read, ready to render the stats JSON of any row.
-type statsParsed struct{ root *spNode }
-
-type spNode struct {
-	name string
-	col  *parquet.Column // leaf
-	kids []*spNode
-	cur  cursor
-}
-
-func buildSPNode(col *parquet.Column) *spNode {
-	n := &spNode{name: col.Name()}
-	if col.Leaf() {
-		if col.MaxRepetitionLevel() != 0 {
-			return nil // stats never hold lists or maps
-		}
-		n.col = col
-		return n
-	}
-	for _, ch := range col.Columns() {
-		if k := buildSPNode(ch); k != nil {
-			n.kids = append(n.kids, k)
-		}
-	}
-	return n
-}
-
-func readStatsParsed(rg parquet.RowGroup, col *parquet.Column) (*statsParsed, error) {
-	root := buildSPNode(col)
-	var load func(n *spNode) error
-	load = func(n *spNode) error {
-		if n.col != nil {
-			cells, err := readCells(rg, n.col)
-			n.cur.cells = cells
-			return err
-		}
-		for _, k := range n.kids {
-			if err := load(k); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	if err := load(root); err != nil {
-		return nil, err
-	}
-	return &statsParsed{root: root}, nil
-}
-
-// json renders row r's stats, "" when the row has none.
-func (s *statsParsed) json(r int32) string {
-	var b bytes.Buffer
-	if !s.root.write(&b, r) {
-		return ""
-	}
-	return b.String()
-}
-
-func (n *spNode) write(b *bytes.Buffer, r int32) bool {
-	wrote := false
-	for _, k := range n.kids {
-		start := b.Len()
-		if wrote {
-			b.WriteByte(',')
-		} else {
-			b.WriteByte('{')
-		}
-		writeJSONString(b, k.name)
-		b.WriteByte(':')
-		ok := false
-		if k.col != nil {
-			if v, has := k.cur.at(r); has {
-				ok = appendStatValue(b, k.col, v.val)
-			}
-		} else {
-			ok = k.write(b, r)
-		}
-		if !ok {
-			b.Truncate(start)
-			continue
-		}
-		wrote = true
-	}
-	if wrote {
-		b.WriteByte('}')
-	}
-	return wrote
-}
-
-// appendStatValue renders one stats leaf the way stats.go writes the JSON
-// form (dates as "YYYY-MM-DD", timestamps at millisecond precision,
-// decimals as plain numbers); false for a value JSON cannot hold.
-func appendStatValue(b *bytes.Buffer, col *parquet.Column, v parquet.Value) bool {
-	var lt format.LogicalTypeValue
-	if l := col.Type().LogicalType(); l != nil {
-		lt = l.Value
-	}
-	switch t := lt.(type) {
-	case *format.DateType:
-		b.WriteString(`"` + time.Unix(int64(v.Int32())*86400, 0).UTC().Format("2006-01-02") + `"`)
-		return true
-	case *format.TimestampType:
-		ms := v.Int64()
-		switch t.Unit.Value.(type) {
-		case *format.MicroSeconds:
-			ms = floorDiv(ms, 1000)
-		case *format.NanoSeconds:
-			ms = floorDiv(ms, 1000000)
-		}
-		layout := "2006-01-02T15:04:05.000Z"
-		if !t.IsAdjustedToUTC {
-			layout = "2006-01-02T15:04:05.000"
-		}
-		b.WriteString(`"` + time.UnixMilli(ms).UTC().Format(layout) + `"`)
-		return true
-	case *format.DecimalType:
-		var unscaled *big.Int
-		switch v.Kind() {
-		case parquet.Int32:
-			unscaled = big.NewInt(int64(v.Int32()))
-		case parquet.Int64:
-			unscaled = big.NewInt(v.Int64())
-		default:
-			unscaled = twosComplement(v.ByteArray())
-		}
-		b.WriteString(formatUnscaled(unscaled.String(), int(t.Scale)))
-		return true
-	}
-	switch v.Kind() {
-	case parquet.Boolean:
-		b.WriteString(strconv.FormatBool(v.Boolean()))
-	case parquet.Int32:
-		b.WriteString(strconv.FormatInt(int64(v.Int32()), 10))
-	case parquet.Int64:
-		b.WriteString(strconv.FormatInt(v.Int64(), 10))
-	case parquet.Float:
-		f := float64(v.Float())
-		if math.IsNaN(f) || math.IsInf(f, 0) {
-			return false
-		}
-		b.WriteString(strconv.FormatFloat(f, 'g', -1, 32))
-	case parquet.Double:
-		f := v.Double()
-		if math.IsNaN(f) || math.IsInf(f, 0) {
-			return false
-		}
-		b.WriteString(strconv.FormatFloat(f, 'g', -1, 64))
-	case parquet.Int96:
-		// Legacy Spark timestamps: nanoseconds of the day, then the Julian day.
-		raw := v.ByteArray()
-		if len(raw) != 12 {
-			return false
-		}
-		nanos := int64(binary.LittleEndian.Uint64(raw[:8]))
-		day := int64(binary.LittleEndian.Uint32(raw[8:]))
-		ms := (day-2440588)*86400000 + floorDiv(nanos, 1000000)
-		b.WriteString(`"` + time.UnixMilli(ms).UTC().Format("2006-01-02T15:04:05.000Z") + `"`)
-	case parquet.ByteArray, parquet.FixedLenByteArray:
-		writeJSONString(b, string(v.ByteArray()))
-	default:
-		return false
-	}
-	return true
-}
-
-// twosComplement reads a big-endian two's complement integer.
-func twosComplement(raw []byte) *big.Int {
-	x := new(big.Int).SetBytes(raw)
-	if len(raw) > 0 && raw[0]&0x80 != 0 {
-		x.Sub(x, new(big.Int).Lsh(big.NewInt(1), uint(8*len(raw))))
-	}
-	return x
 }

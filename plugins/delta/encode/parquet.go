@@ -1,22 +1,17 @@
 package encode
 
 import (
-	"reflect"
-	"strconv"
-	"strings"
-	"sync"
-
 	"github.com/parquet-go/parquet-go"
-	"github.com/parquet-go/parquet-go/compress"
 	"github.com/parquet-go/parquet-go/encoding"
 
 	"github.com/picomq/heavy-sinks/plugins/delta/deltalog"
+	"github.com/picomq/heavy-sinks/shared/pqgroup"
 )
 
 // parquetSchema builds the file schema from the node tree. parquet.Group is a
 // map and sorts its fields by name; the table's column order must survive
 // into the file (Spark and pyarrow show columns in file order), so structs
-// use orderedGroup instead.
+// use pqgroup.Ordered instead.
 func parquetSchema(root *node, dictionary bool) *parquet.Schema {
 	b := schemaBuilder{dictionary: dictionary}
 	return parquet.NewSchema("spark_schema", b.structGroup(root))
@@ -26,14 +21,13 @@ type schemaBuilder struct {
 	dictionary bool // dictionary-encode strings and binary
 }
 
-func (b schemaBuilder) structGroup(n *node) *orderedGroup {
-	g := &orderedGroup{fields: make([]parquet.Field, 0, len(n.fields))}
-	g.goType = sync.OnceValue(g.structType)
+func (b schemaBuilder) structGroup(n *node) *pqgroup.Ordered {
+	g := pqgroup.New(len(n.fields))
 	for _, f := range n.fields {
 		if f.part >= 0 {
 			continue // partition values live in the log, not in the file
 		}
-		g.fields = append(g.fields, &namedField{Node: b.node(f), name: f.name})
+		g.Add(f.name, b.node(f))
 	}
 	return g
 }
@@ -142,45 +136,4 @@ func fitsDigits(n, p int) bool {
 		tlo = 1 << bits
 	}
 	return hi < thi || (hi == thi && lo < tlo)
-}
-
-// orderedGroup is a required Parquet group whose fields keep the order they
-// were given in.
-type orderedGroup struct {
-	fields []parquet.Field
-	goType func() reflect.Type
-}
-
-func (g *orderedGroup) ID() int                         { return 0 }
-func (g *orderedGroup) Type() parquet.Type              { return parquet.Group{}.Type() }
-func (g *orderedGroup) Optional() bool                  { return false }
-func (g *orderedGroup) Repeated() bool                  { return false }
-func (g *orderedGroup) Required() bool                  { return true }
-func (g *orderedGroup) Leaf() bool                      { return false }
-func (g *orderedGroup) Fields() []parquet.Field         { return g.fields }
-func (g *orderedGroup) Encoding() encoding.Encoding     { return nil }
-func (g *orderedGroup) Compression() compress.Codec     { return nil }
-func (g *orderedGroup) String() string                  { return parquet.NewSchema("group", g).String() }
-func (g *orderedGroup) GoType() reflect.Type            { return g.goType() }
-func (f *namedField) Name() string                      { return f.name }
-func (f *namedField) Value(reflect.Value) reflect.Value { return reflect.Value{} }
-
-// structType is only used by parquet-go's reflection paths (never by the
-// encoder); it mirrors the group as a struct of the fields' Go types.
-func (g *orderedGroup) structType() reflect.Type {
-	sf := make([]reflect.StructField, len(g.fields))
-	for i, f := range g.fields {
-		sf[i] = reflect.StructField{
-			Name: "F" + strconv.Itoa(i),
-			Type: f.GoType(),
-			Tag:  reflect.StructTag(`parquet:"` + strings.ReplaceAll(f.Name(), `"`, ``) + `"`),
-		}
-	}
-	return reflect.StructOf(sf)
-}
-
-// namedField names a node inside an orderedGroup.
-type namedField struct {
-	parquet.Node
-	name string
 }
