@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/picomq/heavy-sinks/plugins/redshift/rsql"
 	"github.com/picomq/heavy-sinks/shared/hostdriver"
 )
 
@@ -139,7 +140,7 @@ func TestSuperPreflight(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t)
 	inst := w.open("supf", w.config(map[string]any{"target_table": "supf_{topic_segment[0]}", "payload_format": "super"}))
-	huge := make([]byte, 16777217) // one more byte than the staging VARBYTE and SUPER hold
+	huge := make([]byte, rsql.SuperMax+1) // one more byte than JSON_PARSE takes outside COPY
 	copy(huge, `"`)
 	for i := 1; i < len(huge)-1; i++ {
 		huge[i] = 'a'
@@ -157,11 +158,15 @@ func TestSuperPreflight(t *testing.T) {
 		{4, []byte(`{"s":"` + strings.Repeat("x", 65536) + `"}`), hostdriver.RejectSize, `offset 204 cannot be loaded into Redshift: column payload has a string value of 65536 bytes, over the 65535 bytes`},
 		{5, []byte{}, hostdriver.RejectEncoding, `offset 205 cannot be loaded into Redshift: column payload is empty, not a JSON value`},
 		{6, []byte("\"\xff\""), hostdriver.RejectEncoding, `offset 206 cannot be loaded into Redshift: column payload is not valid UTF-8`},
-		{7, huge, hostdriver.RejectSize, `offset 207 cannot be loaded into Redshift: column payload needs 16777217 bytes but holds at most 16777216`},
+		{7, huge, hostdriver.RejectSize, `offset 207 cannot be loaded into Redshift: column payload needs 1000001 bytes but holds at most 1000000`},
 		{8, []byte(`{"a":"x\u0000"}`), hostdriver.RejectEncoding, `offset 208 cannot be loaded into Redshift: column payload has a string holding \u0000 (NUL)`},
+		// Found in review: encoding/json reads a lone surrogate as U+FFFD, so
+		// it passed the pre-flight and failed the INSERT on every delivery.
+		{10, []byte(`{"a":"x\ud800y"}`), hostdriver.RejectEncoding, `offset 210 cannot be loaded into Redshift: column payload has a string escaping half of a UTF-16 surrogate pair`},
+		{11, []byte(`{"n":1e400}`), hostdriver.RejectValue, `offset 211 cannot be loaded into Redshift: column payload has the number 1e400, beyond the range`},
 	}
 	for _, c := range bad {
-		b := batch("mix", 200, 10)
+		b := batch("mix", 200, 12)
 		b.Records[c.index].Payload = c.payload
 		w.emu.ResetStatements()
 		_, err := inst.ConsumeResult(b, hostdriver.Batch1_0())
@@ -177,7 +182,7 @@ func TestSuperPreflight(t *testing.T) {
 		}
 	}
 
-	b := batch("mix", 200, 10)
+	b := batch("mix", 200, 12)
 	for _, c := range bad {
 		b.Records[c.index].Payload = c.payload
 	}

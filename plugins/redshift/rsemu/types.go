@@ -37,7 +37,7 @@ const (
 	CharMax        = 4096     // CHAR(MAX)
 	VarbyteDefault = 64000    // VARBYTE without a length
 	VarbyteMax     = 16777216 // VARBYTE(MAX) is not accepted, but this is the ceiling
-	SuperMax       = 16777216 // bytes of JSON text one SUPER value takes ("16 MB")
+	SuperMax       = 1000000  // bytes of JSON text JSON_PARSE takes outside COPY ("larger than 1MB can only be ingested from" files)
 	SuperStringMax = 65535    // bytes of one string inside a SUPER value, by default
 	SuperDepthMax  = 1000     // nesting of arrays and objects in a SUPER value
 	NumericDefault = 18       // DECIMAL without precision is DECIMAL(18,0)

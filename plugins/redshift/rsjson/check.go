@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 )
@@ -35,6 +36,13 @@ const (
 	// NUL: a string (value or attribute name) holding U+0000, written
 	// \u0000: SUPER strings are VARCHARs, which cannot store NUL.
 	NUL
+	// Surrogate: a string escaping half of a UTF-16 surrogate pair
+	// (\ud800-\udfff) without the other half: valid JSON, but no text.
+	Surrogate
+	// Number: a number SUPER cannot hold as written: an integer of more
+	// than 38 digits (DECIMAL's precision), or one beyond float8's range
+	// (it would become infinite, or zero).
+	Number
 )
 
 // Error says why JSON_PARSE would refuse a payload.
@@ -57,7 +65,83 @@ func Check(p []byte) error {
 		}
 		return &Error{Kind: Syntax, Detail: "is not a JSON value"}
 	}
+	if loneSurrogate(p) {
+		// encoding/json would decode it to U+FFFD, so walk cannot see it.
+		return &Error{Kind: Surrogate, Detail: `has a string escaping half of a UTF-16 surrogate pair (\ud800-\udfff) without the other half`}
+	}
 	return walk(p)
+}
+
+// loneSurrogate reports whether a string of p, which json.Valid accepted,
+// escapes a UTF-16 surrogate that is not part of a high-low pair.
+// JSON_PARSE refuses it.
+func loneSurrogate(p []byte) bool {
+	in := false
+	for i := 0; i < len(p); i++ {
+		switch c := p[i]; {
+		case !in:
+			in = c == '"'
+		case c == '"':
+			in = false
+		case c == '\\':
+			if p[i+1] != 'u' {
+				i++ // a one-character escape
+				continue
+			}
+			r := hex4(p[i+2 : i+6])
+			i += 5
+			switch {
+			case r >= 0xD800 && r < 0xDC00:
+				if i+6 < len(p) && p[i+1] == '\\' && p[i+2] == 'u' {
+					if lo := hex4(p[i+3 : i+7]); lo >= 0xDC00 && lo < 0xE000 {
+						i += 6
+						continue
+					}
+				}
+				return true
+			case r >= 0xDC00 && r < 0xE000:
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// hex4 is the value of four hex digits, which json.Valid checked.
+func hex4(b []byte) rune {
+	var r rune
+	for _, c := range b {
+		r <<= 4
+		switch {
+		case c >= '0' && c <= '9':
+			r |= rune(c - '0')
+		case c >= 'a' && c <= 'f':
+			r |= rune(c - 'a' + 10)
+		default:
+			r |= rune(c - 'A' + 10)
+		}
+	}
+	return r
+}
+
+// numberError says why SUPER cannot hold n as written, or returns nil. An
+// integer is kept as DECIMAL up to 38 digits; any other number as float8,
+// which must neither overflow nor round a nonzero value to zero. Digits
+// float8 cannot keep are rounded as in any JSON reader; that is not
+// checked.
+func numberError(n json.Number) *Error {
+	s := string(n)
+	if !strings.ContainsAny(s, ".eE") {
+		if d := len(strings.TrimLeft(strings.TrimPrefix(s, "-"), "0")); d > 38 {
+			return &Error{Kind: Number, Detail: fmt.Sprintf("has an integer of %d digits, over the 38 a SUPER number holds", d)}
+		}
+		return nil
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil || (f == 0 && strings.ContainsAny(strings.SplitN(strings.ToLower(s), "e", 2)[0], "123456789")) {
+		return &Error{Kind: Number, Detail: fmt.Sprintf("has the number %s, beyond the range of the float8 a SUPER number is", trim(s))}
+	}
+	return nil
 }
 
 // frame is one open array or object.
@@ -116,6 +200,10 @@ func walk(p []byte) error {
 				stack = append(stack, frame{object: true, wantKey: true, seen: map[string]struct{}{}})
 			} else {
 				stack = append(stack, frame{})
+			}
+		case json.Number:
+			if e := numberError(v); e != nil {
+				return e
 			}
 		case string:
 			if strings.IndexByte(v, 0) >= 0 {

@@ -32,6 +32,20 @@ func TestCheck(t *testing.T) {
 		{"null", `null`, 0},
 		{"same name in nested objects", `{"a":{"a":{"a":1}}}`, 0},
 		{"same name in sibling objects", `[{"a":1},{"a":2}]`, 0},
+		{"surrogate pair", `"\ud83d\ude00"`, 0},
+		{"escaped backslash before u", `"\\ud800"`, 0},
+		{"lone high surrogate", `"x\ud800y"`, rsjson.Surrogate},
+		{"lone low surrogate", `{"a":"\udc00"}`, rsjson.Surrogate},
+		{"high then not low", `"\ud800\u0041"`, rsjson.Surrogate},
+		{"high at the end", `["\uD800"]`, rsjson.Surrogate},
+		{"lone surrogate in a key", `{"\udfff":1}`, rsjson.Surrogate},
+		{"38-digit integer", `[-99999999999999999999999999999999999999]`, 0},
+		{"39-digit integer", `[999999999999999999999999999999999999999]`, rsjson.Number},
+		{"leading zeros do not count", `0`, 0},
+		{"float8 overflow", `1e400`, rsjson.Number},
+		{"float8 underflow", `{"a":-1.5e-400}`, rsjson.Number},
+		{"zero with an exponent", `0.0e-999`, 0},
+		{"large but finite", `1.7e308`, 0},
 		{"empty", ``, rsjson.Syntax},
 		{"blank", "  \n", rsjson.Syntax},
 		{"truncated", `{"a":`, rsjson.Syntax},
@@ -64,7 +78,7 @@ func TestCheck(t *testing.T) {
 // is one JSON value in valid UTF-8, and every syntax refusal is one
 // json.Valid or utf8.Valid refuses too.
 func FuzzCheck(f *testing.F) {
-	for _, s := range []string{`{"a":1}`, `[1,{"b":[null]}]`, `{"a":1,"a":2}`, `"x"`, `[[[]]]`, `{"a":{"b":1},"b":2}`, "\"\xc3\"", `1 2`} {
+	for _, s := range []string{`"\ud800"`, `1e400`, `{"a":1}`, `[1,{"b":[null]}]`, `{"a":1,"a":2}`, `"x"`, `[[[]]]`, `{"a":{"b":1},"b":2}`, "\"\xc3\"", `1 2`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, p []byte) {

@@ -146,7 +146,7 @@ func superError(c Chunk, i int, col rsql.Column, err error) *RecordError {
 		switch je.Kind {
 		case rsjson.StringLength:
 			e.LongString = true
-		case rsjson.Depth:
+		case rsjson.Depth, rsjson.Number:
 			e.Value = true
 		}
 	}

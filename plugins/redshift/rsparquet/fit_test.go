@@ -131,7 +131,7 @@ func TestCheckReportsTheFirstBadRecord(t *testing.T) {
 // says what kind of failure it is (for the rejection reason).
 func TestCheckSuperPayloads(t *testing.T) {
 	l := rsql.NewLayout(rsql.Options{IncludeMetadata: true, IncludeKey: true, Payload: rsql.PayloadSuper})
-	big := append(append([]byte(`"`), bytes.Repeat([]byte("a"), rsql.SuperMax-1)...), '"') // 16777217 bytes
+	big := append(append([]byte(`"`), bytes.Repeat([]byte("a"), rsql.SuperMax-1)...), '"') // SuperMax+1 bytes
 	recs := []rsparquet.Record{
 		{Offset: 10, Payload: []byte(`{"a":1}`)},
 		{Offset: 11, Payload: []byte(`{"a":`)},
@@ -153,7 +153,7 @@ func TestCheckSuperPayloads(t *testing.T) {
 		{13, false, false, `has the attribute "a" twice in one object`},
 		{14, false, true, "nests arrays and objects deeper than 1000 levels"},
 		{15, true, false, "has a string value of 65536 bytes, over the 65535 bytes"},
-		{16, true, false, "column payload needs 16777217 bytes but holds at most 16777216"},
+		{16, true, false, "column payload needs 1000001 bytes but holds at most 1000000"},
 	}
 	var bad []got
 	err := rsparquet.CheckEach(l, l.DefaultLimits(), rsparquet.Chunk{Topic: "orders", CreatedAt: createdAt, Records: recs},

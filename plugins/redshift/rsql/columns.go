@@ -12,11 +12,14 @@ const (
 	VarbyteMax = 16777216
 	// IdentifierMax is the longest identifier Redshift keeps, in bytes.
 	IdentifierMax = 127
-	// SuperMax is the largest JSON text the sink loads into a SUPER column:
-	// Redshift holds up to 16 MB in one SUPER value, and the text passes
-	// through the staging table's VARBYTE(16777216) payload on its way to
-	// JSON_PARSE, so 16 MiB is also the most the staging column carries.
-	SuperMax = VarbyteMax
+	// SuperMax is the largest JSON text the sink loads into a SUPER column.
+	// Redshift holds up to 16 MB in one SUPER value, but "SUPER objects
+	// larger than 1MB can only be ingested from" files (COPY of Parquet,
+	// JSON, TEXT, CSV; the SUPER type page), and the sink ingests with
+	// INSERT … JSON_PARSE from its VARBYTE staging column. A larger payload
+	// would fail the INSERT on every redelivery; the pre-flight refuses it
+	// instead, on the safe side of "1MB".
+	SuperMax = 1000000
 )
 
 // ColumnID names a column independently of the layout it appears in.
