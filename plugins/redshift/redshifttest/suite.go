@@ -18,6 +18,10 @@ type Test struct {
 
 // Tests is the suite, in the order Run runs it.
 var Tests = []Test{
+	{"LoadRowsExactlyAsSpecified", LoadRowsExactlyAsSpecified},
+	{"CopyStatementText", CopyStatementText},
+	{"ColumnOptions", ColumnOptions},
+	{"PayloadsAreStoredAsGiven", PayloadsAreStoredAsGiven},
 	{"ReplayedBatchChangesNothing", ReplayedBatchChangesNothing},
 	{"RowsLeftInStagingAreMovedByTheNextLoad", RowsLeftInStagingAreMovedByTheNextLoad},
 	{"TransientFaultsAreRetriedWithLinearBackoff", TransientFaultsAreRetriedWithLinearBackoff},
