@@ -427,8 +427,6 @@ func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
 	}
 }
 
-var uuidV7 = `[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}`
-
 // emuConn is a client connection through the emulator, for setting tables
 // up the way an operator would.
 func (w *world) emuConn() *pgx.Conn {
