@@ -1,7 +1,6 @@
 package redshift_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -11,9 +10,10 @@ import (
 	"github.com/picomq/heavy-sinks/shared/hostdriver"
 )
 
-// describe() of the library lists every key of the spec's configuration
-// table with its type, default and required flag, and flags the secrets.
-func TestDescribe(t *testing.T) {
+// describe() through the C ABI with a 64-byte buffer: BUFFER_TOO_SMALL,
+// then the document on the second call. (What the document says is the
+// suite's Describe.)
+func TestDescribeGrowsItsBuffer(t *testing.T) {
 	t.Parallel()
 	c := startConnector(t)
 	var calls int
@@ -24,71 +24,8 @@ func TestDescribe(t *testing.T) {
 	if calls != 2 {
 		t.Errorf("describe called %d times with a 64-byte buffer, want 2 (BUFFER_TOO_SMALL, then the document)", calls)
 	}
-	var d struct {
-		Name       string `json:"name"`
-		Version    string `json:"version"`
-		ABIVersion string `json:"abi_version"`
-		Config     []struct {
-			Key      string  `json:"key"`
-			Type     string  `json:"type"`
-			Default  *string `json:"default"`
-			Required bool    `json:"required"`
-			Secret   bool    `json:"secret"`
-		} `json:"plugin_config"`
-	}
-	if err := json.Unmarshal([]byte(doc), &d); err != nil {
-		t.Fatalf("%v\n%s", err, doc)
-	}
-	if d.Name != "redshift_sink" || d.ABIVersion != "1.1" || d.Version == "" {
-		t.Errorf("name %q abi %q version %q", d.Name, d.ABIVersion, d.Version)
-	}
-	// key, type, default ("-" for none), required, secret
-	want := []string{
-		"connection_string string - required secret",
-		"target_table template - required -",
-		"aws_iam_role string - required -",
-		"s3_bucket string - required -",
-		"s3_prefix string - required -",
-		"aws_region string - required -",
-		"s3_endpoint string - - -",
-		"aws_access_key_id string - - secret",
-		"aws_secret_access_key string - - secret",
-		"batch_size int 100 - -",
-		"max_connections int 5 - -",
-		"include_metadata bool true - -",
-		"include_key bool true - -",
-		"payload_format string varbyte - -",
-		"max_retries int 3 - -",
-		"retry_delay string 1s - -",
-		"statement_timeout duration 10m - -",
-		"auth string password - -",
-		"iam_cluster_identifier string - - -",
-		"iam_workgroup_name string - - -",
-		"iam_db_user string - - -",
-		"iam_region string - - -",
-		"iam_duration duration 15m - -",
-		"archive bool false - -",
-		"verbose_logging bool false - -",
-	}
-	var got []string
-	for _, f := range d.Config {
-		def, req, sec := "-", "-", "-"
-		if f.Default != nil {
-			def = *f.Default
-		}
-		if f.Required {
-			req = "required"
-		}
-		if f.Secret {
-			sec = "secret"
-		}
-		got = append(got, strings.Join([]string{f.Key, f.Type, def, req, sec}, " "))
-	}
-	if !slices.Equal(got, want) {
-		t.Errorf("describe config:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
-	}
-	if bytes.Contains([]byte(doc), []byte("REDACTED")) {
-		t.Errorf("describe carries values: %s", doc)
+	if !json.Valid([]byte(doc)) || !strings.Contains(doc, `"name":"redshift_sink"`) {
+		t.Errorf("document: %s", doc)
 	}
 }
 

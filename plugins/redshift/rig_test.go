@@ -80,6 +80,15 @@ func (r *rig) config(overrides map[string]any) map[string]any {
 	return cfg
 }
 
+func definition(t testing.TB, key string, cfg map[string]any) []byte {
+	t.Helper()
+	b, err := json.Marshal(map[string]any{"key": key, "name": "Orders to Redshift", "version": 0, "plugin_config": cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
 // open opens a sink instance and closes it at the end of the test.
 func (r *rig) open(key string, cfg map[string]any) (uint64, *sdktest.Logs) {
 	r.t.Helper()
