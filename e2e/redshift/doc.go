@@ -15,7 +15,7 @@
 // (names, describe's buffer), replay_test.go (a crash at each
 // step), faults_test.go (a stalled writer, per-record rejections, the error
 // buffer), troubleshooting_test.go (the reproducible rows of the spec's
-// troubleshooting table, the environment override, two writers), parquet_test.go
+// troubleshooting table, the environment override), parquet_test.go
 // (pyarrow reads the files), suite_test.go (the behaviour suite of
 // plugins/redshift/redshifttest: the quick start, columns and payloads,
 // replay, retries, permanent faults,

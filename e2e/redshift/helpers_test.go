@@ -438,3 +438,29 @@ func (w *world) emuConn() *pgx.Conn {
 	w.t.Cleanup(func() { conn.Close(context.Background()) })
 	return conn
 }
+
+// exactlyOnceTopics checks table holds exactly one row per offset
+// [0, n) of each topic and nothing else.
+func (w *world) exactlyOnceTopics(table string, topics map[string]uint64) {
+	w.t.Helper()
+	rows := w.rows(table)
+	seen := map[string]int{}
+	for _, r := range rows {
+		seen[r["id"].(string)]++
+	}
+	total := 0
+	for topic, n := range topics {
+		for off := range n {
+			if c := seen[fmt.Sprintf("%s:0:%d", topic, off)]; c != 1 {
+				w.t.Errorf("%s:0:%d has %d rows", topic, off, c)
+			}
+		}
+		total += int(n)
+	}
+	if len(rows) != total {
+		w.t.Errorf("%d rows, want %d", len(rows), total)
+	}
+	if n := w.count("staging_" + table); n != 0 {
+		w.t.Errorf("staging holds %d rows", n)
+	}
+}

@@ -1,15 +1,10 @@
 package redshift_test
 
 import (
-	"fmt"
 	"net/url"
-	"regexp"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 
-	"github.com/picomq/heavy-sinks/plugins/redshift/rsemu"
 	"github.com/picomq/heavy-sinks/shared/hostdriver"
 )
 
@@ -141,98 +136,4 @@ func TestRedshiftCopyFailed(t *testing.T) {
 	inst := w.open("copy_failed_msg", w.config(map[string]any{"target_table": "cf", "aws_iam_role": "arn:aws:iam::123456789012:role/NotAttached"}))
 	wantStatus(t, inst.Consume(batch("orders", 0, 5)), hostdriver.StatusRetry,
 		"Redshift COPY failed after 1 attempt: ERROR: Not authorized to get credentials of role arn:aws:iam::123456789012:role/NotAttached (SQLSTATE XX000)")
-}
-
-// "Rows missing after two writers were pointed at one table": the spec's
-// shared staging table loses rows; this sink locks staging for each
-// chunk's whole load. Two instances in one runtime, on two host threads,
-// load one table at the same time and keep every row; the statement log
-// shows they really contended.
-func TestTwoWritersOnOneTableKeepEveryRow(t *testing.T) {
-	t.Parallel()
-	w := newWorld(t, hostdriver.Workers(2))
-	// Widen the window between COPY and COMMIT.
-	w.emu.AddFault(rsemu.Fault{Match: regexp.MustCompile(`^INSERT`), Times: -1, Delay: 3 * time.Millisecond})
-	const batches, perBatch = 8, 20
-	var wg sync.WaitGroup
-	errs := make(chan error, 2)
-	for i, writer := range []string{"a", "b"} {
-		inst := w.open("writer_"+writer, w.config(map[string]any{"target_table": "shared", "batch_size": 5, "s3_prefix": "writer_" + writer}))
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for n := range batches {
-				if err := inst.ConsumeOn(i, batch(writer, uint64(n*perBatch), perBatch)); err != nil {
-					errs <- fmt.Errorf("writer %s batch %d: %w", writer, n, err)
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
-	w.exactlyOnceTopics("shared", map[string]uint64{"a": batches * perBatch, "b": batches * perBatch})
-
-	// Which session belongs to which writer, from its COPY's file; then
-	// count LOCKs that arrived while the other writer's transaction held
-	// the staging lock.
-	log := w.emu.StatementLog()
-	writerOf := map[int]string{}
-	for _, s := range log {
-		if strings.HasPrefix(s.SQL, "COPY") {
-			for _, wr := range []string{"a", "b"} {
-				if strings.Contains(s.SQL, "/writer_"+wr+"/") {
-					writerOf[s.Session] = wr
-				}
-			}
-		}
-	}
-	holding := map[string]bool{}
-	contended := 0
-	for _, s := range log {
-		wr := writerOf[s.Session]
-		switch f := strings.ToUpper(strings.Fields(s.SQL)[0]); f {
-		case "LOCK":
-			other := map[string]string{"a": "b", "b": "a"}[wr]
-			if holding[other] {
-				contended++
-			}
-			holding[wr] = true
-		case "COMMIT", "ROLLBACK":
-			holding[wr] = false
-		}
-	}
-	if contended == 0 {
-		t.Errorf("the writers never overlapped; the test proved nothing:\n%s", firstWords(w.emu))
-	}
-	t.Logf("%d of %d loads waited for the other writer's lock", contended, w.emu.CountStatements(`^LOCK`))
-}
-
-// exactlyOnceTopics checks table holds exactly one row per offset
-// [0, n) of each topic and nothing else.
-func (w *world) exactlyOnceTopics(table string, topics map[string]uint64) {
-	w.t.Helper()
-	rows := w.rows(table)
-	seen := map[string]int{}
-	for _, r := range rows {
-		seen[r["id"].(string)]++
-	}
-	total := 0
-	for topic, n := range topics {
-		for off := range n {
-			if c := seen[fmt.Sprintf("%s:0:%d", topic, off)]; c != 1 {
-				w.t.Errorf("%s:0:%d has %d rows", topic, off, c)
-			}
-		}
-		total += int(n)
-	}
-	if len(rows) != total {
-		w.t.Errorf("%d rows, want %d", len(rows), total)
-	}
-	if n := w.count("staging_" + table); n != 0 {
-		w.t.Errorf("staging holds %d rows", n)
-	}
 }

@@ -31,6 +31,7 @@ var Tests = []Test{
 	{Name: "UnreachableEndpointIsRetry", Run: UnreachableEndpointIsRetry, Offline: true},
 	{Name: "RefusedPasswordIsBadConfig", Run: RefusedPasswordIsBadConfig},
 	{Name: "PayloadFormatWarnings", Run: PayloadFormatWarnings},
+	{Name: "TwoWritersOnOneTableKeepEveryRow", Run: TwoWritersOnOneTableKeepEveryRow},
 	{Name: "ReplayedBatchChangesNothing", Run: ReplayedBatchChangesNothing},
 	{Name: "RowsLeftInStagingAreMovedByTheNextLoad", Run: RowsLeftInStagingAreMovedByTheNextLoad},
 	{Name: "TransientFaultsAreRetriedWithLinearBackoff", Run: TransientFaultsAreRetriedWithLinearBackoff},
