@@ -12,12 +12,13 @@
 // Run with `make e2e` or `go test ./e2e/redshift`.
 //
 // Files: helpers_test.go (the world: services, emulator, host), load_test.go
-// (quick start, columns, names, describe), replay_test.go (a crash at each
+// (names, describe's buffer), replay_test.go (a crash at each
 // step), faults_test.go (a stalled writer, per-record rejections, the error
 // buffer), troubleshooting_test.go (the reproducible rows of the spec's
-// troubleshooting table, config messages, two writers), parquet_test.go
+// troubleshooting table, the environment override), parquet_test.go
 // (pyarrow reads the files), suite_test.go (the behaviour suite of
-// plugins/redshift/redshifttest: replay, retries, permanent faults,
+// plugins/redshift/redshifttest: the quick start, columns and payloads,
+// replay, retries, permanent faults,
 // pre-flight limits, schema mismatch, archive..., which plugins/redshift
 // also runs in-process).
 package redshift

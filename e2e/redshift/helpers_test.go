@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -428,11 +427,6 @@ func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
 	}
 }
 
-var (
-	rfc3339ms = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$`)
-	uuidV7    = `[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}`
-)
-
 // emuConn is a client connection through the emulator, for setting tables
 // up the way an operator would.
 func (w *world) emuConn() *pgx.Conn {
@@ -443,4 +437,30 @@ func (w *world) emuConn() *pgx.Conn {
 	}
 	w.t.Cleanup(func() { conn.Close(context.Background()) })
 	return conn
+}
+
+// exactlyOnceTopics checks table holds exactly one row per offset
+// [0, n) of each topic and nothing else.
+func (w *world) exactlyOnceTopics(table string, topics map[string]uint64) {
+	w.t.Helper()
+	rows := w.rows(table)
+	seen := map[string]int{}
+	for _, r := range rows {
+		seen[r["id"].(string)]++
+	}
+	total := 0
+	for topic, n := range topics {
+		for off := range n {
+			if c := seen[fmt.Sprintf("%s:0:%d", topic, off)]; c != 1 {
+				w.t.Errorf("%s:0:%d has %d rows", topic, off, c)
+			}
+		}
+		total += int(n)
+	}
+	if len(rows) != total {
+		w.t.Errorf("%d rows, want %d", len(rows), total)
+	}
+	if n := w.count("staging_" + table); n != 0 {
+		w.t.Errorf("staging holds %d rows", n)
+	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -81,6 +80,15 @@ func (r *rig) config(overrides map[string]any) map[string]any {
 	return cfg
 }
 
+func definition(t testing.TB, key string, cfg map[string]any) []byte {
+	t.Helper()
+	b, err := json.Marshal(map[string]any{"key": key, "name": "Orders to Redshift", "version": 0, "plugin_config": cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
 // open opens a sink instance and closes it at the end of the test.
 func (r *rig) open(key string, cfg map[string]any) (uint64, *sdktest.Logs) {
 	r.t.Helper()
@@ -106,67 +114,6 @@ func batch(topic string, first uint64, n int) *sdk.Batch {
 		b.Records = append(b.Records, rec)
 	}
 	return b
-}
-
-// row is one row of a target table, as read from the backend.
-type row struct {
-	ID        string
-	Offset    *string
-	Timestamp *string
-	Topic     *string
-	Partition *int64
-	Key       *string
-	Payload   []byte
-	CreatedAt string
-}
-
-func (w row) String() string {
-	s := func(p *string) string {
-		if p == nil {
-			return "NULL"
-		}
-		return *p
-	}
-	part := "NULL"
-	if w.Partition != nil {
-		part = fmt.Sprint(*w.Partition)
-	}
-	return fmt.Sprintf("{%s %s %s %s %s %s %x %s}", w.ID, s(w.Offset), s(w.Timestamp), s(w.Topic), part, s(w.Key), w.Payload, w.CreatedAt)
-}
-
-// rows reads every row of table ordered by id; cols says which optional
-// columns exist (include_metadata, include_key).
-func (r *rig) rows(table string, metadata, key bool) []row {
-	r.t.Helper()
-	cols := []string{"id"}
-	if metadata {
-		cols = append(cols, "pico_offset", "pico_timestamp", "pico_topic", "pico_partition")
-	}
-	if key {
-		cols = append(cols, "pico_key")
-	}
-	cols = append(cols, "payload::bytea", "created_at")
-	q := "SELECT " + strings.Join(cols, ", ") + " FROM " + pgx.Identifier{table}.Sanitize() + " ORDER BY id"
-	rs, err := r.pg.Query(r.ctx, q)
-	if err != nil {
-		r.t.Fatalf("%s: %v", q, err)
-	}
-	out, err := pgx.CollectRows(rs, func(cr pgx.CollectableRow) (row, error) {
-		var w row
-		dst := []any{&w.ID}
-		if metadata {
-			dst = append(dst, &w.Offset, &w.Timestamp, &w.Topic, &w.Partition)
-		}
-		if key {
-			dst = append(dst, &w.Key)
-		}
-		dst = append(dst, &w.Payload, &w.CreatedAt)
-		return w, cr.Scan(dst...)
-	})
-	if err != nil {
-		r.t.Fatalf("%s: %v", q, err)
-	}
-	return out
 }
 
 // count is the number of rows in table (read from the backend).
@@ -197,16 +144,6 @@ func (r *rig) ids(table string) (map[string]bool, int) {
 	return set, len(all)
 }
 
-// objects lists the keys under prefix in the rig's bucket.
-func (r *rig) objects(prefix string) []string {
-	r.t.Helper()
-	keys, err := services.Keys(r.ctx, r.s3, r.bucket, prefix)
-	if err != nil {
-		r.t.Fatalf("list %s: %v", prefix, err)
-	}
-	return keys
-}
-
 // statements returns the statement log reduced to each statement's first
 // word (BEGIN, LOCK, COPY, ...), upper-cased, skipping the sink's reads.
 func (r *rig) statements() []string {
@@ -219,17 +156,6 @@ func (r *rig) statements() []string {
 		out = append(out, strings.ToUpper(f[0]))
 	}
 	return out
-}
-
-// loadStatements is the statement log from the first BEGIN on, first words only.
-func (r *rig) loadStatements() string {
-	all := r.statements()
-	for i, s := range all {
-		if s == "BEGIN" {
-			return strings.Join(all[i:], " ")
-		}
-	}
-	return ""
 }
 
 // metrics returns the sink's own counters of an instance.
@@ -255,8 +181,6 @@ func mustConsume(t *testing.T, h uint64, b *sdk.Batch) {
 		t.Fatalf("consume %s: %v", b, err)
 	}
 }
-
-var rfc3339ms = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$`)
 
 // rsemuRole is the IAM role attached to the emulated cluster.
 const rsemuRole = rsemu.DefaultRole

@@ -2,63 +2,16 @@ package redshift_test
 
 import (
 	"bytes"
-	"fmt"
-	"regexp"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
-	"github.com/picomq/heavy-sinks/plugins/redshift/rsemu"
 	"github.com/picomq/heavy-sinks/plugins/redshift/rsparquet"
 	"github.com/picomq/heavy-sinks/plugins/redshift/rsql"
 	"github.com/picomq/heavy-sinks/shared/sdk"
 )
-
-// Two sinks (two runtimes, say) load the same table at the same time. The
-// spec's design loses rows here (see TestSpecDesignLosesRowsWithTwoWriters);
-// the load transaction with its staging lock loses none.
-func TestTwoWritersLoseNothing(t *testing.T) {
-	r := newRig(t)
-	cfg := r.config(map[string]any{"target_table": "shared", "batch_size": 5, "max_connections": 2})
-	ha, _ := r.open("writer_a", cfg)
-	hb, _ := r.open("writer_b", cfg)
-	// Widen the window between COPY and the end of the transaction.
-	r.emu.AddFault(rsemu.Fault{Match: regexp.MustCompile(`^INSERT`), Times: -1, Delay: 5 * time.Millisecond})
-
-	const batches, perBatch = 12, 20
-	var wg sync.WaitGroup
-	errs := make(chan error, 2)
-	for _, w := range []struct {
-		h     uint64
-		topic string
-	}{{ha, "a"}, {hb, "b"}} {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := 0; i < batches; i++ {
-				if err := sdk.Consume(w.h, batch(w.topic, uint64(i*perBatch), perBatch)); err != nil {
-					errs <- fmt.Errorf("writer %s batch %d: %w", w.topic, i, err)
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
-	ids, n := r.ids("shared")
-	if want := 2 * batches * perBatch; n != want || len(ids) != want {
-		t.Fatalf("%d rows for %d ids, want %d", n, len(ids), want)
-	}
-	if n := r.count("staging_shared"); n != 0 {
-		t.Fatalf("staging holds %d rows", n)
-	}
-}
 
 // The other writer has to wait for the lock while one is inside its load.
 func TestSecondWriterWaitsForTheLock(t *testing.T) {

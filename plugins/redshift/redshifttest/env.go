@@ -268,9 +268,15 @@ func (r *Runtime) Open(key string, cfg map[string]any) sinkdriver.Instance {
 
 // OpenErr opens an instance that must fail and returns the plugin's status.
 func (r *Runtime) OpenErr(key string, cfg map[string]any) *StatusError {
-	t := r.env.t
+	r.env.t.Helper()
+	return openErr(r.env.t, r.rt, key, cfg)
+}
+
+// openErr opens an instance of rt that must fail and returns the plugin's
+// status.
+func openErr(t *testing.T, rt sinkdriver.Runtime, key string, cfg map[string]any) *StatusError {
 	t.Helper()
-	inst, err := r.rt.Open(sinkdriver.Definition{Key: key, Name: ConnectorName, Config: cfg})
+	inst, err := rt.Open(sinkdriver.Definition{Key: key, Name: ConnectorName, Config: cfg})
 	if err == nil {
 		_ = inst.Close()
 		t.Fatalf("open %s succeeded, want an error", key)

@@ -38,10 +38,23 @@ func (d cHost) Start(t *testing.T, secrets ...string) Runtime {
 		}
 		checkSecrets(t, lines, secrets)
 	})
-	return &cHostRuntime{lib: lib}
+	return &cHostRuntime{host: h, lib: lib}
 }
 
-type cHostRuntime struct{ lib *hostdriver.Lib }
+type cHostRuntime struct {
+	host *hostdriver.Host
+	lib  *hostdriver.Lib
+}
+
+func (rt *cHostRuntime) Describe() (string, error) { return rt.lib.Describe() }
+
+func (rt *cHostRuntime) Logs() []string {
+	var out []string
+	for _, l := range rt.host.Logs() {
+		out = append(out, l.Level.String()+" "+l.Message)
+	}
+	return out
+}
 
 func (rt *cHostRuntime) Open(def Definition) (Instance, error) {
 	inst, err := rt.lib.Open(string(def.JSON()))

@@ -31,6 +31,11 @@ type Runtime interface {
 	// Open opens an instance. A plugin's refusal is a
 	// *hostdriver.StatusError with Op "open".
 	Open(def Definition) (Instance, error)
+	// Describe returns the plugin's describe() document.
+	Describe() (string, error)
+	// Logs returns every log line of the runtime's instances so far as
+	// "LEVEL message", those of opens that failed included.
+	Logs() []string
 }
 
 // Definition is the sink definition the runtime passes to open.

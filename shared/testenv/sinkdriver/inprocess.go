@@ -47,6 +47,21 @@ func (rt *inProcessRuntime) Open(def Definition) (Instance, error) {
 	return &inProcessInstance{h: h, logs: logs}, nil
 }
 
+func (rt *inProcessRuntime) Describe() (string, error) {
+	raw, err := sdk.Describe()
+	return string(raw), status("describe", err)
+}
+
+func (rt *inProcessRuntime) Logs() []string {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	var out []string
+	for _, l := range rt.logs {
+		out = append(out, l.Lines()...)
+	}
+	return out
+}
+
 type inProcessInstance struct {
 	h    uint64
 	logs *sdktest.Logs
