@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"sort"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/picomq/heavy-sinks/plugins/redshift/redshifttest"
 	"github.com/picomq/heavy-sinks/plugins/redshift/rsemu"
 	"github.com/picomq/heavy-sinks/shared/hostdriver"
 	"github.com/picomq/heavy-sinks/shared/testenv"
@@ -210,24 +209,8 @@ func (w *world) config(overrides map[string]any) map[string]any {
 	return cfg
 }
 
-// batch is n JSON records of topic from offset first. The key depends on
-// the offset: off%3 == 0 has one, 1 has none, 2 has an empty one.
-func batch(topic string, first uint64, n int) hostdriver.Batch {
-	b := hostdriver.Batch{Attempt: 1, Topic: topic, Schema: "json"}
-	for i := range n {
-		off := first + uint64(i)
-		rec := hostdriver.Record{Offset: off, TimestampMs: 1767225600000 + int64(off)*7,
-			Payload: fmt.Appendf(nil, `{"order":%d,"item":"widget-%d","price":%d.5}`, off, off%13, off%100)}
-		switch off % 3 {
-		case 0:
-			rec.Key = fmt.Appendf(nil, "customer-%d", off)
-		case 2:
-			rec.Key = []byte{}
-		}
-		b.Records = append(b.Records, rec)
-	}
-	return b
-}
+// batch is n JSON records of topic from offset first (the suite's).
+var batch = redshifttest.Batch
 
 func consume(t *testing.T, inst *hostdriver.Instance, b hostdriver.Batch) {
 	t.Helper()
@@ -252,42 +235,16 @@ func wantStatus(t *testing.T, err error, code hostdriver.Status, contains ...str
 	return se
 }
 
-// row is one row of a table: column name to value (string, int64, []byte
-// or nil for NULL).
-type row map[string]any
+// row is one row of a table (the suite's Row).
+type row = redshifttest.Row
 
-// rows reads every row of table from the backend, ordered by offset (the
-// last part of id).
+// rows reads every row of table from the backend, ordered by offset.
 func (w *world) rows(table string) []row {
 	w.t.Helper()
-	q := "SELECT * FROM " + pgx.Identifier{table}.Sanitize()
-	rs, err := w.pg.Query(w.ctx, q)
-	if err != nil {
-		w.t.Fatalf("%s: %v", q, err)
-	}
-	out, err := pgx.CollectRows(rs, func(cr pgx.CollectableRow) (row, error) {
-		vals, err := cr.Values()
-		if err != nil {
-			return nil, err
-		}
-		r := row{}
-		for i, fd := range cr.FieldDescriptions() {
-			r[fd.Name] = vals[i]
-		}
-		return r, nil
-	})
-	if err != nil {
-		w.t.Fatalf("%s: %v", q, err)
-	}
-	sort.Slice(out, func(i, j int) bool { return offsetOf(out[i]) < offsetOf(out[j]) })
-	return out
+	return redshifttest.ReadRows(w.t, w.ctx, w.pg, table)
 }
 
-func offsetOf(r row) uint64 {
-	id, _ := r["id"].(string)
-	n, _ := strconv.ParseUint(id[strings.LastIndexByte(id, ':')+1:], 10, 64)
-	return n
-}
+var offsetOf = redshifttest.OffsetOf
 
 // columns lists table's columns in order, as the backend has them.
 func (w *world) columns(table string) []string {
@@ -443,24 +400,5 @@ func (w *world) emuConn() *pgx.Conn {
 // [0, n) of each topic and nothing else.
 func (w *world) exactlyOnceTopics(table string, topics map[string]uint64) {
 	w.t.Helper()
-	rows := w.rows(table)
-	seen := map[string]int{}
-	for _, r := range rows {
-		seen[r["id"].(string)]++
-	}
-	total := 0
-	for topic, n := range topics {
-		for off := range n {
-			if c := seen[fmt.Sprintf("%s:0:%d", topic, off)]; c != 1 {
-				w.t.Errorf("%s:0:%d has %d rows", topic, off, c)
-			}
-		}
-		total += int(n)
-	}
-	if len(rows) != total {
-		w.t.Errorf("%d rows, want %d", len(rows), total)
-	}
-	if n := w.count("staging_" + table); n != 0 {
-		w.t.Errorf("staging holds %d rows", n)
-	}
+	redshifttest.CheckExactlyOnceTopics(w.t, w.rows(table), w.count("staging_"+table), topics)
 }

@@ -303,10 +303,17 @@ type Row map[string]any
 // Rows reads every row of table, ordered by offset (the last part of id).
 func (e *Env) Rows(table string) []Row {
 	e.t.Helper()
+	return ReadRows(e.t, e.Ctx, e.DB, table)
+}
+
+// ReadRows reads every row of table through db, ordered by offset (the
+// last part of id). The e2e package reads its own worlds with it too.
+func ReadRows(t testing.TB, ctx context.Context, db *pgxpool.Pool, table string) []Row {
+	t.Helper()
 	q := "SELECT * FROM " + pgx.Identifier{table}.Sanitize()
-	rs, err := e.DB.Query(e.Ctx, q)
+	rs, err := db.Query(ctx, q)
 	if err != nil {
-		e.t.Fatalf("%s: %v", q, err)
+		t.Fatalf("%s: %v", q, err)
 	}
 	out, err := pgx.CollectRows(rs, func(cr pgx.CollectableRow) (Row, error) {
 		vals, err := cr.Values()
@@ -320,13 +327,14 @@ func (e *Env) Rows(table string) []Row {
 		return r, nil
 	})
 	if err != nil {
-		e.t.Fatalf("%s: %v", q, err)
+		t.Fatalf("%s: %v", q, err)
 	}
-	sort.Slice(out, func(i, j int) bool { return offsetOf(out[i]) < offsetOf(out[j]) })
+	sort.Slice(out, func(i, j int) bool { return OffsetOf(out[i]) < OffsetOf(out[j]) })
 	return out
 }
 
-func offsetOf(r Row) uint64 {
+// OffsetOf is the offset in a row's id (topic:partition:offset).
+func OffsetOf(r Row) uint64 {
 	id, _ := r["id"].(string)
 	n, _ := strconv.ParseUint(id[strings.LastIndexByte(id, ':')+1:], 10, 64)
 	return n

@@ -117,8 +117,15 @@ func checkContended(t *testing.T, emu *rsemu.Server) {
 // of each topic and nothing else, and that its staging twin is empty.
 func (e *Env) exactlyOnceTopics(table string, topics map[string]uint64) {
 	e.t.Helper()
+	CheckExactlyOnceTopics(e.t, e.Rows(table), e.Count("staging_"+table), topics)
+}
+
+// CheckExactlyOnceTopics checks that rows (a table's) hold exactly one row
+// per offset [0, n) of each topic and nothing else, and that the staging
+// table's count is 0.
+func CheckExactlyOnceTopics(t testing.TB, rows []Row, staging int, topics map[string]uint64) {
+	t.Helper()
 	seen := map[string]int{}
-	rows := e.Rows(table)
 	for _, r := range rows {
 		seen[r["id"].(string)]++
 	}
@@ -126,15 +133,15 @@ func (e *Env) exactlyOnceTopics(table string, topics map[string]uint64) {
 	for topic, n := range topics {
 		for off := range n {
 			if c := seen[fmt.Sprintf("%s:0:%d", topic, off)]; c != 1 {
-				e.t.Errorf("%s:0:%d has %d rows", topic, off, c)
+				t.Errorf("%s:0:%d has %d rows", topic, off, c)
 			}
 		}
 		want += int(n)
 	}
 	if len(rows) != want {
-		e.t.Errorf("%d rows, want %d", len(rows), want)
+		t.Errorf("%d rows, want %d", len(rows), want)
 	}
-	if n := e.Count("staging_" + table); n != 0 {
-		e.t.Errorf("staging holds %d rows", n)
+	if staging != 0 {
+		t.Errorf("staging holds %d rows", staging)
 	}
 }
