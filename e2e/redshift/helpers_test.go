@@ -220,20 +220,8 @@ func consume(t *testing.T, inst *hostdriver.Instance, b hostdriver.Batch) {
 }
 
 // wantStatus checks err is a status from the plugin with code and a
-// message containing each of contains.
-func wantStatus(t *testing.T, err error, code hostdriver.Status, contains ...string) *hostdriver.StatusError {
-	t.Helper()
-	var se *hostdriver.StatusError
-	if !errors.As(err, &se) || se.Code != code {
-		t.Fatalf("got %v, want status %v", err, code)
-	}
-	for _, c := range contains {
-		if !strings.Contains(se.Message, c) {
-			t.Fatalf("message %q does not contain %q", se.Message, c)
-		}
-	}
-	return se
-}
+// message containing each of contains (the suite's).
+var wantStatus = redshifttest.WantStatus
 
 // row is one row of a table (the suite's Row).
 type row = redshifttest.Row
@@ -288,42 +276,14 @@ func (w *world) tableDef(table string) []string {
 // count is the number of rows in table, read from the backend.
 func (w *world) count(table string) int {
 	w.t.Helper()
-	var n int
-	if err := w.pg.QueryRow(w.ctx, "SELECT count(*) FROM "+pgx.Identifier{table}.Sanitize()).Scan(&n); err != nil {
-		w.t.Fatalf("count %s: %v", table, err)
-	}
-	return n
+	return redshifttest.CountRows(w.t, w.ctx, w.pg, table)
 }
 
 // exactlyOnce checks table holds exactly one row for each offset in
 // [from, to] of topic and nothing else, and that its staging twin is empty.
 func (w *world) exactlyOnce(table, topic string, from, to uint64) {
 	w.t.Helper()
-	rs, err := w.pg.Query(w.ctx, "SELECT id FROM "+pgx.Identifier{table}.Sanitize())
-	if err != nil {
-		w.t.Fatal(err)
-	}
-	ids, err := pgx.CollectRows(rs, pgx.RowTo[string])
-	if err != nil {
-		w.t.Fatal(err)
-	}
-	seen := map[string]int{}
-	for _, id := range ids {
-		seen[id]++
-	}
-	for off := from; off <= to; off++ {
-		id := fmt.Sprintf("%s:0:%d", topic, off)
-		if seen[id] != 1 {
-			w.t.Errorf("%s: %d rows for %s, want exactly one", table, seen[id], id)
-		}
-		delete(seen, id)
-	}
-	if len(seen) != 0 {
-		w.t.Errorf("%s: unexpected ids %v", table, seen)
-	}
-	if n := w.count("staging_" + table); n != 0 {
-		w.t.Errorf("staging_%s holds %d rows", table, n)
-	}
+	redshifttest.CheckExactlyOnce(w.t, w.ctx, w.pg, table, topic, from, to)
 }
 
 // objects lists the keys under prefix in the world's bucket.

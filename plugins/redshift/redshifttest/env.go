@@ -343,9 +343,15 @@ func OffsetOf(r Row) uint64 {
 // Count is the number of rows in table.
 func (e *Env) Count(table string) int {
 	e.t.Helper()
+	return CountRows(e.t, e.Ctx, e.DB, table)
+}
+
+// CountRows is the number of rows in table, read through db.
+func CountRows(t testing.TB, ctx context.Context, db *pgxpool.Pool, table string) int {
+	t.Helper()
 	var n int
-	if err := e.DB.QueryRow(e.Ctx, "SELECT count(*) FROM "+pgx.Identifier{table}.Sanitize()).Scan(&n); err != nil {
-		e.t.Fatalf("count %s: %v", table, err)
+	if err := db.QueryRow(ctx, "SELECT count(*) FROM "+pgx.Identifier{table}.Sanitize()).Scan(&n); err != nil {
+		t.Fatalf("count %s: %v", table, err)
 	}
 	return n
 }
@@ -372,13 +378,19 @@ func (e *Env) IDs(table string) (map[string]bool, int) {
 // [from, to] of topic and nothing else, and that its staging twin is empty.
 func (e *Env) ExactlyOnce(table, topic string, from, to uint64) {
 	e.t.Helper()
-	rs, err := e.DB.Query(e.Ctx, "SELECT id FROM "+pgx.Identifier{table}.Sanitize())
+	CheckExactlyOnce(e.t, e.Ctx, e.DB, table, topic, from, to)
+}
+
+// CheckExactlyOnce is ExactlyOnce for a table read through db.
+func CheckExactlyOnce(t testing.TB, ctx context.Context, db *pgxpool.Pool, table, topic string, from, to uint64) {
+	t.Helper()
+	rs, err := db.Query(ctx, "SELECT id FROM "+pgx.Identifier{table}.Sanitize())
 	if err != nil {
-		e.t.Fatal(err)
+		t.Fatal(err)
 	}
 	ids, err := pgx.CollectRows(rs, pgx.RowTo[string])
 	if err != nil {
-		e.t.Fatal(err)
+		t.Fatal(err)
 	}
 	seen := map[string]int{}
 	for _, id := range ids {
@@ -387,15 +399,15 @@ func (e *Env) ExactlyOnce(table, topic string, from, to uint64) {
 	for off := from; off <= to; off++ {
 		id := fmt.Sprintf("%s:0:%d", topic, off)
 		if seen[id] != 1 {
-			e.t.Errorf("%s: %d rows for %s, want exactly one", table, seen[id], id)
+			t.Errorf("%s: %d rows for %s, want exactly one", table, seen[id], id)
 		}
 		delete(seen, id)
 	}
 	if len(seen) != 0 {
-		e.t.Errorf("%s: unexpected ids %v", table, seen)
+		t.Errorf("%s: unexpected ids %v", table, seen)
 	}
-	if n := e.Count("staging_" + table); n != 0 {
-		e.t.Errorf("staging_%s holds %d rows", table, n)
+	if n := CountRows(t, ctx, db, "staging_"+table); n != 0 {
+		t.Errorf("staging_%s holds %d rows", table, n)
 	}
 }
 

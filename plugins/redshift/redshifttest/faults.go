@@ -40,7 +40,7 @@ func PermanentFaultsFailAtOnceWithNothingVisible(t *testing.T, d sinkdriver.Driv
 			emu.ResetStatements()
 			emu.FailNext(`^`+tc.stmt, 1, tc.err)
 			err := inst.Consume(Batch(tc.topic, 0, 30))
-			wantStatus(t, err, hostdriver.StatusRetry, tc.want)
+			WantStatus(t, err, hostdriver.StatusRetry, tc.want)
 			if n := emu.CountStatements(`(?i)^begin`); n != 1 {
 				t.Errorf("%s: %d transactions, want 1: a permanent error is not retried", tc.topic, n)
 			}
@@ -220,7 +220,7 @@ func TransientFaultsAreRetriedWithLinearBackoff(t *testing.T, d sinkdriver.Drive
 		e.Emu.ResetStatements()
 		e.Emu.FailNext(`^COPY`, 3, rsemu.SerializableViolation(100169))
 		err := inst.Consume(Batch("exhausted", 0, 20))
-		wantStatus(t, err, hostdriver.StatusRetry,
+		WantStatus(t, err, hostdriver.StatusRetry,
 			"Redshift COPY failed after 3 attempts: ERROR: 1023 (SQLSTATE XX000); detail: Serializable isolation violation on table - 100169")
 		if n := e.Emu.CountStatements(`^COPY`); n != 3 {
 			t.Errorf("COPY sent %d times, want 3", n)

@@ -60,7 +60,7 @@ func PreflightLimitsAreFatal(t *testing.T, d sinkdriver.Driver, e *Env) {
 			}
 			before := sinkdriver.SinkMetrics(t, tc.inst)["files_uploaded"]
 			err := tc.inst.Consume(tc.b())
-			wantStatus(t, err, hostdriver.StatusFatal, tc.want)
+			WantStatus(t, err, hostdriver.StatusFatal, tc.want)
 			if e.Emu != nil { // the statement log is the emulator's
 				if got := e.Emu.CountStatements(`(?i)^(begin|lock|copy|insert)`); got != 0 {
 					t.Errorf("%s: a load ran: %s", tc.name, FirstWords(e.Emu))

@@ -71,9 +71,9 @@ func asStatus(t *testing.T, err error) *StatusError {
 	return se
 }
 
-// wantStatus checks err is a status from the plugin with code and a message
+// WantStatus checks err is a status from the plugin with code and a message
 // containing each of contains.
-func wantStatus(t *testing.T, err error, code hostdriver.Status, contains ...string) *StatusError {
+func WantStatus(t *testing.T, err error, code hostdriver.Status, contains ...string) *StatusError {
 	t.Helper()
 	var se *StatusError
 	if !errors.As(err, &se) || se.Code != code {

@@ -45,7 +45,7 @@ func SchemaMismatch(t *testing.T, d sinkdriver.Driver, e *Env) {
 	for attempt := uint32(1); attempt <= 2; attempt++ {
 		b := Batch("mm", 0, 3)
 		b.Attempt = attempt
-		wantStatus(t, tmpl.Consume(b), hostdriver.StatusRetry, wantTmpl...)
+		WantStatus(t, tmpl.Consume(b), hostdriver.StatusRetry, wantTmpl...)
 	}
 	if e.Emu != nil { // the statement log is the emulator's
 		if n := e.Emu.CountStatements(`(?i)^(copy|insert|alter)`); n != 1 { // the test's own INSERT only

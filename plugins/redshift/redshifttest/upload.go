@@ -35,7 +35,7 @@ func S3UploadFailed(t *testing.T, d sinkdriver.Driver, e *Env) {
 			inst := rt.Open("upload", cfg)
 			e.Emu.ResetStatements()
 			err := inst.Consume(Batch("orders", 0, 5))
-			se := wantStatus(t, err, hostdriver.StatusRetry, tc.want)
+			se := WantStatus(t, err, hostdriver.StatusRetry, tc.want)
 			if n := e.Emu.CountStatements(`.`); n != 0 {
 				t.Errorf("%s: SQL after the failed upload: %s", tc.name, FirstWords(e.Emu))
 			}
