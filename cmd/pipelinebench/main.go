@@ -93,18 +93,7 @@ func run() error {
 		return fmt.Errorf("pyenv: %w", err)
 	}
 	python := strings.TrimSpace(string(py))
-	if *workDir != "" {
-		// Absolute: the tables' file:// URIs are made from it.
-		abs, err := filepath.Abs(*workDir)
-		if err != nil {
-			return err
-		}
-		if err := os.MkdirAll(abs, 0o777); err != nil {
-			return err
-		}
-		*workDir = abs
-	}
-	work, err := os.MkdirTemp(*workDir, "pipelinebench")
+	work, err := workload.WorkDir(*workDir, "pipelinebench")
 	if err != nil {
 		return err
 	}

@@ -7,6 +7,8 @@ package workload
 import (
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/picomq/heavy-sinks/shared/hostdriver"
@@ -86,4 +88,21 @@ func Delta(nb, size int) ([][]hostdriver.Record, int) {
 		out[b] = recs
 	}
 	return out, total
+}
+
+// WorkDir makes a fresh directory for a benchmark's file:// tables inside
+// parent ($TMPDIR when empty; created when missing), named after prefix.
+// The path is absolute: tables' file:// URIs are made from it.
+func WorkDir(parent, prefix string) (string, error) {
+	if parent != "" {
+		abs, err := filepath.Abs(parent)
+		if err != nil {
+			return "", err
+		}
+		if err := os.MkdirAll(abs, 0o777); err != nil {
+			return "", err
+		}
+		parent = abs
+	}
+	return os.MkdirTemp(parent, prefix)
 }
