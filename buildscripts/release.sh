@@ -116,6 +116,17 @@ want
 $want"
 }
 
+# size_budget <library>: the most bytes a stripped release library may have (issue 14). A dependency
+# that drags in a large tree (Arrow through azblob >= v1.8.1, a generated cloud client) fails the
+# release instead of shipping quietly.
+size_budget() {
+  case $1 in
+    *_delta_sink.so) echo 25000000 ;;
+    *_redshift_sink.so) echo 20000000 ;;
+    *) echo 0 ;;
+  esac
+}
+
 machine_of() { case $1 in amd64) echo 'Advanced Micro Devices X86-64' ;; arm64) echo AArch64 ;; esac; }
 
 mkdir -p "$OUT"
@@ -149,7 +160,11 @@ for arch in $ARCHES; do
   for f in "${libs[@]}" picomq-host picomq-connect; do
     readelf -h "$dir/$f" | grep -q "Machine: *$machine\$" || die "$f is not $machine"
   done
-  for lib in "${libs[@]}"; do check_exports "$dir/$lib"; done
+  for lib in "${libs[@]}"; do
+    check_exports "$dir/$lib"
+    size=$(stat -c %s "$dir/$lib") budget=$(size_budget "$lib")
+    [ "$budget" = 0 ] || [ "$size" -le "$budget" ] || die "$lib is $size bytes, over its budget of $budget"
+  done
   if leaked=$(grep -rlF "$ROOT" "$dir"); then die "the build directory $ROOT leaked into: $leaked"; fi
   glibc=$(cd "$dir" && glibc_floor "${libs[@]}" picomq-host)
   [ -n "$glibc" ] || die "no GLIBC_ symbol versions found in the libraries"

@@ -71,8 +71,9 @@ func NewAzure(ctx context.Context, containerName, tablePath string, opts AzureOp
 		a.prefix = p + "/"
 	}
 	clientOpts := &container.ClientOptions{ClientOptions: azcore.ClientOptions{
-		Retry:     azureRetry,
-		Telemetry: policy.TelemetryOptions{ApplicationID: "picomq-delta-sink"},
+		Retry:           azureRetry,
+		Telemetry:       policy.TelemetryOptions{ApplicationID: "picomq-delta-sink"},
+		PerCallPolicies: []policy.Policy{startFromPolicy{}},
 	}}
 	var err error
 	switch {
@@ -246,7 +247,7 @@ func (a *Azure) List(ctx context.Context, prefix, startAfter string) ([]deltalog
 func (a *Azure) list(ctx context.Context, full, after string, startFrom bool) ([]deltalog.FileInfo, error) {
 	o := &container.ListBlobsFlatOptions{Prefix: &full}
 	if startFrom {
-		o.StartFrom = &after
+		ctx = context.WithValue(ctx, startFromKey{}, after)
 	}
 	var out []deltalog.FileInfo
 	pager := a.client.NewListBlobsFlatPager(o)
@@ -276,6 +277,28 @@ func (a *Azure) list(ctx context.Context, full, after string, startFrom bool) ([
 		}
 	}
 	return out, nil
+}
+
+// startFromKey carries a listing's startFrom in its request's context to
+// startFromPolicy.
+type startFromKey struct{}
+
+// startFromPolicy sets the startFrom query parameter of a List Blobs request
+// whose context carries one. azblob v1.8.0 has ListBlobsFlatOptions.StartFrom
+// but never sends it (fixed in v1.8.1, the version that also brings in
+// Arrow: go.mod says why we stay), so the sink sends it itself. Setting it
+// replaces the SDK's own, so a later azblob that sends it changes nothing.
+type startFromPolicy struct{}
+
+func (startFromPolicy) Do(req *policy.Request) (*http.Response, error) {
+	if after, ok := req.Raw().Context().Value(startFromKey{}).(string); ok {
+		q := req.Raw().URL.Query()
+		if q.Get("comp") == "list" {
+			q.Set("startFrom", after)
+			req.Raw().URL.RawQuery = q.Encode()
+		}
+	}
+	return req.Next()
 }
 
 // Get implements deltalog.Store.
