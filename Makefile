@@ -72,10 +72,12 @@ bench: bench-delta bench-redshift
 # Where the benchmarks' file:// tables go (-dir): default $TMPDIR. Point it at the disk your tables
 # live on: the kernel's cost of creating and syncing files is most of the sink's system CPU.
 BENCH_DIR ?=
+# FILE_SYNC=filesystem benches the file target with file_sync = "filesystem" (one syncfs per batch).
+FILE_SYNC ?=
 
 # records/s, MB/s, consume() p50/p99 and peak RSS, file:// and MinIO, and the ratio to delta-rs.
 bench-delta: build services pyenv
-	$(GO) run ./cmd/deltabench -batches 200 $(if $(BENCH_DIR),-dir $(BENCH_DIR))
+	$(GO) run ./cmd/deltabench -batches 200 $(if $(BENCH_DIR),-dir $(BENCH_DIR)) $(if $(FILE_SYNC),-file-sync $(FILE_SYNC))
 
 # records/s, p99 produce-to-commit latency, runtime and child CPU per record vs the plugin alone,
 # lag at a fixed rate: the Delta sink through picomq-connect, file:// and MinIO. Broker:

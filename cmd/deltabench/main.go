@@ -44,6 +44,7 @@ var (
 	targets   = flag.String("targets", "file,s3", "comma-separated: file, s3")
 	workDir   = flag.String("dir", "", "parent of the work directory where the file:// tables go (default $TMPDIR; make: BENCH_DIR)")
 	withRS    = flag.Bool("delta-rs", true, "also run delta-rs on the same batches")
+	fileSync  = flag.String("file-sync", "file", "the sink's file_sync for the file target: file, or filesystem (one syncfs per batch)")
 	cpuprof   = flag.String("cpuprofile", "", "directory: a profiling build of the library (-tags picomqprof, docs/delta.md) writes DIR/<target>.pprof")
 )
 
@@ -114,6 +115,7 @@ func run() error {
 		switch target {
 		case "file":
 			uri = "file://" + filepath.Join(work, "ours")
+			cfg = map[string]any{"file_sync": *fileSync}
 		case "s3":
 			svc, err := services.Lookup()
 			if err != nil {
@@ -144,8 +146,12 @@ func run() error {
 		if err != nil {
 			return err
 		}
-		ours.print("picomq delta sink", target, rawBytes)
-		ours.printCPU(target)
+		label := target
+		if target == "file" && *fileSync != "file" {
+			label = "file, file_sync=" + *fileSync
+		}
+		ours.print("picomq delta sink", label, rawBytes)
+		ours.printCPU(label)
 		if target == "s3" {
 			ours.printRequests()
 		}

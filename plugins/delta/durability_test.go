@@ -1,9 +1,12 @@
 package delta_test
 
 import (
+	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/picomq/heavy-sinks/shared/sdk"
+	"github.com/picomq/heavy-sinks/shared/sdk/sdktest"
 )
 
 // TestBatchIsSyncedBeforeOK counts the sink's fsyncs on a file:// table
@@ -34,5 +37,16 @@ func TestBatchIsSyncedBeforeOK(t *testing.T) {
 		if got, want := fsyncs()-before, int64(3+3+2); got != want {
 			t.Errorf("batch %d: %d fsyncs, want %d (3 files, their 3 directories, the commit file and the log)", i, got, want)
 		}
+	}
+}
+
+// TestFileSyncRefusesAnUnknownValue; deltatest's
+// FileSyncFilesystemSyncsTwicePerBatch tests the value "filesystem".
+func TestFileSyncRefusesAnUnknownValue(t *testing.T) {
+	def, _ := json.Marshal(map[string]any{"key": "bad", "plugin_config": map[string]any{
+		"table_uri": "file:///tmp/x", "file_sync": "never"}})
+	_, err := sdk.Open(def, (&sdktest.Logs{}).Log)
+	if err == nil || !strings.Contains(err.Error(), `"file_sync": "never" is not one of file, filesystem`) {
+		t.Errorf("open: %v", err)
 	}
 }

@@ -14,6 +14,7 @@ var Tests = []struct {
 	Run  func(t *testing.T, d sinkdriver.Driver)
 }{
 	{"TopicsAndPartitionsAreTrackedSeparately", TopicsAndPartitionsAreTrackedSeparately},
+	{"FileSyncFilesystemSyncsTwicePerBatch", FileSyncFilesystemSyncsTwicePerBatch},
 }
 
 // Run runs every test of the suite through d, each as a parallel subtest.
@@ -76,4 +77,34 @@ func TopicsAndPartitionsAreTrackedSeparately(t *testing.T, d sinkdriver.Driver) 
 	}
 	consume(t, inst, b)
 	WantIDs(t, uri, "0,1,2,100,101,102")
+}
+
+// FileSyncFilesystemSyncsTwicePerBatch: with file_sync = "filesystem" a
+// batch over three partitions makes two syncs (the syncfs before the
+// commit, the log directory after it) instead of eight, and delta-rs reads
+// every record back.
+func FileSyncFilesystemSyncsTwicePerBatch(t *testing.T, d sinkdriver.Driver) {
+	uri := "file://" + filepath.Join(t.TempDir(), "regions")
+	inst := Open(t, d.Start(t), "syncfs", map[string]any{
+		"table_uri": uri, "file_sync": "filesystem", "create_table": true, "partition_by": "region",
+		"table_schema": `{"type":"struct","fields":[{"name":"id","type":"long"},{"name":"region","type":"string"}]}`,
+	})
+	batch := func(first int) sinkdriver.Batch {
+		var p []string
+		for i := first; i < first+30; i++ {
+			p = append(p, fmt.Sprintf(`{"id":%d,"region":"r%d"}`, i, i%3))
+		}
+		return JSONBatch("t", uint64(first), p...)
+	}
+	consume(t, inst, batch(0)) // creates the table: its root did not exist before
+	for first := 30; first < 120; first += 30 {
+		before := sinkdriver.SinkMetrics(t, inst)["fsyncs"]
+		consume(t, inst, batch(first))
+		if got := sinkdriver.SinkMetrics(t, inst)["fsyncs"] - before; got != 2 {
+			t.Errorf("batch at %d: %v syncs, want 2 (the syncfs and the log directory)", first, got)
+		}
+	}
+	if ids := IDs(t, uri); len(ids) != 120 || ids[0] != 0 || ids[119] != 119 {
+		t.Errorf("delta-rs reads %d ids (%v), want 0..119", len(ids), ids)
+	}
 }

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"golang.org/x/sys/unix"
@@ -30,10 +31,19 @@ const (
 // Local is a table on the local filesystem.
 type Local struct {
 	root  string
-	syncs *atomic.Int64 // counts every fsync, when set (CountSyncs)
+	syncs *atomic.Int64 // counts every fsync and syncfs, when set (CountSyncs)
 	// onSync, when set (tests), sees the name of every file or directory
-	// synced, after the sync succeeded.
+	// synced, after the sync succeeded ("syncfs:" + the table root for a
+	// filesystem sync).
 	onSync func(name string)
+
+	// syncFS is LocalOptions.SyncFilesystem: the syncs of a batch's data
+	// files and of the directories that gained them are left to the one
+	// syncfs(2) that the next PutIfAbsent (the commit) makes.
+	syncFS bool
+	fsMu   sync.Mutex
+	fs     *os.File // the table root, open from the first write on (tableFS)
+	fsDev  uint64   // the filesystem fs is on
 }
 
 // CountSyncs makes l add one to c for every fsync it makes, of a file or
@@ -42,8 +52,29 @@ type Local struct {
 // before l is used.
 func (l *Local) CountSyncs(c *atomic.Int64) { l.syncs = c }
 
-// sync fsyncs f (a file or a directory) and counts it.
+// sync makes f (a file or a directory) durable by the time the next
+// commit is: it fsyncs f, or, with syncFS, leaves it to the commit's
+// syncfs when f is on the table's filesystem (a partition directory
+// mounted or linked elsewhere is fsynced as ever).
 func (l *Local) sync(f *os.File) error {
+	if l.syncFS {
+		root, dev, err := l.tableFS()
+		if err != nil {
+			return err
+		}
+		var st unix.Stat_t
+		if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+			return fmt.Errorf("stat %s: %w", f.Name(), err)
+		}
+		if root != nil && uint64(st.Dev) == dev {
+			return nil
+		}
+	}
+	return l.syncNow(f)
+}
+
+// syncNow fsyncs f and counts it.
+func (l *Local) syncNow(f *os.File) error {
 	if l.syncs != nil {
 		l.syncs.Add(1)
 	}
@@ -52,6 +83,58 @@ func (l *Local) sync(f *os.File) error {
 	}
 	if l.onSync != nil {
 		l.onSync(f.Name())
+	}
+	return nil
+}
+
+// tableFS returns the table root, opened once with syncFS, and the
+// filesystem it is on; nil while the root does not exist yet (a table the
+// first commit creates: its first files are fsynced one by one).
+//
+// The root stays open for as long as l is used: syncfs reports a write-back
+// error to every open file of the filesystem that has not seen it yet
+// (Linux 5.8 and later), so an error in writing out a data file is
+// reported to the commit's syncfs even when another program's syncfs or
+// fsync has already seen it. A descriptor opened just for the syncfs
+// would miss those.
+func (l *Local) tableFS() (*os.File, uint64, error) {
+	l.fsMu.Lock()
+	defer l.fsMu.Unlock()
+	if l.fs != nil {
+		return l.fs, l.fsDev, nil
+	}
+	f, err := os.Open(l.root)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, 0, nil
+	}
+	if err != nil {
+		return nil, 0, err
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+		f.Close()
+		return nil, 0, fmt.Errorf("stat %s: %w", l.root, err)
+	}
+	l.fs, l.fsDev = f, uint64(st.Dev)
+	return l.fs, l.fsDev, nil
+}
+
+// syncTableFS is the commit's syncfs with syncFS: it writes out everything
+// of the table's filesystem, the batch's data files, their directories and
+// the commit's temporary file among it.
+func (l *Local) syncTableFS() error {
+	root, _, err := l.tableFS()
+	if err != nil || root == nil {
+		return err
+	}
+	if l.syncs != nil {
+		l.syncs.Add(1)
+	}
+	if err := unix.Syncfs(int(root.Fd())); err != nil {
+		return fmt.Errorf("syncfs %s: %w", l.root, err)
+	}
+	if l.onSync != nil {
+		l.onSync("syncfs:" + l.root)
 	}
 	return nil
 }
@@ -131,13 +214,19 @@ func (l *Local) GetRange(ctx context.Context, p string, offset, length int64) ([
 // Put implements Store for data files. Their names are unique and no reader
 // looks at a file before a commit references it, so the file is written in
 // place (O_EXCL: a name clash is an error, never an overwrite) and synced
-// together with its directory entry before the commit that names it.
+// together with its directory entry before the commit that names it: before
+// Put returns, or with syncFS by the syncfs of that commit's PutIfAbsent.
 //
 // The directory is created only when the create finds it missing: a batch
 // of a partitioned table writes one file into each of several existing
 // partition directories, and a stat before every create was one system
 // call per file for nothing.
 func (l *Local) Put(ctx context.Context, p string, data []byte) error {
+	if l.syncFS {
+		if _, _, err := l.tableFS(); err != nil { // open before the write: see tableFS
+			return fmt.Errorf("put %s: %w", p, err)
+		}
+	}
 	dst := l.abs(p)
 	f, err := createExcl(dst)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -166,11 +255,18 @@ func createExcl(name string) (*os.File, error) {
 // first and is then moved into place with renameat2(RENAME_NOREPLACE), or a
 // hard link where the filesystem lacks it: both fail atomically when the
 // name is taken, which a plain rename (silently replacing a commit another
-// writer made) never does.
+// writer made) never does. With syncFS one syncfs before the rename makes
+// the temporary file durable together with every data file Put left to it.
 func (l *Local) PutIfAbsent(ctx context.Context, p string, data []byte) error {
 	tmp, err := l.writeTemp(p, data)
 	if err != nil {
 		return err
+	}
+	if l.syncFS {
+		if err := l.syncTableFS(); err != nil {
+			os.Remove(tmp)
+			return fmt.Errorf("put %s: %w", p, err)
+		}
 	}
 	dst := l.abs(p)
 	err = unix.Renameat2(unix.AT_FDCWD, tmp, unix.AT_FDCWD, dst, unix.RENAME_NOREPLACE)
@@ -186,7 +282,8 @@ func (l *Local) PutIfAbsent(ctx context.Context, p string, data []byte) error {
 	if err != nil {
 		return fmt.Errorf("put %s: %w", p, err)
 	}
-	return l.syncDir(filepath.Dir(dst))
+	// The rename itself: nothing after it would sync it, so never deferred.
+	return l.syncDirNow(filepath.Dir(dst))
 }
 
 // writeTemp writes data to a new temporary file beside p and returns its
@@ -194,6 +291,11 @@ func (l *Local) PutIfAbsent(ctx context.Context, p string, data []byte) error {
 // renamed into place as a log file that readers running as other users
 // (Spark, BI tools) must be able to read like the data files.
 func (l *Local) writeTemp(p string, data []byte) (string, error) {
+	if l.syncFS {
+		if _, _, err := l.tableFS(); err != nil { // open before the write: see tableFS
+			return "", fmt.Errorf("write %s: %w", p, err)
+		}
+	}
 	dst := l.abs(p)
 	dir, prefix := filepath.Dir(dst), "."+filepath.Base(dst)+"."
 	f, err := createTemp(dir, prefix, ".tmp")
@@ -237,13 +339,19 @@ func (l *Local) mkdirAllSynced(dir string) error {
 	return l.syncDir(parent)
 }
 
-func (l *Local) syncDir(dir string) error {
+// syncDir syncs dir as sync does: possibly left to the commit's syncfs.
+func (l *Local) syncDir(dir string) error { return l.withDir(dir, l.sync) }
+
+// syncDirNow fsyncs dir before it returns.
+func (l *Local) syncDirNow(dir string) error { return l.withDir(dir, l.syncNow) }
+
+func (l *Local) withDir(dir string, sync func(*os.File) error) error {
 	d, err := os.Open(dir)
 	if err != nil {
 		return err
 	}
 	defer d.Close()
-	return l.sync(d)
+	return sync(d)
 }
 
 // Delete implements deltalog.Store.
@@ -266,4 +374,35 @@ func createTemp(dir, prefix, suffix string) (*os.File, error) {
 		}
 	}
 	return nil, fmt.Errorf("create a temporary file in %s: too many name clashes", dir)
+}
+
+// checkSyncfs refuses LocalOptions.SyncFilesystem on a kernel older than
+// Linux 5.8: its syncfs returns success even when writing a file out
+// failed, which would let a commit name a data file that never reached
+// the disk.
+func checkSyncfs() error {
+	var u unix.Utsname
+	if err := unix.Uname(&u); err != nil {
+		return invalid(BackendLocal, OptLocalSyncFilesystem, "%s: cannot tell the kernel version: %v", OptLocalSyncFilesystem, err)
+	}
+	release := unix.ByteSliceToString(u.Release[:])
+	if !kernelAtLeast(release, 5, 8) {
+		return invalid(BackendLocal, OptLocalSyncFilesystem, "%s needs Linux 5.8 or later, whose syncfs reports write errors; this kernel is %s", OptLocalSyncFilesystem, release)
+	}
+	return nil
+}
+
+// kernelAtLeast reports whether a kernel release ("6.1.0-18-amd64",
+// "5.15.153.1-microsoft-standard") is major.minor or later.
+func kernelAtLeast(release string, major, minor int) bool {
+	fields := strings.FieldsFunc(release, func(r rune) bool { return r < '0' || r > '9' })
+	if len(fields) < 2 {
+		return false
+	}
+	gotMajor, err1 := strconv.Atoi(fields[0])
+	gotMinor, err2 := strconv.Atoi(fields[1])
+	if err1 != nil || err2 != nil {
+		return false
+	}
+	return gotMajor > major || gotMajor == major && gotMinor >= minor
 }

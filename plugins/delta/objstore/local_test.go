@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 
 	"github.com/picomq/heavy-sinks/plugins/delta/deltalog"
@@ -198,6 +199,75 @@ func TestLocalFileModesFollowUmask(t *testing.T) {
 // file is synced, then its directory (and the parent of a directory Put
 // created); a commit's temporary file is synced before it is renamed into
 // place, then the log directory. Nothing else, nothing less.
+// With SyncFilesystem, data files and the directories that gained them are
+// left to the commit: PutIfAbsent makes one syncfs of the table's
+// filesystem before its rename and fsyncs the log directory after it. A
+// partition directory on another filesystem (here a link to /dev/shm) is
+// not covered by that syncfs, so its file and directory are fsynced by Put
+// as without the option.
+func TestLocalSyncFilesystemLeavesDataFilesToTheCommit(t *testing.T) {
+	ctx := context.Background()
+	root := t.TempDir()
+	l, err := openURI(ctx, "file://"+root, objstore.Options{Local: objstore.LocalOptions{SyncFilesystem: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var synced []string
+	objstore.OnSync(l.(*objstore.Local), func(name string) { synced = append(synced, strings.TrimPrefix(name, root)) })
+	expect := func(what string, want ...string) {
+		t.Helper()
+		if !slices.Equal(synced, want) {
+			t.Errorf("%s synced %q, want %q", what, synced, want)
+		}
+		synced = nil
+	}
+
+	for _, p := range []string{"region=eu/part-0.parquet", "region=eu/part-1.parquet", "region=us/part-2.parquet"} {
+		if err := l.Put(ctx, p, []byte("data "+p)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	expect("Put (new directories too)")
+	if err := l.PutIfAbsent(ctx, "_delta_log/00000000000000000001.json", []byte("commit")); err != nil {
+		t.Fatal(err)
+	}
+	expect("PutIfAbsent", "syncfs:"+root, "/_delta_log")
+	for p, want := range map[string]string{"region=eu/part-1.parquet": "data region=eu/part-1.parquet",
+		"region=us/part-2.parquet": "data region=us/part-2.parquet", "_delta_log/00000000000000000001.json": "commit"} {
+		if got, err := l.Get(ctx, p); err != nil || string(got) != want {
+			t.Errorf("%s: %q %v, want %q", p, got, err, want)
+		}
+	}
+
+	var shm, tmp syscall.Stat_t
+	if syscall.Stat("/dev/shm", &shm) != nil || syscall.Stat(root, &tmp) != nil || shm.Dev == tmp.Dev {
+		t.Skip("no /dev/shm on another filesystem than the test's temporary directory")
+	}
+	elsewhere, err := os.MkdirTemp("/dev/shm", "picomq-sync-")
+	if err != nil {
+		t.Skip(err)
+	}
+	defer os.RemoveAll(elsewhere)
+	if err := os.Symlink(elsewhere, filepath.Join(root, "region=ap")); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Put(ctx, "region=ap/part-3.parquet", []byte("data")); err != nil {
+		t.Fatal(err)
+	}
+	expect("Put onto another filesystem", "/region=ap/part-3.parquet", "/region=ap")
+}
+
+func TestKernelAtLeast(t *testing.T) {
+	for release, want := range map[string]bool{
+		"5.8.0": true, "5.7.19": false, "6.1.0-18-amd64": true, "4.19.0": false, "5.15.153.1-microsoft-standard-WSL2": true,
+		"10.0": true, "5": false, "": false, "x.y": false, "6.18.44-fc-v669": true,
+	} {
+		if got := objstore.KernelAtLeast(release, 5, 8); got != want {
+			t.Errorf("%q: %v, want %v", release, got, want)
+		}
+	}
+}
+
 func TestLocalSyncsWhatItWrites(t *testing.T) {
 	ctx := context.Background()
 	root := t.TempDir()

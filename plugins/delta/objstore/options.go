@@ -51,6 +51,16 @@ type GCSOptions struct {
 	auth *gcsAuth // set by Options.Authenticate, shared by every table's store
 }
 
+// LocalOptions are the file:// settings.
+type LocalOptions struct {
+	// SyncFilesystem makes each commit's one syncfs(2) make the batch's data
+	// files and the directories that gained them durable, instead of an
+	// fsync of each (Local.Put). It also writes out every other program's
+	// unsynced data on that filesystem. Validate refuses it on a kernel
+	// older than 5.8, whose syncfs does not report write errors.
+	SyncFilesystem bool
+}
+
 // Options carries the settings of every backend; Open uses the one the
 // location's backend selects.
 type Options struct {
@@ -61,6 +71,7 @@ type Options struct {
 	S3      S3Options
 	Azure   AzureOptions
 	GCS     GCSOptions
+	Local   LocalOptions // for file:// locations, whatever Backend is
 }
 
 // Option names one backend setting, so that errors can say which one is
@@ -83,6 +94,7 @@ const (
 	OptGCSEndpoint
 	OptAzureDefaultCredential
 	OptGCSDefaultCredentials
+	OptLocalSyncFilesystem
 )
 
 var optionNames = map[Option]string{
@@ -91,6 +103,7 @@ var optionNames = map[Option]string{
 	OptAzureContainer: "Azure container", OptAzureAccountKey: "Azure account key", OptAzureSASToken: "Azure SAS token",
 	OptAzureEndpoint: "Azure endpoint", OptGCSServiceAccountKey: "GCS service account key", OptGCSEndpoint: "GCS endpoint",
 	OptAzureDefaultCredential: "Azure default credential", OptGCSDefaultCredentials: "GCS default credentials",
+	OptLocalSyncFilesystem: "filesystem sync",
 }
 
 // String is a generic name; plugins render their config key names instead.
@@ -154,6 +167,11 @@ func invalid(b Backend, o Option, format string, args ...any) *OptionError {
 // are *OptionError values (joined when Azure's key and endpoint are both
 // wrong); callers render them with their own option names.
 func (o Options) Validate() error {
+	if o.Local.SyncFilesystem {
+		if err := checkSyncfs(); err != nil {
+			return err
+		}
+	}
 	switch o.Backend {
 	case 0, BackendLocal:
 		return nil

@@ -13,6 +13,8 @@ type Store interface {
 	deltalog.Store
 	deltalog.RangeReader
 	// Put writes data to path, replacing nothing a reader could depend on.
+	// The object is durable when Put returns, or, on a file:// store with
+	// LocalOptions.SyncFilesystem, when the next PutIfAbsent returns.
 	Put(ctx context.Context, path string, data []byte) error
 	// URI is the table location, for messages; it never contains credentials.
 	URI() string
@@ -24,7 +26,11 @@ type Store interface {
 func Open(ctx context.Context, loc Location, opts Options) (Store, error) {
 	switch loc.Backend {
 	case BackendLocal:
-		return NewLocal(loc.Path)
+		l, err := NewLocal(loc.Path)
+		if err == nil {
+			l.syncFS = opts.Local.SyncFilesystem
+		}
+		return l, err
 	case BackendS3:
 		return NewS3(ctx, loc.Bucket, loc.Path, opts.S3)
 	case BackendAzure:
