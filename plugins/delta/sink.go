@@ -206,6 +206,11 @@ func (s *Sink) Close(ctx context.Context) error {
 		if t.ckpt != nil {
 			t.ckpt.stop()
 		}
+		if t.local != nil {
+			// A checkpoint still running fails its put rather than
+			// use a closed root (file_sync = "filesystem").
+			t.local.Close()
+		}
 		t.mu.Unlock()
 		delete(s.tables, uri)
 	}

@@ -23,6 +23,7 @@ type table struct {
 	sink *Sink
 
 	store objstore.Store
+	local *objstore.Local // the store when the table is file://, closed with the sink
 	snap  *deltalog.Snapshot
 	// stale is set after any failed write: the next batch reads the log
 	// again before deciding what is already committed.
@@ -57,6 +58,7 @@ func (t *table) load(ctx context.Context) error {
 	}
 	if l, ok := store.(*objstore.Local); ok {
 		l.CountSyncs(&t.sink.stats.fsyncs)
+		t.local = l
 	}
 	store = objstore.Counted(store, &t.sink.requests)
 	snap, err := t.open(ctx, store)

@@ -44,7 +44,19 @@ type Local struct {
 	fsMu   sync.Mutex
 	fs     *os.File // the table root, open from the first write on (tableFS)
 	fsDev  uint64   // the filesystem fs is on
+	fsErr  error    // the first failed syncfs: every later one fails with it (syncTableFS)
+	fsNot  bool     // the table's filesystem is not one of syncfsTypes: fsync file by file
+	closed bool
 }
+
+// syncfs is unix.Syncfs; tests replace it to make it fail.
+var syncfs = unix.Syncfs
+
+// syncfsTypes are the filesystems whose syncfs(2) writes out data and
+// reports write-back errors as fsync would: ext4, XFS and Btrfs. Elsewhere
+// (FUSE, whose syncfs does not reach the server; NFS; overlays) the
+// filesystem mode fsyncs file by file, as the default does.
+var syncfsTypes = map[int64]bool{0xEF53: true, 0x58465342: true, 0x9123683E: true}
 
 // CountSyncs makes l add one to c for every fsync it makes, of a file or
 // a directory: the sink's "fsyncs" metric, which tests use to prove data
@@ -97,10 +109,16 @@ func (l *Local) syncNow(f *os.File) error {
 // reported to the commit's syncfs even when another program's syncfs or
 // fsync has already seen it. A descriptor opened just for the syncfs
 // would miss those.
+//
+// A filesystem not in syncfsTypes gives nil too, for good: every file is
+// then fsynced.
 func (l *Local) tableFS() (*os.File, uint64, error) {
 	l.fsMu.Lock()
 	defer l.fsMu.Unlock()
-	if l.fs != nil {
+	if l.closed {
+		return nil, 0, fmt.Errorf("table %s: store closed", l.root)
+	}
+	if l.fs != nil || !l.syncFS || l.fsNot {
 		return l.fs, l.fsDev, nil
 	}
 	f, err := os.Open(l.root)
@@ -111,9 +129,19 @@ func (l *Local) tableFS() (*os.File, uint64, error) {
 		return nil, 0, err
 	}
 	var st unix.Stat_t
+	var sfs unix.Statfs_t
 	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
 		f.Close()
 		return nil, 0, fmt.Errorf("stat %s: %w", l.root, err)
+	}
+	if err := unix.Fstatfs(int(f.Fd()), &sfs); err != nil {
+		f.Close()
+		return nil, 0, fmt.Errorf("statfs %s: %w", l.root, err)
+	}
+	if !syncfsTypes[int64(sfs.Type)] { // see SyncfsCovers
+		f.Close()
+		l.fsNot = true
+		return nil, 0, nil
 	}
 	l.fs, l.fsDev = f, uint64(st.Dev)
 	return l.fs, l.fsDev, nil
@@ -122,21 +150,50 @@ func (l *Local) tableFS() (*os.File, uint64, error) {
 // syncTableFS is the commit's syncfs with syncFS: it writes out everything
 // of the table's filesystem, the batch's data files, their directories and
 // the commit's temporary file among it.
+//
+// syncfs reports a write-back error once per open file, and every syncfs of
+// this store (the batches' commits, the checkpointer's files) goes through
+// the one root: whichever comes first after the error gets it. So the
+// first failure is kept and every later syncfs fails with it: a later
+// commit must not take a quiet syncfs for proof that the files of an
+// earlier, failed one are on disk, nor commit after a lost race on top of
+// them. The table then refuses commits until the sink is opened again, as
+// PostgreSQL stops after a failed fsync: which files were lost is unknown.
 func (l *Local) syncTableFS() error {
 	root, _, err := l.tableFS()
 	if err != nil || root == nil {
 		return err
 	}
+	l.fsMu.Lock()
+	defer l.fsMu.Unlock()
+	if l.fsErr != nil {
+		return l.fsErr
+	}
 	if l.syncs != nil {
 		l.syncs.Add(1)
 	}
-	if err := unix.Syncfs(int(root.Fd())); err != nil {
-		return fmt.Errorf("syncfs %s: %w", l.root, err)
+	if err := syncfs(int(root.Fd())); err != nil {
+		l.fsErr = fmt.Errorf("syncfs %s: %w (a write to the table's filesystem failed: file_sync = filesystem refuses every commit on this table until the sink is opened again)", l.root, err)
+		return l.fsErr
 	}
 	if l.onSync != nil {
 		l.onSync("syncfs:" + l.root)
 	}
 	return nil
+}
+
+// Close releases the table root that the filesystem mode keeps open. The
+// store is not used after it.
+func (l *Local) Close() error {
+	l.fsMu.Lock()
+	defer l.fsMu.Unlock()
+	l.closed = true
+	if l.fs == nil {
+		return nil
+	}
+	err := l.fs.Close()
+	l.fs = nil
+	return err
 }
 
 // NewLocal returns the store for the table directory root.
@@ -405,4 +462,13 @@ func kernelAtLeast(release string, major, minor int) bool {
 		return false
 	}
 	return gotMajor > major || gotMajor == major && gotMinor >= minor
+}
+
+// SyncfsCovers reports whether LocalOptions.SyncFilesystem would leave the
+// data files of a table in dir to one syncfs: a kernel that reports
+// write-back errors to it (checkSyncfs) and one of syncfsTypes. Elsewhere
+// the option is refused or fsyncs file by file.
+func SyncfsCovers(dir string) bool {
+	var sfs unix.Statfs_t
+	return checkSyncfs() == nil && unix.Statfs(dir, &sfs) == nil && syncfsTypes[int64(sfs.Type)]
 }

@@ -208,6 +208,9 @@ func TestLocalFileModesFollowUmask(t *testing.T) {
 func TestLocalSyncFilesystemLeavesDataFilesToTheCommit(t *testing.T) {
 	ctx := context.Background()
 	root := t.TempDir()
+	if !objstore.SyncfsCovers(root) {
+		t.Skip("syncfs does not cover this temporary directory's filesystem, or this kernel is older than 5.8")
+	}
 	l, err := openURI(ctx, "file://"+root, objstore.Options{Local: objstore.LocalOptions{SyncFilesystem: true}})
 	if err != nil {
 		t.Fatal(err)
@@ -255,6 +258,92 @@ func TestLocalSyncFilesystemLeavesDataFilesToTheCommit(t *testing.T) {
 		t.Fatal(err)
 	}
 	expect("Put onto another filesystem", "/region=ap/part-3.parquet", "/region=ap")
+}
+
+// A failed syncfs fails every later commit of the store, though the kernel
+// reports a write-back error to one syncfs only: here the checkpointer's
+// (any PutIfAbsent) gets it, and the next batch's commit must not take its
+// own quiet syncfs for proof that its data file is on disk.
+func TestLocalSyncfsFailureFailsEveryLaterCommit(t *testing.T) {
+	ctx := context.Background()
+	root := t.TempDir()
+	if !objstore.SyncfsCovers(root) {
+		t.Skip("syncfs does not cover this temporary directory's filesystem, or this kernel is older than 5.8")
+	}
+	s, err := openURI(ctx, "file://"+root, objstore.Options{Local: objstore.LocalOptions{SyncFilesystem: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.(*objstore.Local).Close()
+	if err := s.Put(ctx, "part-0.parquet", []byte("data")); err != nil {
+		t.Fatal(err)
+	}
+	defer objstore.FailSyncfsOnce(syscall.EIO)()
+	if err := s.PutIfAbsent(ctx, "_delta_log/00000000000000000010.checkpoint.parquet", []byte("ckpt")); !errors.Is(err, syscall.EIO) {
+		t.Fatalf("checkpoint put: %v, want EIO", err)
+	}
+	for range 2 {
+		err := s.PutIfAbsent(ctx, "_delta_log/00000000000000000011.json", []byte("commit"))
+		if !errors.Is(err, syscall.EIO) || !strings.Contains(err.Error(), "until the sink is opened again") {
+			t.Errorf("commit after the failed syncfs: %v, want the EIO again", err)
+		}
+	}
+	entries, _ := os.ReadDir(filepath.Join(root, "_delta_log"))
+	if len(entries) != 0 {
+		t.Errorf("_delta_log holds %v after failed puts, want nothing (no commit, no temporary file)", entries)
+	}
+}
+
+// The same through CommitAppend when another writer took the version: the
+// failed put reads back the winner, a conflict, and the retry at the next
+// version must fail too instead of committing the data file whose
+// write-back failed.
+func TestLocalSyncfsFailureThenLostRaceCommitsNothing(t *testing.T) {
+	ctx := context.Background()
+	root := t.TempDir()
+	if !objstore.SyncfsCovers(root) {
+		t.Skip("syncfs does not cover this temporary directory's filesystem, or this kernel is older than 5.8")
+	}
+	if err := os.MkdirAll(filepath.Join(root, "_delta_log"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	v0 := `{"protocol":{"minReaderVersion":1,"minWriterVersion":2}}` + "\n" +
+		`{"metaData":{"id":"t","format":{"provider":"parquet","options":{}},"schemaString":"{\"type\":\"struct\",\"fields\":[{\"name\":\"id\",\"type\":\"long\",\"nullable\":true,\"metadata\":{}}]}","partitionColumns":[],"configuration":{},"createdTime":0}}` + "\n"
+	if err := os.WriteFile(filepath.Join(root, "_delta_log", "00000000000000000000.json"), []byte(v0), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ours, err := openURI(ctx, "file://"+root, objstore.Options{Local: objstore.LocalOptions{SyncFilesystem: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ours.(*objstore.Local).Close()
+	peer, _ := objstore.NewLocal(root)
+	snap, err := deltalog.Load(ctx, ours, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ours.Put(ctx, "part-0.parquet", []byte("data")); err != nil {
+		t.Fatal(err)
+	}
+	peerSnap, err := deltalog.Load(ctx, peer, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := deltalog.CommitAppend(ctx, peer, peerSnap, deltalog.AppendCommit{AppID: "peer", AppVersion: 1}, nil); err != nil {
+		t.Fatal(err)
+	}
+	defer objstore.FailSyncfsOnce(syscall.EIO)()
+	// SkipCatchUp, as the sink while it is alone: the put of version 1
+	// comes first, and its read-back finds the peer's commit.
+	res, err := deltalog.CommitAppend(ctx, ours, snap, deltalog.AppendCommit{
+		Files: []deltalog.DataFile{{Path: "part-0.parquet", Size: 4, ModificationTime: 1}}}, &deltalog.CommitOptions{SkipCatchUp: true})
+	if err == nil {
+		t.Fatalf("commit OK at version %d after its syncfs failed", res.Version)
+	}
+	final, err := deltalog.Load(ctx, peer, nil)
+	if err != nil || final.Version != 1 {
+		t.Errorf("table at version %v (%v), want 1: the peer's commit and nothing of ours", final.Version, err)
+	}
 }
 
 func TestKernelAtLeast(t *testing.T) {
