@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -245,11 +247,18 @@ func TestAzureContainerIsRemovedAndHonoursConditionalPut(t *testing.T) {
 		if err := put(sc, "a/2"); err != nil {
 			t.Fatalf("put with the SAS: %v", err)
 		}
-		// Azurite honours List Blobs startFrom (the Delta sink lists with it).
-		from := "a/2"
-		page, err := c.NewListBlobsFlatPager(&container.ListBlobsFlatOptions{StartFrom: &from}).NextPage(ctx)
-		if err != nil || len(page.Segment.BlobItems) != 1 || *page.Segment.BlobItems[0].Name != "a/2" {
-			t.Fatalf("startFrom: %v %+v", err, page.Segment)
+		// Azurite honours List Blobs startFrom (the Delta sink lists with
+		// it). Asked over plain HTTP with the SAS: azblob v1.8.0, the
+		// version go.mod keeps, drops ListBlobsFlatOptions.StartFrom (the
+		// sink sets the parameter itself, objstore's startFromPolicy).
+		resp, err := http.Get(svc.AzureEndpoint + "/" + name + "?restype=container&comp=list&startFrom=a%2F2&" + svc.AzureContainerSAS(t, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || strings.Count(string(body), "<Name>") != 1 || !strings.Contains(string(body), "<Name>a/2</Name>") {
+			t.Fatalf("startFrom: %s %s", resp.Status, body)
 		}
 	})
 	_, err := svc.AzureContainerClient(t, name).GetProperties(ctx, nil)
