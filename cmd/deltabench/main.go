@@ -14,6 +14,15 @@
 // -cpuprofile DIR takes a CPU profile inside the library when dist/ holds a
 // profiling build (docs/delta.md, "Profiling").
 //
+// It also prints the checkpointer's CPU (checkpoint_cpu_ms) per checkpoint,
+// per commit and as a share of the host's CPU over the measured batches.
+// -preload-files N starts the file:// table at N live files (one synthetic
+// checkpoint, 5 adds per version), -warmup W keeps the first checkpoint
+// (file list load, every add encoded) out of the measurement, and
+// -checkpoint-interval 1000000 is the same run without checkpoints:
+//
+//	go run ./cmd/deltabench -targets file -delta-rs=false -batches 300 -warmup 20 -preload-files 150000
+//
 // Needs dist/ (make build; or $PICOMQ_DIST), the Python env (buildscripts/pyenv.sh) and, for
 // the s3 target, the services (.services.env from buildscripts/services.sh).
 package main
@@ -23,15 +32,19 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/picomq/heavy-sinks/plugins/delta/deltalog"
+	"github.com/picomq/heavy-sinks/plugins/delta/objstore"
 	"github.com/picomq/heavy-sinks/shared/hostdriver"
 	"github.com/picomq/heavy-sinks/shared/testenv"
 	"github.com/picomq/heavy-sinks/shared/testenv/services"
@@ -46,6 +59,9 @@ var (
 	withRS    = flag.Bool("delta-rs", true, "also run delta-rs on the same batches")
 	fileSync  = flag.String("file-sync", "file", "the sink's file_sync for the file target: file, or filesystem (one syncfs per batch)")
 	cpuprof   = flag.String("cpuprofile", "", "directory: a profiling build of the library (-tags picomqprof, docs/delta.md) writes DIR/<target>.pprof")
+	preload   = flag.Int("preload-files", 0, "file target: before the run, give the table this many live files (a checkpoint of synthetic adds shaped like the sink's, 5 per version; no data files)")
+	warmup    = flag.Int("warmup", 0, "batches consumed before measuring (the first checkpoint loads the file list and encodes every add: outside the measurement)")
+	ckptEvery = flag.Int("checkpoint-interval", 0, "with -preload-files: set delta.checkpointInterval (e.g. 1000000 for a run without checkpoints, to compare)")
 )
 
 // deltaRSBench appends the batches of a JSONL file (one batch per line, a
@@ -100,7 +116,14 @@ func run() error {
 	}
 	defer os.RemoveAll(work)
 
-	data, rawBytes := workload.Delta(*batches, *batchSize)
+	data, rawBytes := workload.Delta(*warmup+*batches, *batchSize)
+	warm := data[:*warmup]
+	data = data[*warmup:]
+	for _, recs := range warm {
+		for _, r := range recs {
+			rawBytes -= len(r.Payload)
+		}
+	}
 	jsonl := filepath.Join(work, "batches.jsonl")
 	if err := writeJSONL(jsonl, data); err != nil {
 		return err
@@ -138,11 +161,22 @@ func run() error {
 			return fmt.Errorf("create table: %v\n%s", err, out)
 		}
 		cfg["table_uri"] = uri
+		base := int64(0)
+		if *preload > 0 || *ckptEvery > 0 {
+			if target != "file" || *preload <= 0 {
+				return fmt.Errorf("-preload-files and -checkpoint-interval are for the file target, -checkpoint-interval with -preload-files")
+			}
+			t0 := time.Now()
+			if base, err = preloadTable(filepath.Join(work, "ours"), *preload, *ckptEvery); err != nil {
+				return fmt.Errorf("preload: %w", err)
+			}
+			fmt.Printf("preloaded %d live files: checkpoint at version %d (%.1f s)\n", *preload, base, time.Since(t0).Seconds())
+		}
 		var hostOpts []hostdriver.Option
 		if *cpuprof != "" {
 			hostOpts = append(hostOpts, hostdriver.Env("PICOMQ_DELTA_CPUPROFILE="+filepath.Join(*cpuprof, target+".pprof")))
 		}
-		ours, err := runOurs(dist, cfg, data, hostOpts...)
+		ours, err := runOurs(dist, cfg, warm, data, base, hostOpts...)
 		if err != nil {
 			return err
 		}
@@ -152,6 +186,7 @@ func run() error {
 		}
 		ours.print("picomq delta sink", label, rawBytes)
 		ours.printCPU(label)
+		ours.printCheckpoints()
 		if target == "s3" {
 			ours.printRequests()
 		}
@@ -202,6 +237,11 @@ type result struct {
 	// requests: the sink's storage_*_requests metrics over the batches
 	// (table open excluded), with its commits and files_written.
 	requests map[string]float64
+	// The checkpointer over the measured batches (after the warm-up, up
+	// to the last due checkpoint written): the checkpoint_* metrics'
+	// differences, and the host process's CPU over the same window.
+	ckpt        map[string]float64
+	ckptHostCPU time.Duration
 }
 
 func (r result) print(who, target string, rawBytes int) {
@@ -231,7 +271,7 @@ func (r result) printCPU(target string) {
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
-func runOurs(dist string, cfg map[string]any, data [][]hostdriver.Record, opts ...hostdriver.Option) (result, error) {
+func runOurs(dist string, cfg map[string]any, warm, data [][]hostdriver.Record, base int64, opts ...hostdriver.Option) (result, error) {
 	ctx := context.Background()
 	h, err := hostdriver.Start(ctx, filepath.Join(dist, "picomq-host"), append([]hostdriver.Option{hostdriver.Workers(1), hostdriver.Quarantine(0)}, opts...)...)
 	if err != nil {
@@ -248,6 +288,14 @@ func runOurs(dist string, cfg map[string]any, data [][]hostdriver.Record, opts .
 		return result{}, err
 	}
 	r := result{records: len(data) * len(data[0]), batches: len(data), fsyncs: -1}
+	for _, recs := range warm {
+		if err := inst.Consume(hostdriver.Batch{Attempt: 1, Topic: "bench", Schema: "json", Records: recs}); err != nil {
+			return r, err
+		}
+	}
+	if err := settleCheckpoints(inst, base, len(warm)); err != nil {
+		return r, err
+	}
 	before, err := metrics(inst)
 	if err != nil {
 		return r, err
@@ -266,12 +314,28 @@ func runOurs(dist string, cfg map[string]any, data [][]hostdriver.Record, opts .
 	}
 	r.elapsed = time.Since(start)
 	_, r.rssKB = hostdriver.ProcessMemory(h.Pid())
+	// The checkpoint due at the last batch is written in the background:
+	// wait for it, so that the window holds whole checkpoints.
+	if err := settleCheckpoints(inst, base, len(warm)+len(data)); err != nil {
+		return r, err
+	}
 	after, err := metrics(inst)
 	if err != nil {
 		return r, err
 	}
+	user2, sys2, err := hostdriver.ProcessUserSys(h.Pid())
+	if err != nil {
+		return r, err
+	}
+	r.ckptHostCPU = user2 + sys2 - user0 - sys0
+	r.ckpt = map[string]float64{}
+	for k, v := range after {
+		if strings.HasPrefix(k, "checkpoint") || k == "commits" {
+			r.ckpt[k] = v - before[k]
+		}
+	}
 	if n, ok := after["fsyncs"]; ok {
-		r.fsyncs = int64(n)
+		r.fsyncs = int64(n - before["fsyncs"])
 	}
 	r.requests = map[string]float64{}
 	for k, v := range after {
@@ -341,4 +405,99 @@ func makeBucket(svc services.Services, bucket string) error {
 	client := services.NewS3Client(svc.S3Endpoint, svc.S3AccessKey, svc.S3SecretKey, svc.S3Region)
 	_, err := client.CreateBucket(context.Background(), &s3.CreateBucketInput{Bucket: &bucket})
 	return err
+}
+
+// settleCheckpoints waits until the checkpoint due at the table's version
+// (base plus the batches consumed, one commit each) is written or failed.
+func settleCheckpoints(inst *hostdriver.Instance, base int64, consumed int) error {
+	interval := int64(10)
+	if *ckptEvery > 0 {
+		interval = int64(*ckptEvery)
+	}
+	v := base + int64(consumed)
+	due := v - v%interval
+	if due <= base {
+		return nil
+	}
+	deadline := time.Now().Add(2 * time.Minute)
+	for time.Now().Before(deadline) {
+		m, err := metrics(inst)
+		if err != nil {
+			return err
+		}
+		if int64(m["last_checkpoint_version"]) >= due {
+			return nil
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return fmt.Errorf("the checkpoint at version %d was not written within 2 minutes", due)
+}
+
+// printCheckpoints prints the checkpointer's CPU (its thread's, the
+// checkpoint_cpu_ms metric) over the measured window, per checkpoint, per
+// commit, and as a share of the host process's CPU in the same window.
+func (r result) printCheckpoints() {
+	c := r.ckpt
+	if c == nil {
+		return
+	}
+	n, commits, cpu := c["checkpoints_written"], c["commits"], c["checkpoint_cpu_ms"]
+	perCkpt := 0.0
+	if n > 0 {
+		perCkpt = cpu / n
+	}
+	host := float64(r.ckptHostCPU.Microseconds()) / 1000
+	fmt.Printf("  checkpoints: %.0f written over %.0f commits, checkpoint CPU %.0f ms = %.2f ms/checkpoint, %.3f ms/commit; host CPU %.0f ms; checkpoint share %.2f %%"+
+		" (adds encoded %.0f, copied %.0f, cache fallbacks %.0f, failures %.0f)\n",
+		n, commits, cpu, perCkpt, cpu/max(commits, 1), host, 100*cpu/max(host, 1),
+		c["checkpoint_adds_encoded"], c["checkpoint_adds_copied"], c["checkpoint_cache_fallbacks"], c["checkpoint_failures"])
+}
+
+// preloadTable gives the table at dir (version 0, as CreateDeltaTable made
+// it) n live files: adds shaped like the sink's on this workload (5
+// partitions, stats of 19 columns), 5 per version as 1000-record batches
+// make them, written as one checkpoint (and _last_checkpoint) at the last
+// of those versions, with no commit files before it and no data files. It
+// returns that version. interval > 0 sets delta.checkpointInterval.
+func preloadTable(dir string, n, interval int) (int64, error) {
+	ctx := context.Background()
+	store, err := objstore.NewLocal(dir)
+	if err != nil {
+		return 0, err
+	}
+	st, err := deltalog.LoadState(ctx, store, nil)
+	if err != nil {
+		return 0, err
+	}
+	if interval > 0 {
+		conf := maps.Clone(st.Metadata.Configuration)
+		if conf == nil {
+			conf = map[string]string{}
+		}
+		conf["delta.checkpointInterval"] = strconv.Itoa(interval)
+		md := st.Metadata
+		md.Configuration = conf
+		if err := st.Apply(st.Version+1, []deltalog.Action{&md}); err != nil {
+			return 0, err
+		}
+	}
+	regions := []string{"eu", "us", "apac", "latam", "mea"}
+	now := time.Now().UnixMilli()
+	for first := 0; first < n; first += 5 {
+		var actions []deltalog.Action
+		for i := first; i < min(first+5, n); i++ {
+			r := regions[i%5]
+			stats := fmt.Sprintf(`{"numRecords":200,"minValues":{"event_id":%d,"user_id":%d,"session":"0000%04x","event":"alpha","page":"/alpha/%d","referrer":"alpha","country":"BR","device":"desktop","browser":"chrome","amount":0.%d,"discount":0.001,"score":0.0%d,"quantity":0,"items":0,"created_at":"2026-09-03T21:15:04.%03dZ","updated_at":"2026-09-03T21:15:05.%03dZ","note":"alpha alpha"},"maxValues":{"event_id":%d,"user_id":99%04d,"session":"ffff%04x","event":"hotel","page":"/hotel/99%d","referrer":"hotel","country":"US","device":"tablet","browser":"safari","amount":499.%d,"discount":0.999,"score":99.9%d,"quantity":19,"items":9,"created_at":"2026-09-03T21:15:05.%03dZ","updated_at":"2026-09-03T21:15:06.%03dZ","note":"hotel hotel"},"nullCount":{"event_id":0,"user_id":0,"session":0,"event":0,"page":0,"referrer":0,"country":0,"device":0,"browser":0,"amount":0,"discount":0,"score":0,"quantity":0,"items":0,"is_new":0,"is_paid":0,"created_at":0,"updated_at":0,"note":0}}`,
+				i*200, i%9999, i%65536, i%1000, i%100, i%10, i%1000, i%1000, i*200+199, i%9999, i%65536, i%100, i%100, i%10, i%1000, i%1000)
+			actions = append(actions, &deltalog.Add{Path: fmt.Sprintf("region=%s/part-00000-%08x-5f60-4718-9a0b-%012d.c000.snappy.parquet", r, i, i),
+				PartitionValues: deltalog.PartitionValues{"region": &r}, Size: 20000 + int64(i%5000), ModificationTime: now, DataChange: true, Stats: stats})
+		}
+		if err := st.Apply(st.Version+1, actions); err != nil {
+			return 0, err
+		}
+	}
+	if _, err := deltalog.WriteCheckpoint(ctx, store, st, nil); err != nil {
+		return 0, err
+	}
+	return st.Version, nil
 }

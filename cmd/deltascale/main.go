@@ -206,12 +206,21 @@ func driveTable(dist, python, work string) error {
 	if err != nil {
 		return err
 	}
-	milestones := []int{100, 1000, *versions}
-	milestones = slices.DeleteFunc(milestones, func(m int) bool { return m > *versions })
+	milestones := []int{100, 1000, *versions - *window, *versions}
+	milestones = slices.DeleteFunc(milestones, func(m int) bool { return m <= 0 || m > *versions })
+	slices.Sort(milestones)
 	milestones = slices.Compact(milestones)
 
 	fmt.Printf("\n%8s %9s %9s %9s %9s %9s %12s %10s %9s %11s\n", "version", "open ms", "p50 ms", "p99 ms", "RSS MiB", "peak MiB",
 		"ckpt ms avg", "ckpt max", "ckpts", "delta-rs ms")
+	// The checkpointer's CPU (checkpoint_cpu_ms) against the host
+	// process's, over the batches since the previous milestone (the
+	// milestone's own probes excluded), printed after the table.
+	var cpuRows []string
+	segStart, err := cpuMark(h.Pid(), inst)
+	if err != nil {
+		return err
+	}
 	lat := make([]time.Duration, 0, *versions)
 	start := time.Now()
 	prevMilestone := int64(0)
@@ -234,6 +243,11 @@ func driveTable(dist, python, work string) error {
 		}
 		// Let the checkpoint due at this version finish before measuring.
 		waitCheckpoint(dir, int64(v-v%10), 30*time.Second)
+		segEnd, err := cpuMark(h.Pid(), inst)
+		if err != nil {
+			return err
+		}
+		cpuRows = append(cpuRows, segEnd.since(segStart, prevMilestone, int64(v)))
 		last := lat[max(0, len(lat)-*window):]
 		p50, p99 := percentile(last, 0.50), percentile(last, 0.99)
 		rss, peak := hostdriver.ProcessMemory(h.Pid())
@@ -268,6 +282,13 @@ func driveTable(dist, python, work string) error {
 		fmt.Printf("%8d %9.1f %9.2f %9.2f %9.1f %9.1f %12.1f %10d %9d %11.1f\n", v, openMS, ms(p50), ms(p99),
 			float64(rss)/1024, float64(peak)/1024, avg, mx, countCheckpoints(dir), rs.MS)
 		prevMilestone = int64(v)
+		if segStart, err = cpuMark(h.Pid(), inst); err != nil {
+			return err
+		}
+	}
+	fmt.Printf("\ncheckpoint CPU (the checkpointer thread's checkpoint_cpu_ms) against the host process's CPU (user+sys, all threads):\n")
+	for _, r := range cpuRows {
+		fmt.Println(r)
 	}
 	elapsed := time.Since(start)
 	m, _ := inst.Metrics()
@@ -283,12 +304,46 @@ func sinkMetrics(raw string) string {
 	if json.Unmarshal([]byte(raw), &m) != nil {
 		return raw
 	}
-	keys := []string{"commits", "commit_conflicts", "checkpoints_written", "checkpoint_failures", "last_checkpoint_version", "last_checkpoint_write_ms", "log_files_deleted"}
+	keys := []string{"commits", "commit_conflicts", "checkpoints_written", "checkpoint_failures", "last_checkpoint_version", "last_checkpoint_write_ms", "log_files_deleted", "checkpoint_cpu_ms"}
 	var parts []string
 	for _, k := range keys {
 		parts = append(parts, fmt.Sprintf("%s=%v", k, m.Sink[k]))
 	}
 	return strings.Join(parts, " ")
+}
+
+// cpuPoint is the host process's CPU and the sink's checkpoint metrics at
+// one moment.
+type cpuPoint struct {
+	host            time.Duration
+	ckptMs, written float64
+}
+
+func cpuMark(pid int, inst *hostdriver.Instance) (cpuPoint, error) {
+	raw, err := inst.Metrics()
+	if err != nil {
+		return cpuPoint{}, err
+	}
+	var m struct {
+		Sink map[string]any `json:"sink"`
+	}
+	if err := json.Unmarshal([]byte(raw), &m); err != nil {
+		return cpuPoint{}, fmt.Errorf("metrics %q: %w", raw, err)
+	}
+	user, sys, err := hostdriver.ProcessUserSys(pid)
+	if err != nil {
+		return cpuPoint{}, err
+	}
+	f := func(k string) float64 { x, _ := m.Sink[k].(float64); return x }
+	return cpuPoint{host: user + sys, ckptMs: f("checkpoint_cpu_ms"), written: f("checkpoints_written")}, nil
+}
+
+// since describes the window from p0 (at version from) to p (at to).
+func (p cpuPoint) since(p0 cpuPoint, from, to int64) string {
+	host := float64((p.host - p0.host).Microseconds()) / 1000
+	ck, n, commits := p.ckptMs-p0.ckptMs, p.written-p0.written, float64(to-from)
+	return fmt.Sprintf("  versions %5d-%-5d: %3.0f checkpoints, %6.0f ms = %6.2f ms/checkpoint, %6.3f ms/commit; host %7.0f ms = %6.3f ms/commit; checkpoint share %5.1f %%",
+		from, to, n, ck, ck/max(n, 1), ck/commits, host, host/commits, 100*ck/max(host, 1))
 }
 
 func waitCheckpoint(dir string, v int64, timeout time.Duration) {

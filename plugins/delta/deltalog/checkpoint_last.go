@@ -66,7 +66,7 @@ func WriteLastCheckpoint(ctx context.Context, store Store, lc LastCheckpoint) (b
 		}
 		exists := ok
 		if !ok {
-			_, exists, err = statObject(ctx, store, LastCheckpointPath)
+			_, exists, err = StatObject(ctx, store, LastCheckpointPath)
 			if err != nil {
 				return wrote, err
 			}

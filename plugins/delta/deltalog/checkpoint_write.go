@@ -135,7 +135,7 @@ func WriteCheckpoint(ctx context.Context, store Store, st *State, opts *Checkpoi
 		return nil, err
 	}
 	res := &CheckpointResult{Version: st.Version, Path: CheckpointPath(st.Version)}
-	if fi, ok, err := statObject(ctx, store, res.Path); err != nil {
+	if fi, ok, err := StatObject(ctx, store, res.Path); err != nil {
 		return nil, err
 	} else if ok {
 		res.Existed, res.SizeInBytes = true, fi.Size
@@ -179,20 +179,6 @@ func checkpointActions(st *State, now time.Time) (actions, adds int64) {
 		actions++
 	}
 	return actions, adds
-}
-
-// statObject lists exactly path.
-func statObject(ctx context.Context, store Store, path string) (FileInfo, bool, error) {
-	files, err := store.List(ctx, path, "")
-	if err != nil {
-		return FileInfo{}, false, err
-	}
-	for _, f := range files {
-		if f.Path == path {
-			return f, true, nil
-		}
-	}
-	return FileInfo{}, false, nil
 }
 
 // EncodeCheckpoint renders st as a classic checkpoint's Parquet bytes and

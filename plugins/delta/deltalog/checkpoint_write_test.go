@@ -430,3 +430,57 @@ func sameDefinition(a, b *deltalog.State) bool {
 	pb, mb := norm(b)
 	return reflect.DeepEqual(pa, pb) && reflect.DeepEqual(ma, mb)
 }
+
+// statStore is a MemStore with a Stat (as the local backend has), and
+// records the prefixes it is asked to list.
+type statStore struct {
+	*deltalog.MemStore
+	stats  int
+	listed []string
+}
+
+func (s *statStore) Stat(c context.Context, path string) (deltalog.FileInfo, bool, error) {
+	s.stats++
+	files, err := s.MemStore.List(c, path, "")
+	for _, f := range files {
+		if f.Path == path {
+			return f, true, err
+		}
+	}
+	return deltalog.FileInfo{}, false, err
+}
+
+func (s *statStore) List(c context.Context, prefix, startAfter string) ([]deltalog.FileInfo, error) {
+	s.listed = append(s.listed, prefix)
+	return s.MemStore.List(c, prefix, startAfter)
+}
+
+// A store with Stat is asked with it whether the checkpoint and
+// _last_checkpoint exist, not with a listing (on a local table that reads
+// every entry of _delta_log, and the log grows with the versions).
+func TestCheckpointStatsInsteadOfListing(t *testing.T) {
+	s := &statStore{MemStore: richTable(t, "")}
+	st := loadState(t, s.MemStore)
+	res, err := deltalog.WriteCheckpoint(ctx, s, st, &deltalog.CheckpointOptions{Now: clockNow})
+	if err != nil || res.Existed || !res.LastCheckpointWritten {
+		t.Fatalf("%+v %v", res, err)
+	}
+	if s.stats != 2 || len(s.listed) != 0 {
+		t.Errorf("%d stats, listed %q; want 2 stats (the checkpoint, _last_checkpoint) and no listing", s.stats, s.listed)
+	}
+	if back := loadState(t, s.MemStore); back.CheckpointVersion != 2 || back.NumFiles() != 3 {
+		t.Fatalf("read back: %d files from checkpoint %d", back.NumFiles(), back.CheckpointVersion)
+	}
+
+	// Another writer's checkpoint is found with Stat, and left alone.
+	s = &statStore{MemStore: richTable(t, "")}
+	st = loadState(t, s.MemStore)
+	s.Put(deltalog.CheckpointPath(2), []byte("theirs"))
+	res, err = deltalog.WriteCheckpoint(ctx, s, st, &deltalog.CheckpointOptions{Now: clockNow})
+	if err != nil || !res.Existed || res.SizeInBytes != 6 || res.Actions != 10 || res.Adds != 3 || len(s.listed) != 0 {
+		t.Fatalf("%+v %v, listed %q", res, err, s.listed)
+	}
+	if data, _ := s.Get(ctx, deltalog.CheckpointPath(2)); string(data) != "theirs" {
+		t.Fatal("existing checkpoint replaced")
+	}
+}

@@ -42,6 +42,34 @@ type RangeReader interface {
 	GetRange(ctx context.Context, path string, offset, length int64) ([]byte, error)
 }
 
+// Stater is implemented by stores that can describe one object more
+// cheaply than by listing its path as a prefix. A local directory answers
+// with a stat, where a listing reads and sorts every entry of _delta_log,
+// whose length grows with the table's versions until log cleanup removes
+// them. A missing object is ok false with a nil error, as a listing that
+// does not hold it.
+type Stater interface {
+	Stat(ctx context.Context, path string) (fi FileInfo, ok bool, err error)
+}
+
+// StatObject describes the object at exactly path: with the store's Stat
+// where it has one, otherwise by listing path as a prefix.
+func StatObject(ctx context.Context, store Store, path string) (FileInfo, bool, error) {
+	if s, ok := store.(Stater); ok {
+		return s.Stat(ctx, path)
+	}
+	files, err := store.List(ctx, path, "")
+	if err != nil {
+		return FileInfo{}, false, err
+	}
+	for _, f := range files {
+		if f.Path == path {
+			return f, true, nil
+		}
+	}
+	return FileInfo{}, false, nil
+}
+
 // FileInfo describes one listed object.
 type FileInfo struct {
 	Path    string

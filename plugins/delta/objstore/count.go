@@ -49,6 +49,13 @@ func (c *counted) List(ctx context.Context, prefix, startAfter string) ([]deltal
 	return c.Store.List(ctx, prefix, startAfter)
 }
 
+// Stat counts as the List it replaces: the inner store's Stat where it
+// has one (a local stat), otherwise one listing.
+func (c *counted) Stat(ctx context.Context, p string) (deltalog.FileInfo, bool, error) {
+	c.r.List.Add(1)
+	return deltalog.StatObject(ctx, c.Store, p)
+}
+
 func (c *counted) Delete(ctx context.Context, p string) error {
 	c.r.Delete.Add(1)
 	return c.Store.Delete(ctx, p)

@@ -242,6 +242,24 @@ func (l *Local) List(ctx context.Context, prefix, startAfter string) ([]deltalog
 	return out, nil
 }
 
+// Stat implements deltalog.Stater: one lstat, not a read of the whole
+// directory as List (the checkpointer asks whether a checkpoint exists
+// before writing it, and _delta_log holds every version until cleanup).
+// Like List it does not report directories.
+func (l *Local) Stat(ctx context.Context, p string) (deltalog.FileInfo, bool, error) {
+	info, err := os.Lstat(l.abs(p))
+	if errors.Is(err, fs.ErrNotExist) {
+		return deltalog.FileInfo{}, false, nil
+	}
+	if err != nil {
+		return deltalog.FileInfo{}, false, fmt.Errorf("stat %s: %w", p, err)
+	}
+	if info.IsDir() {
+		return deltalog.FileInfo{}, false, nil
+	}
+	return deltalog.FileInfo{Path: p, Size: info.Size(), ModTime: info.ModTime()}, true, nil
+}
+
 // Get implements deltalog.Store.
 func (l *Local) Get(ctx context.Context, p string) ([]byte, error) {
 	data, err := os.ReadFile(l.abs(p))
