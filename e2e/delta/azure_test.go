@@ -17,39 +17,10 @@ import (
 // Azurite: delta-rs creates the tables and reads them back, the sink writes
 // them through the C host.
 
-// storageOptsPrelude points a helper script's `opts` at the store named by
-// PICOMQ_DELTA_STORAGE_OPTIONS (delta-rs storage_options as JSON). py()
-// runs it after deltatest.Prelude, whose `opts` covers MinIO only.
-const storageOptsPrelude = `
-if os.environ.get("PICOMQ_DELTA_STORAGE_OPTIONS"):
-    opts = json.loads(os.environ["PICOMQ_DELTA_STORAGE_OPTIONS"])
-`
-
-// pyStore runs a delta-rs script with the storage options of
-// PICOMQ_DELTA_STORAGE_OPTIONS.
-func pyStore(t *testing.T, script string, args ...string) string {
-	t.Helper()
-	return py(t, storageOptsPrelude+script, args...)
-}
-
-func storeRows(t *testing.T, uri, sortBy string) []map[string]any {
-	t.Helper()
-	out := pyStore(t, `
-dt = DeltaTable(uri, storage_options=opts)
-rows = dt.to_pyarrow_table().to_pylist()
-rows.sort(key=lambda r: (r[sys.argv[2]] is None, r[sys.argv[2]]))
-dump(rows)
-`, uri, sortBy)
-	var rows []map[string]any
-	if err := json.Unmarshal([]byte(out), &rows); err != nil {
-		t.Fatalf("%v: %s", err, out)
-	}
-	return rows
-}
-
+// storeVersions is the number of versions delta-rs lists for uri.
 func storeVersions(t *testing.T, uri string) int {
 	t.Helper()
-	out := pyStore(t, `
+	out := py(t, `
 dt = DeltaTable(uri, storage_options=opts)
 print(len(dt.history()))
 `, uri)
@@ -58,17 +29,6 @@ print(len(dt.history()))
 		t.Fatalf("%v: %s", err, out)
 	}
 	return n
-}
-
-func wantStoreIDs(t *testing.T, uri, want string) {
-	t.Helper()
-	var ids []string
-	for _, r := range storeRows(t, uri, "id") {
-		ids = append(ids, fmt.Sprint(int(r["id"].(float64))))
-	}
-	if got := strings.Join(ids, ","); got != want {
-		t.Fatalf("ids %s, want %s", got, want)
-	}
 }
 
 // noSecret fails when secret shows in the instance's logs or metrics.
@@ -138,7 +98,7 @@ func TestAzureQuickStart(t *testing.T) {
 	c := svc.NewAzureContainer(t)
 	cfg := azurite(t, svc, c)
 	for _, region := range []string{"eu", "us"} {
-		pyStore(t, createOrders, fmt.Sprintf("az://%s/orders/%s", c, region))
+		py(t, createOrders, fmt.Sprintf("az://%s/orders/%s", c, region))
 	}
 	delete(cfg, "azure_storage_account_key")
 	h := newHarness(t, hostdriver.Env("PICOMQ_CONNECTORS_SINK_ORDERS_DELTA_PLUGIN_CONFIG_AZURE_STORAGE_ACCOUNT_KEY="+svc.AzureKey))
@@ -152,11 +112,11 @@ func TestAzureQuickStart(t *testing.T) {
 	// Replays change nothing.
 	consume(t, inst, jsonBatch("orders.eu", 4, `{"id":4,"region":"eu"}`, `{"id":5,"region":"north"}`))
 
-	eu := storeRows(t, "az://"+c+"/orders/eu", "id")
+	eu := readRows(t, "az://"+c+"/orders/eu", "id")
 	if len(eu) != 6 || eu[5]["id"] != 5.0 || eu[5]["region"] != "north" || eu[0]["created_at"] != "2026-09-03T21:15:04+00:00" {
 		t.Fatalf("eu rows %v", eu)
 	}
-	if us := storeRows(t, "az://"+c+"/orders/us", "id"); len(us) != 1 {
+	if us := readRows(t, "az://"+c+"/orders/us", "id"); len(us) != 1 {
 		t.Fatalf("us rows %v", us)
 	}
 	if n := storeVersions(t, "az://"+c+"/orders/eu"); n != 4 {
@@ -176,7 +136,7 @@ func TestAzureSASTokenAndABFSSURI(t *testing.T) {
 	c := svc.NewAzureContainer(t)
 	cfg := azurite(t, svc, c)
 	uri := "az://" + c + "/events"
-	pyStore(t, createEvents, uri)
+	py(t, createEvents, uri)
 	sas := svc.AzureContainerSAS(t, c)
 	delete(cfg, "azure_storage_account_key")
 	cfg["azure_storage_sas_token"] = "?" + sas
@@ -185,7 +145,7 @@ func TestAzureSASTokenAndABFSSURI(t *testing.T) {
 	consume(t, inst, events("t", 0, 3))
 	consume(t, inst, events("t", 0, 3))
 	consume(t, inst, events("t", 3, 2))
-	wantStoreIDs(t, uri, "0,1,2,3,4")
+	wantIDs(t, uri, "0,1,2,3,4")
 	noSecret(t, inst, sas)
 	noSecret(t, inst, strings.Split(strings.SplitAfter(sas, "sig=")[1], "&")[0])
 }
@@ -195,9 +155,9 @@ func TestAzureConcurrentWritersLoseNothing(t *testing.T) {
 	c := svc.NewAzureContainer(t)
 	cfg := azurite(t, svc, c)
 	uri := "az://" + c + "/events"
-	pyStore(t, createEvents, uri)
+	py(t, createEvents, uri)
 	const writers, batches, per = 3, 8, 5
-	wantStoreIDs(t, uri, writeConcurrently(t, with(cfg, "table_uri", uri), writers, batches, per))
+	wantIDs(t, uri, writeConcurrently(t, with(cfg, "table_uri", uri), writers, batches, per))
 	if n := storeVersions(t, uri); n != 1+writers*batches {
 		t.Fatalf("%d versions, want %d", n, 1+writers*batches)
 	}
@@ -212,7 +172,7 @@ func TestAzureMissingTableAndBadCredentials(t *testing.T) {
 	wantStatus(t, err, hostdriver.StatusBadConfig, "Failed to load Delta table az://"+c+"/none")
 
 	uri := "az://" + c + "/events"
-	pyStore(t, createEvents, uri)
+	py(t, createEvents, uri)
 	const wrongKey = "d3Jvbmcta2V5LXdyb25nLWtleS13cm9uZy1rZXktd3Jvbmcta2V5LXdyb25nLWtleQ=="
 	err = h.openErr("m", with(cfg, "table_uri", uri, "azure_storage_account_key", wrongKey))
 	wantStatus(t, err, hostdriver.StatusRetry, "Failed to load Delta table", "HTTP 403")
@@ -227,7 +187,7 @@ func TestAzureMissingTableAndBadCredentials(t *testing.T) {
 	inst := h.open("m", with(cfg, "table_uri", "az://{topic}/events"))
 	wantStatus(t, inst.Consume(events("other", 0, 1)), hostdriver.StatusFatal, "Invalid table URI", `container "other" differs`)
 	consume(t, inst, events(c, 0, 1))
-	wantStoreIDs(t, uri, "0")
+	wantIDs(t, uri, "0")
 
 	// Both credentials, or neither: the spec's message.
 	err = h.openErr("m", with(cfg, "table_uri", uri, "azure_storage_sas_token", "sv=1&sig=x"))

@@ -131,7 +131,7 @@ func TestGCSDefaultCredentials(t *testing.T) {
 	inst := h.open("m", with(cfg, "gcs_use_default_credentials", true, "gcs_endpoint_url", proxy.URL, "table_uri", "gs://"+bucket+"/{topic}"))
 	consume(t, inst, events("events", 0, 3))
 	consume(t, inst, events("events", 3, 2))
-	wantStoreIDs(t, uri, "0,1,2,3,4")
+	wantIDs(t, uri, "0,1,2,3,4")
 	if fetches.Load() != 1 || unauthorized.Load() != 0 {
 		t.Fatalf("%d token fetches, %d requests without the token", fetches.Load(), unauthorized.Load())
 	}
@@ -142,7 +142,7 @@ func TestGCSDefaultCredentials(t *testing.T) {
 	h = newHarness(t, hostdriver.Env("GOOGLE_APPLICATION_CREDENTIALS=/nonexistent/adc.json"))
 	inst = h.open("m", with(cfg, "gcs_use_default_credentials", true, "table_uri", uri))
 	consume(t, inst, events("events", 5, 1))
-	wantStoreIDs(t, uri, "0,1,2,3,4,5")
+	wantIDs(t, uri, "0,1,2,3,4,5")
 }
 
 // What open says when the default credentials give no token: BAD_CONFIG

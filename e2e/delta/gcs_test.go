@@ -94,11 +94,11 @@ func TestGCSQuickStart(t *testing.T) {
 	// Replays change nothing.
 	consume(t, inst, jsonBatch("orders.eu", 4, `{"id":4,"region":"eu"}`, `{"id":5,"region":"north"}`))
 
-	eu := storeRows(t, "gs://"+bucket+"/orders/eu", "id")
+	eu := readRows(t, "gs://"+bucket+"/orders/eu", "id")
 	if len(eu) != 6 || eu[5]["id"] != 5.0 || eu[5]["region"] != "north" || eu[0]["created_at"] != "2026-09-03T21:15:04+00:00" {
 		t.Fatalf("eu rows %v", eu)
 	}
-	if us := storeRows(t, "gs://"+bucket+"/orders/us", "id"); len(us) != 1 {
+	if us := readRows(t, "gs://"+bucket+"/orders/us", "id"); len(us) != 1 {
 		t.Fatalf("us rows %v", us)
 	}
 	if n := storeVersions(t, "gs://"+bucket+"/orders/eu"); n != 4 {
@@ -116,7 +116,7 @@ func TestGCSConcurrentWritersLoseNothing(t *testing.T) {
 	cfg, _ := fakeGCS(t, svc)
 	uri := createInGCS(t, svc, createEvents, bucket, "events")
 	const writers, batches, per = 3, 8, 5
-	wantStoreIDs(t, uri, writeConcurrently(t, with(cfg, "table_uri", uri), writers, batches, per))
+	wantIDs(t, uri, writeConcurrently(t, with(cfg, "table_uri", uri), writers, batches, per))
 	if n := storeVersions(t, uri); n != 1+writers*batches {
 		t.Fatalf("%d versions, want %d", n, 1+writers*batches)
 	}

@@ -11,7 +11,7 @@ import (
 
 // Py runs a delta-rs script after Prelude; the first argument is the table
 // URI, storage options come from PICOMQ_S3_* in the script's environment
-// when set.
+// when set, or from PICOMQ_DELTA_STORAGE_OPTIONS (JSON) for another store.
 func Py(t *testing.T, script string, args ...string) string {
 	t.Helper()
 	return pyenv.Run(t, Prelude+script, args...)
@@ -29,6 +29,8 @@ if os.environ.get("PICOMQ_S3_ENDPOINT"):
     opts = {"AWS_ENDPOINT_URL": os.environ["PICOMQ_S3_ENDPOINT"], "AWS_ACCESS_KEY_ID": os.environ["PICOMQ_S3_ACCESS_KEY"],
             "AWS_SECRET_ACCESS_KEY": os.environ["PICOMQ_S3_SECRET_KEY"], "AWS_REGION": os.environ["PICOMQ_S3_REGION"],
             "AWS_ALLOW_HTTP": "true", "AWS_S3_ALLOW_UNSAFE_RENAME": "true"}
+if os.environ.get("PICOMQ_DELTA_STORAGE_OPTIONS"):  # another store (Azurite, fake-gcs), as delta-rs storage_options JSON
+    opts = json.loads(os.environ["PICOMQ_DELTA_STORAGE_OPTIONS"])
 def default(o):
     if isinstance(o, (datetime.datetime, datetime.date)): return o.isoformat()
     if isinstance(o, decimal.Decimal): return str(o)
