@@ -4,6 +4,7 @@ import (
 	"net/url"
 	"testing"
 
+	"github.com/picomq/heavy-sinks/plugins/redshift/redshifttest"
 	"github.com/picomq/heavy-sinks/shared/hostdriver"
 )
 
@@ -42,7 +43,7 @@ func TestConnectionStringSetAfterLoadIsRead(t *testing.T) {
 		t.Errorf("after unsetenv: %v, want %v as before the setenv", se2, se.Code)
 	}
 	texts = append(texts, se2.Message, logText(w.host.Logs()), w.host.Stderr())
-	noSecret(t, texts, "wrong-pw-in-file-0451")
+	redshifttest.NoSecret(t, texts, "wrong-pw-in-file-0451")
 }
 
 // A misspelt key is refused at open with the key meant, before any

@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/picomq/heavy-sinks/plugins/redshift/redshifttest"
 	"github.com/picomq/heavy-sinks/plugins/redshift/rsemu"
 	"github.com/picomq/heavy-sinks/shared/hostdriver"
 )
@@ -78,7 +79,7 @@ func noIssuedPassword(t *testing.T, w *world, f *rsemu.IAM, errs ...string) {
 			issued = append(issued, c.Password)
 		}
 	}
-	noSecret(t, texts, issued...)
+	redshifttest.NoSecret(t, texts, issued...)
 }
 
 // Each way to name the cluster calls its action, with the connection

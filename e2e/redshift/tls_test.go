@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/picomq/heavy-sinks/plugins/redshift/redshifttest"
 	"github.com/picomq/heavy-sinks/plugins/redshift/rsemu"
 	"github.com/picomq/heavy-sinks/shared/hostdriver"
 	"github.com/picomq/heavy-sinks/shared/testenv/testca"
@@ -184,5 +185,5 @@ func TestTLS(t *testing.T) {
 	})
 
 	texts = append(texts, logText(w.host.Logs()), w.host.Stderr())
-	noSecret(t, texts, serviceSecrets()...)
+	redshifttest.NoSecret(t, texts, serviceSecrets()...)
 }

@@ -5,24 +5,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/picomq/heavy-sinks/plugins/redshift/redshifttest"
 	"github.com/picomq/heavy-sinks/shared/hostdriver"
 )
 
 // Each test here reproduces one row of the spec's troubleshooting table
 // through the real library: the symptom as the runtime sees it (status and
 // message, log lines) and what the table holds meanwhile.
-
-// noSecret fails the test if any of the texts contains one of secrets.
-func noSecret(t *testing.T, texts []string, secrets ...string) {
-	t.Helper()
-	for _, s := range secrets {
-		for _, txt := range texts {
-			if strings.Contains(txt, s) {
-				t.Errorf("secret %q leaked in %q", s, txt)
-			}
-		}
-	}
-}
 
 // "Failed to connect to Redshift at start", with the connection string
 // from the environment override instead of the file, as the spec
@@ -51,7 +40,7 @@ func TestConnectionStringFromTheEnvironment(t *testing.T) {
 	for _, l := range c.host.Logs() {
 		texts = append(texts, l.Message)
 	}
-	noSecret(t, texts, "wrong-pw-0451xyz")
+	redshifttest.NoSecret(t, texts, "wrong-pw-0451xyz")
 
 	// The right connection string, from the environment only, works.
 	inst := c.open("from_env", w.config(map[string]any{"connection_string": "postgres://placeholder@nowhere/x", "target_table": "env"}))
@@ -79,7 +68,7 @@ func TestPasswordChangedAfterOpen(t *testing.T) {
 	err := inst.Consume(batch("orders", 3, 3))
 	se := wantStatus(t, err, hostdriver.StatusRetry, "Redshift connection failed", "password authentication failed",
 		"SQLSTATE 28P01", "Redshift refused the user or password of connection_string")
-	noSecret(t, []string{se.Message}, rotated)
+	redshifttest.NoSecret(t, []string{se.Message}, rotated)
 	if n := w.count("rotation"); n != 3 {
 		t.Errorf("%d rows after the refused load, want the first batch's 3", n)
 	}
@@ -109,7 +98,7 @@ func TestOnlyOneStaticKey(t *testing.T) {
 		if se.Code != hostdriver.StatusBadConfig || se.Message != msg {
 			t.Errorf("%v: got %v, want BAD_CONFIG %q", keys, se, msg)
 		}
-		noSecret(t, []string{se.Message, logText(w.host.Logs())}, "s3cr3t-only-this-one", w.svc.S3SecretKey)
+		redshifttest.NoSecret(t, []string{se.Message, logText(w.host.Logs())}, "s3cr3t-only-this-one", w.svc.S3SecretKey)
 	}
 	if n := w.emu.CountStatements(`.`); n != 0 {
 		t.Errorf("open connected before validating: %d statements", n)

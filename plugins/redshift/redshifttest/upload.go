@@ -46,7 +46,7 @@ func S3UploadFailed(t *testing.T, d sinkdriver.Driver, e *Env) {
 			if err != nil || !strings.Contains(m, "S3 upload failed") {
 				t.Errorf("%s: metrics %s %v", tc.name, m, err)
 			}
-			noSecret(t, []string{se.Message, strings.Join(inst.Logs(), "\n"), m}, "definitely-wrong-secret-key", s3Secret)
+			NoSecret(t, []string{se.Message, strings.Join(inst.Logs(), "\n"), m}, "definitely-wrong-secret-key", s3Secret)
 		}
 		if objs := e.Objects(""); len(objs) != 0 {
 			t.Errorf("objects %v", objs)
@@ -108,7 +108,8 @@ func closedPort(t *testing.T) string {
 	return addr
 }
 
-func noSecret(t *testing.T, texts []string, secrets ...string) {
+// NoSecret fails the test if any of the texts contains one of secrets.
+func NoSecret(t *testing.T, texts []string, secrets ...string) {
 	t.Helper()
 	for _, s := range secrets {
 		for _, txt := range texts {
