@@ -283,19 +283,19 @@ func (a *Azure) list(ctx context.Context, full, after string, startFrom bool) ([
 // startFromPolicy.
 type startFromKey struct{}
 
-// startFromPolicy sets the startFrom query parameter of a List Blobs request
+// startFromPolicy adds the startFrom query parameter to a List Blobs request
 // whose context carries one. azblob v1.8.0 has ListBlobsFlatOptions.StartFrom
 // but never sends it (fixed in v1.8.1, the version that also brings in
-// Arrow: go.mod says why we stay), so the sink sends it itself. Setting it
-// replaces the SDK's own, so a later azblob that sends it changes nothing.
+// Arrow: go.mod says why we stay), so the sink sends it itself, unless the
+// SDK already does (a later azblob). The parameter is appended: the rest of
+// the query (a SAS token's signature among it) goes out byte for byte.
 type startFromPolicy struct{}
 
 func (startFromPolicy) Do(req *policy.Request) (*http.Response, error) {
 	if after, ok := req.Raw().Context().Value(startFromKey{}).(string); ok {
-		q := req.Raw().URL.Query()
-		if q.Get("comp") == "list" {
-			q.Set("startFrom", after)
-			req.Raw().URL.RawQuery = q.Encode()
+		u := req.Raw().URL
+		if q := u.Query(); q.Get("comp") == "list" && !q.Has("startFrom") {
+			u.RawQuery += "&startFrom=" + url.QueryEscape(after)
 		}
 	}
 	return req.Next()
