@@ -44,8 +44,7 @@ import (
 //     encoded again from the adds it still holds, with its neighbours when
 //     they changed too. Too many small groups left by removes: all are
 //     encoded again.
-//   - protocol, metaData, txns, domainMetadata (and checkpointMetadata)
-//     form the first row group and the unexpired removes the last ones;
+//   - protocol, metaData, txns and domainMetadata form the first row group and the unexpired removes the last ones;
 //     both are encoded every time (few rows on an appended table).
 //   - The file is the cached groups' pages copied one after the other and
 //     a new footer: the column chunk metadata of each group (offsets moved,
@@ -84,10 +83,14 @@ type CheckpointCache struct {
 	oneShot bool
 	st      *State
 	key     string // the checkpoint schema the groups were encoded with
-	seen    uint64 // every live add with seq <= seen is in groups
-	groups  []*pageGroup
-	size    int64
-	enc     *ckptEncoder
+	// sidecars are the add sidecars of the previous V2 checkpoint
+	// (checkpoint_v2.go), referenced its sidecars' paths.
+	sidecars   []*sidecarRef
+	referenced []string
+	seen       uint64 // every live add with seq <= seen is in groups
+	groups     []*pageGroup
+	size       int64
+	enc        *ckptEncoder
 	// out is the previous file's buffer, reused: a checkpoint's bytes are
 	// valid until the next one (fresh pages for every file cost page
 	// faults and zeroing of the whole file).
@@ -115,7 +118,7 @@ func (c *CheckpointCache) reset() {
 	if c.st != nil {
 		c.st.journal = nil
 	}
-	c.st, c.groups, c.size, c.seen, c.out = nil, nil, 0, 0, nil
+	c.st, c.groups, c.size, c.seen, c.out, c.sidecars = nil, nil, 0, 0, nil, nil
 }
 
 // Size is the number of encoded bytes the cache holds.
@@ -161,10 +164,15 @@ func (j *fileJournal) check() {
 // pages and its column chunk metadata (offsets are set when a file is put
 // together).
 type pageGroup struct {
-	rows int64
-	cols []pageChunk
-	size int64 // page bytes
-	// For add groups: the adds' seq range and keys.
+	rows   int64
+	cols   []pageChunk
+	size   int64 // page bytes
+	addRun       // for add groups
+}
+
+// addRun is a run of adds encoded together (a row group, or a V2 sidecar):
+// their seq range and keys, and whether one of them is gone since.
+type addRun struct {
 	lo, hi uint64
 	keys   []string
 	dirty  bool // lost an add since it was encoded
@@ -475,13 +483,18 @@ func (e *ckptEncoder) encodeAdds(ctx context.Context, cs *checkpointSchema, adds
 	}
 	for i, g := range groups {
 		part := adds[i*per : min(len(adds), (i+1)*per)]
-		g.lo, g.hi = part[0].seq, part[len(part)-1].seq
-		g.keys = make([]string, len(part))
-		for k := range part {
-			g.keys[k] = part[k].key()
-		}
+		g.addRun = newAddRun(part)
 	}
 	return groups, nil
+}
+
+// newAddRun describes adds (in seq order, at least one).
+func newAddRun(adds []fileEntry) addRun {
+	r := addRun{lo: adds[0].seq, hi: adds[len(adds)-1].seq, keys: make([]string, len(adds))}
+	for i := range adds {
+		r.keys[i] = adds[i].key()
+	}
+	return r
 }
 
 // key is the entry's logical-file key (its key in State.files).
@@ -501,7 +514,7 @@ func (c *CheckpointCache) encode(ctx context.Context, st *State, o *CheckpointOp
 			c.reset() // start over next time rather than trust a half-updated cache
 		}
 	}()
-	cs, err := buildCheckpointSchema(st, o)
+	cs, err := buildCheckpointSchema(st, o, false)
 	if err != nil {
 		return nil, 0, 0, cst, err
 	}
@@ -518,6 +531,7 @@ func (c *CheckpointCache) encode(ctx context.Context, st *State, o *CheckpointOp
 		c.reset()
 		c.enc, c.key = newCkptEncoder(cs, createdBy), key
 	}
+	c.sidecars = nil // a table that left V2 checkpoints
 	e := c.enc
 	// Too many groups for the live adds (removes left them small): start
 	// over, which packs them again.
@@ -605,7 +619,7 @@ func (c *CheckpointCache) encode(ctx context.Context, st *State, o *CheckpointOp
 	}
 	cst.AddsCopied = adds - cst.AddsEncoded
 
-	// protocol, metaData, txns, domains (checkpointMetadata): the first
+	// protocol, metaData, txns, domains: the first
 	// row group; unexpired removes: the last ones.
 	e.start(ctx, cs)
 	head, err := e.headRows(st, o)
@@ -644,24 +658,34 @@ func (c *CheckpointCache) encode(ctx context.Context, st *State, o *CheckpointOp
 // dirty, and the adds that arrived since the last checkpoint are returned
 // in seq order.
 func (c *CheckpointCache) drain(st *State) []fileEntry {
+	runs := make([]*addRun, len(c.groups))
+	for i, g := range c.groups {
+		runs[i] = &g.addRun
+	}
+	return drainJournal(st, c.seen, runs)
+}
+
+// drainJournal marks the runs (in seq order) that lost an add dirty and
+// returns the live adds with a seq above seen, in seq order.
+func drainJournal(st *State, seen uint64, runs []*addRun) []fileEntry {
 	j := st.journal
 	for _, seq := range j.dropped {
-		i, found := slices.BinarySearchFunc(c.groups, seq, func(g *pageGroup, s uint64) int {
-			if g.hi < s {
+		i, found := slices.BinarySearchFunc(runs, seq, func(r *addRun, s uint64) int {
+			if r.hi < s {
 				return -1
 			}
-			if g.lo > s {
+			if r.lo > s {
 				return 1
 			}
 			return 0
 		})
 		if found {
-			c.groups[i].dirty = true
+			runs[i].dirty = true
 		}
 	}
 	var fresh []fileEntry
 	for _, k := range j.added {
-		if f, ok := st.files[k]; ok && f.seq > c.seen {
+		if f, ok := st.files[k]; ok && f.seq > seen {
 			fresh = append(fresh, f)
 		}
 	}
@@ -669,19 +693,19 @@ func (c *CheckpointCache) drain(st *State) []fileEntry {
 	return slices.CompactFunc(fresh, func(a, b fileEntry) bool { return a.seq == b.seq })
 }
 
-// survivors appends the group's adds that are still live (an add replaced
-// by a newer one has a seq outside the group and is not one of them).
-func (g *pageGroup) survivors(st *State, out []fileEntry) []fileEntry {
-	for _, k := range g.keys {
-		if f, ok := st.files[k]; ok && f.seq >= g.lo && f.seq <= g.hi {
+// survivors appends the run's adds that are still live (an add replaced
+// by a newer one has a seq outside the run and is not one of them).
+func (r *addRun) survivors(st *State, out []fileEntry) []fileEntry {
+	for _, k := range r.keys {
+		if f, ok := st.files[k]; ok && f.seq >= r.lo && f.seq <= r.hi {
 			out = append(out, f)
 		}
 	}
 	return out
 }
 
-// headRows writes protocol, metaData, the live txns and domains (and the
-// V2 checkpointMetadata) and returns how many rows that was.
+// headRows writes protocol, metaData, the live txns and domains and returns
+// how many rows that was.
 func (e *ckptEncoder) headRows(st *State, o *CheckpointOptions) (int64, error) {
 	cs, w := e.cs, &e.w
 	rows := int64(0)
@@ -708,11 +732,6 @@ func (e *ckptEncoder) headRows(st *State, o *CheckpointOptions) (int64, error) {
 	for _, name := range slices.Sorted(maps.Keys(st.domains)) {
 		d := st.domains[name]
 		if err := row(cs.domain, func(n *cnode) { w.domainFields(n, &d) }); err != nil {
-			return 0, err
-		}
-	}
-	if cs.cpMD != nil {
-		if err := row(cs.cpMD, func(n *cnode) { w.checkpointMetadataFields(n, st.Version) }); err != nil {
 			return 0, err
 		}
 	}

@@ -3,6 +3,7 @@ package deltalog_test
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -26,6 +27,7 @@ type cacheCase struct {
 	rowGroup int
 	maxBytes int64
 	removes  bool
+	v2       bool // the table has the v2Checkpoint feature: sidecars
 }
 
 // cachedTable is what a cacheCase wrote: the table directory and, per
@@ -35,6 +37,10 @@ type cachedTable struct {
 	live   map[int64][]string
 	stats  []deltalog.CheckpointCacheStats
 	states map[int64]*deltalog.State
+	// paths[v] is checkpoint v's file; orphaned lists what each checkpoint
+	// reported as no longer referenced.
+	paths    map[int64]string
+	orphaned [][]string
 }
 
 func runCacheCase(t *testing.T, c cacheCase) *cachedTable {
@@ -47,7 +53,12 @@ func runCacheCase(t *testing.T, c cacheCase) *cachedTable {
 	schema := `{"type":"struct","fields":[{"name":"id","type":"long","nullable":true,"metadata":{}},` +
 		`{"name":"name","type":"string","nullable":true,"metadata":{}},{"name":"p","type":"string","nullable":true,"metadata":{}}]}`
 	created := int64(1)
-	v0 := []deltalog.Action{&deltalog.Protocol{MinReaderVersion: 1, MinWriterVersion: 2},
+	proto := &deltalog.Protocol{MinReaderVersion: 1, MinWriterVersion: 2}
+	if c.v2 {
+		proto = &deltalog.Protocol{MinReaderVersion: 3, MinWriterVersion: 7,
+			ReaderFeatures: []string{"v2Checkpoint"}, WriterFeatures: []string{"v2Checkpoint"}}
+	}
+	v0 := []deltalog.Action{proto,
 		&deltalog.Metadata{ID: "cache-test", Format: deltalog.Format{Provider: "parquet", Options: map[string]string{}},
 			SchemaString: schema, PartitionColumns: []string{"p"}, Configuration: c.conf, CreatedTime: &created}}
 	put := func(v int64, actions []deltalog.Action) {
@@ -66,7 +77,7 @@ func runCacheCase(t *testing.T, c cacheCase) *cachedTable {
 	}
 	cache := &deltalog.CheckpointCache{MaxBytes: c.maxBytes}
 	rng := rand.New(rand.NewPCG(7, uint64(len(c.name))))
-	out := &cachedTable{dir: dir, live: map[int64][]string{}, states: map[int64]*deltalog.State{}}
+	out := &cachedTable{dir: dir, live: map[int64][]string{}, states: map[int64]*deltalog.State{}, paths: map[int64]string{}}
 	var live []string
 	n := 0
 	for v := int64(1); v <= int64(c.versions); v++ {
@@ -114,16 +125,28 @@ func runCacheCase(t *testing.T, c cacheCase) *cachedTable {
 		}
 		out.stats = append(out.stats, res.Cache)
 		out.live[v] = slices.Sorted(slices.Values(live))
+		out.paths[v] = res.Path
+		out.orphaned = append(out.orphaned, res.Orphaned)
 
-		// Our reader, from the checkpoint alone, finds exactly the state a
-		// replay of the log gives: every add with its fields, the removes,
-		// the txn, the metadata.
-		data, err := store.Get(ctx, deltalog.CheckpointPath(v))
+		// Our reader, from the checkpoint alone (and the sidecars), finds
+		// exactly the state a replay of the log gives: every add with its
+		// fields, the removes, the txn, the metadata.
+		only := deltalog.NewMemStore()
+		files := []string{res.Path}
+		sidecars, err := store.List(ctx, deltalog.SidecarDir, "")
 		if err != nil {
 			t.Fatal(err)
 		}
-		only := deltalog.NewMemStore()
-		only.Put(deltalog.CheckpointPath(v), data)
+		for _, f := range sidecars {
+			files = append(files, f.Path)
+		}
+		for _, p := range files {
+			data, err := store.Get(ctx, p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			only.Put(p, data)
+		}
 		got, err := deltalog.LoadState(ctx, only, nil)
 		if err != nil {
 			t.Fatalf("reading checkpoint %d: %v", v, err)
@@ -188,12 +211,20 @@ func checkByPython(t *testing.T, tb *cachedTable) {
 	for v, paths := range tb.live {
 		want[fmt.Sprint(v)] = paths
 	}
-	raw, _ := json.Marshal(want)
-	wantFile := filepath.Join(t.TempDir(), "want.json")
-	if err := os.WriteFile(wantFile, raw, 0o644); err != nil {
-		t.Fatal(err)
+	cpaths := map[string]string{}
+	for v, p := range tb.paths {
+		cpaths[fmt.Sprint(v)] = p
 	}
-	out := pyenv.Run(t, checkpointCheckScript, tb.dir, wantFile)
+	var files []string
+	for _, x := range []any{want, cpaths} {
+		raw, _ := json.Marshal(x)
+		f := filepath.Join(t.TempDir(), "args.json")
+		if err := os.WriteFile(f, raw, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, f)
+	}
+	out := pyenv.Run(t, checkpointCheckScript, tb.dir, files[0], files[1])
 	if !strings.Contains(out, "ok ") {
 		t.Fatalf("python: %s", out)
 	}
@@ -204,7 +235,7 @@ const checkpointCheckScript = `
 import sys, json, os
 import pyarrow as pa, pyarrow.parquet as pq, pyarrow.compute as pc
 from deltalake import DeltaTable
-d, want = sys.argv[1], json.load(open(sys.argv[2]))
+d, want, cpaths = sys.argv[1], json.load(open(sys.argv[2])), json.load(open(sys.argv[3]))
 
 def leaves(arr, name):
     # flattened leaf arrays of a struct column (parent nulls applied);
@@ -215,31 +246,43 @@ def leaves(arr, name):
     elif not (pa.types.is_list(arr.type) or pa.types.is_map(arr.type)):
         yield name, arr
 
+def parquet_files(v):
+    # the checkpoint's Parquet files: the classic file, or a V2 JSON
+    # checkpoint's sidecars
+    f = os.path.join(d, cpaths[v])
+    if not f.endswith(".json"):
+        return [f]
+    actions = [json.loads(l) for l in open(f)]
+    assert sum("checkpointMetadata" in a for a in actions) == 1, actions[:1]
+    assert not any("add" in a or "remove" in a for a in actions)
+    return [os.path.join(d, "_delta_log", "_sidecars", a["sidecar"]["path"]) for a in actions if "sidecar" in a]
+
 row_groups = 0
 for v, paths in want.items():
-    f = os.path.join(d, "_delta_log", "%020d.checkpoint.parquet" % int(v))
-    pf = pq.ParquetFile(f)
-    t = pf.read()
-    adds = t.column("add").combine_chunks()
-    got = sorted(p for p, ok in zip(adds.field("path").to_pylist(), adds.is_valid().to_pylist()) if ok)
-    assert got == paths, ("pyarrow", v, len(got), len(paths))
-    md = pf.metadata
-    row_groups += md.num_row_groups
-    index = {md.row_group(0).column(j).path_in_schema: j for j in range(md.num_columns)}
-    for i in range(md.num_row_groups):
-        rg = pf.read_row_group(i)
-        for top in rg.column_names:
-            for name, arr in leaves(rg.column(top).combine_chunks(), top):
-                j = index.get(name)
-                if j is None:
-                    continue
-                s = md.row_group(i).column(j).statistics
-                if s is None:
-                    continue
-                assert s.null_count == arr.null_count, (v, i, name, s.null_count, arr.null_count)
-                if s.has_min_max and arr.null_count < len(arr):
-                    mm = pc.min_max(arr).as_py()
-                    assert (s.min, s.max) == (mm["min"], mm["max"]), (v, i, name, s.min, s.max, mm)
+    got = []
+    for f in parquet_files(v):
+        pf = pq.ParquetFile(f)
+        t = pf.read()
+        adds = t.column("add").combine_chunks()
+        got += [p for p, ok in zip(adds.field("path").to_pylist(), adds.is_valid().to_pylist()) if ok]
+        md = pf.metadata
+        row_groups += md.num_row_groups
+        index = {md.row_group(0).column(j).path_in_schema: j for j in range(md.num_columns)}
+        for i in range(md.num_row_groups):
+            rg = pf.read_row_group(i)
+            for top in rg.column_names:
+                for name, arr in leaves(rg.column(top).combine_chunks(), top):
+                    j = index.get(name)
+                    if j is None:
+                        continue
+                    s = md.row_group(i).column(j).statistics
+                    if s is None:
+                        continue
+                    assert s.null_count == arr.null_count, (v, i, name, s.null_count, arr.null_count)
+                    if s.has_min_max and arr.null_count < len(arr):
+                        mm = pc.min_max(arr).as_py()
+                        assert (s.min, s.max) == (mm["min"], mm["max"]), (v, i, name, s.min, s.max, mm)
+    assert sorted(got) == paths, ("pyarrow", v, len(got), len(paths))
     dt = DeltaTable("file://" + d, version=int(v))
     files = sorted(u.removeprefix("file://") for u in dt.file_uris())
     assert files == sorted(os.path.join(d, p) for p in paths), ("delta-rs", v, files[:2], paths[:2])
@@ -282,4 +325,88 @@ func TestCheckpointCacheFallsBackOverItsBound(t *testing.T) {
 		}
 	}
 	checkByPython(t, tb)
+}
+
+// V2 checkpoints of an appended table write only the new adds' sidecar,
+// merging small sidecars size-tiered: each add is encoded a few times in
+// its life, and a checkpoint references few sidecars.
+func TestCheckpointV2SidecarsAppends(t *testing.T) {
+	tb := runCacheCase(t, cacheCase{name: "v2 appends", versions: 400, every: 2, rowGroup: 64, v2: true,
+		conf: map[string]string{"delta.checkpoint.writeStatsAsStruct": "true"}})
+	var encoded, adds int64
+	reused := 0
+	for _, s := range tb.stats {
+		encoded += s.AddsEncoded
+		adds = s.AddsEncoded + s.AddsCopied
+		if s.AddsCopied > 0 {
+			reused++
+		}
+	}
+	if reused < len(tb.stats)*8/10 {
+		t.Fatalf("%d of %d checkpoints reused a sidecar", reused, len(tb.stats))
+	}
+	// log4(adds / new adds per checkpoint) merges, and the first encode.
+	if limit := adds * 7; encoded > limit {
+		t.Fatalf("%d adds encoded for a table of %d (limit %d)", encoded, adds, limit)
+	}
+	t.Logf("%d adds encoded over %d checkpoints for %d adds", encoded, len(tb.stats), adds)
+	checkSidecarRefs(t, tb, 12)
+	checkByPython(t, tb)
+}
+
+func TestCheckpointV2SidecarsWithRemoves(t *testing.T) {
+	tb := runCacheCase(t, cacheCase{name: "v2 removes", versions: 300, every: 3, rowGroup: 8, removes: true, v2: true})
+	copied := int64(0)
+	for _, s := range tb.stats {
+		copied += s.AddsCopied
+	}
+	if copied == 0 {
+		t.Fatal("no sidecar was ever reused")
+	}
+	checkSidecarRefs(t, tb, 32+1)
+	checkByPython(t, tb)
+}
+
+// checkSidecarRefs checks every V2 checkpoint references at most max
+// sidecars, each of them present, and that what a checkpoint reported
+// orphaned the previous one referenced and it does not.
+func checkSidecarRefs(t *testing.T, tb *cachedTable, max int) {
+	t.Helper()
+	refs := func(v int64) []string {
+		data, err := os.ReadFile(filepath.Join(tb.dir, tb.paths[v]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		actions, err := deltalog.ParseActions(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, a := range actions {
+			if sc, ok := a.(*deltalog.Sidecar); ok {
+				out = append(out, deltalog.SidecarDir+sc.Path)
+				if _, err := os.Stat(filepath.Join(tb.dir, deltalog.SidecarDir, sc.Path)); err != nil {
+					t.Fatalf("checkpoint %d: %v", v, err)
+				}
+			}
+		}
+		return out
+	}
+	versions := slices.Sorted(maps.Keys(tb.paths))
+	var prev []string
+	for i, v := range versions {
+		if !strings.HasSuffix(tb.paths[v], ".json") {
+			t.Fatalf("checkpoint %d is %s, not a V2 JSON checkpoint", v, tb.paths[v])
+		}
+		cur := refs(v)
+		if len(cur) > max {
+			t.Fatalf("checkpoint %d references %d sidecars", v, len(cur))
+		}
+		for _, o := range tb.orphaned[i] {
+			if !slices.Contains(prev, o) || slices.Contains(cur, o) {
+				t.Fatalf("checkpoint %d: orphaned %s: previous %v, now %v", v, o, prev, cur)
+			}
+		}
+		prev = cur
+	}
 }

@@ -224,8 +224,7 @@ func (w *shredder) removeFields(n *cnode, t *tombEntry) {
 	}
 }
 
-// protocolFields, metadataFields, txnFields, domainFields and
-// checkpointMetadataFields fill the fields of one non-file action's row
+// protocolFields, metadataFields, txnFields and domainFields fill the fields of one non-file action's row
 // (n is the action's top-level group), like addFields and removeFields.
 
 func (w *shredder) protocolFields(n *cnode, p *Protocol) {
@@ -269,9 +268,4 @@ func (w *shredder) domainFields(n *cnode, d *DomainMetadata) {
 	w.str(n.kids[0], d.Domain)
 	w.str(n.kids[1], d.Configuration)
 	w.boolean(n.kids[2], false)
-}
-
-func (w *shredder) checkpointMetadataFields(n *cnode, version int64) {
-	w.i64(n.kids[0], version)
-	w.null(n.kids[1], 0)
 }

@@ -159,13 +159,15 @@ func dvNode() *cnode {
 
 // checkpointSchema is the schema of one checkpoint.
 type checkpointSchema struct {
-	root                                               *cnode
-	txn, add, remove, metaData, protocol, domain, cpMD *cnode
-	schema                                             *parquet.Schema
-	ncols                                              int
+	root                                         *cnode
+	txn, add, remove, metaData, protocol, domain *cnode
+	schema                                       *parquet.Schema
+	ncols                                        int
 }
 
-func buildCheckpointSchema(st *State, o *CheckpointOptions) (*checkpointSchema, error) {
+// buildCheckpointSchema returns the schema of st's checkpoint, or with
+// sidecar that of a V2 sidecar file (add and remove only).
+func buildCheckpointSchema(st *State, o *CheckpointOptions, sidecar bool) (*checkpointSchema, error) {
 	conf := st.Metadata.Configuration
 	statsJSON := !strings.EqualFold(strings.TrimSpace(conf["delta.checkpoint.writeStatsAsJson"]), "false")
 	statsStruct := strings.EqualFold(strings.TrimSpace(conf["delta.checkpoint.writeStatsAsStruct"]), "true")
@@ -210,9 +212,8 @@ func buildCheckpointSchema(st *State, o *CheckpointOptions) (*checkpointSchema, 
 		fieldOf("readerFeatures", cStrList), fieldOf("writerFeatures", cStrList))
 	cs.domain = group("domainMetadata", fieldOf("domain", cString), fieldOf("configuration", cString), fieldOf("removed", cBool))
 	top := []*cnode{cs.txn, cs.add, cs.remove, cs.metaData, cs.protocol, cs.domain}
-	if st.Protocol.MinReaderVersion >= TableFeaturesReaderVersion && st.Protocol.HasReaderFeature("v2Checkpoint") {
-		cs.cpMD = group("checkpointMetadata", fieldOf("version", cInt64), fieldOf("tags", cStrMap))
-		top = append(top, cs.cpMD)
+	if sidecar {
+		top = []*cnode{cs.add, cs.remove}
 	}
 	cs.root = group("", top...)
 	col := 0

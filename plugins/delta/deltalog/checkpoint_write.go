@@ -14,16 +14,15 @@ import (
 // Checkpoint writing (PROTOCOL.md "Checkpoints", "Checkpoint Schema",
 // "Last Checkpoint File Schema"). Decisions:
 //
-//   - Always a classic single-file checkpoint, NNN.checkpoint.parquet,
-//     written with PutIfAbsent: an existing checkpoint for the version (a
-//     racing writer's) is kept and counts as success. Multi-part
-//     checkpoints are deprecated and UUID-named ones are not needed with
-//     put-if-absent (delta-kernel-rs makes the same choice).
-//   - Tables with the v2Checkpoint feature get a classic-named V2-spec
-//     checkpoint: the same rows plus one checkpointMetadata row, file
-//     actions inline (no sidecars) — what delta-kernel-rs writes for them.
+//   - A classic single-file checkpoint, NNN.checkpoint.parquet, written
+//     with PutIfAbsent: an existing checkpoint for the version (a racing
+//     writer's) is kept and counts as success. Multi-part checkpoints are
+//     deprecated (delta-kernel-rs makes the same choice).
+//   - Tables with the v2Checkpoint feature get a UUID-named JSON V2
+//     checkpoint whose file actions are in sidecars that later checkpoints
+//     reuse (checkpoint_v2.go): its cost follows what changed.
 //   - Column layout follows Delta-Spark's: top-level txn, add, remove,
-//     metaData, protocol, domainMetadata (then checkpointMetadata), every
+//     metaData, protocol, domainMetadata (sidecars: add, remove), every
 //     field optional, 3-level lists, key_value maps with optional values,
 //     INT32/INT64 exactly as Spark types them. Readers find columns by name.
 //   - add.stats is the JSON string unless delta.checkpoint.writeStatsAsJson
@@ -120,6 +119,10 @@ type CheckpointResult struct {
 	LastCheckpointWritten bool
 	// Cache says how the encoding used CheckpointOptions.Cache.
 	Cache CheckpointCacheStats
+	// Orphaned lists the sidecars (paths) the previous V2 checkpoint of
+	// the cache referenced and this one does not: they can be deleted once
+	// no checkpoint in the log references them.
+	Orphaned []string
 }
 
 // WriteCheckpoint writes the classic checkpoint of st at st.Version with
@@ -133,6 +136,9 @@ func WriteCheckpoint(ctx context.Context, store Store, st *State, opts *Checkpoi
 	}
 	if err := CheckpointSupported(st.Protocol); err != nil {
 		return nil, err
+	}
+	if usesV2Checkpoints(st.Protocol) {
+		return writeV2Checkpoint(ctx, store, st, &o)
 	}
 	res := &CheckpointResult{Version: st.Version, Path: CheckpointPath(st.Version)}
 	if fi, ok, err := StatObject(ctx, store, res.Path); err != nil {
@@ -174,9 +180,6 @@ func checkpointActions(st *State, now time.Time) (actions, adds int64) {
 		if !expire || t.delTS > cutoff {
 			actions++
 		}
-	}
-	if st.Protocol.MinReaderVersion >= TableFeaturesReaderVersion && st.Protocol.HasReaderFeature("v2Checkpoint") {
-		actions++
 	}
 	return actions, adds
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -337,42 +338,47 @@ func TestCheckpointStatsAsStruct(t *testing.T) {
 	}
 }
 
-// A v2Checkpoint table gets a classic-named V2 checkpoint: one
-// checkpointMetadata row naming the version.
+// A v2Checkpoint table gets a UUID-named JSON V2 checkpoint: one
+// checkpointMetadata action naming the version, the non-file actions, and
+// its adds and removes in sidecars only.
 func TestCheckpointV2Table(t *testing.T) {
 	s := deltalog.NewMemStore()
 	putCommit(s, 0, `{"protocol":{"minReaderVersion":3,"minWriterVersion":7,"readerFeatures":["v2Checkpoint"],"writerFeatures":["v2Checkpoint"]}}`, metaDataLine(""))
-	putCommit(s, 1, addLine("p=a/1.parquet", "a", 1, ""))
+	putCommit(s, 1, addLine("p=a/1.parquet", "a", 1, ""), addLine("p=a/2.parquet", "a", 2, ""))
+	putCommit(s, 2, removeLine("p=a/2.parquet", time.Now().UnixMilli()), `{"txn":{"appId":"app","version":7}}`)
 	st := loadState(t, s)
 	res, err := deltalog.WriteCheckpoint(ctx, s, st, nil)
-	if err != nil || res.Actions != 4 {
+	if err != nil || res.Actions != 8 || res.Adds != 1 { // 6 in the checkpoint, 1 add and 1 remove in sidecars
 		t.Fatalf("%+v %v", res, err)
 	}
-	data, _ := s.Get(ctx, deltalog.CheckpointPath(1))
-	pf, err := parquet.OpenFile(bytes.NewReader(data), int64(len(data)))
+	if !strings.HasPrefix(res.Path, "_delta_log/00000000000000000002.checkpoint.") || !strings.HasSuffix(res.Path, ".json") {
+		t.Fatalf("checkpoint %s", res.Path)
+	}
+	data, _ := s.Get(ctx, res.Path)
+	actions, err := deltalog.ParseActions(data)
 	if err != nil {
 		t.Fatal(err)
 	}
-	col := pf.Root().Column("checkpointMetadata").Column("version")
-	rows := make([]parquet.Row, 8)
-	n, _ := pf.RowGroups()[0].Rows().ReadRows(rows)
-	found := 0
-	for _, r := range rows[:n] {
-		for _, v := range r {
-			if v.Column() == col.Index() && !v.IsNull() && v.Int64() == 1 {
-				found++
-			}
+	var kinds []string
+	for _, a := range actions {
+		kinds = append(kinds, a.Kind())
+		if m, ok := a.(*deltalog.CheckpointMetadata); ok && m.Version != 2 {
+			t.Fatalf("checkpointMetadata %+v", m)
 		}
 	}
-	if found != 1 {
-		t.Fatalf("%d checkpointMetadata rows", found)
+	if want := []string{"checkpointMetadata", "protocol", "metaData", "txn", "sidecar", "sidecar"}; !slices.Equal(kinds, want) {
+		t.Fatalf("checkpoint actions %v, want %v", kinds, want)
 	}
-	dropCommitsBefore(s, 1)
-	if snap := load(t, s); snap.CheckpointVersion != 1 {
+	dropCommitsBefore(s, 2)
+	if snap := load(t, s); snap.CheckpointVersion != 2 {
 		t.Fatalf("snapshot from checkpoint %d", snap.CheckpointVersion)
 	}
-	if back := loadState(t, s); back.NumFiles() != 1 {
-		t.Fatalf("%d files", back.NumFiles())
+	back := loadState(t, s)
+	if back.NumFiles() != 1 || back.NumTombstones() != 1 {
+		t.Fatalf("%d files, %d tombstones", back.NumFiles(), back.NumTombstones())
+	}
+	if v, _ := back.TxnVersion("app"); v != 7 {
+		t.Fatalf("txn %d", v)
 	}
 }
 

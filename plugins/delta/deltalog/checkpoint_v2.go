@@ -1,0 +1,369 @@
+package deltalog
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"math/bits"
+	"slices"
+	"time"
+)
+
+// V2 checkpoints with sidecars, for tables with the v2Checkpoint feature
+// (PROTOCOL.md "V2 Spec", "Sidecar Files", "UUID-named checkpoint").
+//
+// A classic checkpoint is one file holding every live add, so each one
+// costs at least a write of the whole file, however little changed. A V2
+// checkpoint moves the file actions into sidecar files that later
+// checkpoints may reference again: a checkpoint writes only the sidecars
+// that changed. With a CheckpointCache following the State:
+//
+//   - The adds live in sidecars of runs of adds in log order (addRun). A
+//     checkpoint writes the adds that arrived since the previous one as a
+//     new sidecar, and references the earlier sidecars as they are.
+//   - Small sidecars are merged, size-tiered (mergeSidecars): when the
+//     newest sidecarFanout sidecars are of the same size tier (a factor of
+//     4), their adds are encoded again into one. On an appended table each
+//     add is so encoded about log4(table/new adds) times in its life, and
+//     the sidecars stay few (at most sidecarFanout-1 per tier).
+//   - A sidecar that lost an add (a remove, or an add replacing it) is
+//     encoded again from the adds it still holds.
+//   - Unexpired removes go into one more sidecar, written each time (the
+//     protocol allows file actions either all inline or all in sidecars).
+//   - The checkpoint itself is NNN.checkpoint.<uuid>.json: checkpointMetadata,
+//     protocol, metaData, txns, domainMetadata and one sidecar action per
+//     sidecar, a few hundred bytes that readers parse without Parquet.
+//
+// Without a cache every add is encoded into one new sidecar. Sidecars a
+// checkpoint no longer references are reported (CheckpointResult.Orphaned)
+// for deletion once the log no longer holds a checkpoint that references
+// them (the caller knows when; see the sink's checkpointer).
+
+// sidecarFanout is how many sidecars of one size tier are merged into one.
+const sidecarFanout = 4
+
+// maxSidecars bounds the sidecars of one checkpoint (each is one more file
+// for readers to fetch); past it the newest half are merged.
+const maxSidecars = 32
+
+// SidecarDir is the directory of sidecar files.
+const SidecarDir = LogDir + "_sidecars/"
+
+// V2CheckpointPath is the path of a UUID-named JSON V2 checkpoint.
+func V2CheckpointPath(version int64, uuid string) string {
+	return fmt.Sprintf("%s%020d.checkpoint.%s.json", LogDir, version, uuid)
+}
+
+// usesV2Checkpoints reports whether checkpoints of a table with protocol p
+// follow the V2 spec.
+func usesV2Checkpoints(p Protocol) bool {
+	return p.MinReaderVersion >= TableFeaturesReaderVersion && p.HasReaderFeature("v2Checkpoint")
+}
+
+// sidecarRef is one sidecar of the adds: written (action set) or still to
+// be encoded from pending.
+type sidecarRef struct {
+	addRun
+	rows    int
+	action  Sidecar
+	pending []fileEntry
+}
+
+// sidecarTier is the size tier of a sidecar of rows adds: tiers grow by a
+// factor of 4.
+func sidecarTier(rows int) int { return (bits.Len(uint(rows)) + 1) / 2 }
+
+// sidecarWrite is one sidecar file to write.
+type sidecarWrite struct {
+	path string
+	data []byte
+}
+
+// writeV2Checkpoint writes st's V2 checkpoint: the changed sidecars, the
+// UUID-named JSON checkpoint, then _last_checkpoint.
+func writeV2Checkpoint(ctx context.Context, store Store, st *State, o *CheckpointOptions) (*CheckpointResult, error) {
+	c := o.Cache
+	if c == nil {
+		c = &CheckpointCache{oneShot: true}
+	}
+	plan, err := c.planV2(ctx, st, o)
+	if err != nil {
+		return nil, err
+	}
+	for _, w := range plan.writes {
+		// A fresh UUID per file: PutIfAbsent can only fail on a store
+		// error, never on a name another writer took.
+		if err := store.PutIfAbsent(ctx, w.path, w.data); err != nil {
+			c.reset()
+			return nil, fmt.Errorf("deltalog: write checkpoint sidecar: %w", err)
+		}
+	}
+	data, err := EncodeActions(plan.top)
+	if err != nil {
+		c.reset()
+		return nil, err
+	}
+	res := &CheckpointResult{Version: st.Version, Path: V2CheckpointPath(st.Version, NewUUID()),
+		Actions: plan.actions, Adds: plan.adds, SizeInBytes: int64(len(data)), Cache: plan.stats}
+	if err := store.PutIfAbsent(ctx, res.Path, data); err != nil {
+		c.reset()
+		return nil, err
+	}
+	if !c.oneShot {
+		res.Orphaned = c.referencedNow(plan.referenced)
+	}
+	written, err := WriteLastCheckpoint(ctx, store, LastCheckpoint{
+		Version: st.Version, Size: res.Actions, SizeInBytes: res.SizeInBytes, NumOfAddFiles: res.Adds})
+	if err != nil {
+		return res, fmt.Errorf("deltalog: checkpoint %d written, _last_checkpoint not updated: %w", st.Version, err)
+	}
+	res.LastCheckpointWritten = written
+	return res, nil
+}
+
+// v2Plan is what one V2 checkpoint writes.
+type v2Plan struct {
+	writes     []sidecarWrite
+	top        []Action
+	referenced []string // sidecar paths the checkpoint references
+	actions    int64
+	adds       int64
+	stats      CheckpointCacheStats
+}
+
+// referencedNow records the sidecars the checkpoint just written
+// references and returns those the previous one referenced and it does
+// not.
+func (c *CheckpointCache) referencedNow(paths []string) []string {
+	var gone []string
+	for _, p := range c.referenced {
+		if !slices.Contains(paths, p) {
+			gone = append(gone, p)
+		}
+	}
+	c.referenced = paths
+	return gone
+}
+
+// planV2 decides the sidecars of st's checkpoint (reusing and updating the
+// cache's) and encodes those to write.
+func (c *CheckpointCache) planV2(ctx context.Context, st *State, o *CheckpointOptions) (plan *v2Plan, err error) {
+	defer func() {
+		if err != nil {
+			c.reset()
+		}
+	}()
+	cs, err := buildCheckpointSchema(st, o, true)
+	if err != nil {
+		return nil, err
+	}
+	per := o.RowGroupRows
+	if per <= 0 {
+		per = 1 << 14
+	}
+	createdBy := o.CreatedBy
+	if createdBy == "" {
+		createdBy = DefaultEngineInfo
+	}
+	key := fmt.Sprintf("v2\x00%d\x00%s\x00%s", per, createdBy, cs.schema.String())
+	if c.enc == nil || c.key != key {
+		c.reset()
+		c.enc, c.key = newCkptEncoder(cs, createdBy), key
+	}
+	c.groups, c.size, c.out = nil, 0, nil // classic pages, if the table just moved to V2
+
+	var fresh []fileEntry
+	switch {
+	case c.oneShot:
+		fresh = filesInOrder(st.files)
+	case c.st != st || st.journal == nil || st.journal.overflow:
+		c.reset()
+		fresh = filesInOrder(st.files)
+	default:
+		runs := make([]*addRun, len(c.sidecars))
+		for i, r := range c.sidecars {
+			runs[i] = &r.addRun
+		}
+		fresh = drainJournal(st, c.seen, runs)
+	}
+	if !c.oneShot {
+		c.st, st.journal = st, &fileJournal{}
+	}
+	c.seen = st.seq
+
+	// Sidecars that lost adds: their survivors, to be encoded again.
+	list := make([]*sidecarRef, 0, len(c.sidecars)+1)
+	for _, r := range c.sidecars {
+		if !r.dirty {
+			list = append(list, r)
+			continue
+		}
+		if live := r.survivors(st, nil); len(live) > 0 {
+			list = append(list, &sidecarRef{rows: len(live), pending: live})
+		}
+	}
+	if len(fresh) > 0 {
+		list = append(list, &sidecarRef{rows: len(fresh), pending: fresh})
+	}
+	list = mergeSidecars(st, list)
+
+	plan = &v2Plan{}
+	now := o.now()
+	for _, r := range list {
+		if r.pending == nil {
+			plan.stats.AddsCopied += int64(r.rows)
+			continue
+		}
+		data, err := c.enc.encodeSidecar(ctx, cs, r.pending, per)
+		if err != nil {
+			return nil, err
+		}
+		name := NewUUID() + ".parquet"
+		plan.writes = append(plan.writes, sidecarWrite{path: SidecarDir + name, data: data})
+		r.addRun, r.rows = newAddRun(r.pending), len(r.pending)
+		r.action = Sidecar{Path: name, SizeInBytes: int64(len(data)), ModificationTime: now.UnixMilli()}
+		plan.stats.AddsEncoded += int64(len(r.pending))
+		r.pending = nil
+	}
+	for _, r := range list {
+		plan.adds += int64(r.rows)
+	}
+	if plan.adds != int64(len(st.files)) {
+		return nil, fmt.Errorf("deltalog: internal error: checkpoint sidecars hold %d adds, the state %d", plan.adds, len(st.files))
+	}
+	if !c.oneShot {
+		c.sidecars = list
+	}
+
+	// Unexpired removes: one more sidecar, written every time.
+	removes := int64(0)
+	if len(st.tombs) > 0 {
+		data, n, err := c.enc.encodeRemovesSidecar(ctx, cs, st, o, per)
+		if err != nil {
+			return nil, err
+		}
+		if n > 0 {
+			removes = n
+			name := NewUUID() + ".parquet"
+			plan.writes = append(plan.writes, sidecarWrite{path: SidecarDir + name, data: data})
+			list = append(list, &sidecarRef{action: Sidecar{Path: name, SizeInBytes: int64(len(data)), ModificationTime: now.UnixMilli()}})
+		}
+	}
+
+	// Present, if empty, as in a Parquet checkpoint: delta-kernel-rs
+	// refuses a JSON checkpoint whose metaData has a null map or list.
+	md := st.Metadata
+	if md.Format.Options == nil {
+		md.Format.Options = map[string]string{}
+	}
+	if md.Configuration == nil {
+		md.Configuration = map[string]string{}
+	}
+	if md.PartitionColumns == nil {
+		md.PartitionColumns = []string{}
+	}
+	plan.top = append(plan.top, &CheckpointMetadata{Version: st.Version}, &st.Protocol, &md)
+	txns := liveTxns(st.txns, &st.Metadata, LoadOptions{Now: func() time.Time { return now }, Logger: o.Logger})
+	for _, id := range slices.Sorted(maps.Keys(txns)) {
+		t := txns[id]
+		plan.top = append(plan.top, &t)
+	}
+	for _, name := range slices.Sorted(maps.Keys(st.domains)) {
+		d := st.domains[name]
+		plan.top = append(plan.top, &d)
+	}
+	for _, r := range list {
+		a := r.action
+		plan.top = append(plan.top, &a)
+		plan.referenced = append(plan.referenced, SidecarDir+a.Path)
+	}
+	plan.actions = int64(len(plan.top)) + plan.adds + removes
+	return plan, nil
+}
+
+// mergeSidecars merges the newest sidecars while sidecarFanout of them
+// share a size tier, or the one before the newest is of a lower tier (so
+// tiers never grow from older to newer sidecars and each holds fewer than
+// sidecarFanout), and the newest half while there are more than
+// maxSidecars. Merging pending sidecars costs nothing extra: each pending
+// set of adds is encoded once, after.
+func mergeSidecars(st *State, list []*sidecarRef) []*sidecarRef {
+	merge := func(from int) {
+		var adds []fileEntry
+		for _, r := range list[from:] {
+			if r.pending != nil {
+				adds = append(adds, r.pending...)
+			} else {
+				adds = r.survivors(st, adds)
+			}
+		}
+		list = append(list[:from], &sidecarRef{rows: len(adds), pending: adds})
+	}
+	sameTier := func(rs []*sidecarRef) bool {
+		for _, r := range rs {
+			if sidecarTier(r.rows) != sidecarTier(rs[0].rows) {
+				return false
+			}
+		}
+		return true
+	}
+	for {
+		n := len(list)
+		switch {
+		case n > maxSidecars:
+			merge(n / 2)
+		case n >= sidecarFanout && sameTier(list[n-sidecarFanout:]):
+			merge(n - sidecarFanout)
+		case n >= 2 && sidecarTier(list[n-2].rows) < sidecarTier(list[n-1].rows):
+			merge(n - 2)
+		default:
+			return list
+		}
+	}
+}
+
+// encodeSidecar returns a sidecar file of adds (in seq order), per rows to
+// a row group.
+func (e *ckptEncoder) encodeSidecar(ctx context.Context, cs *checkpointSchema, adds []fileEntry, per int) ([]byte, error) {
+	e.start(ctx, cs)
+	for i := range adds {
+		if i > 0 && i%per == 0 {
+			if err := e.cut(); err != nil {
+				return nil, err
+			}
+		}
+		if err := e.addRow(&adds[i]); err != nil {
+			return nil, err
+		}
+	}
+	return e.closeFile()
+}
+
+// encodeRemovesSidecar returns a sidecar file of st's unexpired removes
+// and how many there are.
+func (e *ckptEncoder) encodeRemovesSidecar(ctx context.Context, cs *checkpointSchema, st *State, o *CheckpointOptions, per int) ([]byte, int64, error) {
+	e.start(ctx, cs)
+	n, err := e.removeRows(st, o, per)
+	if err != nil || n == 0 {
+		return nil, 0, err
+	}
+	data, err := e.closeFile()
+	return data, n, err
+}
+
+// closeFile ends the file and returns a copy of its bytes (the encoder's
+// buffer is reused).
+func (e *ckptEncoder) closeFile() ([]byte, error) {
+	if err := e.cut(); err != nil {
+		return nil, err
+	}
+	if err := e.pw.Close(); err != nil {
+		return nil, fmt.Errorf("deltalog: write checkpoint: %w", err)
+	}
+	if !bytes.HasSuffix(e.buf.Bytes(), []byte("PAR1")) {
+		return nil, errors.New("deltalog: internal error: parquet-go wrote no Parquet trailer")
+	}
+	return bytes.Clone(e.buf.Bytes()), nil
+}
