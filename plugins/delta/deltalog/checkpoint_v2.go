@@ -48,6 +48,10 @@ const sidecarFanout = 4
 // for readers to fetch); past it the newest half are merged.
 const maxSidecars = 32
 
+// SidecarReuseWindow is how long after its creation a sidecar may be
+// referenced by a new checkpoint.
+const SidecarReuseWindow = 24 * time.Hour
+
 // SidecarDir is the directory of sidecar files.
 const SidecarDir = LogDir + "_sidecars/"
 
@@ -193,10 +197,12 @@ func (c *CheckpointCache) planV2(ctx context.Context, st *State, o *CheckpointOp
 	}
 	c.seen = st.seq
 
-	// Sidecars that lost adds: their survivors, to be encoded again.
+	// Sidecars that lost adds or are too old to reference: their
+	// survivors, to be encoded again.
+	now := o.now()
 	list := make([]*sidecarRef, 0, len(c.sidecars)+1)
 	for _, r := range c.sidecars {
-		if !r.dirty {
+		if !r.dirty && now.Sub(time.UnixMilli(r.action.ModificationTime)) < SidecarReuseWindow {
 			list = append(list, r)
 			continue
 		}
@@ -210,7 +216,6 @@ func (c *CheckpointCache) planV2(ctx context.Context, st *State, o *CheckpointOp
 	list = mergeSidecars(st, list)
 
 	plan = &v2Plan{}
-	now := o.now()
 	for _, r := range list {
 		if r.pending == nil {
 			plan.stats.AddsCopied += int64(r.rows)

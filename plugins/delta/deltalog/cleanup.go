@@ -28,9 +28,17 @@ import (
 //     the boundary. An unexpired one is left (an orphan no reader of the
 //     boundary needs). Never the boundary checkpoint, the
 //     commit at its version (it holds the commitInfo), anything newer,
-//     _last_checkpoint, or anything in a sub-directory (_sidecars,
-//     _commits, _staged_commits: sidecar cleanup needs every checkpoint
-//     read, which a blind appender does not do).
+//     _last_checkpoint, or anything in another sub-directory (_commits,
+//     _staged_commits).
+//   - Sidecars (tables with the v2Checkpoint feature), without reading a
+//     checkpoint: a sidecar is referenced only by checkpoints written
+//     within SidecarReuseWindow of its creation (the rule this package's
+//     writer keeps; delta-spark never references a sidecar again). A
+//     sidecar created more than that window (plus sidecarSlack for clocks)
+//     before the boundary's commit was written is referenced by no
+//     checkpoint at or above the boundary; once that window has also
+//     expired, every checkpoint that referenced it is expired and below the
+//     boundary, so deleted. Such sidecars are deleted after the log files.
 //   - Commits go first, oldest first, then checksum and compaction files,
 //     then checkpoints: an interrupted cleanup leaves a contiguous log that
 //     still starts at a checkpoint, and (checkpointProtection's rule d)
@@ -40,6 +48,10 @@ import (
 //     below P may only be truncated all at once. If the boundary is below
 //     P nothing is deleted (and the reason returned); if it is at or above
 //     P, everything below the boundary goes as above.
+
+// sidecarSlack allows for the clocks of the writers that stamped a
+// sidecar's reuse and of the store that stamped its modification time.
+const sidecarSlack = time.Hour
 
 // DefaultLogRetention is delta.logRetentionDuration's default.
 const DefaultLogRetention = 30 * 24 * time.Hour
@@ -240,7 +252,43 @@ func CleanupLog(ctx context.Context, store Store, checkpoint int64, opts Cleanup
 		deleted[f.Path] = true
 	}
 	res.NextCheck = nextCheck(deleted)
+	if slices.Contains(SupportedFeatures(opts.Protocol), "v2Checkpoint") {
+		for _, f := range all {
+			if f.kind == "commit" && f.version == boundary {
+				return res, cleanupSidecars(ctx, store, f.ModTime, cutoff, log, res)
+			}
+		}
+	}
 	return res, nil
+}
+
+// cleanupSidecars deletes the sidecars created more than
+// SidecarReuseWindow+sidecarSlack before boundaryTime (the boundary
+// commit's modification time) and before cutoff (now less the retention).
+func cleanupSidecars(ctx context.Context, store Store, boundaryTime, cutoff time.Time, log *slog.Logger, res *CleanupResult) error {
+	files, err := store.List(ctx, SidecarDir, "")
+	if err != nil {
+		return fmt.Errorf("deltalog: log cleanup: list sidecars: %w", err)
+	}
+	for _, f := range files {
+		name, ok := strings.CutPrefix(f.Path, SidecarDir)
+		if !ok || strings.Contains(name, "/") || !strings.HasSuffix(name, ".parquet") {
+			continue
+		}
+		last := f.ModTime.Add(SidecarReuseWindow + sidecarSlack)
+		if !last.Before(boundaryTime) || last.After(cutoff) {
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if err := store.Delete(ctx, f.Path); err != nil {
+			return fmt.Errorf("deltalog: log cleanup: delete %s: %w", f.Path, err)
+		}
+		log.Debug("deltalog: deleted unreferenced sidecar", "path", f.Path)
+		res.Deleted = append(res.Deleted, f.Path)
+	}
+	return nil
 }
 
 // protectedBefore is delta.requireCheckpointProtectionBeforeVersion when

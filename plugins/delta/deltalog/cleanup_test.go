@@ -230,3 +230,73 @@ func TestCleanupCheckpointProtection(t *testing.T) {
 		t.Fatalf("%+v", res)
 	}
 }
+
+// Sidecars are deleted without reading a checkpoint: those created more
+// than SidecarReuseWindow before the boundary's commit, once expired. Every
+// version the cleanup keeps still loads, from checkpoints whose sidecars
+// were reused.
+func TestCleanupSidecars(t *testing.T) {
+	const v2Protocol = `{"protocol":{"minReaderVersion":3,"minWriterVersion":7,"readerFeatures":["v2Checkpoint"],"writerFeatures":["v2Checkpoint"]}}`
+	s := deltalog.NewMemStore()
+	var now time.Time
+	s.Now = func() time.Time { return now }
+	clock := func() time.Time { return now }
+	cache := &deltalog.CheckpointCache{}
+	var st *deltalog.State
+	copied := int64(0)
+	const latest = 60
+	for v := int64(0); v <= latest; v++ {
+		now = day0.Add(time.Duration(v) * 6 * time.Hour) // a commit every 6 hours
+		if v == 0 {
+			putCommit(s, 0, v2Protocol, metaDataLine(`{"delta.logRetentionDuration":"interval 2 days"}`))
+			st = loadState(t, s)
+			continue
+		}
+		line := addLine(fmt.Sprintf("p=a/%d.parquet", v), "a", v, "")
+		putCommit(s, v, line)
+		actions, err := deltalog.ParseActions([]byte(line))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := st.Apply(v, actions); err != nil {
+			t.Fatal(err)
+		}
+		if v%2 == 0 {
+			now = now.Add(time.Minute)
+			res, err := deltalog.WriteCheckpoint(ctx, s, st, &deltalog.CheckpointOptions{Cache: cache, Now: clock})
+			if err != nil {
+				t.Fatal(err)
+			}
+			copied += res.Cache.AddsCopied
+		}
+	}
+	if copied == 0 {
+		t.Fatal("no checkpoint reused a sidecar")
+	}
+	sidecars := func() int {
+		files, _ := s.List(ctx, deltalog.SidecarDir, "")
+		return len(files)
+	}
+	before := sidecars()
+	// Day 16: commits up to day 14 expired; boundary checkpoint 56 (day 14).
+	res := cleanup(t, s, latest, day0.Add(16*24*time.Hour))
+	deleted := 0
+	for _, p := range res.Deleted {
+		if strings.HasPrefix(p, deltalog.SidecarDir) {
+			deleted++
+		}
+	}
+	if res.Boundary != 56 || deleted == 0 || deleted == before {
+		t.Fatalf("boundary %d, %d of %d sidecars deleted", res.Boundary, deleted, before)
+	}
+	for v := res.Boundary; v <= latest; v++ {
+		got, err := deltalog.LoadStateAt(ctx, s, v, nil)
+		if err != nil {
+			t.Fatalf("version %d after cleanup: %v", v, err)
+		}
+		if got.NumFiles() != int(v) {
+			t.Fatalf("version %d: %d files", v, got.NumFiles())
+		}
+	}
+	t.Logf("%d of %d sidecars deleted", deleted, before)
+}
