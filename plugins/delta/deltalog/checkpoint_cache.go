@@ -84,13 +84,12 @@ type CheckpointCache struct {
 	st      *State
 	key     string // the checkpoint schema the groups were encoded with
 	// sidecars are the add sidecars of the previous V2 checkpoint
-	// (checkpoint_v2.go), referenced its sidecars' paths.
-	sidecars   []*sidecarRef
-	referenced []string
-	seen       uint64 // every live add with seq <= seen is in groups
-	groups     []*pageGroup
-	size       int64
-	enc        *ckptEncoder
+	// (checkpoint_v2.go).
+	sidecars []*sidecarRef
+	seen     uint64 // every live add with seq <= seen is in groups
+	groups   []*pageGroup
+	size     int64
+	enc      *ckptEncoder
 	// out is the previous file's buffer, reused: a checkpoint's bytes are
 	// valid until the next one (fresh pages for every file cost page
 	// faults and zeroing of the whole file).

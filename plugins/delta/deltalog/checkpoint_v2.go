@@ -36,10 +36,8 @@ import (
 //     protocol, metaData, txns, domainMetadata and one sidecar action per
 //     sidecar, a few hundred bytes that readers parse without Parquet.
 //
-// Without a cache every add is encoded into one new sidecar. Sidecars a
-// checkpoint no longer references are reported (CheckpointResult.Orphaned)
-// for deletion once the log no longer holds a checkpoint that references
-// them (the caller knows when; see the sink's checkpointer).
+// Without a cache every add is encoded into one new sidecar. Log cleanup
+// deletes sidecars no kept checkpoint references (cleanup.go).
 
 // sidecarFanout is how many sidecars of one size tier are merged into one.
 const sidecarFanout = 4
@@ -115,9 +113,6 @@ func writeV2Checkpoint(ctx context.Context, store Store, st *State, o *Checkpoin
 		c.reset()
 		return nil, err
 	}
-	if !c.oneShot {
-		res.Orphaned = c.referencedNow(plan.referenced)
-	}
 	written, err := WriteLastCheckpoint(ctx, store, LastCheckpoint{
 		Version: st.Version, Size: res.Actions, SizeInBytes: res.SizeInBytes, NumOfAddFiles: res.Adds})
 	if err != nil {
@@ -129,26 +124,11 @@ func writeV2Checkpoint(ctx context.Context, store Store, st *State, o *Checkpoin
 
 // v2Plan is what one V2 checkpoint writes.
 type v2Plan struct {
-	writes     []sidecarWrite
-	top        []Action
-	referenced []string // sidecar paths the checkpoint references
-	actions    int64
-	adds       int64
-	stats      CheckpointCacheStats
-}
-
-// referencedNow records the sidecars the checkpoint just written
-// references and returns those the previous one referenced and it does
-// not.
-func (c *CheckpointCache) referencedNow(paths []string) []string {
-	var gone []string
-	for _, p := range c.referenced {
-		if !slices.Contains(paths, p) {
-			gone = append(gone, p)
-		}
-	}
-	c.referenced = paths
-	return gone
+	writes  []sidecarWrite
+	top     []Action
+	actions int64
+	adds    int64
+	stats   CheckpointCacheStats
 }
 
 // planV2 decides the sidecars of st's checkpoint (reusing and updating the
@@ -282,7 +262,6 @@ func (c *CheckpointCache) planV2(ctx context.Context, st *State, o *CheckpointOp
 	for _, r := range list {
 		a := r.action
 		plan.top = append(plan.top, &a)
-		plan.referenced = append(plan.referenced, SidecarDir+a.Path)
 	}
 	plan.actions = int64(len(plan.top)) + plan.adds + removes
 	return plan, nil

@@ -119,10 +119,6 @@ type CheckpointResult struct {
 	LastCheckpointWritten bool
 	// Cache says how the encoding used CheckpointOptions.Cache.
 	Cache CheckpointCacheStats
-	// Orphaned lists the sidecars (paths) the previous V2 checkpoint of
-	// the cache referenced and this one does not: they can be deleted once
-	// no checkpoint in the log references them.
-	Orphaned []string
 }
 
 // WriteCheckpoint writes the classic checkpoint of st at st.Version with
