@@ -62,6 +62,7 @@ var (
 	preload   = flag.Int("preload-files", 0, "file target: before the run, give the table this many live files (a checkpoint of synthetic adds shaped like the sink's, 5 per version; no data files)")
 	warmup    = flag.Int("warmup", 0, "batches consumed before measuring (the first checkpoint loads the file list and encodes every add: outside the measurement)")
 	ckptEvery = flag.Int("checkpoint-interval", 0, "with -preload-files: set delta.checkpointInterval (e.g. 1000000 for a run without checkpoints, to compare)")
+	v2Ckpt    = flag.Bool("v2-checkpoints", false, "file target: give the table the v2Checkpoint feature (delta.checkpointPolicy=v2), so the sink writes V2 checkpoints with sidecars")
 )
 
 // deltaRSBench appends the batches of a JSONL file (one batch per line, a
@@ -162,12 +163,12 @@ func run() error {
 		}
 		cfg["table_uri"] = uri
 		base := int64(0)
-		if *preload > 0 || *ckptEvery > 0 {
-			if target != "file" || *preload <= 0 {
-				return fmt.Errorf("-preload-files and -checkpoint-interval are for the file target, -checkpoint-interval with -preload-files")
+		if *preload > 0 || *ckptEvery > 0 || *v2Ckpt {
+			if target != "file" || (*ckptEvery > 0 && *preload <= 0) {
+				return fmt.Errorf("-preload-files, -checkpoint-interval and -v2-checkpoints are for the file target, -checkpoint-interval with -preload-files")
 			}
 			t0 := time.Now()
-			if base, err = preloadTable(filepath.Join(work, "ours"), *preload, *ckptEvery); err != nil {
+			if base, err = preloadTable(filepath.Join(work, "ours"), *preload, *ckptEvery, *v2Ckpt); err != nil {
 				return fmt.Errorf("preload: %w", err)
 			}
 			fmt.Printf("preloaded %d live files: checkpoint at version %d (%.1f s)\n", *preload, base, time.Since(t0).Seconds())
@@ -458,8 +459,10 @@ func (r result) printCheckpoints() {
 // partitions, stats of 19 columns), 5 per version as 1000-record batches
 // make them, written as one checkpoint (and _last_checkpoint) at the last
 // of those versions, with no commit files before it and no data files. It
-// returns that version. interval > 0 sets delta.checkpointInterval.
-func preloadTable(dir string, n, interval int) (int64, error) {
+// returns that version. interval > 0 sets delta.checkpointInterval; v2
+// upgrades the protocol to the v2Checkpoint feature, as Spark's
+// delta.checkpointPolicy=v2 does.
+func preloadTable(dir string, n, interval int, v2 bool) (int64, error) {
 	ctx := context.Background()
 	store, err := objstore.NewLocal(dir)
 	if err != nil {
@@ -469,15 +472,23 @@ func preloadTable(dir string, n, interval int) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	if interval > 0 {
+	if interval > 0 || v2 {
 		conf := maps.Clone(st.Metadata.Configuration)
 		if conf == nil {
 			conf = map[string]string{}
 		}
-		conf["delta.checkpointInterval"] = strconv.Itoa(interval)
+		var actions []deltalog.Action
+		if interval > 0 {
+			conf["delta.checkpointInterval"] = strconv.Itoa(interval)
+		}
+		if v2 {
+			conf["delta.checkpointPolicy"] = "v2"
+			actions = append(actions, &deltalog.Protocol{MinReaderVersion: 3, MinWriterVersion: 7,
+				ReaderFeatures: []string{"v2Checkpoint"}, WriterFeatures: []string{"appendOnly", "invariants", "v2Checkpoint"}})
+		}
 		md := st.Metadata
 		md.Configuration = conf
-		if err := st.Apply(st.Version+1, []deltalog.Action{&md}); err != nil {
+		if err := st.Apply(st.Version+1, append(actions, &md)); err != nil {
 			return 0, err
 		}
 	}
