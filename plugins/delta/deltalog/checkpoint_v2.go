@@ -8,6 +8,7 @@ import (
 	"maps"
 	"math/bits"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -27,7 +28,8 @@ import (
 //     newest sidecarFanout sidecars are of the same size tier (a factor of
 //     4), their adds are encoded again into one. On an appended table each
 //     add is so encoded about log4(table/new adds) times in its life, and
-//     the sidecars stay few (at most sidecarFanout-1 per tier).
+//     the sidecars stay few (at most sidecarFanout-1 per tier). A sidecar
+//     holds at most sidecarFullRows adds; full ones are not merged.
 //   - A sidecar that lost an add (a remove, or an add replacing it) is
 //     encoded again from the adds it still holds.
 //   - Unexpired removes go into one more sidecar, written each time (the
@@ -44,7 +46,7 @@ const sidecarFanout = 4
 
 // maxSidecars bounds the sidecars of one checkpoint (each is one more file
 // for readers to fetch); past it the newest half are merged.
-const maxSidecars = 32
+const maxSidecars = 32 // besides full ones
 
 // SidecarReuseWindow is how long after its creation a sidecar may be
 // referenced by a new checkpoint.
@@ -58,20 +60,36 @@ func V2CheckpointPath(version int64, uuid string) string {
 	return fmt.Sprintf("%s%020d.checkpoint.%s.json", LogDir, version, uuid)
 }
 
-// usesV2Checkpoints reports whether checkpoints of a table with protocol p
-// follow the V2 spec.
-func usesV2Checkpoints(p Protocol) bool {
-	return p.MinReaderVersion >= TableFeaturesReaderVersion && p.HasReaderFeature("v2Checkpoint")
+// usesV2Checkpoints reports whether st's checkpoints follow the V2 spec:
+// the table supports v2Checkpoint and delta.checkpointPolicy is v2, as
+// delta-spark decides. A supported feature with the policy classic (what
+// DROP FEATURE v2Checkpoint sets first) gets classic checkpoints, which
+// the protocol always allows.
+func usesV2Checkpoints(st *State) bool {
+	p := st.Protocol
+	return p.MinReaderVersion >= TableFeaturesReaderVersion && p.HasReaderFeature("v2Checkpoint") &&
+		strings.EqualFold(strings.TrimSpace(st.Metadata.Configuration["delta.checkpointPolicy"]), "v2")
 }
 
 // sidecarRef is one sidecar of the adds: written (action set) or still to
 // be encoded from pending.
 type sidecarRef struct {
 	addRun
-	rows    int
-	action  Sidecar
+	rows   int
+	action Sidecar
+	// created is when this process wrote it, on the monotonic clock: reuse
+	// stops after SidecarReuseWindow on the wall clock (Now) and on this
+	// one, so a clock stepped back cannot stretch it.
+	created time.Time
 	pending []fileEntry
 }
+
+// sidecarFullRows is the adds of a full sidecar: merging stops there, so a
+// remove re-encodes at most this many adds, and larger sets of adds are
+// written as several sidecars.
+var sidecarFullRows = 1 << 16
+
+func (r *sidecarRef) full() bool { return r.rows >= sidecarFullRows }
 
 // sidecarTier is the size tier of a sidecar of rows adds: tiers grow by a
 // factor of 4.
@@ -90,6 +108,7 @@ func writeV2Checkpoint(ctx context.Context, store Store, st *State, o *Checkpoin
 	if c == nil {
 		c = &CheckpointCache{oneShot: true}
 	}
+	start := time.Now()
 	plan, err := c.planV2(ctx, st, o)
 	if err != nil {
 		return nil, err
@@ -101,6 +120,13 @@ func writeV2Checkpoint(ctx context.Context, store Store, st *State, o *Checkpoin
 			c.reset()
 			return nil, fmt.Errorf("deltalog: write checkpoint sidecar: %w", err)
 		}
+	}
+	// The sidecars were stamped when planned; cleanup allows an hour of
+	// slack between a sidecar's stamp and the checkpoints that reference
+	// it (cleanupSidecars). A checkpoint that took longer is not written.
+	if d := time.Since(start); d > sidecarSlack/2 {
+		c.reset()
+		return nil, fmt.Errorf("deltalog: V2 checkpoint %d took %v to write its sidecars; not written, the next one starts over", st.Version, d.Round(time.Second))
 	}
 	data, err := EncodeActions(plan.top)
 	if err != nil {
@@ -182,7 +208,7 @@ func (c *CheckpointCache) planV2(ctx context.Context, st *State, o *CheckpointOp
 	now := o.now()
 	list := make([]*sidecarRef, 0, len(c.sidecars)+1)
 	for _, r := range c.sidecars {
-		if !r.dirty && now.Sub(time.UnixMilli(r.action.ModificationTime)) < SidecarReuseWindow {
+		if !r.dirty && now.Sub(time.UnixMilli(r.action.ModificationTime)) < SidecarReuseWindow && time.Since(r.created) < SidecarReuseWindow {
 			list = append(list, r)
 			continue
 		}
@@ -193,25 +219,34 @@ func (c *CheckpointCache) planV2(ctx context.Context, st *State, o *CheckpointOp
 	if len(fresh) > 0 {
 		list = append(list, &sidecarRef{rows: len(fresh), pending: fresh})
 	}
+	// Too many sidecars for the live adds (removes left them small):
+	// start over, which packs them again.
+	if len(list) > 2*(len(st.files)/sidecarFullRows)+maxSidecars {
+		list = []*sidecarRef{{rows: len(st.files), pending: filesInOrder(st.files)}}
+	}
 	list = mergeSidecars(st, list)
 
 	plan = &v2Plan{}
+	var written []*sidecarRef
 	for _, r := range list {
 		if r.pending == nil {
 			plan.stats.AddsCopied += int64(r.rows)
+			written = append(written, r)
 			continue
 		}
-		data, err := c.enc.encodeSidecar(ctx, cs, r.pending, per)
-		if err != nil {
-			return nil, err
+		for part := range slices.Chunk(r.pending, sidecarFullRows) {
+			data, err := c.enc.encodeSidecar(ctx, cs, part, per)
+			if err != nil {
+				return nil, err
+			}
+			name := NewUUID() + ".parquet"
+			plan.writes = append(plan.writes, sidecarWrite{path: SidecarDir + name, data: data})
+			written = append(written, &sidecarRef{addRun: newAddRun(part), rows: len(part), created: time.Now(),
+				action: Sidecar{Path: name, SizeInBytes: int64(len(data)), ModificationTime: now.UnixMilli()}})
+			plan.stats.AddsEncoded += int64(len(part))
 		}
-		name := NewUUID() + ".parquet"
-		plan.writes = append(plan.writes, sidecarWrite{path: SidecarDir + name, data: data})
-		r.addRun, r.rows = newAddRun(r.pending), len(r.pending)
-		r.action = Sidecar{Path: name, SizeInBytes: int64(len(data)), ModificationTime: now.UnixMilli()}
-		plan.stats.AddsEncoded += int64(len(r.pending))
-		r.pending = nil
 	}
+	list = written
 	for _, r := range list {
 		plan.adds += int64(r.rows)
 	}
@@ -267,12 +302,12 @@ func (c *CheckpointCache) planV2(ctx context.Context, st *State, o *CheckpointOp
 	return plan, nil
 }
 
-// mergeSidecars merges the newest sidecars while sidecarFanout of them
-// share a size tier, or the one before the newest is of a lower tier (so
-// tiers never grow from older to newer sidecars and each holds fewer than
-// sidecarFanout), and the newest half while there are more than
-// maxSidecars. Merging pending sidecars costs nothing extra: each pending
-// set of adds is encoded once, after.
+// mergeSidecars merges, among the sidecars after the last full one, the
+// newest while sidecarFanout of them share a size tier, or the one before
+// the newest is of a lower tier (so tiers never grow from older to newer
+// sidecars and each holds fewer than sidecarFanout), and the newest half
+// while there are more than maxSidecars. Merging pending sidecars costs
+// nothing extra: each pending set of adds is encoded once, after.
 func mergeSidecars(st *State, list []*sidecarRef) []*sidecarRef {
 	merge := func(from int) {
 		var adds []fileEntry
@@ -294,14 +329,18 @@ func mergeSidecars(st *State, list []*sidecarRef) []*sidecarRef {
 		return true
 	}
 	for {
-		n := len(list)
+		start := len(list)
+		for start > 0 && !list[start-1].full() {
+			start--
+		}
+		open, n := list[start:], len(list)-start
 		switch {
 		case n > maxSidecars:
-			merge(n / 2)
-		case n >= sidecarFanout && sameTier(list[n-sidecarFanout:]):
-			merge(n - sidecarFanout)
-		case n >= 2 && sidecarTier(list[n-2].rows) < sidecarTier(list[n-1].rows):
-			merge(n - 2)
+			merge(start + n/2)
+		case n >= sidecarFanout && sameTier(open[n-sidecarFanout:]):
+			merge(len(list) - sidecarFanout)
+		case n >= 2 && sidecarTier(open[n-2].rows) < sidecarTier(open[n-1].rows):
+			merge(len(list) - 2)
 		default:
 			return list
 		}

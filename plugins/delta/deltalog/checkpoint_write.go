@@ -18,9 +18,10 @@ import (
 //     with PutIfAbsent: an existing checkpoint for the version (a racing
 //     writer's) is kept and counts as success. Multi-part checkpoints are
 //     deprecated (delta-kernel-rs makes the same choice).
-//   - Tables with the v2Checkpoint feature get a UUID-named JSON V2
-//     checkpoint whose file actions are in sidecars that later checkpoints
-//     reuse (checkpoint_v2.go): its cost follows what changed.
+//   - Tables with the v2Checkpoint feature and delta.checkpointPolicy=v2
+//     get a UUID-named JSON V2 checkpoint whose file actions are in
+//     sidecars that later checkpoints reuse (checkpoint_v2.go): its cost
+//     follows what changed.
 //   - Column layout follows Delta-Spark's: top-level txn, add, remove,
 //     metaData, protocol, domainMetadata (sidecars: add, remove), every
 //     field optional, 3-level lists, key_value maps with optional values,
@@ -133,7 +134,7 @@ func WriteCheckpoint(ctx context.Context, store Store, st *State, opts *Checkpoi
 	if err := CheckpointSupported(st.Protocol); err != nil {
 		return nil, err
 	}
-	if usesV2Checkpoints(st.Protocol) {
+	if usesV2Checkpoints(st) {
 		return writeV2Checkpoint(ctx, store, st, &o)
 	}
 	res := &CheckpointResult{Version: st.Version, Path: CheckpointPath(st.Version)}

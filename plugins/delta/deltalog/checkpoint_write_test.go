@@ -343,7 +343,8 @@ func TestCheckpointStatsAsStruct(t *testing.T) {
 // its adds and removes in sidecars only.
 func TestCheckpointV2Table(t *testing.T) {
 	s := deltalog.NewMemStore()
-	putCommit(s, 0, `{"protocol":{"minReaderVersion":3,"minWriterVersion":7,"readerFeatures":["v2Checkpoint"],"writerFeatures":["v2Checkpoint"]}}`, metaDataLine(""))
+	putCommit(s, 0, `{"protocol":{"minReaderVersion":3,"minWriterVersion":7,"readerFeatures":["v2Checkpoint"],"writerFeatures":["v2Checkpoint"]}}`,
+		metaDataLine(`{"delta.checkpointPolicy":"v2"}`))
 	putCommit(s, 1, addLine("p=a/1.parquet", "a", 1, ""), addLine("p=a/2.parquet", "a", 2, ""))
 	putCommit(s, 2, removeLine("p=a/2.parquet", time.Now().UnixMilli()), `{"txn":{"appId":"app","version":7}}`)
 	st := loadState(t, s)
@@ -379,6 +380,14 @@ func TestCheckpointV2Table(t *testing.T) {
 	}
 	if v, _ := back.TxnVersion("app"); v != 7 {
 		t.Fatalf("txn %d", v)
+	}
+
+	// delta.checkpointPolicy=classic (what DROP FEATURE sets first): a
+	// classic checkpoint, which the protocol allows with the feature.
+	putCommit(s, 3, metaDataLine(`{"delta.checkpointPolicy":"classic"}`))
+	res, err = deltalog.WriteCheckpoint(ctx, s, loadState(t, s), nil)
+	if err != nil || res.Path != deltalog.CheckpointPath(3) {
+		t.Fatalf("%+v %v", res, err)
 	}
 }
 

@@ -248,7 +248,7 @@ func TestCleanupSidecars(t *testing.T) {
 	for v := int64(0); v <= latest; v++ {
 		now = day0.Add(time.Duration(v) * 6 * time.Hour) // a commit every 6 hours
 		if v == 0 {
-			putCommit(s, 0, v2Protocol, metaDataLine(`{"delta.logRetentionDuration":"interval 2 days"}`))
+			putCommit(s, 0, v2Protocol, metaDataLine(`{"delta.logRetentionDuration":"interval 2 days","delta.checkpointPolicy":"v2"}`))
 			st = loadState(t, s)
 			continue
 		}
