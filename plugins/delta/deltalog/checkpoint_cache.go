@@ -513,22 +513,9 @@ func (c *CheckpointCache) encode(ctx context.Context, st *State, o *CheckpointOp
 			c.reset() // start over next time rather than trust a half-updated cache
 		}
 	}()
-	cs, err := buildCheckpointSchema(st, o, false)
+	cs, per, err := c.useEncoder(st, o, false)
 	if err != nil {
 		return nil, 0, 0, cst, err
-	}
-	per := o.RowGroupRows
-	if per <= 0 {
-		per = 1 << 14
-	}
-	createdBy := o.CreatedBy
-	if createdBy == "" {
-		createdBy = DefaultEngineInfo
-	}
-	key := fmt.Sprintf("%d\x00%s\x00%s", per, createdBy, cs.schema.String())
-	if c.enc == nil || c.key != key {
-		c.reset()
-		c.enc, c.key = newCkptEncoder(cs, createdBy), key
 	}
 	c.sidecars = nil // a table that left V2 checkpoints
 	e := c.enc
@@ -651,6 +638,31 @@ func (c *CheckpointCache) encode(ctx context.Context, st *State, o *CheckpointOp
 		c.out = data
 	}
 	return data, head + adds + removes, adds, cst, nil
+}
+
+// useEncoder builds the schema of st's checkpoint (or sidecars) and points
+// the cache's encoder at it, starting the cache over when the schema or
+// the options it was encoded with changed. It returns the schema and the
+// rows per row group.
+func (c *CheckpointCache) useEncoder(st *State, o *CheckpointOptions, sidecar bool) (*checkpointSchema, int, error) {
+	cs, err := buildCheckpointSchema(st, o, sidecar)
+	if err != nil {
+		return nil, 0, err
+	}
+	per := o.RowGroupRows
+	if per <= 0 {
+		per = 1 << 14
+	}
+	createdBy := o.CreatedBy
+	if createdBy == "" {
+		createdBy = DefaultEngineInfo
+	}
+	key := fmt.Sprintf("%t\x00%d\x00%s\x00%s", sidecar, per, createdBy, cs.schema.String())
+	if c.enc == nil || c.key != key {
+		c.reset()
+		c.enc, c.key = newCkptEncoder(cs, createdBy), key
+	}
+	return cs, per, nil
 }
 
 // drain reads the state's journal: groups that lost an add are marked

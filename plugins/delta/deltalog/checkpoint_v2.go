@@ -139,13 +139,7 @@ func writeV2Checkpoint(ctx context.Context, store Store, st *State, o *Checkpoin
 		c.reset()
 		return nil, err
 	}
-	written, err := WriteLastCheckpoint(ctx, store, LastCheckpoint{
-		Version: st.Version, Size: res.Actions, SizeInBytes: res.SizeInBytes, NumOfAddFiles: res.Adds})
-	if err != nil {
-		return res, fmt.Errorf("deltalog: checkpoint %d written, _last_checkpoint not updated: %w", st.Version, err)
-	}
-	res.LastCheckpointWritten = written
-	return res, nil
+	return pointLastCheckpoint(ctx, store, res)
 }
 
 // v2Plan is what one V2 checkpoint writes.
@@ -165,22 +159,9 @@ func (c *CheckpointCache) planV2(ctx context.Context, st *State, o *CheckpointOp
 			c.reset()
 		}
 	}()
-	cs, err := buildCheckpointSchema(st, o, true)
+	cs, per, err := c.useEncoder(st, o, true)
 	if err != nil {
 		return nil, err
-	}
-	per := o.RowGroupRows
-	if per <= 0 {
-		per = 1 << 14
-	}
-	createdBy := o.CreatedBy
-	if createdBy == "" {
-		createdBy = DefaultEngineInfo
-	}
-	key := fmt.Sprintf("v2\x00%d\x00%s\x00%s", per, createdBy, cs.schema.String())
-	if c.enc == nil || c.key != key {
-		c.reset()
-		c.enc, c.key = newCkptEncoder(cs, createdBy), key
 	}
 	c.groups, c.size, c.out = nil, 0, nil // classic pages, if the table just moved to V2
 

@@ -158,10 +158,16 @@ func WriteCheckpoint(ctx context.Context, store Store, st *State, opts *Checkpoi
 			return nil, err
 		}
 	}
+	return pointLastCheckpoint(ctx, store, res)
+}
+
+// pointLastCheckpoint points _last_checkpoint at the checkpoint res
+// describes (never backwards) and returns res.
+func pointLastCheckpoint(ctx context.Context, store Store, res *CheckpointResult) (*CheckpointResult, error) {
 	written, err := WriteLastCheckpoint(ctx, store, LastCheckpoint{
-		Version: st.Version, Size: res.Actions, SizeInBytes: res.SizeInBytes, NumOfAddFiles: res.Adds})
+		Version: res.Version, Size: res.Actions, SizeInBytes: res.SizeInBytes, NumOfAddFiles: res.Adds})
 	if err != nil {
-		return res, fmt.Errorf("deltalog: checkpoint %d written, _last_checkpoint not updated: %w", st.Version, err)
+		return res, fmt.Errorf("deltalog: checkpoint %d written, _last_checkpoint not updated: %w", res.Version, err)
 	}
 	res.LastCheckpointWritten = written
 	return res, nil
