@@ -460,21 +460,29 @@ func (e *ckptEncoder) finish() ([]*pageGroup, *format.FileMetaData, error) {
 	return groups, md, nil
 }
 
+// addRows writes adds (in seq order), per rows to a row group.
+func (e *ckptEncoder) addRows(adds []fileEntry, per int) error {
+	for i := range adds {
+		if i > 0 && i%per == 0 {
+			if err := e.cut(); err != nil {
+				return err
+			}
+		}
+		if err := e.addRow(&adds[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // encodeAdds encodes adds (in seq order) as groups of at most per rows.
 func (e *ckptEncoder) encodeAdds(ctx context.Context, cs *checkpointSchema, adds []fileEntry, per int) ([]*pageGroup, error) {
 	if len(adds) == 0 {
 		return nil, nil
 	}
 	e.start(ctx, cs)
-	for i := range adds {
-		if i > 0 && i%per == 0 {
-			if err := e.cut(); err != nil {
-				return nil, err
-			}
-		}
-		if err := e.addRow(&adds[i]); err != nil {
-			return nil, err
-		}
+	if err := e.addRows(adds, per); err != nil {
+		return nil, err
 	}
 	groups, _, err := e.finish()
 	if err != nil {

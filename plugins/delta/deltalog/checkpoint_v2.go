@@ -332,15 +332,8 @@ func mergeSidecars(st *State, list []*sidecarRef) []*sidecarRef {
 // a row group.
 func (e *ckptEncoder) encodeSidecar(ctx context.Context, cs *checkpointSchema, adds []fileEntry, per int) ([]byte, error) {
 	e.start(ctx, cs)
-	for i := range adds {
-		if i > 0 && i%per == 0 {
-			if err := e.cut(); err != nil {
-				return nil, err
-			}
-		}
-		if err := e.addRow(&adds[i]); err != nil {
-			return nil, err
-		}
+	if err := e.addRows(adds, per); err != nil {
+		return nil, err
 	}
 	return e.closeFile()
 }
