@@ -14,6 +14,7 @@ import (
 
 	"github.com/picomq/heavy-sinks/plugins/delta/deltalog"
 	"github.com/picomq/heavy-sinks/plugins/delta/objstore"
+	"github.com/picomq/heavy-sinks/shared/testenv/services"
 )
 
 // V2 checkpoints with sidecars through the real library in the C host, on
@@ -22,15 +23,11 @@ import (
 // feature whatever the checkpoint looks like).
 
 // upgradeToV2Checkpoints commits the v2Checkpoint feature and
-// delta.checkpointPolicy=v2 to the table at dir, as Spark's ALTER TABLE
+// delta.checkpointPolicy=v2 to the table in store, as Spark's ALTER TABLE
 // ... SET TBLPROPERTIES ('delta.checkpointPolicy' = 'v2') does.
-func upgradeToV2Checkpoints(t *testing.T, dir string) int64 {
+func upgradeToV2Checkpoints(t *testing.T, store deltalog.Store) int64 {
 	t.Helper()
 	ctx := context.Background()
-	store, err := objstore.NewLocal(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
 	st, err := deltalog.LoadState(ctx, store, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -137,7 +134,11 @@ func TestV2CheckpointsWithSidecarsReadByDeltaRS(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "regions")
 	uri := fileURI(dir)
 	py(t, createRegions, uri, `{"delta.checkpointInterval": "3"}`)
-	base := upgradeToV2Checkpoints(t, dir)
+	local, err := objstore.NewLocal(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := upgradeToV2Checkpoints(t, local)
 	inst := newHarness(t).open("v2", map[string]any{"table_uri": uri})
 	const batches, per = 40, 4
 	for n := range batches {
@@ -207,5 +208,59 @@ func TestV2CheckpointsWithSidecarsReadByDeltaRS(t *testing.T) {
 	if err := json.Unmarshal([]byte(raw), &m); err != nil || m.Sink["checkpoint_failures"] != float64(0) ||
 		m.Sink["checkpoint_adds_copied"].(float64) == 0 {
 		t.Fatalf("metrics %s", raw)
+	}
+}
+
+// The same on MinIO: sidecars and UUID-named checkpoints through the S3
+// store, read back by delta-rs and by our loader.
+func TestV2CheckpointsOnS3(t *testing.T) {
+	svc := services.Require(t)
+	bucket := svc.NewBucket(t)
+	cfg := minio(t, svc)
+	uri := "s3://" + bucket + "/v2"
+	py(t, createRegions, uri, `{"delta.checkpointInterval": "3"}`)
+	ctx := context.Background()
+	loc, err := objstore.ParseLocation(uri)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, err := objstore.Open(ctx, loc, objstore.Options{S3: objstore.S3Options{AccessKey: svc.S3AccessKey, SecretKey: svc.S3SecretKey,
+		Region: svc.S3Region, Endpoint: svc.S3Endpoint, AllowHTTP: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := upgradeToV2Checkpoints(t, store)
+	inst := newHarness(t).open("s3v2", with(cfg, "table_uri", uri))
+	const batches, per = 14, 4
+	for n := range batches {
+		consume(t, inst, regionEvents("s3v2", n*per, per))
+	}
+	latest := base + batches
+	last := latest - latest%3
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var lc deltalog.LastCheckpoint
+		raw, err := store.Get(ctx, deltalog.LastCheckpointPath)
+		if err == nil && json.Unmarshal(raw, &lc) == nil && lc.Version >= last {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("_last_checkpoint did not reach %d: %s", last, raw)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	sidecars, err := store.List(ctx, deltalog.SidecarDir, "")
+	if err != nil || len(sidecars) == 0 {
+		t.Fatalf("sidecars %v %v", sidecars, err)
+	}
+	appID := "picomq-delta-sink/s3v2/s3v2/0"
+	lastID := batches*per - 1
+	f := deltaRSFactsSQL(t, uri, appID, -1)
+	if f.Version != latest || !slices.Equal(f.IDs, seq(0, lastID)) || f.Files != batches*3 || f.Txn == nil || *f.Txn != int64(lastID) {
+		t.Fatalf("delta-rs: version %d, %d ids, %d files, txn %v", f.Version, len(f.IDs), f.Files, f.Txn)
+	}
+	st, err := deltalog.LoadState(ctx, store, nil)
+	if err != nil || st.CheckpointVersion != last || st.NumFiles() != batches*3 {
+		t.Fatalf("our state: %v", err)
 	}
 }
