@@ -10,14 +10,23 @@ import (
 )
 
 // benchState is a state of n files shaped like the sink's on the
-// deltabench workload: 5 partitions, stats for 19 columns.
-func benchState(b *testing.B, n int) *deltalog.State {
+// deltabench workload: 5 partitions, stats for 19 columns; with v2, of a
+// table whose checkpoints are V2 (v2Checkpoint, delta.checkpointPolicy=v2).
+func benchState(b *testing.B, n int, v2 bool) *deltalog.State {
 	b.Helper()
 	store := deltalog.NewMemStore()
 	created := int64(1)
-	v0, _ := deltalog.EncodeActions([]deltalog.Action{&deltalog.Protocol{MinReaderVersion: 1, MinWriterVersion: 2},
+	proto := &deltalog.Protocol{MinReaderVersion: 1, MinWriterVersion: 2}
+	var conf map[string]string
+	if v2 {
+		proto = &deltalog.Protocol{MinReaderVersion: 3, MinWriterVersion: 7,
+			ReaderFeatures: []string{"v2Checkpoint"}, WriterFeatures: []string{"v2Checkpoint"}}
+		conf = map[string]string{"delta.checkpointPolicy": "v2"}
+	}
+	v0, _ := deltalog.EncodeActions([]deltalog.Action{proto,
 		&deltalog.Metadata{ID: "bench", Format: deltalog.Format{Provider: "parquet"}, PartitionColumns: []string{"region"},
-			SchemaString: `{"type":"struct","fields":[{"name":"region","type":"string","nullable":true,"metadata":{}}]}`, CreatedTime: &created}})
+			SchemaString: `{"type":"struct","fields":[{"name":"region","type":"string","nullable":true,"metadata":{}}]}`,
+			CreatedTime:  &created, Configuration: conf}})
 	store.Put(deltalog.CommitPath(0), v0)
 	st, err := deltalog.LoadState(ctx, store, nil)
 	if err != nil {
@@ -57,16 +66,28 @@ func cpuNow() time.Duration {
 // BenchmarkCheckpoint150k is one checkpoint of a 150k-file table after 10
 // commits of 5 files (the default interval on the deltabench workload):
 // "full" encodes every add (no cache: the checkpointer before the cache),
-// "cached" the steady state with a CheckpointCache. cpu-ms/op is the
-// process's user+sys time (garbage collection included).
+// "cached" the steady state with a CheckpointCache, "v2" the steady state
+// of a V2 table's checkpoints (sidecars and the JSON checkpoint written
+// to memory). cpu-ms/op is the process's user+sys time (garbage collection
+// included); MiB-file the bytes written for the checkpoint.
 func BenchmarkCheckpoint150k(b *testing.B) {
-	for _, mode := range []string{"full", "cached"} {
+	for _, mode := range []string{"full", "cached", "v2"} {
 		b.Run(mode, func(b *testing.B) {
-			st := benchState(b, 150000)
+			st := benchState(b, 150000, mode == "v2")
 			opts := &deltalog.CheckpointOptions{}
-			if mode == "cached" {
+			store := deltalog.NewMemStore()
+			encode := func() (int, error) {
+				if mode != "v2" {
+					data, _, _, err := deltalog.EncodeCheckpoint(ctx, st, opts)
+					return len(data), err
+				}
+				before := memStoreBytes(b, store)
+				_, err := deltalog.WriteCheckpoint(ctx, store, st, opts)
+				return memStoreBytes(b, store) - before, err
+			}
+			if mode != "full" {
 				opts.Cache = &deltalog.CheckpointCache{}
-				if _, _, _, err := deltalog.EncodeCheckpoint(ctx, st, opts); err != nil { // warm
+				if _, err := encode(); err != nil { // warm
 					b.Fatal(err)
 				}
 			}
@@ -82,15 +103,29 @@ func BenchmarkCheckpoint150k(b *testing.B) {
 				}
 				b.StartTimer()
 				c0 := cpuNow()
-				data, _, _, err := deltalog.EncodeCheckpoint(ctx, st, opts)
+				n, err := encode()
 				if err != nil {
 					b.Fatal(err)
 				}
 				cpu += cpuNow() - c0
-				size = len(data)
+				size = n
 			}
 			b.ReportMetric(float64(cpu.Microseconds())/1000/float64(b.N), "cpu-ms/op")
 			b.ReportMetric(float64(size)/(1<<20), "MiB-file")
 		})
 	}
+}
+
+// memStoreBytes is the size of every object in store.
+func memStoreBytes(b *testing.B, store *deltalog.MemStore) int {
+	b.Helper()
+	files, err := store.List(ctx, "", "")
+	if err != nil {
+		b.Fatal(err)
+	}
+	n := 0
+	for _, f := range files {
+		n += int(f.Size)
+	}
+	return n
 }
