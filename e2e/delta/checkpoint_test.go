@@ -360,6 +360,22 @@ dump(bad)
 	}
 }
 
+// minioStore opens the table at uri (s3://) on the test MinIO, as the
+// sink's store, for the test to look at it.
+func minioStore(t *testing.T, svc services.Services, uri string) objstore.Store {
+	t.Helper()
+	loc, err := objstore.ParseLocation(uri)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, err := objstore.Open(context.Background(), loc, objstore.Options{S3: objstore.S3Options{AccessKey: svc.S3AccessKey,
+		SecretKey: svc.S3SecretKey, Region: svc.S3Region, Endpoint: svc.S3Endpoint, AllowHTTP: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return store
+}
+
 func mustJSON(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)
@@ -375,15 +391,7 @@ func TestCheckpointsOnS3(t *testing.T) {
 	py(t, createRegions, uri, `{"delta.checkpointInterval": "5", "delta.logRetentionDuration": "interval 0 seconds"}`)
 	inst := newHarness(t).open("s3ck", with(cfg, "table_uri", uri))
 	ctx := context.Background()
-	loc, err := objstore.ParseLocation(uri)
-	if err != nil {
-		t.Fatal(err)
-	}
-	store, err := objstore.Open(ctx, loc, objstore.Options{S3: objstore.S3Options{AccessKey: svc.S3AccessKey, SecretKey: svc.S3SecretKey,
-		Region: svc.S3Region, Endpoint: svc.S3Endpoint, AllowHTTP: true}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	store := minioStore(t, svc, uri)
 	waitCheckpoint := func(v int64) {
 		t.Helper()
 		deadline := time.Now().Add(30 * time.Second)

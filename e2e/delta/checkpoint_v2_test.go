@@ -46,19 +46,19 @@ func upgradeToV2Checkpoints(t *testing.T, store deltalog.Store) int64 {
 	return st.Version + 1
 }
 
-// lastCheckpointVersion waits until _last_checkpoint names version v (or
-// a later one).
-func waitLastCheckpoint(t *testing.T, dir string, v int64) {
+// waitLastCheckpoint waits until _last_checkpoint names version v (or a
+// later one).
+func waitLastCheckpoint(t *testing.T, store deltalog.Store, v int64) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		var lc deltalog.LastCheckpoint
-		raw, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(deltalog.LastCheckpointPath)))
+		raw, err := store.Get(context.Background(), deltalog.LastCheckpointPath)
 		if err == nil && json.Unmarshal(raw, &lc) == nil && lc.Version >= v {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("_last_checkpoint did not reach version %d", v)
+			t.Fatalf("_last_checkpoint did not reach version %d: %s", v, raw)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -146,7 +146,7 @@ func TestV2CheckpointsWithSidecarsReadByDeltaRS(t *testing.T) {
 	}
 	latest := base + batches
 	last := latest - latest%3
-	waitLastCheckpoint(t, dir, last)
+	waitLastCheckpoint(t, local, last)
 
 	cps := v2Checkpoints(t, dir)
 	if len(cps) != int(batches/3) || cps[last] == nil {
@@ -220,15 +220,7 @@ func TestV2CheckpointsOnS3(t *testing.T) {
 	uri := "s3://" + bucket + "/v2"
 	py(t, createRegions, uri, `{"delta.checkpointInterval": "3"}`)
 	ctx := context.Background()
-	loc, err := objstore.ParseLocation(uri)
-	if err != nil {
-		t.Fatal(err)
-	}
-	store, err := objstore.Open(ctx, loc, objstore.Options{S3: objstore.S3Options{AccessKey: svc.S3AccessKey, SecretKey: svc.S3SecretKey,
-		Region: svc.S3Region, Endpoint: svc.S3Endpoint, AllowHTTP: true}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	store := minioStore(t, svc, uri)
 	base := upgradeToV2Checkpoints(t, store)
 	inst := newHarness(t).open("s3v2", with(cfg, "table_uri", uri))
 	const batches, per = 14, 4
@@ -237,18 +229,7 @@ func TestV2CheckpointsOnS3(t *testing.T) {
 	}
 	latest := base + batches
 	last := latest - latest%3
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		var lc deltalog.LastCheckpoint
-		raw, err := store.Get(ctx, deltalog.LastCheckpointPath)
-		if err == nil && json.Unmarshal(raw, &lc) == nil && lc.Version >= last {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("_last_checkpoint did not reach %d: %s", last, raw)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	waitLastCheckpoint(t, store, last)
 	sidecars, err := store.List(ctx, deltalog.SidecarDir, "")
 	if err != nil || len(sidecars) == 0 {
 		t.Fatalf("sidecars %v %v", sidecars, err)

@@ -44,8 +44,9 @@ import (
 //     encoded again from the adds it still holds, with its neighbours when
 //     they changed too. Too many small groups left by removes: all are
 //     encoded again.
-//   - protocol, metaData, txns and domainMetadata form the first row group and the unexpired removes the last ones;
-//     both are encoded every time (few rows on an appended table).
+//   - protocol, metaData, txns and domainMetadata form the first row group
+//     and the unexpired removes the last ones; both are encoded every time
+//     (few rows on an appended table).
 //   - The file is the cached groups' pages copied one after the other and
 //     a new footer: the column chunk metadata of each group (offsets moved,
 //     statistics kept; when pages are appended to a chunk its null count is
@@ -532,20 +533,11 @@ func (c *CheckpointCache) encode(ctx context.Context, st *State, o *CheckpointOp
 	if len(c.groups) > 2*(len(st.files)/per)+8 {
 		c.reset()
 	}
-	var fresh []fileEntry
-	switch {
-	case c.oneShot:
-		fresh = filesInOrder(st.files)
-	case c.st != st || st.journal == nil || st.journal.overflow:
-		c.reset()
-		fresh = filesInOrder(st.files)
-	default:
-		fresh = c.drain(st)
+	runs := make([]*addRun, len(c.groups))
+	for i, g := range c.groups {
+		runs[i] = &g.addRun
 	}
-	if !c.oneShot {
-		c.st, st.journal = st, &fileJournal{}
-	}
-	c.seen = st.seq
+	fresh := c.newAdds(st, runs)
 
 	// Groups that lost adds are encoded again from those they still hold;
 	// a run of such groups together. The last group's survivors join the
@@ -673,15 +665,27 @@ func (c *CheckpointCache) useEncoder(st *State, o *CheckpointOptions, sidecar bo
 	return cs, per, nil
 }
 
-// drain reads the state's journal: groups that lost an add are marked
-// dirty, and the adds that arrived since the last checkpoint are returned
-// in seq order.
-func (c *CheckpointCache) drain(st *State) []fileEntry {
-	runs := make([]*addRun, len(c.groups))
-	for i, g := range c.groups {
-		runs[i] = &g.addRun
+// newAdds returns the adds the cache has not encoded yet, in seq order,
+// and follows st from now on: every add when the cache does not follow st
+// (it starts over), else those that arrived since the previous checkpoint,
+// marking the runs (the cache's encoded adds, in seq order) that lost one
+// dirty.
+func (c *CheckpointCache) newAdds(st *State, runs []*addRun) []fileEntry {
+	var fresh []fileEntry
+	switch {
+	case c.oneShot:
+		fresh = filesInOrder(st.files)
+	case c.st != st || st.journal == nil || st.journal.overflow:
+		c.reset()
+		fresh = filesInOrder(st.files)
+	default:
+		fresh = drainJournal(st, c.seen, runs)
 	}
-	return drainJournal(st, c.seen, runs)
+	if !c.oneShot {
+		c.st, st.journal = st, &fileJournal{}
+	}
+	c.seen = st.seq
+	return fresh
 }
 
 // drainJournal marks the runs (in seq order) that lost an add dirty and

@@ -165,24 +165,11 @@ func (c *CheckpointCache) planV2(ctx context.Context, st *State, o *CheckpointOp
 	}
 	c.groups, c.size, c.out = nil, 0, nil // classic pages, if the table just moved to V2
 
-	var fresh []fileEntry
-	switch {
-	case c.oneShot:
-		fresh = filesInOrder(st.files)
-	case c.st != st || st.journal == nil || st.journal.overflow:
-		c.reset()
-		fresh = filesInOrder(st.files)
-	default:
-		runs := make([]*addRun, len(c.sidecars))
-		for i, r := range c.sidecars {
-			runs[i] = &r.addRun
-		}
-		fresh = drainJournal(st, c.seen, runs)
+	runs := make([]*addRun, len(c.sidecars))
+	for i, r := range c.sidecars {
+		runs[i] = &r.addRun
 	}
-	if !c.oneShot {
-		c.st, st.journal = st, &fileJournal{}
-	}
-	c.seen = st.seq
+	fresh := c.newAdds(st, runs)
 
 	// Sidecars that lost adds or are too old to reference: their
 	// survivors, to be encoded again.
