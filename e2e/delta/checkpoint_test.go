@@ -185,13 +185,10 @@ func TestCheckpointsReadByDeltaRS(t *testing.T) {
 		t.Fatalf("our state at 20: txn %d", v)
 	}
 
-	var m struct {
-		Sink map[string]any `json:"sink"`
-	}
-	raw, _ := inst.Metrics()
-	if err := json.Unmarshal([]byte(raw), &m); err != nil || m.Sink["checkpoints_written"] != float64(4) ||
-		m.Sink["last_checkpoint_version"] != float64(20) || m.Sink["checkpoint_failures"] != float64(0) {
-		t.Fatalf("metrics %s", raw)
+	waitForMetric(t, inst, "checkpoints_written", 4)
+	if m := sinkMetrics(t, inst); m["checkpoints_written"] != float64(4) ||
+		m["last_checkpoint_version"] != float64(20) || m["checkpoint_failures"] != float64(0) {
+		t.Fatalf("metrics %v", m)
 	}
 }
 
@@ -237,10 +234,7 @@ func TestLogCleanupKeepsTableReadable(t *testing.T) {
 	if f.Version != 12 || !slices.Equal(f.IDs, seq(0, 47)) || f.Txn == nil || *f.Txn != 47 {
 		t.Fatalf("delta-rs after cleanup: version %d ids %d txn %v", f.Version, len(f.IDs), f.Txn)
 	}
-	raw, _ := inst.Metrics()
-	if !strings.Contains(raw, `"log_files_deleted":`) || strings.Contains(raw, `"log_files_deleted":0`) {
-		t.Fatalf("metrics %s", raw)
-	}
+	waitForMetric(t, inst, "log_files_deleted", 1)
 	// A new instance opens the cleaned table from its checkpoint and goes on.
 	_ = inst.Close()
 	inst2 := h.open("cl", map[string]any{"table_uri": uri})
@@ -335,20 +329,25 @@ dump(bad)
 	if g := deltaRSFacts(t, fileURI(onlyLast), "picomq-delta-sink/right/right/0", -1); !slices.Equal(g.IDs, want) || g.Txn == nil || *g.Txn != 100000+int64(batches*per-1) {
 		t.Fatalf("delta-rs from checkpoint %d alone: %d ids, txn %v", lastCP, len(g.IDs), g.Txn)
 	}
-	// Both wrote checkpoints, none failed.
-	written := 0.0
-	for _, inst := range insts {
-		var m struct {
-			Sink map[string]any `json:"sink"`
+	// Between them the two sinks wrote every checkpoint, and none failed.
+	// They count a checkpoint after writing it: wait for the counts.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		written := 0.0
+		for _, inst := range insts {
+			m := sinkMetrics(t, inst)
+			if m["checkpoint_failures"] != float64(0) {
+				t.Fatalf("metrics %v", m)
+			}
+			written += m["checkpoints_written"].(float64)
 		}
-		raw, _ := inst.Metrics()
-		if err := json.Unmarshal([]byte(raw), &m); err != nil || m.Sink["checkpoint_failures"] != float64(0) {
-			t.Fatalf("metrics %s", raw)
+		if int(written) >= len(cps) {
+			break
 		}
-		written += m.Sink["checkpoints_written"].(float64)
-	}
-	if int(written) < len(cps) {
-		t.Fatalf("%v checkpoints written for %d files", written, len(cps))
+		if time.Now().After(deadline) {
+			t.Fatalf("%v checkpoints written for %d files", written, len(cps))
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 	// Our loader reads every checkpoint too.
 	store, _ := objstore.NewLocal(dir)

@@ -201,13 +201,8 @@ func TestV2CheckpointsWithSidecarsReadByDeltaRS(t *testing.T) {
 		t.Fatalf("our state: txn %d", v)
 	}
 
-	var m struct {
-		Sink map[string]any `json:"sink"`
-	}
-	raw, _ := inst.Metrics()
-	if err := json.Unmarshal([]byte(raw), &m); err != nil || m.Sink["checkpoint_failures"] != float64(0) ||
-		m.Sink["checkpoint_adds_copied"].(float64) == 0 {
-		t.Fatalf("metrics %s", raw)
+	if m := sinkMetrics(t, inst); m["checkpoint_failures"] != float64(0) || m["checkpoint_adds_copied"].(float64) == 0 {
+		t.Fatalf("metrics %v", m)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/picomq/heavy-sinks/plugins/delta/deltatest"
 	"github.com/picomq/heavy-sinks/shared/hostdriver"
@@ -106,6 +107,37 @@ dump([{"version": h.get("version"), "operation": h.get("operation")} for h in dt
 		t.Fatalf("%v: %s", err, out)
 	}
 	return h
+}
+
+// sinkMetrics returns the sink's own metrics of an instance.
+func sinkMetrics(t *testing.T, inst *hostdriver.Instance) map[string]any {
+	t.Helper()
+	raw, err := inst.Metrics()
+	var m struct {
+		Sink map[string]any `json:"sink"`
+	}
+	if err != nil || json.Unmarshal([]byte(raw), &m) != nil {
+		t.Fatalf("metrics: %v: %s", err, raw)
+	}
+	return m.Sink
+}
+
+// waitForMetric waits until a counter of the sink reaches at least min.
+// The checkpointer counts its work after doing it, so a test that saw a
+// checkpoint or a cleanup on disk waits here before reading the counter.
+func waitForMetric(t *testing.T, inst *hostdriver.Instance, key string, min float64) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		n, _ := sinkMetrics(t, inst)[key].(float64)
+		if n >= min {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("metric %s stayed at %v, below %v", key, n, min)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 func fileURI(dir string) string { return "file://" + dir }

@@ -1,7 +1,6 @@
 package delta_test
 
 import (
-	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -17,16 +16,9 @@ import (
 // conflicts reads the sink's commit_conflicts metric.
 func conflicts(t *testing.T, inst *hostdriver.Instance) int {
 	t.Helper()
-	raw, err := inst.Metrics()
-	var m struct {
-		Sink map[string]any `json:"sink"`
-	}
-	if err != nil || json.Unmarshal([]byte(raw), &m) != nil {
-		t.Fatalf("metrics: %v: %s", err, raw)
-	}
-	n, ok := m.Sink["commit_conflicts"].(float64)
+	n, ok := sinkMetrics(t, inst)["commit_conflicts"].(float64)
 	if !ok {
-		t.Fatalf("no commit_conflicts in %s", raw)
+		t.Fatal("no commit_conflicts metric")
 	}
 	return int(n)
 }

@@ -193,18 +193,6 @@ dump({"datafusion": sorted(df.column("id").to_pylist()), "parquet": sorted(pq.co
 		`Invalid record value: field "d": expected double, got JSON string`, "offset 9")
 }
 
-func sinkMetrics(t *testing.T, inst *hostdriver.Instance) map[string]any {
-	t.Helper()
-	var m struct {
-		Sink map[string]any `json:"sink"`
-	}
-	raw, err := inst.Metrics()
-	if err != nil || json.Unmarshal([]byte(raw), &m) != nil {
-		t.Fatalf("metrics %q: %v", raw, err)
-	}
-	return m.Sink
-}
-
 func TestRecordsMatchingNoColumnAreCountedAndLoggedOnce(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "unmatched")
 	uri := fileURI(dir)
