@@ -143,6 +143,10 @@ func TestV2CheckpointsWithSidecarsReadByDeltaRS(t *testing.T) {
 	const batches, per = 40, 4
 	for n := range batches {
 		consume(t, inst, regionEvents("v2", n*per, per))
+		// Wait for each checkpoint, so none is coalesced into the next.
+		if v := base + int64(n) + 1; v%3 == 0 {
+			waitLastCheckpoint(t, local, v)
+		}
 	}
 	latest := base + batches
 	last := latest - latest%3

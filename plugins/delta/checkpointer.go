@@ -341,7 +341,6 @@ func (c *checkpointer) checkpoint(ctx context.Context, v int64) error {
 	}
 	st.ExpireTombstones(c.now())
 	ms := time.Since(writeStart).Milliseconds()
-	c.stats.written.Add(1)
 	c.stats.lastWriteMs.Store(ms)
 	for {
 		old := c.stats.lastVersion.Load()
@@ -349,6 +348,7 @@ func (c *checkpointer) checkpoint(ctx context.Context, v int64) error {
 			break
 		}
 	}
+	c.stats.written.Add(1) // last: whoever sees the count sees the version
 	// Debug: at the default interval this is every tenth commit; the
 	// checkpoint metrics carry the same news.
 	c.log.Debug("wrote Delta checkpoint", "table", c.uri, "version", res.Version, "actions", res.Actions,
