@@ -27,6 +27,9 @@ type probeSink struct {
 	mu     sync.Mutex
 	seen   []string
 	closed bool
+	// entered is closed when a blocking Consume has started, so a test
+	// closes the instance while it runs, not before it began.
+	entered chan struct{}
 }
 
 var (
@@ -40,6 +43,7 @@ func init() {
 
 func (p *probeSink) Open(ctx context.Context, cfg *probeConfig, host *sdk.Host) error {
 	p.cfg, p.host = *cfg, host
+	p.entered = make(chan struct{})
 	if cfg.DSN != "" {
 		// A plugin that finds a password inside another value registers it.
 		if _, pw, ok := strings.Cut(cfg.DSN, ":"); ok {
@@ -80,10 +84,12 @@ func (p *probeSink) Consume(ctx context.Context, b *sdk.Batch) error {
 		g.Go(func() error { panic("upload exploded") })
 		return sdk.Retry(fmt.Errorf("upload: %w", g.Wait()))
 	case "block":
+		close(p.entered)
 		<-ctx.Done()
 		return fmt.Errorf("gave up: %w", ctx.Err())
 	case "block_fatal":
 		// Slow to notice the cancellation, and marks it FATAL.
+		close(p.entered)
 		<-ctx.Done()
 		time.Sleep(100 * time.Millisecond)
 		p.mu.Lock()
@@ -435,7 +441,7 @@ func TestCloseCancelsAStuckConsume(t *testing.T) {
 	}
 	done := make(chan error)
 	go func() { done <- sdk.Consume(h, jsonBatch(`1`)) }()
-	time.Sleep(20 * time.Millisecond)
+	<-probes["stuck"].entered
 	closed := make(chan error)
 	go func() { closed <- sdk.Close(h) }()
 	select {
@@ -456,7 +462,7 @@ func TestCloseWaitsForTheCancelledConsumeWhichReturnsRetry(t *testing.T) {
 	p := probes["stuck_fatal"]
 	done := make(chan error)
 	go func() { done <- sdk.Consume(h, jsonBatch(`1`)) }()
-	time.Sleep(20 * time.Millisecond)
+	<-p.entered
 	if err := sdk.Close(h); err != nil {
 		t.Fatal(err)
 	}
