@@ -3,7 +3,7 @@ package redshift_test
 import (
 	"errors"
 	"fmt"
-	"sync/atomic"
+	"regexp"
 	"testing"
 	"time"
 
@@ -52,15 +52,8 @@ var crashPoints = []crashPoint{
 	// The first chunk committed (and its file was deleted); the second is
 	// uploaded and its transaction held.
 	{"after a committed chunk, mid-batch", func(emu *rsemu.Server) func() bool {
-		first := emu.DelayOn(`(?i)^commit`, 300*time.Millisecond, 1)
-		var second atomic.Pointer[rsemu.FaultHandle]
-		go func() {
-			for deadline := time.Now().Add(10 * time.Second); first.Hits() == 0 && time.Now().Before(deadline); {
-				time.Sleep(time.Millisecond)
-			}
-			second.Store(emu.DelayOn(`^LOCK `, holdTime, 1))
-		}()
-		return func() bool { h := second.Load(); return h != nil && h.Hits() > 0 }
+		second := emu.AddFault(rsemu.Fault{Match: regexp.MustCompile(`^LOCK `), Skip: 1, Delay: holdTime})
+		return func() bool { return second.Hits() > 0 }
 	}, true, 1},
 }
 

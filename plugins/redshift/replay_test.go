@@ -2,9 +2,9 @@ package redshift_test
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/picomq/heavy-sinks/plugins/redshift/rsemu"
 	"github.com/picomq/heavy-sinks/shared/sdk"
@@ -97,19 +97,10 @@ func TestFailedChunkFailsTheBatchAndRedeliveryCompletesIt(t *testing.T) {
 	r := newRig(t)
 	h, _ := r.open("partial", r.config(map[string]any{"target_table": "partial", "batch_size": 10, "max_retries": 1}))
 	// The second chunk's COPY fails for good; the first chunk is committed.
-	// The first COPY is held long enough to arm the failure behind it.
-	hold := r.emu.DelayOn(`^COPY`, 300*time.Millisecond, 1)
-	armed := make(chan struct{})
-	go func() {
-		defer close(armed)
-		for hold.Hits() == 0 {
-			time.Sleep(5 * time.Millisecond)
-		}
-		r.emu.FailNext(`^COPY`, 1, &rsemu.Error{Code: "XX000", Message: "Load into table 'staging_partial' failed"})
-	}()
+	r.emu.AddFault(rsemu.Fault{Match: regexp.MustCompile(`^COPY`), Skip: 1,
+		Err: &rsemu.Error{Code: "XX000", Message: "Load into table 'staging_partial' failed"}})
 	b := batch("orders", 0, 30)
 	err := sdk.Consume(h, b)
-	<-armed
 	if err == nil || !strings.HasPrefix(err.Error(), "Redshift COPY failed after 1 attempt: ") {
 		t.Fatalf("%v", err)
 	}

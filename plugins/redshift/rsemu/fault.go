@@ -20,6 +20,10 @@ type Fault struct {
 	// Times is how many matching statements the fault fires for. Zero means
 	// once; negative means every time until Remove.
 	Times int
+	// Skip lets the first Skip matching statements through untouched (they
+	// are not hits): a fault on the second chunk's COPY is installed before
+	// the batch starts, not armed from a goroutine racing the first chunk.
+	Skip int
 	// Delay sleeps before the statement runs (or fails, or drops). A fault
 	// with only a Delay lets later faults fire for the same statement too.
 	// The delay stands for time queued on the cluster, which Redshift counts
@@ -45,12 +49,13 @@ type FaultHandle struct {
 	srv       *Server
 	f         Fault
 	remaining int // <0: unlimited
+	skip      int // matches still to let through
 	hits      int
 }
 
 // AddFault installs f and returns a handle to inspect or remove it.
 func (s *Server) AddFault(f Fault) *FaultHandle {
-	h := &FaultHandle{srv: s, f: f, remaining: f.Times}
+	h := &FaultHandle{srv: s, f: f, remaining: f.Times, skip: f.Skip}
 	if f.Times == 0 {
 		h.remaining = 1
 	}
@@ -130,6 +135,10 @@ func (s *Server) faultFor(sql string) action {
 	decided := false
 	for _, h := range s.faults {
 		fire := !decided && h.remaining != 0 && (h.f.Match == nil || h.f.Match.MatchString(sql))
+		if fire && h.skip > 0 {
+			h.skip--
+			fire = false
+		}
 		if fire {
 			h.hits++
 			if h.remaining > 0 {

@@ -3,6 +3,7 @@ package rsemu_test
 import (
 	"context"
 	"errors"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -330,19 +331,41 @@ func TestFaultDropBeforeAndAfterCopy(t *testing.T) {
 	}
 }
 
+// A fault with Skip lets that many matching statements through first;
+// they are not hits.
+func TestFaultSkip(t *testing.T) {
+	e := newEnv(t)
+	e.needEmulator(t)
+	conn := e.connect(t)
+	h := e.emu.AddFault(rsemu.Fault{Match: regexp.MustCompile(`^SELECT 7`), Skip: 2,
+		Err: &rsemu.Error{Code: "XX000", Message: "third time"}})
+	e.exec(t, conn, `SELECT 7`)
+	e.exec(t, conn, `SELECT 8`) // no match: not skipped
+	e.exec(t, conn, `SELECT 7`)
+	if h.Hits() != 0 {
+		t.Fatalf("hits %d while skipping", h.Hits())
+	}
+	_, err := conn.Exec(e.ctx, `SELECT 7`)
+	pgErr(t, err, "XX000", "third time")
+	e.exec(t, conn, `SELECT 7`)
+	if h.Hits() != 1 {
+		t.Fatalf("hits %d", h.Hits())
+	}
+}
+
 func TestFaultDelay(t *testing.T) {
 	e := newEnv(t)
 	e.needEmulator(t)
 	conn := e.connect(t)
-	h := e.emu.DelayOn(`^SELECT 42`, 300*time.Millisecond, 1)
+	h := e.emu.DelayOn(`^SELECT 42`, time.Second, 1)
 	start := time.Now()
 	e.exec(t, conn, `SELECT 42`)
-	if d := time.Since(start); d < 300*time.Millisecond {
+	if d := time.Since(start); d < time.Second {
 		t.Fatalf("delayed statement took %s", d)
 	}
 	start = time.Now()
 	e.exec(t, conn, `SELECT 42`)
-	if d := time.Since(start); d > 250*time.Millisecond {
+	if d := time.Since(start); d > 900*time.Millisecond {
 		t.Fatalf("second statement still delayed: %s", d)
 	}
 	if h.Hits() != 1 {
