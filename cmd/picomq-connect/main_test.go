@@ -130,8 +130,18 @@ func listened(t *testing.T) chan *observe.Server {
 func TestSIGTERMDuringOpen(t *testing.T) {
 	kf, defDir, records := setup(t, `open_delay = "3s"`)
 	done := make(chan int, 1)
-	go func() { done <- run(args(t, kf, defDir)) }()
-	time.Sleep(time.Second) // the host is started and the open in flight
+	a := args(t, kf, defDir) // builds the host: not inside the window below
+	go func() { done <- run(a) }()
+	// The plugin creates its record file as its open begins, after run
+	// took over SIGTERM.
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if _, err := os.Stat(records); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the plugin's open never began")
+		}
+	}
 	if err := syscall.Kill(os.Getpid(), syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}

@@ -76,11 +76,13 @@ func (s *sink) Open(ctx context.Context, cfg *Config, host *sdk.Host) error {
 	if cfg.MaxBatch <= 0 {
 		return sdk.BadConfigf("plugin_config key %q must be above 0", "max_batch")
 	}
-	time.Sleep(cfg.OpenDelay)
+	// The record file exists before the delay: a test sees the open in
+	// flight.
 	f, err := os.OpenFile(cfg.RecordPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return sdk.BadConfigf("plugin_config key %q: %v", "record_path", err)
 	}
+	time.Sleep(cfg.OpenDelay)
 	s.cfg, s.host, s.file = *cfg, host, f
 	host.Logger.Info("test sink opened", "record_path", cfg.RecordPath, "token", cfg.Token)
 	return nil
