@@ -14,6 +14,10 @@
 // -cpuprofile DIR takes a CPU profile inside the library when dist/ holds a
 // profiling build (docs/delta.md, "Profiling").
 //
+// On MinIO it prints the requests per batch by kind and, when the MinIO
+// server runs on this machine, its CPU per batch for both writers: the two
+// processes share the cores, so the server's CPU bounds the throughput.
+//
 // It also prints the checkpointer's CPU (checkpoint_cpu_ms) per checkpoint,
 // per commit and as a share of the host's CPU over the measured batches.
 // -preload-files N starts the file:// table at N live files (one synthetic
@@ -33,9 +37,11 @@ import (
 	"flag"
 	"fmt"
 	"maps"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -134,6 +140,7 @@ func run() error {
 
 	for _, target := range strings.Split(*targets, ",") {
 		var uri string
+		server := 0 // the store's server process, when local (MinIO)
 		opts := map[string]string{}
 		cfg := map[string]any{}
 		switch target {
@@ -154,6 +161,7 @@ func run() error {
 				"AWS_REGION": svc.S3Region, "AWS_ALLOW_HTTP": "true", "AWS_S3_ALLOW_UNSAFE_RENAME": "true"}
 			cfg = map[string]any{"storage_backend_type": "s3", "aws_s3_access_key": svc.S3AccessKey, "aws_s3_secret_key": svc.S3SecretKey,
 				"aws_s3_region": svc.S3Region, "aws_s3_endpoint_url": svc.S3Endpoint, "aws_s3_allow_http": true}
+			server = minioServer(svc.S3Endpoint)
 		default:
 			return fmt.Errorf("unknown target %q", target)
 		}
@@ -177,7 +185,7 @@ func run() error {
 		if *cpuprof != "" {
 			hostOpts = append(hostOpts, hostdriver.Env("PICOMQ_DELTA_CPUPROFILE="+filepath.Join(*cpuprof, target+".pprof")))
 		}
-		ours, err := runOurs(dist, cfg, warm, data, base, hostOpts...)
+		ours, err := runOurs(dist, cfg, warm, data, base, server, hostOpts...)
 		if err != nil {
 			return err
 		}
@@ -190,6 +198,7 @@ func run() error {
 		ours.printCheckpoints()
 		if target == "s3" {
 			ours.printRequests()
+			ours.printServerCPU()
 		}
 		if !*withRS {
 			continue
@@ -200,10 +209,12 @@ func run() error {
 		}
 		cmd := exec.Command(python, "-c", deltaRSBench, rsURI, string(optsJSON), jsonl)
 		cmd.Stderr = os.Stderr
+		serverCPU := cpuMeter(server)
 		out, err := cmd.Output()
 		if err != nil {
 			return fmt.Errorf("delta-rs: %v", err)
 		}
+		rsServerCPU := serverCPU()
 		var rs struct {
 			Seconds   float64   `json:"seconds"`
 			Latencies []float64 `json:"latencies"`
@@ -212,11 +223,13 @@ func run() error {
 		if err := json.Unmarshal(out, &rs); err != nil {
 			return fmt.Errorf("delta-rs output %q: %v", out, err)
 		}
-		theirs := result{elapsed: time.Duration(rs.Seconds * float64(time.Second)), rssKB: rs.MaxRSSKB, records: *batches * *batchSize}
+		theirs := result{elapsed: time.Duration(rs.Seconds * float64(time.Second)), rssKB: rs.MaxRSSKB, records: *batches * *batchSize,
+			batches: *batches, serverCPU: rsServerCPU}
 		for _, l := range rs.Latencies {
 			theirs.latencies = append(theirs.latencies, time.Duration(l*float64(time.Second)))
 		}
 		theirs.print("delta-rs write_deltalake", target, rawBytes)
+		theirs.printServerCPU()
 		fmt.Printf("  ratio (%s): picomq / delta-rs throughput = %.2fx\n", target, theirs.elapsed.Seconds()/ours.elapsed.Seconds())
 	}
 	return nil
@@ -243,6 +256,10 @@ type result struct {
 	// differences, and the host process's CPU over the same window.
 	ckpt        map[string]float64
 	ckptHostCPU time.Duration
+	// The store's server process (MinIO on this machine), over the
+	// measured batches; -1 when it is not local or not found. For
+	// delta-rs: over its whole run, table load included.
+	serverCPU time.Duration
 }
 
 func (r result) print(who, target string, rawBytes int) {
@@ -272,7 +289,7 @@ func (r result) printCPU(target string) {
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
-func runOurs(dist string, cfg map[string]any, warm, data [][]hostdriver.Record, base int64, opts ...hostdriver.Option) (result, error) {
+func runOurs(dist string, cfg map[string]any, warm, data [][]hostdriver.Record, base int64, server int, opts ...hostdriver.Option) (result, error) {
 	ctx := context.Background()
 	h, err := hostdriver.Start(ctx, filepath.Join(dist, "picomq-host"), append([]hostdriver.Option{hostdriver.Workers(1), hostdriver.Quarantine(0)}, opts...)...)
 	if err != nil {
@@ -305,6 +322,7 @@ func runOurs(dist string, cfg map[string]any, warm, data [][]hostdriver.Record, 
 	if err != nil {
 		return r, err
 	}
+	serverCPU := cpuMeter(server)
 	start := time.Now()
 	for _, recs := range data {
 		t0 := time.Now()
@@ -320,6 +338,7 @@ func runOurs(dist string, cfg map[string]any, warm, data [][]hostdriver.Record, 
 	if err := settleCheckpoints(inst, base, len(warm)+len(data)); err != nil {
 		return r, err
 	}
+	r.serverCPU = serverCPU()
 	after, err := metrics(inst)
 	if err != nil {
 		return r, err
@@ -384,6 +403,69 @@ func (r result) printRequests() {
 	files, commits := m["files_written"], m["commits"]
 	fmt.Printf("  requests per batch: %.2f = put %.2f (data files %.2f, commits %.2f, other %.2f) + get %.2f + list %.2f + delete %.2f\n",
 		(get+put+list+del)/n, put/n, files/n, commits/n, (put-files-commits)/n, get/n, list/n, del/n)
+}
+
+// printServerCPU prints the store server's CPU per batch, and the
+// throughput that it and the host's CPU together allow on this machine's
+// cores when nothing else runs: a ceiling no overlap of the two can pass.
+func (r result) printServerCPU() {
+	if r.serverCPU < 0 {
+		return
+	}
+	n := float64(r.batches)
+	fmt.Printf("  MinIO server CPU: %.2f ms/batch", ms(r.serverCPU)/n)
+	if r.hostCPU > 0 {
+		both := (r.hostCPU + r.serverCPU).Seconds() / float64(r.records)
+		fmt.Printf("; host + server %.2f µs/record, at most %.0f records/s on %d cores", both*1e6, float64(runtime.NumCPU())/both, runtime.NumCPU())
+	}
+	fmt.Println()
+}
+
+// minioServer returns the pid of the MinIO server on this machine that
+// listens at endpoint's host:port (its --address), or 0.
+func minioServer(endpoint string) int {
+	u, err := url.Parse(endpoint)
+	if err != nil || u.Port() == "" {
+		return 0
+	}
+	dirs, _ := filepath.Glob("/proc/[0-9]*")
+	for _, d := range dirs {
+		raw, err := os.ReadFile(filepath.Join(d, "cmdline"))
+		if err != nil {
+			continue
+		}
+		args := strings.Split(strings.TrimRight(string(raw), "\x00"), "\x00")
+		if len(args) < 2 || filepath.Base(args[0]) != "minio" || args[1] != "server" {
+			continue
+		}
+		for i, a := range args {
+			addr, ok := strings.CutPrefix(a, "--address=")
+			if !ok && a == "--address" && i+1 < len(args) {
+				addr, ok = args[i+1], true
+			}
+			if ok && (addr == u.Host || addr == ":"+u.Port()) {
+				pid, _ := strconv.Atoi(filepath.Base(d))
+				return pid
+			}
+		}
+	}
+	return 0
+}
+
+// cpuMeter starts measuring process pid's CPU; the function it returns
+// gives the CPU used since, or -1 when pid is 0 or unreadable.
+func cpuMeter(pid int) func() time.Duration {
+	if pid == 0 {
+		return func() time.Duration { return -1 }
+	}
+	c0, err := hostdriver.ProcessCPU(pid)
+	return func() time.Duration {
+		c1, err1 := hostdriver.ProcessCPU(pid)
+		if err != nil || err1 != nil {
+			return -1
+		}
+		return c1 - c0
+	}
 }
 
 func writeJSONL(path string, data [][]hostdriver.Record) error {
