@@ -554,23 +554,19 @@ func preloadTable(dir string, n, interval int, v2 bool) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	if interval > 0 || v2 {
-		conf := maps.Clone(st.Metadata.Configuration)
-		if conf == nil {
-			conf = map[string]string{}
+	if v2 {
+		if err := st.Apply(st.Version+1, deltalog.V2CheckpointUpgrade(st)); err != nil {
+			return 0, err
 		}
-		var actions []deltalog.Action
-		if interval > 0 {
-			conf["delta.checkpointInterval"] = strconv.Itoa(interval)
-		}
-		if v2 {
-			conf["delta.checkpointPolicy"] = "v2"
-			actions = append(actions, &deltalog.Protocol{MinReaderVersion: 3, MinWriterVersion: 7,
-				ReaderFeatures: []string{"v2Checkpoint"}, WriterFeatures: []string{"appendOnly", "invariants", "v2Checkpoint"}})
-		}
+	}
+	if interval > 0 {
 		md := st.Metadata
-		md.Configuration = conf
-		if err := st.Apply(st.Version+1, append(actions, &md)); err != nil {
+		md.Configuration = maps.Clone(md.Configuration)
+		if md.Configuration == nil {
+			md.Configuration = map[string]string{}
+		}
+		md.Configuration["delta.checkpointInterval"] = strconv.Itoa(interval)
+		if err := st.Apply(st.Version+1, []deltalog.Action{&md}); err != nil {
 			return 0, err
 		}
 	}

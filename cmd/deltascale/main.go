@@ -33,7 +33,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -318,14 +317,7 @@ func upgradeToV2Checkpoints(ctx context.Context, dir string) error {
 	if err != nil {
 		return err
 	}
-	md := st.Metadata
-	md.Configuration = maps.Clone(md.Configuration)
-	if md.Configuration == nil {
-		md.Configuration = map[string]string{}
-	}
-	md.Configuration["delta.checkpointPolicy"] = "v2"
-	data, err := deltalog.EncodeActions([]deltalog.Action{&deltalog.Protocol{MinReaderVersion: 3, MinWriterVersion: 7,
-		ReaderFeatures: []string{"v2Checkpoint"}, WriterFeatures: []string{"appendOnly", "invariants", "v2Checkpoint"}}, &md})
+	data, err := deltalog.EncodeActions(deltalog.V2CheckpointUpgrade(st))
 	if err != nil {
 		return err
 	}

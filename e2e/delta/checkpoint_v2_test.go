@@ -32,11 +32,7 @@ func upgradeToV2Checkpoints(t *testing.T, store deltalog.Store) int64 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	md := st.Metadata
-	md.Configuration = maps.Clone(md.Configuration)
-	md.Configuration["delta.checkpointPolicy"] = "v2"
-	data, err := deltalog.EncodeActions([]deltalog.Action{&deltalog.Protocol{MinReaderVersion: 3, MinWriterVersion: 7,
-		ReaderFeatures: []string{"v2Checkpoint"}, WriterFeatures: []string{"appendOnly", "invariants", "v2Checkpoint"}}, &md})
+	data, err := deltalog.EncodeActions(deltalog.V2CheckpointUpgrade(st))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -71,6 +71,34 @@ func usesV2Checkpoints(st *State) bool {
 		strings.EqualFold(strings.TrimSpace(st.Metadata.Configuration["delta.checkpointPolicy"]), "v2")
 }
 
+// V2CheckpointUpgrade returns the actions of a commit on top of st that
+// gives its table V2 checkpoints, as delta-spark's ALTER TABLE ... SET
+// TBLPROPERTIES ('delta.checkpointPolicy' = 'v2') does: a table-features
+// protocol (reader 3, writer 7) listing the features st's protocol
+// supports and v2Checkpoint, and metaData with the policy. The sink never
+// commits it: readers without V2 support could no longer open the table,
+// the owner's choice. Benches and tests use it.
+func V2CheckpointUpgrade(st *State) []Action {
+	p := Protocol{MinReaderVersion: TableFeaturesReaderVersion, MinWriterVersion: TableFeaturesWriterVersion, ReaderFeatures: []string{}}
+	for _, name := range append(SupportedFeatures(st.Protocol), "v2Checkpoint") {
+		if slices.Contains(p.WriterFeatures, name) {
+			continue
+		}
+		p.WriterFeatures = append(p.WriterFeatures, name)
+		i := slices.IndexFunc(knownFeatures, func(f Feature) bool { return f.Name == name })
+		if (i >= 0 && knownFeatures[i].Kind == ReaderWriter) || slices.Contains(st.Protocol.ReaderFeatures, name) {
+			p.ReaderFeatures = append(p.ReaderFeatures, name)
+		}
+	}
+	md := st.Metadata
+	md.Configuration = maps.Clone(md.Configuration)
+	if md.Configuration == nil {
+		md.Configuration = map[string]string{}
+	}
+	md.Configuration["delta.checkpointPolicy"] = "v2"
+	return []Action{&p, &md}
+}
+
 // sidecarRef is one sidecar of the adds: written (action set) or still to
 // be encoded from pending.
 type sidecarRef struct {

@@ -499,3 +499,42 @@ func TestCheckpointStatsInsteadOfListing(t *testing.T) {
 		t.Fatal("existing checkpoint replaced")
 	}
 }
+
+// V2CheckpointUpgrade moves a table to table features, keeping what its
+// protocol supported, and adds v2Checkpoint and the policy: the table then
+// gets V2 checkpoints.
+func TestV2CheckpointUpgrade(t *testing.T) {
+	for name, tc := range map[string]struct {
+		protocol       string
+		reader, writer []string
+	}{
+		"legacy": {`{"protocol":{"minReaderVersion":1,"minWriterVersion":2}}`,
+			[]string{"v2Checkpoint"}, []string{"appendOnly", "invariants", "v2Checkpoint"}},
+		"features": {`{"protocol":{"minReaderVersion":3,"minWriterVersion":7,"readerFeatures":["deletionVectors"],"writerFeatures":["deletionVectors","appendOnly"]}}`,
+			[]string{"deletionVectors", "v2Checkpoint"}, []string{"deletionVectors", "appendOnly", "v2Checkpoint"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			s := deltalog.NewMemStore()
+			putCommit(s, 0, tc.protocol, metaDataLine(`{"delta.checkpointInterval":"5"}`))
+			st := loadState(t, s)
+			data, err := deltalog.EncodeActions(deltalog.V2CheckpointUpgrade(st))
+			if err != nil {
+				t.Fatal(err)
+			}
+			putCommit(s, 1, strings.TrimSuffix(string(data), "\n"))
+			putCommit(s, 2, addLine("p=a/1.parquet", "a", 1, ""))
+			st = loadState(t, s)
+			p := st.Protocol
+			if p.MinReaderVersion != 3 || p.MinWriterVersion != 7 || !slices.Equal(p.ReaderFeatures, tc.reader) || !slices.Equal(p.WriterFeatures, tc.writer) {
+				t.Fatalf("protocol %+v", p)
+			}
+			if c := st.Metadata.Configuration; c["delta.checkpointPolicy"] != "v2" || c["delta.checkpointInterval"] != "5" {
+				t.Fatalf("configuration %v", c)
+			}
+			res, err := deltalog.WriteCheckpoint(ctx, s, st, nil)
+			if err != nil || !strings.HasSuffix(res.Path, ".json") {
+				t.Fatalf("checkpoint %+v %v", res, err)
+			}
+		})
+	}
+}
