@@ -526,7 +526,6 @@ func (c *CheckpointCache) encode(ctx context.Context, st *State, o *CheckpointOp
 	if err != nil {
 		return nil, 0, 0, cst, err
 	}
-	c.sidecars = nil // a table that left V2 checkpoints
 	e := c.enc
 	// Too many groups for the live adds (removes left them small): start
 	// over, which packs them again.
@@ -657,6 +656,8 @@ func (c *CheckpointCache) useEncoder(st *State, o *CheckpointOptions, sidecar bo
 	if createdBy == "" {
 		createdBy = DefaultEngineInfo
 	}
+	// With sidecar in the key, a table that moves between classic and V2
+	// checkpoints starts over: the cache holds one kind's encoded adds.
 	key := fmt.Sprintf("%t\x00%d\x00%s\x00%s", sidecar, per, createdBy, cs.schema.String())
 	if c.enc == nil || c.key != key {
 		c.reset()

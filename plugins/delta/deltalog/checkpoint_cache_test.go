@@ -28,6 +28,9 @@ type cacheCase struct {
 	maxBytes int64
 	removes  bool
 	v2       bool // the table has the v2Checkpoint feature: sidecars
+	// The commit at upgradeAt also gives the table V2 checkpoints, and
+	// the one at classicAt sets delta.checkpointPolicy back to classic.
+	upgradeAt, classicAt int64
 }
 
 // cachedTable is what a cacheCase wrote: the table directory and, per
@@ -109,6 +112,15 @@ func runCacheCase(t *testing.T, c cacheCase) *cachedTable {
 				actions = append(actions, &deltalog.Remove{Path: live[i], DeletionTimestamp: &ts, DataChange: true})
 				live = slices.Delete(live, i, i+1)
 			}
+		}
+		switch v {
+		case c.upgradeAt:
+			actions = append(actions, deltalog.V2CheckpointUpgrade(st)...)
+		case c.classicAt:
+			md := st.Metadata
+			md.Configuration = maps.Clone(md.Configuration)
+			md.Configuration["delta.checkpointPolicy"] = "classic"
+			actions = append(actions, &md)
 		}
 		actions = append(actions, &deltalog.Txn{AppID: "app", Version: v})
 		put(v, actions)
@@ -369,6 +381,20 @@ func TestCheckpointV2SidecarsWithRemoves(t *testing.T) {
 		t.Fatal("no sidecar was ever reused")
 	}
 	checkSidecarRefs(t, tb, 40)
+	checkByPython(t, tb)
+}
+
+// One cache follows a table from classic checkpoints to V2 ones and back
+// (the policy classic, as DROP FEATURE sets first): each checkpoint holds
+// the replayed state, in the format the policy asks for.
+func TestCheckpointCacheAcrossPolicyChanges(t *testing.T) {
+	tb := runCacheCase(t, cacheCase{name: "policy", versions: 90, every: 3, rowGroup: 8, removes: true,
+		upgradeAt: 31, classicAt: 61})
+	for v, path := range tb.paths {
+		if v2 := v > 31 && v < 61; v2 != strings.HasSuffix(path, ".json") {
+			t.Fatalf("checkpoint %d is %s", v, path)
+		}
+	}
 	checkByPython(t, tb)
 }
 

@@ -191,7 +191,6 @@ func (c *CheckpointCache) planV2(ctx context.Context, st *State, o *CheckpointOp
 	if err != nil {
 		return nil, err
 	}
-	c.groups, c.size, c.out = nil, 0, nil // classic pages, if the table just moved to V2
 
 	runs := make([]*addRun, len(c.sidecars))
 	for i, r := range c.sidecars {
