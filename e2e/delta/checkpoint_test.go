@@ -106,7 +106,14 @@ dump({"version": dt.version(), "ids": ids, "files": len(dt.file_uris()), "txn": 
 
 func deltaRSFacts(t *testing.T, uri, appID string, version int64) tableFacts {
 	t.Helper()
-	out := py(t, readFacts, uri, appID, fmt.Sprint(version))
+	return factsBy(t, readFacts, uri, appID, version)
+}
+
+// factsBy runs script, readFacts or another reader that prints the same
+// facts.
+func factsBy(t *testing.T, script, uri, appID string, version int64) tableFacts {
+	t.Helper()
+	out := py(t, script, uri, appID, fmt.Sprint(version))
 	var f tableFacts
 	if err := json.Unmarshal([]byte(out), &f); err != nil {
 		t.Fatalf("%v: %s", err, out)

@@ -113,12 +113,7 @@ dump({"version": dt.version(), "ids": sorted(r["id"] for r in rows), "files": le
 
 func deltaRSFactsSQL(t *testing.T, uri, appID string, version int64) tableFacts {
 	t.Helper()
-	out := py(t, readFactsSQL, uri, appID, fmt.Sprint(version))
-	var f tableFacts
-	if err := json.Unmarshal([]byte(out), &f); err != nil {
-		t.Fatalf("%v: %s", err, out)
-	}
-	return f
+	return factsBy(t, readFactsSQL, uri, appID, version)
 }
 
 // The sink driven past many checkpoint intervals on a v2Checkpoint table

@@ -224,8 +224,9 @@ func (w *shredder) removeFields(n *cnode, t *tombEntry) {
 	}
 }
 
-// protocolFields, metadataFields, txnFields and domainFields fill the fields of one non-file action's row
-// (n is the action's top-level group), like addFields and removeFields.
+// protocolFields, metadataFields, txnFields and domainFields fill the
+// fields of one non-file action's row (n is the action's top-level group),
+// like addFields and removeFields.
 
 func (w *shredder) protocolFields(n *cnode, p *Protocol) {
 	w.value(n.kids[0], parquet.Int32Value(p.MinReaderVersion))
