@@ -115,6 +115,13 @@ func (p *probeSink) Consume(ctx context.Context, b *sdk.Batch) error {
 			return sdk.Retryf("store unreachable")
 		}
 		return nil
+	case "skip_first", "skip_then_retry":
+		// The destination already had the first record (a replay).
+		b.Skipped(1)
+		if p.cfg.Mode == "skip_then_retry" {
+			return sdk.Retryf("store unreachable")
+		}
+		return nil
 	case "background_panic":
 		done := make(chan struct{})
 		p.host.Go(func(context.Context) { defer close(done); panic("bg boom") })
@@ -535,5 +542,27 @@ func TestRejections(t *testing.T) {
 	}
 	if rej := b.Rejections(); rej != nil {
 		t.Fatalf("rejections after RETRY: %+v", rej)
+	}
+}
+
+// Records a sink reports as skipped (already written) count as skipped,
+// not records; a failed consume counts neither.
+func TestSkipped(t *testing.T) {
+	h := open(t, "skip", map[string]any{"mode": "skip_first"}, nil)
+	if err := sdk.Consume(h, jsonBatch(`{}`, `{}`, `{}`)); err != nil {
+		t.Fatal(err)
+	}
+	var m struct{ Batches, Records, Skipped int }
+	raw, _ := sdk.Metrics(h)
+	if err := json.Unmarshal(raw, &m); err != nil || m.Batches != 1 || m.Records != 2 || m.Skipped != 1 {
+		t.Fatalf("metrics %s", raw)
+	}
+	h2 := open(t, "skip_retry", map[string]any{"mode": "skip_then_retry"}, nil)
+	if err := sdk.Consume(h2, jsonBatch(`{}`, `{}`)); sdk.StatusOf(err) != sdk.StatusRetry {
+		t.Fatalf("got %v, want RETRY", err)
+	}
+	raw, _ = sdk.Metrics(h2)
+	if err := json.Unmarshal(raw, &m); err != nil || m.Batches != 0 || m.Records != 0 || m.Skipped != 0 {
+		t.Fatalf("metrics after RETRY %s", raw)
 	}
 }

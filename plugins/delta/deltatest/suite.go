@@ -16,6 +16,7 @@ var Tests = []struct {
 }{
 	{"TopicsAndPartitionsAreTrackedSeparately", TopicsAndPartitionsAreTrackedSeparately},
 	{"FileSyncFilesystemSyncsTwicePerBatch", FileSyncFilesystemSyncsTwicePerBatch},
+	{"ReplayIsSkippedNotWritten", ReplayIsSkippedNotWritten},
 }
 
 // Run runs every test of the suite through d, each as a parallel subtest.
@@ -111,5 +112,42 @@ func FileSyncFilesystemSyncsTwicePerBatch(t *testing.T, d sinkdriver.Driver) {
 	}
 	if ids := IDs(t, uri); len(ids) != 120 || ids[0] != 0 || ids[119] != 119 {
 		t.Errorf("delta-rs reads %d ids (%v), want 0..119", len(ids), ids)
+	}
+}
+
+// metrics returns inst's metrics() numbers: the SDK's at the top level and
+// the sink's own as "sink.<name>".
+func metrics(t *testing.T, inst sinkdriver.Instance) map[string]float64 {
+	t.Helper()
+	out := sinkdriver.Metrics(t, inst)
+	for k, v := range sinkdriver.SinkMetrics(t, inst) {
+		out["sink."+k] = v
+	}
+	return out
+}
+
+// ReplayIsSkippedNotWritten: a batch delivered again after it was
+// committed (exactly_once) writes nothing; metrics() counts its records as
+// skipped, not as records (written).
+func ReplayIsSkippedNotWritten(t *testing.T, d sinkdriver.Driver) {
+	uri := "file://" + filepath.Join(t.TempDir(), "events")
+	Py(t, CreateEvents, uri)
+	inst := Open(t, d.Start(t), "replay", map[string]any{"table_uri": uri})
+	consume(t, inst, Events("a", 0, 2))
+	replay := Events("a", 0, 2)
+	replay.Attempt = 2 // the runtime did not learn of the first answer
+	consume(t, inst, replay)
+	WantIDs(t, uri, "0,1")
+	m := metrics(t, inst)
+	for k, want := range map[string]float64{"batches": 2, "records": 2, "skipped": 2, "sink.records_written": 2, "sink.records_skipped": 2} {
+		if m[k] != want {
+			t.Errorf("%s = %v, want %v", k, m[k], want)
+		}
+	}
+	// Half a replay: two records skipped, two written.
+	consume(t, inst, Events("a", 0, 4))
+	WantIDs(t, uri, "0,1,2,3")
+	if m := metrics(t, inst); m["records"] != 4 || m["skipped"] != 4 {
+		t.Errorf("after a partial replay records = %v, skipped = %v; want 4 and 4", m["records"], m["skipped"])
 	}
 }
