@@ -452,7 +452,7 @@ func (t *table) commit(ctx context.Context, b *sdk.Batch, records []sdk.Record, 
 		}
 	}
 	empty, unmatched, firstUnmatched := n.empty, n.unmatched, n.firstUnmatched
-	ignored := enc.Unknown() // read before Flush empties the encoder
+	ignored, truncated := enc.Unknown(), enc.Truncated() // read before Flush empties the encoder
 	if empty > 0 {
 		t.sink.host.Logger.Info("skipped records with an empty payload", "table", t.uri, "topic", b.Topic, "skipped", empty)
 	}
@@ -548,6 +548,7 @@ func (t *table) commit(ctx context.Context, b *sdk.Batch, records []sdk.Record, 
 		t.added(ev, b.Topic, res.Version)
 	}
 	t.ignored(ignored, b.Topic)
+	t.truncated(truncated, b.Topic)
 	t.sink.host.Logger.Debug("committed Delta table version", "table", t.uri, "version", res.Version, "topic", b.Topic,
 		"records", nrec, "files", len(files), "bytes", nbytes, "attempts", res.Attempts)
 	return false, nil
