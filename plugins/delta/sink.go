@@ -25,7 +25,8 @@ const Name = "delta_sink"
 // json.Valid refuses (FuzzDecode, FuzzValue), hence ChecksJSON: the runtime
 // leaves the JSON check to it.
 func Plugin() sdk.Plugin[Config] {
-	return sdk.Plugin[Config]{Name: Name, New: func() sdk.Sink[Config] { return &Sink{} }, ValidatesPayloads: true, ChecksJSON: true}
+	return sdk.Plugin[Config]{Name: Name, New: func() sdk.Sink[Config] { return &Sink{} }, ValidatesPayloads: true, ChecksJSON: true,
+		Metrics: metrics}
 }
 
 // Sink is the Delta Lake sink. One instance serves every table its
