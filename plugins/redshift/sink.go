@@ -247,6 +247,9 @@ func (s *Sink) Consume(ctx context.Context, b *sdk.Batch) error {
 		inserted += n
 		copied += int64(hi - lo)
 	}
+	// The rows the INSERT left out had ids the target already had: a
+	// replay, written before.
+	b.Skipped(int(max(copied-inserted, 0)))
 	level := slog.LevelDebug
 	if s.cfg.VerboseLogging {
 		level = slog.LevelInfo
