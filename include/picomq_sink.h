@@ -1,6 +1,6 @@
 /*
  * picomq_sink.h - the C ABI between a PicoMQ connector runtime (the host) and
- * a sink plugin shared library. ABI version 1.1.
+ * a sink plugin shared library. ABI version 1.2.
  *
  * This header is the contract. It is hand-written and committed; the Go SDK
  * (shared/sdk) implements it and the C test host (cmd/picomq-host) consumes it.
@@ -92,7 +92,7 @@ extern "C" {
 #endif
 
 #define PICOMQ_SINK_ABI_MAJOR 1
-#define PICOMQ_SINK_ABI_MINOR 1
+#define PICOMQ_SINK_ABI_MINOR 2
 
 /* Result codes. */
 typedef int32_t picomq_status;
@@ -213,7 +213,13 @@ typedef struct picomq_sink_api {
   uint32_t abi_minor; /* set by the plugin */
 
   /* Static JSON: plugin name and version, ABI version, Go version, and the
-   * plugin_config schema (per key: type, default, required, secret). */
+   * plugin_config schema (per key: type, default, required, secret).
+   * ABI 1.2 adds an optional "metrics" array declaring numbers of the
+   * metrics JSON: {"field": "sink.checkpoint_cpu_ms", "name":
+   * "sink_checkpoint_cpu_seconds_total", "type": "counter"|"gauge",
+   * "unit": "seconds"|"bytes" (absent: none), "scale": factor from the
+   * JSON value to the unit's base unit (absent: 1), "help": text}. A field
+   * without a declaration (every field of an older plugin) has no type. */
   picomq_status (*describe)(char *out, size_t out_cap, size_t *out_len);
 
   /* Opens an instance. config is the UTF-8 JSON sink definition:
@@ -241,7 +247,9 @@ typedef struct picomq_sink_api {
   picomq_status (*consume)(picomq_instance inst, const picomq_batch *batch,
                            char *err, size_t err_cap);
 
-  /* JSON snapshot of the instance's counters. */
+  /* JSON snapshot of the instance's counters. ABI 1.2: "records" counts
+   * records written, "skipped" the records of a replayed batch the
+   * destination already had (before 1.2 they counted in "records"). */
   picomq_status (*metrics)(picomq_instance inst, char *out, size_t out_cap,
                            size_t *out_len);
 

@@ -90,6 +90,10 @@ func (i *Instance) Consume(ctx context.Context, b hostdriver.Batch) ([]hostdrive
 // payloads of a schema's batches itself (Process.ChecksPayloads).
 func (i *Instance) ChecksPayloads(schema string) bool { return i.p.ChecksPayloads(schema) }
 
+// Description returns the instance's library's describe() document
+// (Process.Description): /metrics reads its metric declarations.
+func (i *Instance) Description() string { return i.p.Description() }
+
 // ErrNotOpen is the error of Metrics while the instance is not open: its
 // child died and the next Consume reopens it, or it was closed.
 var ErrNotOpen = errors.New("instance not open")

@@ -32,6 +32,7 @@ type Process struct {
 	restarts int
 	closed   bool
 	checks   []string // the library's describe() payload_checks
+	desc     string   // the library's describe() document; "" when it failed
 	loggers  sync.Map // log ctx (uint64) -> *slog.Logger of the instance
 }
 
@@ -92,7 +93,7 @@ func (p *Process) current(ctx context.Context) (*hostdriver.Host, *hostdriver.Li
 		return nil, nil, 0, fmt.Errorf("loading %s: %w", p.lib, err)
 	}
 	p.h, p.l = h, l
-	p.checks = payloadChecks(l, p.log)
+	p.checks, p.desc = payloadChecks(l, p.log)
 	p.gen++
 	p.log.Info("plugin host process started", "event", "host_started", "pid", h.Pid(), "generation", p.gen)
 	return h, l, p.gen, nil
@@ -101,20 +102,29 @@ func (p *Process) current(ctx context.Context) (*hostdriver.Host, *hostdriver.Li
 // payloadChecks reads the schemas whose payloads the library checks itself
 // (describe()'s payload_checks). A library that does not say, or whose
 // description cannot be read, checks none: the runtime checks them all.
-func payloadChecks(l *hostdriver.Lib, log *slog.Logger) []string {
+// It returns the description too ("" when describe failed).
+func payloadChecks(l *hostdriver.Lib, log *slog.Logger) ([]string, string) {
 	js, err := l.Describe()
 	if err != nil {
 		log.Warn("describe failed; the runtime checks every payload itself", "err", err)
-		return nil
+		return nil, ""
 	}
 	var d struct {
 		PayloadChecks []string `json:"payload_checks"`
 	}
 	if err := json.Unmarshal([]byte(js), &d); err != nil {
 		log.Warn("describe returned no JSON object; the runtime checks every payload itself", "err", err)
-		return nil
+		return nil, js
 	}
-	return d.PayloadChecks
+	return d.PayloadChecks, js
+}
+
+// Description returns the library's describe() document as read when its
+// child last started; "" before the first start or when describe failed.
+func (p *Process) Description() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.desc
 }
 
 // ChecksPayloads reports whether the library checks the payloads of a

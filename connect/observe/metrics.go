@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/picomq/heavy-sinks/connect/pipeline"
+	"github.com/picomq/heavy-sinks/shared/sdk"
 )
 
 // Sink is what the endpoint reads of a running sink; *pipeline.Sink.
@@ -202,7 +203,16 @@ func (s scrape) Collect(ch chan<- prometheus.Metric) {
 	wg.Wait()
 }
 
-// plugin collects one instance's metrics() fields as picomq_plugin_<path>.
+// Described is a Plugin that knows its library's describe() document,
+// whose "metrics" (ABI 1.2) declare the type, unit and name of numbers of
+// metrics(); *child.Instance.
+type Described interface {
+	Description() string
+}
+
+// plugin collects one instance's metrics() fields: those the library
+// declares under their declared name, type and base unit, the others
+// untyped as picomq_plugin_<path> (PluginFields).
 func (s scrape) plugin(ch chan<- prometheus.Metric, key string, p Plugin) {
 	ctx, cancel := context.WithTimeout(context.Background(), s.m.PluginTimeout)
 	defer cancel()
@@ -215,11 +225,77 @@ func (s scrape) plugin(ch chan<- prometheus.Metric, key string, p Plugin) {
 	if err != nil {
 		return
 	}
-	for name, v := range PluginFields(fields) {
-		// Untyped: the ABI does not say which fields only grow.
-		desc := prometheus.NewDesc(name, "Field of the plugin instance's metrics() JSON.", []string{"sink_key"}, nil)
-		ch <- prometheus.MustNewConstMetric(desc, prometheus.UntypedValue, v, key)
+	var decls []sdk.Metric
+	if d, ok := p.(Described); ok {
+		decls = Declarations(d.Description())
 	}
+	for _, m := range PluginMetrics(fields, decls) {
+		desc := prometheus.NewDesc(m.Name, m.Help, []string{"sink_key"}, nil)
+		ch <- prometheus.MustNewConstMetric(desc, m.Type, m.Value, key)
+	}
+}
+
+// Declarations returns the valid metric declarations of a describe()
+// document (ABI 1.2); none for an older plugin's. An invalid declaration
+// (sdk.Metric.Check) is left out: its field is exported untyped.
+func Declarations(describe string) []sdk.Metric {
+	var d struct {
+		Metrics []sdk.Metric `json:"metrics"`
+	}
+	if json.Unmarshal([]byte(describe), &d) != nil {
+		return nil
+	}
+	out := d.Metrics[:0]
+	for _, m := range d.Metrics {
+		if m.Check() == nil {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// PluginMetric is one number of metrics() as /metrics exports it.
+type PluginMetric struct {
+	Name  string // picomq_plugin_...
+	Help  string
+	Type  prometheus.ValueType
+	Value float64 // in the declared unit's base unit
+}
+
+// untypedHelp is the help of a field no declaration covers.
+const untypedHelp = "Field of the plugin instance's metrics() JSON."
+
+// PluginMetrics maps metrics() JSON to what /metrics exports: a declared
+// field (its path in decls) as picomq_plugin_<name>, counter or gauge,
+// its value times the declaration's scale; every other number untyped
+// under its PluginFields name, as before ABI 1.2. Of two numbers mapping
+// to one name, the declared one, then the first in path order, is kept.
+func PluginMetrics(fields map[string]any, decls []sdk.Metric) []PluginMetric {
+	byField := make(map[string]sdk.Metric, len(decls))
+	for _, d := range decls {
+		byField[d.Field] = d
+	}
+	var declared, untyped []PluginMetric
+	walkNumbers(fields, func(path []string, v float64) {
+		if d, ok := byField[strings.Join(path, ".")]; ok {
+			t := prometheus.GaugeValue
+			if d.Type == sdk.Counter {
+				t = prometheus.CounterValue
+			}
+			declared = append(declared, PluginMetric{Name: "picomq_plugin_" + d.Name, Help: d.Help, Type: t, Value: d.Apply(v)})
+			return
+		}
+		untyped = append(untyped, PluginMetric{Name: flatName(path), Help: untypedHelp, Type: prometheus.UntypedValue, Value: v})
+	})
+	seen := map[string]bool{}
+	out := declared[:0:0]
+	for _, m := range append(declared, untyped...) {
+		if !seen[m.Name] {
+			seen[m.Name] = true
+			out = append(out, m)
+		}
+	}
+	return out
 }
 
 var nameChars = regexp.MustCompile(`[^a-z0-9_]+`)
@@ -228,30 +304,50 @@ var nameChars = regexp.MustCompile(`[^a-z0-9_]+`)
 // number, at any depth, as picomq_plugin_<path> with the path's keys
 // joined by "_", lowercased, other characters replaced by "_". Strings,
 // booleans, nulls and arrays are left out; of two fields mapping to one
-// name, the first in key order is kept.
+// name, the first in key order is kept. These are the names of fields no
+// declaration covers.
 func PluginFields(fields map[string]any) map[string]float64 {
 	out := map[string]float64{}
-	var walk func(prefix string, m map[string]any)
-	walk = func(prefix string, m map[string]any) {
+	walkNumbers(fields, func(path []string, v float64) {
+		if name := flatName(path); !hasKey(out, name) {
+			out[name] = v
+		}
+	})
+	return out
+}
+
+func hasKey(m map[string]float64, k string) bool { _, ok := m[k]; return ok }
+
+// flatName is picomq_plugin_ and the path's keys, cleaned, joined by "_".
+func flatName(path []string) string {
+	name := "picomq_plugin"
+	for _, k := range path {
+		name += "_" + strings.Trim(nameChars.ReplaceAllString(strings.ToLower(k), "_"), "_")
+	}
+	return name
+}
+
+// walkNumbers calls fn for every number of m at any depth, in key order,
+// with the keys leading to it.
+func walkNumbers(m map[string]any, fn func(path []string, v float64)) {
+	var walk func(path []string, m map[string]any)
+	walk = func(path []string, m map[string]any) {
 		keys := make([]string, 0, len(m))
 		for k := range m {
 			keys = append(keys, k)
 		}
 		slices.Sort(keys)
 		for _, k := range keys {
-			name := prefix + "_" + strings.Trim(nameChars.ReplaceAllString(strings.ToLower(k), "_"), "_")
+			p := append(path[:len(path):len(path)], k)
 			switch v := m[k].(type) {
 			case float64:
-				if _, dup := out[name]; !dup {
-					out[name] = v
-				}
+				fn(p, v)
 			case map[string]any:
-				walk(name, v)
+				walk(p, v)
 			}
 		}
 	}
-	walk("picomq_plugin", fields)
-	return out
+	walk(nil, m)
 }
 
 func b2f(b bool) float64 {

@@ -217,6 +217,7 @@ func TestMetricsAndStatus(t *testing.T) {
 		{"picomq_connect_sink_state", []string{"sink_key=obs", "state=error"}, 0},
 		{"picomq_connect_plugin_metrics_up", []string{"sink_key=obs"}, 1},
 		{"picomq_plugin_sink_lines_written", []string{"sink_key=obs"}, 3},
+		{"picomq_plugin_records_written_total", []string{"sink_key=obs"}, 10},
 	} {
 		if got, _ := value(t, mfs, c.name, c.labels...); got != c.want {
 			t.Errorf("%s{%v} = %v, want %v", c.name, c.labels, got, c.want)
@@ -232,6 +233,14 @@ func TestMetricsAndStatus(t *testing.T) {
 	}
 	if _, last := value(t, mfs, "picomq_connect_last_batch_timestamp_seconds", append(st, "partition=0")...); last.Gauge.GetValue() < float64(time.Now().Add(-time.Minute).Unix()) {
 		t.Errorf("last batch timestamp %v", last.Gauge.GetValue())
+	}
+	// The SDK declares its fields (ABI 1.2); the test plugin leaves its
+	// own undeclared, and they stay untyped.
+	if typ := mfs["picomq_plugin_records_written_total"].GetType(); typ != dto.MetricType_COUNTER {
+		t.Errorf("picomq_plugin_records_written_total is %v, want counter", typ)
+	}
+	if typ := mfs["picomq_plugin_sink_lines_written"].GetType(); typ != dto.MetricType_UNTYPED {
+		t.Errorf("picomq_plugin_sink_lines_written is %v, want untyped", typ)
 	}
 	for name, mf := range mfs {
 		if mf.GetType() == dto.MetricType_COUNTER && !strings.HasSuffix(name, "_total") {

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/picomq/heavy-sinks/connect/observe"
 	"github.com/picomq/heavy-sinks/connect/pipeline"
 )
@@ -84,6 +86,58 @@ func TestPluginFields(t *testing.T) {
 	want := map[string]float64{"picomq_plugin_batches": 3, "picomq_plugin_sink_files_written": 2, "picomq_plugin_sink_weird_name_x": 1.5}
 	if !maps.Equal(got, want) {
 		t.Errorf("PluginFields = %v, want %v", got, want)
+	}
+}
+
+// Declared fields are exported under their declared name and type, in base
+// units; undeclared ones, and those of an invalid declaration, untyped as
+// before ABI 1.2.
+func TestPluginMetrics(t *testing.T) {
+	fields := map[string]any{
+		"records": 7.0, "skipped": 2.0, "plugin": "delta",
+		"sink": map[string]any{"checkpoint_cpu_ms": 1500.0, "last_checkpoint_write_ms": 13.0, "files_written": 3.0, "bad": 4.0},
+	}
+	decls := observe.Declarations(`{"metrics":[
+		{"field":"records","name":"records_written_total","type":"counter","help":"written"},
+		{"field":"sink.checkpoint_cpu_ms","name":"sink_checkpoint_cpu_seconds_total","type":"counter","unit":"seconds","scale":0.001,"help":"cpu"},
+		{"field":"sink.last_checkpoint_write_ms","name":"sink_last_checkpoint_write_seconds","type":"gauge","unit":"seconds","scale":0.001,"help":"took"},
+		{"field":"sink.bad","name":"sink_bad","type":"counter","help":"a counter without _total"},
+		{"field":"sink.absent","name":"sink_absent_total","type":"counter","help":"not in the JSON"}]}`)
+	if len(decls) != 4 {
+		t.Fatalf("%d valid declarations, want 4 (sink_bad is invalid): %v", len(decls), decls)
+	}
+	got := map[string]observe.PluginMetric{}
+	for _, m := range observe.PluginMetrics(fields, decls) {
+		got[m.Name] = m
+	}
+	want := map[string]observe.PluginMetric{
+		"picomq_plugin_records_written_total":              {Help: "written", Type: prometheus.CounterValue, Value: 7},
+		"picomq_plugin_sink_checkpoint_cpu_seconds_total":  {Help: "cpu", Type: prometheus.CounterValue, Value: 1.5},
+		"picomq_plugin_sink_last_checkpoint_write_seconds": {Help: "took", Type: prometheus.GaugeValue, Value: 13.0 / 1000},
+		"picomq_plugin_skipped":                            {Type: prometheus.UntypedValue, Value: 2},
+		"picomq_plugin_sink_files_written":                 {Type: prometheus.UntypedValue, Value: 3},
+		"picomq_plugin_sink_bad":                           {Type: prometheus.UntypedValue, Value: 4},
+	}
+	if len(got) != len(want) {
+		t.Errorf("got %v, want %v", got, want)
+	}
+	for name, w := range want {
+		g := got[name]
+		if g.Type != w.Type || g.Value != w.Value || (w.Help != "" && g.Help != w.Help) {
+			t.Errorf("%s = %+v, want %+v", name, g, w)
+		}
+	}
+	// An older plugin declares nothing: every number untyped, named as
+	// PluginFields names it.
+	old := observe.PluginMetrics(fields, observe.Declarations(`{"name":"delta_sink","abi_version":"1.1"}`))
+	names := observe.PluginFields(fields)
+	if len(old) != len(names) {
+		t.Errorf("undeclared: %v, want %v", old, names)
+	}
+	for _, m := range old {
+		if v, ok := names[m.Name]; !ok || v != m.Value || m.Type != prometheus.UntypedValue {
+			t.Errorf("undeclared %+v, want untyped %v", m, v)
+		}
 	}
 }
 

@@ -12,5 +12,7 @@
 //   - encode    JSON records → Parquet data files for a table schema, with
 //     the spec's coercions and per-file stats.
 //   - this package: the sink (config.go, sink.go, table.go) that the
-//     SDK drives, and cmd/sink, the c-shared library's main.
+//     SDK drives, its metric declarations (metrics.go) and the report of
+//     truncated timestamps (timestamps.go), and cmd/sink, the c-shared
+//     library's main.
 package delta

@@ -25,7 +25,8 @@ const Name = "delta_sink"
 // json.Valid refuses (FuzzDecode, FuzzValue), hence ChecksJSON: the runtime
 // leaves the JSON check to it.
 func Plugin() sdk.Plugin[Config] {
-	return sdk.Plugin[Config]{Name: Name, New: func() sdk.Sink[Config] { return &Sink{} }, ValidatesPayloads: true, ChecksJSON: true}
+	return sdk.Plugin[Config]{Name: Name, New: func() sdk.Sink[Config] { return &Sink{} }, ValidatesPayloads: true, ChecksJSON: true,
+		Metrics: metrics}
 }
 
 // Sink is the Delta Lake sink. One instance serves every table its
@@ -66,6 +67,12 @@ type counters struct {
 	// up to maxIgnoredNames of them; nIgnoredNames counts them.
 	ignoredNames  sync.Map
 	nIgnoredNames atomic.Int64
+	// truncated: committed timestamp values cut to microseconds;
+	// truncatedNames the (topic, column) pairs logged, nTruncatedNames
+	// how many (timestamps.go).
+	truncated       atomic.Int64
+	truncatedNames  sync.Map
+	nTruncatedNames atomic.Int64
 }
 
 // maxIgnoredNames bounds the ignored field names the sink remembers (and
@@ -183,6 +190,7 @@ func (s *Sink) Metrics() map[string]any {
 		"fields_ignored":         s.stats.ignored.Load(),
 		"columns_added":          s.stats.added.Load(),
 		"empty_payloads_skipped": s.stats.empty.Load(),
+		"timestamps_truncated":   s.stats.truncated.Load(),
 		"fsyncs":                 s.stats.fsyncs.Load(),
 	}
 	s.ckpt.addTo(m)

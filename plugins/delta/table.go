@@ -282,14 +282,20 @@ func (t *table) write(ctx context.Context, b *sdk.Batch, appID string) error {
 		if err != nil {
 			return err
 		}
-		if err := t.recheck(ctx, b, appID, len(b.Records)-len(records)); err != nil {
+		skip := len(b.Records) - len(records)
+		if err := t.recheck(ctx, b, appID, skip); err != nil {
 			return err
 		}
 		if len(records) == 0 {
+			b.Skipped(notRejected(b, skip))
 			return nil
 		}
-		err = t.commit(ctx, b, records, appID)
+		already, err := t.commit(ctx, b, records, appID)
 		if err == nil {
+			if already {
+				skip = len(b.Records)
+			}
+			b.Skipped(notRejected(b, skip))
 			return nil
 		}
 		t.stale = true
@@ -337,6 +343,19 @@ func (t *table) pending(b *sdk.Batch, appID string) ([]sdk.Record, error) {
 			"skipped", skip, "remaining", len(records)-skip, "committed_offset", done, "table_version", t.snap.Version)
 	}
 	return records[skip:], nil
+}
+
+// notRejected counts the records of b.Records[:n] not rejected: of the
+// records a replay skipped, those the SDK counts as skipped rather than
+// rejected.
+func notRejected(b *sdk.Batch, n int) int {
+	k := 0
+	for i := range n {
+		if !b.Rejected(i) {
+			k++
+		}
+	}
+	return k
 }
 
 // recheck finds again the records a replay skips (the first skip of b,
@@ -399,21 +418,24 @@ func (t *table) recheck(ctx context.Context, b *sdk.Batch, appID string, skip in
 	return nil
 }
 
-func (t *table) commit(ctx context.Context, b *sdk.Batch, records []sdk.Record, appID string) error {
+// commit encodes records (b.Records from some index on) and commits them.
+// already reports a commit that found the batch committed by an earlier
+// attempt: the table had every record.
+func (t *table) commit(ctx context.Context, b *sdk.Batch, records []sdk.Record, appID string) (already bool, err error) {
 	enc, err := t.encoder()
 	if err != nil {
-		return err
+		return false, err
 	}
 	base := len(b.Records) - len(records) // records is b.Records[base:]
 	n, err := t.add(enc, b, records, base)
 	if err != nil {
-		return err
+		return false, err
 	}
 	var ev *evolution
 	if t.sink.cfg.SchemaEvolution == evolveAddColumns {
 		if ev, err = t.evolve(enc, b); err != nil {
 			enc.Reset()
-			return err
+			return false, err
 		}
 		if ev != nil {
 			// Encode the batch again against the evolved schema. The
@@ -422,15 +444,15 @@ func (t *table) commit(ctx context.Context, b *sdk.Batch, records []sdk.Record, 
 			// fitted, and refuse none the old schema accepted.
 			enc.Reset()
 			if enc, err = t.encoderFor(ev.md, ev.schema); err != nil {
-				return err
+				return false, err
 			}
 			if n, err = t.add(enc, b, records, base); err != nil {
-				return err
+				return false, err
 			}
 		}
 	}
 	empty, unmatched, firstUnmatched := n.empty, n.unmatched, n.firstUnmatched
-	ignored := enc.Unknown() // read before Flush empties the encoder
+	ignored, truncated := enc.Unknown(), enc.Truncated() // read before Flush empties the encoder
 	if empty > 0 {
 		t.sink.host.Logger.Info("skipped records with an empty payload", "table", t.uri, "topic", b.Topic, "skipped", empty)
 	}
@@ -438,7 +460,7 @@ func (t *table) commit(ctx context.Context, b *sdk.Batch, records []sdk.Record, 
 		// Only tombstones: nothing to commit, and nothing a replay could
 		// write twice.
 		t.sink.stats.empty.Add(empty)
-		return nil
+		return false, nil
 	}
 	// Each file starts uploading as soon as it is encoded. The check that
 	// the log still holds our snapshot's head (a table replaced under us)
@@ -456,9 +478,9 @@ func (t *table) commit(ctx context.Context, b *sdk.Batch, records []sdk.Record, 
 	if err != nil {
 		t.discard(written, "upload failed")
 		if uerr == nil {
-			return sdk.Retry(fmt.Errorf("Storage error: Failed to write to Delta writer: %w", err))
+			return false, sdk.Retry(fmt.Errorf("Storage error: Failed to write to Delta writer: %w", err))
 		}
-		return sdk.Retry(fmt.Errorf("Storage error: Failed to flush and commit to %s: %w", t.uri, err))
+		return false, sdk.Retry(fmt.Errorf("Storage error: Failed to flush and commit to %s: %w", t.uri, err))
 	}
 
 	add := deltalog.AppendCommit{EngineInfo: engineInfo(), Now: now}
@@ -477,7 +499,7 @@ func (t *table) commit(ctx context.Context, b *sdk.Batch, records []sdk.Record, 
 		add.AppID, add.AppVersion = appID, int64(b.LastOffset())
 		// A replay learns from the commit what it rejected (rejections.go).
 		if add.Info, err = recordedRejections(b, base); err != nil {
-			return err
+			return false, err
 		}
 	}
 	res, err := deltalog.CommitAppend(ctx, t.store, t.snap, add, &deltalog.CommitOptions{
@@ -496,7 +518,7 @@ func (t *table) commit(ctx context.Context, b *sdk.Batch, records []sdk.Record, 
 			// commit): keep the files, a landed commit may reference them.
 			t.sink.host.Logger.Warn("commit failed; data files left in place in case the commit landed", "table", t.uri, "files", len(written))
 		}
-		return sdk.Retry(fmt.Errorf("Storage error: Failed to flush and commit to %s: %w", t.uri, err))
+		return false, sdk.Retry(fmt.Errorf("Storage error: Failed to flush and commit to %s: %w", t.uri, err))
 	}
 	t.snap = res.Snapshot
 	if res.AlreadyCommitted {
@@ -504,9 +526,10 @@ func (t *table) commit(ctx context.Context, b *sdk.Batch, records []sdk.Record, 
 		// answer was lost): the table has the records, ours are spare.
 		t.discard(written, "batch already committed")
 		t.sink.stats.replays.Add(1)
+		t.sink.stats.skipped.Add(int64(len(records)))
 		t.sink.host.Logger.Info("batch already committed to the Delta table", "table", t.uri, "topic", b.Topic,
 			"last_offset", b.LastOffset(), "version", res.Version)
-		return nil
+		return true, nil
 	}
 	t.ckpt.committed(res.Snapshot, res.Actions)
 	t.sink.stats.commits.Add(1)
@@ -525,9 +548,10 @@ func (t *table) commit(ctx context.Context, b *sdk.Batch, records []sdk.Record, 
 		t.added(ev, b.Topic, res.Version)
 	}
 	t.ignored(ignored, b.Topic)
+	t.truncated(truncated, b.Topic)
 	t.sink.host.Logger.Debug("committed Delta table version", "table", t.uri, "version", res.Version, "topic", b.Topic,
 		"records", nrec, "files", len(files), "bytes", nbytes, "attempts", res.Attempts)
-	return nil
+	return false, nil
 }
 
 // discard deletes data files that no commit references, best effort.

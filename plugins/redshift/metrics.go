@@ -1,6 +1,10 @@
 package redshift
 
-import "sync/atomic"
+import (
+	"sync/atomic"
+
+	"github.com/picomq/heavy-sinks/shared/sdk"
+)
 
 // counters are the sink's own metrics. Metrics() reads them while Consume
 // runs, so they are atomics.
@@ -32,4 +36,19 @@ func (s *Sink) Metrics() map[string]any {
 		"files_archived":          c.filesArchived.Load(),
 		"cleanup_failures":        c.cleanupFailures.Load(),
 	}
+}
+
+// metrics declares every number of Sink.Metrics for describe() (ABI 1.2):
+// Prometheus type, unit and name.
+var metrics = []sdk.Metric{
+	{Field: "chunks", Name: "sink_chunks_total", Type: sdk.Counter, Help: "Chunks whose load transaction committed."},
+	{Field: "files_uploaded", Name: "sink_files_uploaded_total", Type: sdk.Counter, Help: "Parquet files put to S3."},
+	{Field: "s3_bytes_uploaded", Name: "sink_s3_uploaded_bytes_total", Type: sdk.Counter, Unit: sdk.UnitBytes, Help: "Bytes of those files."},
+	{Field: "rows_copied", Name: "sink_rows_copied_total", Type: sdk.Counter, Help: "Rows of committed COPYs into staging tables."},
+	{Field: "rows_inserted", Name: "sink_rows_inserted_total", Type: sdk.Counter, Help: "Rows the INSERT added to target tables."},
+	{Field: "rows_skipped_duplicates", Name: "sink_rows_skipped_duplicates_total", Type: sdk.Counter, Help: "Copied rows whose id the target table already had (a replay), not inserted."},
+	{Field: "copy_retries", Name: "sink_copy_retries_total", Type: sdk.Counter, Help: "Load transactions started again after a transient failure."},
+	{Field: "files_deleted", Name: "sink_files_deleted_total", Type: sdk.Counter, Help: "Loaded files deleted."},
+	{Field: "files_archived", Name: "sink_files_archived_total", Type: sdk.Counter, Help: "Loaded files moved under archive/messages/."},
+	{Field: "cleanup_failures", Name: "sink_cleanup_failures_total", Type: sdk.Counter, Help: "File deletes or archives that failed (logged as warnings)."},
 }

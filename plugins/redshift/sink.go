@@ -28,7 +28,8 @@ const Name = "redshift_sink"
 // (rsparquet.Check), hence ValidatesPayloads; with payload_format = "super"
 // that includes parsing every payload as JSON_PARSE would.
 func Plugin() sdk.Plugin[Config] {
-	return sdk.Plugin[Config]{Name: Name, New: func() sdk.Sink[Config] { return &Sink{} }, ValidatesPayloads: true}
+	return sdk.Plugin[Config]{Name: Name, New: func() sdk.Sink[Config] { return &Sink{} }, ValidatesPayloads: true,
+		Metrics: metrics}
 }
 
 // openTimeout bounds the database work open() does: SELECT 1 and, for a
@@ -246,6 +247,9 @@ func (s *Sink) Consume(ctx context.Context, b *sdk.Batch) error {
 		inserted += n
 		copied += int64(hi - lo)
 	}
+	// The rows the INSERT left out had ids the target already had: a
+	// replay, written before.
+	b.Skipped(int(max(copied-inserted, 0)))
 	level := slog.LevelDebug
 	if s.cfg.VerboseLogging {
 		level = slog.LevelInfo

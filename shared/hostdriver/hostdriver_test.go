@@ -140,8 +140,8 @@ const config = `{"key":"k","name":"n","version":1,"plugin_config":{"table":"t"}}
 func TestLoad(t *testing.T) {
 	h := start(t)
 	a := load(t, h, stubA)
-	if major, minor := a.ABI(); major != 1 || minor != 1 {
-		t.Errorf("ABI() = %d.%d, want 1.1", major, minor)
+	if major, minor := a.ABI(); major != 1 || minor != 2 {
+		t.Errorf("ABI() = %d.%d, want 1.2", major, minor)
 	}
 	if major, minor := load(t, h, stubB).ABI(); major != 1 || minor != 0 {
 		t.Errorf("1.0-style stub: ABI() = %d.%d, want 1.0", major, minor)
@@ -642,7 +642,7 @@ func TestBuildHost(t *testing.T) {
 		t.Errorf("BuildHost built twice: %s, %s", p1, p2)
 	}
 	h := hostdriver.StartTest(t, p1)
-	if major, minor := h.ABI(); major != 1 || minor != 1 {
+	if major, minor := h.ABI(); major != 1 || minor != 2 {
 		t.Errorf("host ABI %d.%d", major, minor)
 	}
 }

@@ -19,6 +19,7 @@ type Batch struct {
 	Records   []Record
 
 	rejects *rejections // ABI 1.1 per-record outcomes; see Reject
+	skipped int         // records the destination already had; see Skipped
 }
 
 // Record is one message of a batch.
@@ -127,6 +128,19 @@ func (b *Batch) CheckPayloads() error {
 		}
 	}
 	return nil
+}
+
+// Skipped reports that n more records of b, none of them rejected, were
+// not written because the destination already had them (a replay of a
+// batch an earlier delivery wrote). The SDK counts them in the metrics as
+// skipped instead of records (written). It is only counted when Consume
+// returns nil; a sink that builds the batch again from the start after a
+// failure reports the counts of the build that succeeded.
+func (b *Batch) Skipped(n int) {
+	if n < 0 || b.skipped+n > len(b.Records) {
+		panic(fmt.Sprintf("sdk: Batch.Skipped(%d) after %d in a batch of %d records", n, b.skipped, len(b.Records)))
+	}
+	b.skipped += n
 }
 
 func (b *Batch) String() string {

@@ -10,7 +10,7 @@ import (
 // ABI version implemented by this SDK (picomq_sink.h).
 const (
 	ABIMajor = 1
-	ABIMinor = 1
+	ABIMinor = 2
 )
 
 // Version is the plugin version, stamped at build time with
@@ -48,6 +48,10 @@ type Description struct {
 	// strictly as the runtime spec asks of the runtime (Plugin.ChecksJSON:
 	// "json"), so a runtime may leave the check to it.
 	PayloadChecks []string `json:"payload_checks,omitempty"`
+	// Metrics declares the numbers of metrics() (ABI 1.2): type, unit and
+	// Prometheus name. A host that finds no declaration for a field (or no
+	// "metrics" at all: an older plugin) exports it untyped.
+	Metrics []Metric `json:"metrics,omitempty"`
 }
 
 // Describe returns the static description of the registered plugin. Secret
@@ -65,6 +69,7 @@ func Describe() ([]byte, error) {
 		ABIMinor:   ABIMinor,
 		GoVersion:  runtime.Version(),
 		Config:     reg.schema.Fields,
+		Metrics:    reg.metrics,
 	}
 	if reg.checksJSON {
 		d.PayloadChecks = []string{"json"}

@@ -15,6 +15,7 @@
 //   - batch.go     batches and records as the host lends them, payload checks by schema
 //   - log.go       the slog handler that forwards to the host's log callback
 //   - instance.go  open instances, serialised calls, panics recovered, metrics
+//   - metrics.go   metric declarations (type, unit, Prometheus name) for describe()
 //   - describe.go  the static describe() document
 //
 // Secrets declared in the config (and any the plugin adds with Host.Redact)

@@ -115,6 +115,13 @@ func (p *probeSink) Consume(ctx context.Context, b *sdk.Batch) error {
 			return sdk.Retryf("store unreachable")
 		}
 		return nil
+	case "skip_first", "skip_then_retry":
+		// The destination already had the first record (a replay).
+		b.Skipped(1)
+		if p.cfg.Mode == "skip_then_retry" {
+			return sdk.Retryf("store unreachable")
+		}
+		return nil
 	case "background_panic":
 		done := make(chan struct{})
 		p.host.Go(func(context.Context) { defer close(done); panic("bg boom") })
@@ -392,7 +399,7 @@ func TestDescribe(t *testing.T) {
 	if err := json.Unmarshal(raw, &d); err != nil {
 		t.Fatal(err)
 	}
-	if d.Name != "probe_sink" || d.ABIVersion != "1.1" || !strings.HasPrefix(d.GoVersion, "go") || d.Version == "" || len(d.Config) != 3 || !d.Config[1].Secret {
+	if d.Name != "probe_sink" || d.ABIVersion != "1.2" || !strings.HasPrefix(d.GoVersion, "go") || d.Version == "" || len(d.Config) != 3 || !d.Config[1].Secret {
 		t.Fatalf("%s", raw)
 	}
 }
@@ -535,5 +542,89 @@ func TestRejections(t *testing.T) {
 	}
 	if rej := b.Rejections(); rej != nil {
 		t.Fatalf("rejections after RETRY: %+v", rej)
+	}
+}
+
+// Records a sink reports as skipped (already written) count as skipped,
+// not records; a failed consume counts neither.
+func TestSkipped(t *testing.T) {
+	h := open(t, "skip", map[string]any{"mode": "skip_first"}, nil)
+	if err := sdk.Consume(h, jsonBatch(`{}`, `{}`, `{}`)); err != nil {
+		t.Fatal(err)
+	}
+	var m struct{ Batches, Records, Skipped int }
+	raw, _ := sdk.Metrics(h)
+	if err := json.Unmarshal(raw, &m); err != nil || m.Batches != 1 || m.Records != 2 || m.Skipped != 1 {
+		t.Fatalf("metrics %s", raw)
+	}
+	h2 := open(t, "skip_retry", map[string]any{"mode": "skip_then_retry"}, nil)
+	if err := sdk.Consume(h2, jsonBatch(`{}`, `{}`)); sdk.StatusOf(err) != sdk.StatusRetry {
+		t.Fatalf("got %v, want RETRY", err)
+	}
+	raw, _ = sdk.Metrics(h2)
+	if err := json.Unmarshal(raw, &m); err != nil || m.Batches != 0 || m.Records != 0 || m.Skipped != 0 {
+		t.Fatalf("metrics after RETRY %s", raw)
+	}
+}
+
+// describe() declares the SDK's metrics (ABI 1.2).
+func TestDescribeDeclaresMetrics(t *testing.T) {
+	raw, err := sdk.Describe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d sdk.Description
+	if err := json.Unmarshal(raw, &d); err != nil {
+		t.Fatal(err)
+	}
+	if len(d.Metrics) != len(sdk.CommonMetrics) {
+		t.Fatalf("metrics %+v", d.Metrics)
+	}
+	h := open(t, "declared", nil, nil)
+	raw, _ = sdk.Metrics(h)
+	var fields map[string]any
+	if err := json.Unmarshal(raw, &fields); err != nil {
+		t.Fatal(err)
+	}
+	delete(fields, "sink") // the probe's own, which it does not declare
+	sdktest.CheckDeclared(t, fields, d.Metrics)
+}
+
+func TestMetricCheck(t *testing.T) {
+	ok := sdk.Metric{Field: "sink.x_ms", Name: "sink_x_seconds_total", Type: sdk.Counter, Unit: sdk.UnitSeconds, Scale: 0.001, Help: "h"}
+	if err := ok.Check(); err != nil {
+		t.Fatal(err)
+	}
+	// 13 ms is the double nearest 0.013 s, as 13/1000 gives it.
+	if got := ok.Apply(13); got != 13.0/1000 {
+		t.Errorf("Apply(13) = %v, want %v", got, 13.0/1000)
+	}
+	if got := (sdk.Metric{}).Apply(7); got != 7 {
+		t.Errorf("no scale: Apply(7) = %v", got)
+	}
+	for _, c := range []struct {
+		name string
+		edit func(m *sdk.Metric)
+		want string
+	}{
+		{"counter without _total", func(m *sdk.Metric) { m.Name = "sink_x_seconds" }, "does not end in _total"},
+		{"gauge with _total", func(m *sdk.Metric) { m.Type = sdk.Gauge }, "a counter's suffix"},
+		{"unit without suffix", func(m *sdk.Metric) { m.Name = "sink_x_total" }, "without the name suffix _seconds"},
+		{"suffix without unit", func(m *sdk.Metric) { m.Unit = sdk.UnitNone }, "without unit"},
+		{"bytes suffix, seconds unit", func(m *sdk.Metric) { m.Name = "sink_x_bytes_total" }, "_seconds"},
+		{"unknown unit", func(m *sdk.Metric) { m.Unit = "ms" }, "is not seconds, bytes or none"},
+		{"unknown type", func(m *sdk.Metric) { m.Type = "histogram" }, "is not counter or gauge"},
+		{"bad name", func(m *sdk.Metric) { m.Name = "Sink-X_total" }, "is not lowercase"},
+		{"bad field", func(m *sdk.Metric) { m.Field = "sink..x" }, "is not a path"},
+		{"negative scale", func(m *sdk.Metric) { m.Scale = -1 }, "not a positive number"},
+		{"no help", func(m *sdk.Metric) { m.Help = "" }, "no help"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			m := ok
+			c.edit(&m)
+			if err := m.Check(); err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("Check(%+v) = %v, want %q", m, err, c.want)
+			}
+		})
 	}
 }

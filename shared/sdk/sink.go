@@ -45,6 +45,13 @@ type Plugin[C any] struct {
 	// 1.1), or the batch fails FATAL. A runtime may then skip its own check
 	// of such batches. Only for sinks that parse every payload in full.
 	ChecksJSON bool
+
+	// Metrics declares the numbers of the sink's Metrics() map (Field
+	// relative to it) for describe() (ABI 1.2), so an exporter can give
+	// them a Prometheus type, unit and name. The SDK declares its own
+	// (CommonMetrics). A field left out is exported untyped, as every
+	// field of a plugin before ABI 1.2.
+	Metrics []Metric
 }
 
 // registration is the type-erased plugin the C exports drive.
@@ -53,6 +60,7 @@ type registration struct {
 	schema            *Schema
 	validatesPayloads bool
 	checksJSON        bool
+	metrics           []Metric // describe()'s metrics: the SDK's and the sink's
 	open              func(ctx context.Context, raw []byte, key string, env Env, host *Host) (erasedSink, Decoded, error)
 }
 
@@ -73,7 +81,12 @@ func Register[C any](p Plugin[C]) {
 	if err != nil {
 		panic(fmt.Sprintf("sdk.Register(%s): %v", p.Name, err))
 	}
+	metrics, err := declaredMetrics(p.Metrics)
+	if err != nil {
+		panic(fmt.Sprintf("sdk.Register(%s): %v", p.Name, err))
+	}
 	r := &registration{
+		metrics:           metrics,
 		name:              p.Name,
 		schema:            schema,
 		validatesPayloads: p.ValidatesPayloads,

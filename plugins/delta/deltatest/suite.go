@@ -3,6 +3,7 @@ package deltatest
 import (
 	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/picomq/heavy-sinks/plugins/delta/objstore"
@@ -16,6 +17,8 @@ var Tests = []struct {
 }{
 	{"TopicsAndPartitionsAreTrackedSeparately", TopicsAndPartitionsAreTrackedSeparately},
 	{"FileSyncFilesystemSyncsTwicePerBatch", FileSyncFilesystemSyncsTwicePerBatch},
+	{"ReplayIsSkippedNotWritten", ReplayIsSkippedNotWritten},
+	{"NanosecondTimestampsAreTruncatedCountedAndLoggedOnce", NanosecondTimestampsAreTruncatedCountedAndLoggedOnce},
 }
 
 // Run runs every test of the suite through d, each as a parallel subtest.
@@ -111,5 +114,84 @@ func FileSyncFilesystemSyncsTwicePerBatch(t *testing.T, d sinkdriver.Driver) {
 	}
 	if ids := IDs(t, uri); len(ids) != 120 || ids[0] != 0 || ids[119] != 119 {
 		t.Errorf("delta-rs reads %d ids (%v), want 0..119", len(ids), ids)
+	}
+}
+
+// metrics returns inst's metrics() numbers: the SDK's at the top level and
+// the sink's own as "sink.<name>".
+func metrics(t *testing.T, inst sinkdriver.Instance) map[string]float64 {
+	t.Helper()
+	out := sinkdriver.Metrics(t, inst)
+	for k, v := range sinkdriver.SinkMetrics(t, inst) {
+		out["sink."+k] = v
+	}
+	return out
+}
+
+// ReplayIsSkippedNotWritten: a batch delivered again after it was
+// committed (exactly_once) writes nothing; metrics() counts its records as
+// skipped, not as records (written).
+func ReplayIsSkippedNotWritten(t *testing.T, d sinkdriver.Driver) {
+	uri := "file://" + filepath.Join(t.TempDir(), "events")
+	Py(t, CreateEvents, uri)
+	inst := Open(t, d.Start(t), "replay", map[string]any{"table_uri": uri})
+	consume(t, inst, Events("a", 0, 2))
+	replay := Events("a", 0, 2)
+	replay.Attempt = 2 // the runtime did not learn of the first answer
+	consume(t, inst, replay)
+	WantIDs(t, uri, "0,1")
+	m := metrics(t, inst)
+	for k, want := range map[string]float64{"batches": 2, "records": 2, "skipped": 2, "sink.records_written": 2, "sink.records_skipped": 2} {
+		if m[k] != want {
+			t.Errorf("%s = %v, want %v", k, m[k], want)
+		}
+	}
+	// Half a replay: two records skipped, two written.
+	consume(t, inst, Events("a", 0, 4))
+	WantIDs(t, uri, "0,1,2,3")
+	if m := metrics(t, inst); m["records"] != 4 || m["skipped"] != 4 {
+		t.Errorf("after a partial replay records = %v, skipped = %v; want 4 and 4", m["records"], m["skipped"])
+	}
+}
+
+// NanosecondTimestampsAreTruncatedCountedAndLoggedOnce: a timestamp with
+// nanoseconds is written cut to microseconds, counted in
+// timestamps_truncated, and logged once per topic and column however many
+// records carry one. Trailing zeros beyond the microsecond lose nothing and
+// are not counted.
+func NanosecondTimestampsAreTruncatedCountedAndLoggedOnce(t *testing.T, d sinkdriver.Driver) {
+	uri := "file://" + filepath.Join(t.TempDir(), "times")
+	inst := Open(t, d.Start(t), "nanos", map[string]any{
+		"table_uri": uri, "create_table": true,
+		"table_schema": `{"type":"struct","fields":[{"name":"id","type":"long","nullable":true,"metadata":{}},{"name":"ts","type":"timestamp","nullable":true,"metadata":{}}]}`,
+	})
+	consume(t, inst, JSONBatch("a", 0,
+		`{"id":0,"ts":"2026-03-04T05:06:07.123456789Z"}`,
+		`{"id":1,"ts":"2026-03-04T05:06:07.123456000Z"}`))
+	if n := metrics(t, inst)["sink.timestamps_truncated"]; n != 1 {
+		t.Errorf("timestamps_truncated = %v after one nanosecond timestamp, want 1", n)
+	}
+	consume(t, inst, JSONBatch("a", 2, `{"id":2,"ts":"2026-03-04T05:06:08.000000001Z"}`))
+	if n := metrics(t, inst)["sink.timestamps_truncated"]; n != 2 {
+		t.Errorf("timestamps_truncated = %v after two, want 2", n)
+	}
+	var warned []string
+	for _, l := range inst.Logs() {
+		if strings.Contains(l, "truncated to microseconds") {
+			warned = append(warned, l)
+		}
+	}
+	if len(warned) != 1 || !strings.HasPrefix(warned[0], "WARN") || !strings.Contains(warned[0], "column=ts") || !strings.Contains(warned[0], "topic=a") {
+		t.Errorf("want one warning naming topic a and column ts, got %q", warned)
+	}
+	want := []string{"2026-03-04T05:06:07.123456+00:00", "2026-03-04T05:06:07.123456+00:00", "2026-03-04T05:06:08+00:00"}
+	rows := ReadRows(t, uri, "id")
+	if len(rows) != 3 {
+		t.Fatalf("rows %v", rows)
+	}
+	for i, r := range rows {
+		if r["ts"] != want[i] {
+			t.Errorf("row %d: ts %v, want %s", i, r["ts"], want[i])
+		}
 	}
 }

@@ -36,6 +36,9 @@ type decoder struct {
 	// capNames. start < 0: not in this record.
 	caps     []span
 	capNames map[string]int
+	// cuts lists, per timestamp value of the record that lost digits
+	// beyond the microsecond, its column (the index into cols).
+	cuts []int
 	// metaNames: the pico_* names are the record's metadata, never a
 	// payload field to list as unknown (Options.Metadata), so add_columns
 	// cannot type a metadata column from what a producer sent.
@@ -49,6 +52,7 @@ func (d *decoder) reset(payload []byte, nrec int) {
 	d.buf, d.pos, d.depth, d.nrec = payload, 0, 0, nrec
 	d.matched = false
 	d.unknown, d.ukeys = d.unknown[:0], d.ukeys[:0]
+	d.cuts = d.cuts[:0]
 	d.seen = d.seen[:0]
 	d.marks = d.marks[:0]
 	for i := range d.caps {
@@ -622,9 +626,12 @@ func (d *decoder) fromString(n *node, s []byte, rep uint8, key bool) *valueError
 		col.data = append(col.data, s...)
 		col.endBytes(rep)
 	case kTimestamp, kTimestampNTZ:
-		v, ok := parseTimestamp(s)
+		v, cut, ok := parseTimestamp(s)
 		if !ok {
 			return valueErr(ErrUnparsable, "cannot parse "+quoteValue(s)+" as a timestamp")
+		}
+		if cut {
+			d.cuts = append(d.cuts, n.leaf)
 		}
 		col.putInt64(v, rep)
 	case kDate:

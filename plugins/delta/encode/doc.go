@@ -33,7 +33,9 @@
 //     before the time, 'Z'/'z' or ±HH:MM) is converted to UTC microseconds;
 //     the same without a zone ("2026-09-03 21:15:04[.f…]" or
 //     "2026-09-03T21:15:04[.f…]") is read as UTC, both separators giving
-//     the same instant; fractions beyond microseconds are truncated; an
+//     the same instant; fractions beyond microseconds are truncated, and
+//     the columns whose values lost a non-zero digit are listed by
+//     Encoder.Truncated for the caller to count and report; an
 //     integer is kept as microseconds (integral forms like 1.5e6 too);
 //     anything else fails with `cannot parse "…" as a timestamp`. Both
 //     types follow the same rules.
@@ -103,6 +105,7 @@
 //	scan.go     JSON lexing: strings, numbers, skipping and validating values
 //	number.go   exact decimals, integer fast path, 128-bit helpers
 //	timefmt.go  date and timestamp parsing
+//	truncated.go timestamps cut to microseconds, per column (Truncated)
 //	schema.go   deltalog schema -> decoder nodes, levels and leaf columns
 //	column.go   slot-aligned column buffers
 //	parquet.go  the Parquet schema (ordered groups), encodings

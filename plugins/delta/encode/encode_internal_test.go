@@ -106,15 +106,20 @@ func TestTimestampParseAndFormat(t *testing.T) {
 		tm := time.UnixMicro(us).UTC()
 		for _, layout := range []string{"2006-01-02T15:04:05.999999Z07:00", "2006-01-02 15:04:05.999999", "2006-01-02T15:04:05.999999"} {
 			s := tm.Format(layout)
-			got, ok := parseTimestamp([]byte(s))
-			if !ok || got != us {
+			got, cut, ok := parseTimestamp([]byte(s))
+			if !ok || got != us || cut {
 				t.Fatalf("parseTimestamp(%s) = %d %v, want %d", s, got, ok, us)
 			}
 		}
 		off := time.FixedZone("", (rng.IntN(48)-24)*1800)
 		s := tm.In(off).Format("2006-01-02T15:04:05.000000000-07:00")
-		if got, ok := parseTimestamp([]byte(s)); !ok || got != us {
-			t.Fatalf("parseTimestamp(%s) = %d %v, want %d", s, got, ok, us)
+		// Nine digits whose last three are 0: nothing is lost.
+		if got, cut, ok := parseTimestamp([]byte(s)); !ok || got != us || cut {
+			t.Fatalf("parseTimestamp(%s) = %d %v %v, want %d", s, got, cut, ok, us)
+		}
+		ns := tm.In(off).Format("2006-01-02T15:04:05.000000") + "001" + tm.In(off).Format("-07:00")
+		if got, cut, ok := parseTimestamp([]byte(ns)); !ok || got != us || !cut {
+			t.Fatalf("parseTimestamp(%s) = %d cut %v %v, want %d cut", ns, got, cut, ok, us)
 		}
 		days := int64(math.Floor(float64(us) / float64(usPerDay)))
 		if d, ok := parseDate([]byte(tm.Format("2006-01-02"))); !ok || d != days {

@@ -116,6 +116,9 @@ type Encoder struct {
 	// column, by first appearance; unknownIdx indexes it by name.
 	unknown    []unknownField
 	unknownIdx map[string]int
+	// truncated: the columns of the buffered records whose timestamps lost
+	// digits beyond the microsecond (truncated.go).
+	truncated []truncatedColumn
 
 	vals    []parquet.Value // Flush scratch
 	runs    []run           // Flush scratch
@@ -274,6 +277,9 @@ func (e *Encoder) AddRecord(payload []byte, m *Meta) error {
 	if len(d.unknown) > 0 {
 		e.keepUnknown(offset)
 	}
+	if len(d.cuts) > 0 {
+		e.keepCuts(offset)
+	}
 	return nil
 }
 
@@ -339,4 +345,5 @@ func (e *Encoder) Reset() {
 	e.groups = e.groups[:0]
 	clear(e.groupIdx)
 	e.resetUnknown()
+	e.truncated = e.truncated[:0]
 }

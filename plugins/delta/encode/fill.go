@@ -431,7 +431,9 @@ func (d *decoder) timestampIn(start, end int) (int64, bool, *valueError) {
 				return days * usPerDay, false, nil
 			}
 		}
-		us, ok := parseTimestamp(s)
+		// A derivation reads days or hours: digits beyond the
+		// microsecond change nothing it writes.
+		us, _, ok := parseTimestamp(s)
 		if !ok {
 			return 0, false, valueErr(ErrUnparsable, "cannot parse "+quoteValue(s)+" as a timestamp")
 		}

@@ -71,7 +71,7 @@ func FuzzTimestamp(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		got, ok := parseTimestamp([]byte(s))
+		got, _, ok := parseTimestamp([]byte(s))
 		norm := []byte(s)
 		if len(norm) > 10 {
 			norm[10] = 'T'

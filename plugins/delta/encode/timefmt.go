@@ -72,26 +72,27 @@ func parseDate(s []byte) (int64, bool) {
 //	no zone (read as UTC): 2026-09-03 21:15:04, 2026-09-03T21:15:04.5
 //
 // Fractional seconds may have any number of digits; digits past the
-// microsecond are truncated. The result is microseconds since the epoch.
-func parseTimestamp(s []byte) (int64, bool) {
+// microsecond are truncated, and cut reports that one of them was not 0
+// (the value lost precision). The result is microseconds since the epoch.
+func parseTimestamp(s []byte) (us int64, cut, ok bool) {
 	if len(s) < 19 {
-		return 0, false
+		return 0, false, false
 	}
 	days, ok := parseDate(s)
 	if !ok {
-		return 0, false
+		return 0, false, false
 	}
 	sep := s[10]
 	if sep != 'T' && sep != 't' && sep != ' ' {
-		return 0, false
+		return 0, false, false
 	}
 	hh, ok1 := digits2(s, 11)
 	mm, ok2 := digits2(s, 14)
 	ss, ok3 := digits2(s, 17)
 	if !ok1 || !ok2 || !ok3 || s[13] != ':' || s[16] != ':' || hh > 23 || mm > 59 || ss > 59 {
-		return 0, false
+		return 0, false, false
 	}
-	us := days*usPerDay + int64(hh*3600+mm*60+ss)*usPerSecond
+	us = days*usPerDay + int64(hh*3600+mm*60+ss)*usPerSecond
 	i := 19
 	if i < len(s) && s[i] == '.' {
 		i++
@@ -100,11 +101,13 @@ func parseTimestamp(s []byte) (int64, bool) {
 		for ; i < len(s) && isDigit(s[i]); i++ {
 			if i-start < 6 {
 				frac = frac*10 + int64(s[i]-'0')
+			} else if s[i] != '0' {
+				cut = true
 			}
 		}
 		n := i - start
 		if n == 0 {
-			return 0, false
+			return 0, false, false
 		}
 		for ; n < 6; n++ {
 			frac *= 10
@@ -114,7 +117,7 @@ func parseTimestamp(s []byte) (int64, bool) {
 	if i == len(s) {
 		// No zone: read as UTC, with 'T' as with a space, so the two
 		// spellings of one local time never land on different instants.
-		return us, true
+		return us, cut, true
 	}
 	switch s[i] {
 	case 'Z', 'z':
@@ -123,7 +126,7 @@ func parseTimestamp(s []byte) (int64, bool) {
 		oh, ok1 := digits2(s, i+1)
 		om, ok2 := digits2(s, i+4)
 		if !ok1 || !ok2 || i+3 >= len(s) || s[i+3] != ':' || oh > 23 || om > 59 {
-			return 0, false
+			return 0, false, false
 		}
 		off := int64(oh*3600+om*60) * usPerSecond
 		if s[i] == '+' {
@@ -133,7 +136,7 @@ func parseTimestamp(s []byte) (int64, bool) {
 		}
 		i += 6
 	default:
-		return 0, false
+		return 0, false, false
 	}
-	return us, i == len(s)
+	return us, cut, i == len(s)
 }

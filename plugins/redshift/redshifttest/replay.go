@@ -52,6 +52,11 @@ func ReplayedBatchChangesNothing(t *testing.T, d sinkdriver.Driver, e *Env) {
 			if m := sinkdriver.SinkMetrics(t, inst); m["rows_inserted"] != 30 || m["rows_skipped_duplicates"] != 30 || m["rows_copied"] != 60 {
 				t.Fatalf("metrics after one replay %v", m)
 			}
+			// The SDK's records are the records written, skipped those the
+			// table already had.
+			if m := sinkdriver.Metrics(t, inst); m["records"] != 30 || m["skipped"] != 30 {
+				t.Errorf("records %v, skipped %v after one replay; want 30 and 30", m["records"], m["skipped"])
+			}
 			b.Attempt = 2
 			consume(t, inst, b)
 			if after := fmt.Sprint(e.Rows(table)); after != before {
@@ -71,6 +76,10 @@ func ReplayedBatchChangesNothing(t *testing.T, d sinkdriver.Driver, e *Env) {
 			consume(t, other, Batch("orders", 120, 30)) // overlaps 120..139, adds 140..149
 			if ids, n := e.IDs(table); n != 50 || len(ids) != 50 {
 				t.Fatalf("%d rows, %d ids after an overlapping batch", n, len(ids))
+			}
+			// 100..129 again, then 120..139 and 120..149: 20 written.
+			if m := sinkdriver.Metrics(t, other); m["records"] != 20 || m["skipped"] != 60 {
+				t.Errorf("the new runtime's records %v, skipped %v; want 20 and 60", m["records"], m["skipped"])
 			}
 		})
 	}

@@ -85,6 +85,27 @@ func SinkMetrics(t testing.TB, inst Instance) map[string]float64 {
 	return m.Sink
 }
 
+// Metrics returns the numbers at the top level of inst's metrics, the
+// SDK's counters (batches, records, rejected, skipped, ...).
+func Metrics(t testing.TB, inst Instance) map[string]float64 {
+	t.Helper()
+	raw, err := inst.Metrics()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal([]byte(raw), &m); err != nil {
+		t.Fatalf("%v: %s", err, raw)
+	}
+	out := map[string]float64{}
+	for k, v := range m {
+		if f, ok := v.(float64); ok {
+			out[k] = f
+		}
+	}
+	return out
+}
+
 // checkSecrets fails t for each line that carries one of secrets.
 func checkSecrets(t *testing.T, lines []string, secrets []string) {
 	for _, l := range lines {

@@ -1,0 +1,34 @@
+package delta
+
+import (
+	"fmt"
+
+	"github.com/picomq/heavy-sinks/plugins/delta/encode"
+)
+
+// maxTruncatedNames bounds the (topic, column) pairs whose truncated
+// timestamps are logged, like maxIgnoredNames.
+const maxTruncatedNames = 1000
+
+// truncated counts the committed timestamps that lost digits beyond the
+// microsecond (Delta's precision) and warns once per topic and column: a
+// producer sending nanoseconds (Java's Instant does) sends them in every
+// record, and a line per record would drown the log. Nothing is refused.
+func (t *table) truncated(cols []encode.TruncatedTimestamps, topic string) {
+	st := &t.sink.stats
+	for _, c := range cols {
+		st.truncated.Add(int64(c.Count))
+		if st.nTruncatedNames.Load() >= maxTruncatedNames {
+			continue
+		}
+		if _, seen := st.truncatedNames.LoadOrStore(topic+"\x00"+c.Column, true); seen {
+			continue
+		}
+		if n := st.nTruncatedNames.Add(1); n == maxTruncatedNames {
+			t.sink.host.Logger.Warn(fmt.Sprintf("%d columns with truncated timestamps logged; further ones are only counted in timestamps_truncated", n),
+				"table", t.uri)
+		}
+		t.sink.host.Logger.Warn("timestamps with digits beyond the microsecond were truncated to microseconds, the precision of Delta timestamps; counted in timestamps_truncated, logged once per topic and column",
+			"table", t.uri, "topic", topic, "column", c.Column, "offset", c.FirstOffset, "values", c.Count)
+	}
+}
