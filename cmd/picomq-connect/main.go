@@ -28,6 +28,7 @@ import (
 	"github.com/picomq/heavy-sinks/connect/definition"
 	"github.com/picomq/heavy-sinks/connect/observe"
 	"github.com/picomq/heavy-sinks/connect/pipeline"
+	"github.com/picomq/heavy-sinks/connect/preflight"
 )
 
 // Exit codes.
@@ -107,6 +108,18 @@ func run(args []string) int {
 		enabled = append(enabled, d)
 	}
 	if *check {
+		bin, err := child.FindHost(*hostBin, *pluginDir)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "picomq-connect:", err)
+			return exitUsage
+		}
+		opts := preflight.Options{Host: bin, PluginDir: *pluginDir, Environ: os.Environ(), Stderr: os.Stderr, Logger: log}
+		if errs := preflight.Check(context.Background(), enabled, opts); len(errs) > 0 {
+			for _, err := range errs {
+				fmt.Fprintln(os.Stderr, err)
+			}
+			return exitUsage
+		}
 		fmt.Printf("%d definition(s) OK, %d enabled\n", len(defs), len(enabled))
 		return exitOK
 	}

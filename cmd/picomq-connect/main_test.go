@@ -256,8 +256,8 @@ func TestExitCodeUsage(t *testing.T) {
 	if code := run([]string{"--check", bad}); code != exitUsage {
 		t.Errorf("bad definition: exit %d, want %d", code, exitUsage)
 	}
-	if code := run(append([]string{"--check"}, args(t, kf, defDir)...)); code != exitOK {
-		t.Errorf("--check of a good definition: exit %d", code)
+	if code := run(append([]string{"--check"}, args(t, kf, defDir)...)); code != exitUsage {
+		t.Errorf("--check of the config the plugin refuses: exit %d, want %d", code, exitUsage)
 	}
 }
 

@@ -439,7 +439,17 @@ func run(t *testing.T, files map[string][]byte, arch string) {
 		}
 	}
 
-	check := exec.Command(filepath.Join(dir, "picomq-connect"), "--check", "--plugin-dir", dir,
+	// --check loads each library in picomq-host to read its describe():
+	// under qemu, the host needs the wrapper too.
+	host := filepath.Join(dir, "picomq-host")
+	if wrapper != nil {
+		script := "#!/bin/sh\nexec " + strings.Join(wrapper, " ") + " " + host + " \"$@\"\n"
+		host = filepath.Join(t.TempDir(), "picomq-host-wrapped")
+		if err := os.WriteFile(host, []byte(script), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check := exec.Command(filepath.Join(dir, "picomq-connect"), "--check", "--plugin-dir", dir, "--host", host,
 		filepath.Join(repoRoot(t), "examples", "definitions"))
 	if wrapper != nil {
 		check = exec.Command(wrapper[0], append(append(wrapper[1:], check.Path), check.Args[1:]...)...)

@@ -27,18 +27,22 @@ import (
 // key is absent and has no default. The same declaration drives decoding,
 // environment overrides, describe() and the generated config reference.
 
-// Field is one declared plugin_config key.
+// Field is one declared plugin_config key, as describe() lists it. Type is
+// string, template (a string), bool, int, float or duration.
 type Field struct {
-	Key         string  `json:"key"`
-	Type        string  `json:"type"`
-	Default     *string `json:"default"`
-	Required    bool    `json:"required"`
-	Secret      bool    `json:"secret"`
-	Description string  `json:"description"`
+	Key      string  `json:"key"`
+	Type     string  `json:"type"`
+	Default  *string `json:"default"`
+	Required bool    `json:"required"`
+	// NonEmpty marks a required string that must not be empty either (a
+	// plain string field); a required pointer field may be set to "".
+	// Absent from describe() when false, and from older plugins: a runtime
+	// checking a definition then lets "" pass and leaves it to open.
+	NonEmpty    bool   `json:"non_empty,omitempty"`
+	Secret      bool   `json:"secret"`
+	Description string `json:"description"`
 
 	index []int
-	kind  reflect.Kind // of the value, pointers removed
-	isDur bool
 	isPtr bool
 }
 
@@ -46,7 +50,6 @@ type Field struct {
 type Schema struct {
 	typ    reflect.Type
 	Fields []Field
-	byKey  map[string]int
 }
 
 var durationType = reflect.TypeOf(time.Duration(0))
@@ -60,7 +63,8 @@ func schemaOfType(t reflect.Type) (*Schema, error) {
 	if t.Kind() != reflect.Struct {
 		return nil, fmt.Errorf("config type %s is not a struct", t)
 	}
-	s := &Schema{typ: t, byKey: map[string]int{}}
+	s := &Schema{typ: t}
+	byKey := map[string]bool{}
 	for i := 0; i < t.NumField(); i++ {
 		sf := t.Field(i)
 		tag, ok := sf.Tag.Lookup("config")
@@ -77,17 +81,16 @@ func schemaOfType(t reflect.Type) (*Schema, error) {
 			f.isPtr = true
 			ft = ft.Elem()
 		}
-		f.kind, f.isDur = ft.Kind(), ft == durationType
-		switch {
-		case f.isDur:
+		switch kind := ft.Kind(); {
+		case ft == durationType:
 			f.Type = "duration"
-		case f.kind == reflect.String:
+		case kind == reflect.String:
 			f.Type = "string"
-		case f.kind == reflect.Bool:
+		case kind == reflect.Bool:
 			f.Type = "bool"
-		case f.kind == reflect.Int || f.kind == reflect.Int64:
+		case kind == reflect.Int || kind == reflect.Int64:
 			f.Type = "int"
-		case f.kind == reflect.Float64:
+		case kind == reflect.Float64:
 			f.Type = "float"
 		default:
 			return nil, fmt.Errorf("config field %s: unsupported type %s", sf.Name, sf.Type)
@@ -113,10 +116,11 @@ func schemaOfType(t reflect.Type) (*Schema, error) {
 				return nil, fmt.Errorf("config field %s: bad default: %v", sf.Name, err)
 			}
 		}
-		if _, dup := s.byKey[f.Key]; dup {
+		f.NonEmpty = f.Required && !f.isPtr && ft.Kind() == reflect.String
+		if byKey[f.Key] {
 			return nil, fmt.Errorf("config key %q declared twice", f.Key)
 		}
-		s.byKey[f.Key] = len(s.Fields)
+		byKey[f.Key] = true
 		s.Fields = append(s.Fields, f)
 	}
 	return s, nil
@@ -173,11 +177,12 @@ type Decoded struct {
 
 // Decode fills dst (a pointer to the schema's struct) from defaults, then the
 // plugin_config JSON object, then environment overrides (env wins). A value
-// of the wrong type, a plugin_config key the schema does not declare, and an
-// override for this sink key naming no declared key are BAD_CONFIG errors
-// naming the key (and the nearest declared one): a typo such as
-// "exactly_onse" must not silently leave the default in force. Secret
-// values never appear in errors.
+// of the wrong type, a plugin_config key the schema does not declare, an
+// override for this sink key naming no declared key, and a required key
+// left unset are BAD_CONFIG errors naming the key (and the nearest declared
+// one), every problem in one error: a typo such as "exactly_onse" must not
+// silently leave the default in force. Secret values never appear in
+// errors.
 func (s *Schema) Decode(raw json.RawMessage, sinkKey string, env Env, dst any) (Decoded, error) {
 	var out Decoded
 	v := reflect.ValueOf(dst)
@@ -185,46 +190,85 @@ func (s *Schema) Decode(raw json.RawMessage, sinkKey string, env Env, dst any) (
 		return out, fmt.Errorf("Decode: dst must be *%s", s.typ)
 	}
 	v = v.Elem()
+	r := resolve(s.Fields, raw, sinkKey, env)
+	out.Warnings = r.warnings
+	if len(r.problems) > 0 {
+		return out, BadConfigf("%s", strings.Join(r.problems, "; "))
+	}
+	for i, val := range r.vals {
+		if val == nil {
+			continue
+		}
+		assign(v, &s.Fields[i], val)
+		if str, ok := val.(string); ok && s.Fields[i].Secret && str != "" {
+			out.Secrets = append(out.Secrets, str)
+		}
+	}
+	return out, nil
+}
+
+// CheckConfig returns every problem Decode would refuse plugin_config raw
+// for, with the environment overrides of sinkKey in env, given the fields
+// as describe() lists them; nil when there is none. The messages are
+// Decode's. A runtime checks a definition with it without opening
+// anything: what only the plugin's open can judge (a table that does not
+// exist, a URI it parses, an endpoint) passes here.
+func CheckConfig(fields []Field, raw json.RawMessage, sinkKey string, env Env) []string {
+	return resolve(fields, raw, sinkKey, env).problems
+}
+
+// resolved is a plugin_config checked against its declaration.
+type resolved struct {
+	vals     []any // per field, in declaration order; nil when unset
+	warnings []string
+	problems []string
+}
+
+// resolve applies the defaults, raw and the overrides to fields, in that
+// order, and collects every problem; it needs only the declaration, not the
+// struct it came from, so a runtime can run it on describe()'s fields.
+func resolve(fields []Field, raw json.RawMessage, sinkKey string, env Env) resolved {
+	r := resolved{vals: make([]any, len(fields))}
 	obj := map[string]json.RawMessage{}
-	if len(bytes.TrimSpace(raw)) > 0 && !bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
+	if t := bytes.TrimSpace(raw); len(t) > 0 && !bytes.Equal(t, []byte("null")) {
 		if err := json.Unmarshal(raw, &obj); err != nil {
-			return out, BadConfigf("plugin_config must be a JSON object")
+			r.problems = []string{"plugin_config must be a JSON object"}
+			return r
 		}
 	}
-	set := make([]bool, len(s.Fields))
-	for i := range s.Fields {
-		f := &s.Fields[i]
-		if f.Default != nil {
-			val, _ := parseString(f, *f.Default)
-			assign(v, f, val)
-			set[i] = true
+	byKey := make(map[string]int, len(fields))
+	for i := range fields {
+		byKey[fields[i].Key] = i
+		if d := fields[i].Default; d != nil {
+			r.vals[i], _ = parseString(&fields[i], *d)
 		}
 	}
-	var unknown []string
-	for _, k := range sortedKeys(obj) {
-		if _, ok := s.byKey[k]; !ok {
-			unknown = append(unknown, s.unknownKey(k))
+	// A key whose value was refused is not reported as missing too.
+	refused := make([]bool, len(fields))
+	keys := sortedKeys(obj)
+	for _, k := range keys {
+		if _, ok := byKey[k]; !ok {
+			r.problems = append(r.problems, unknownKey(fields, k))
 		}
 	}
-	if len(unknown) > 0 {
-		return out, BadConfigf("%s", strings.Join(unknown, "; "))
-	}
-	for _, k := range sortedKeys(obj) {
-		i := s.byKey[k]
-		f := &s.Fields[i]
-		val, present, err := parseJSON(f, obj[k])
-		if err != nil {
-			return out, BadConfig(err)
+	for _, k := range keys {
+		i, ok := byKey[k]
+		if !ok {
+			continue
 		}
-		if present {
-			assign(v, f, val)
-			set[i] = true
+		val, present, err := parseJSON(&fields[i], obj[k])
+		switch {
+		case err != nil:
+			r.problems = append(r.problems, err.Error())
+			refused[i] = true
+		case present:
+			r.vals[i] = val
 		}
 	}
 	prefix := EnvPrefix(sinkKey)
 	if env.Lookup != nil {
-		for i := range s.Fields {
-			f := &s.Fields[i]
+		for i := range fields {
+			f := &fields[i]
 			name := prefix + envName(f.Key)
 			str, ok := env.Lookup(name)
 			if !ok {
@@ -232,46 +276,38 @@ func (s *Schema) Decode(raw json.RawMessage, sinkKey string, env Env, dst any) (
 			}
 			val, err := parseString(f, str)
 			if err != nil {
-				return out, BadConfigf("environment override %s for plugin_config key %q: %v", name, f.Key, redactValue(f, err))
+				r.problems = append(r.problems, fmt.Sprintf("environment override %s for plugin_config key %q: %v", name, f.Key, redactValue(f, err)))
+				refused[i] = true
+				continue
 			}
-			assign(v, f, val)
-			set[i] = true
+			r.vals[i] = val
 		}
 	}
-	unknown = nil
+	var unknown []string
 	for _, kv := range env.Environ {
 		name, _, _ := strings.Cut(kv, "=")
 		rest, ok := strings.CutPrefix(name, prefix)
-		if !ok || s.fieldByEnvName(rest) >= 0 {
+		if !ok || fieldByEnvName(fields, rest) >= 0 {
 			continue
 		}
 		if strings.Contains(rest, "_PLUGIN_CONFIG_") {
 			// Another sink's key may extend this one's: the override
 			// of key "a_plugin_config_b" for sink "a" reads the same
 			// as field B of sink "a_plugin_config_b". Not ours to refuse.
-			out.Warnings = append(out.Warnings, fmt.Sprintf("environment variable %s names no plugin_config key of this sink; ignored as another sink's", name))
+			r.warnings = append(r.warnings, fmt.Sprintf("environment variable %s names no plugin_config key of this sink; ignored as another sink's", name))
 			continue
 		}
-		unknown = append(unknown, s.unknownOverride(prefix, rest))
+		unknown = append(unknown, unknownOverride(fields, prefix, rest))
 	}
-	if len(unknown) > 0 {
-		slices.Sort(unknown)
-		unknown = slices.Compact(unknown)
-		return out, BadConfigf("%s", strings.Join(unknown, "; "))
-	}
-	for i := range s.Fields {
-		f := &s.Fields[i]
-		fv := v.FieldByIndex(f.index)
-		if f.Required && (!set[i] || isEmpty(fv)) {
-			return out, BadConfigf("plugin_config key %q is required", f.Key)
-		}
-		if f.Secret && set[i] {
-			if str := stringOf(fv); str != "" {
-				out.Secrets = append(out.Secrets, str)
-			}
+	slices.Sort(unknown)
+	r.problems = append(r.problems, slices.Compact(unknown)...)
+	for i := range fields {
+		f := &fields[i]
+		if f.Required && !refused[i] && (r.vals[i] == nil || f.NonEmpty && r.vals[i] == "") {
+			r.problems = append(r.problems, fmt.Sprintf("plugin_config key %q is required", f.Key))
 		}
 	}
-	return out, nil
+	return r
 }
 
 func sortedKeys(m map[string]json.RawMessage) []string {
@@ -293,13 +329,13 @@ func parseJSON(f *Field, raw json.RawMessage) (any, bool, error) {
 	wrong := func() error {
 		return fmt.Errorf("plugin_config key %q: expected %s, got %s", f.Key, f.Type, jsonKind(raw))
 	}
-	switch {
-	case f.kind == reflect.String || f.isDur:
+	switch f.Type {
+	case "string", "template", "duration":
 		var str string
 		if json.Unmarshal(raw, &str) != nil {
 			return nil, false, wrong()
 		}
-		if f.isDur {
+		if f.Type == "duration" {
 			d, err := time.ParseDuration(str)
 			if err != nil {
 				return nil, false, fmt.Errorf("plugin_config key %q: %v", f.Key, redactValue(f, err))
@@ -307,19 +343,19 @@ func parseJSON(f *Field, raw json.RawMessage) (any, bool, error) {
 			return d, true, nil
 		}
 		return str, true, nil
-	case f.kind == reflect.Bool:
+	case "bool":
 		var b bool
 		if json.Unmarshal(raw, &b) != nil {
 			return nil, false, wrong()
 		}
 		return b, true, nil
-	case f.kind == reflect.Float64:
+	case "float":
 		var x float64
 		if json.Unmarshal(raw, &x) != nil {
 			return nil, false, wrong()
 		}
 		return x, true, nil
-	default: // int
+	case "int":
 		// json.Number would also accept "10" in quotes; a config that
 		// says a string where an int belongs is wrong and should say so.
 		var n json.Number
@@ -328,9 +364,17 @@ func parseJSON(f *Field, raw json.RawMessage) (any, bool, error) {
 		}
 		i, err := strconv.ParseInt(n.String(), 10, 64)
 		if err != nil {
-			return nil, false, fmt.Errorf("plugin_config key %q: expected int, got %s", f.Key, n.String())
+			got := n.String()
+			if f.Secret {
+				got = "a number that is not an int"
+			}
+			return nil, false, fmt.Errorf("plugin_config key %q: expected int, got %s", f.Key, got)
 		}
 		return i, true, nil
+	default:
+		// A type this SDK does not know, in a newer plugin's describe():
+		// its open judges the value.
+		return raw, true, nil
 	}
 }
 
@@ -353,29 +397,31 @@ func jsonKind(raw json.RawMessage) string {
 
 // parseString reads a default or an environment override.
 func parseString(f *Field, s string) (any, error) {
-	switch {
-	case f.isDur:
+	switch f.Type {
+	case "duration":
 		return time.ParseDuration(s)
-	case f.kind == reflect.String:
+	case "string", "template":
 		return s, nil
-	case f.kind == reflect.Bool:
+	case "bool":
 		b, err := strconv.ParseBool(s)
 		if err != nil {
 			return nil, fmt.Errorf("cannot parse %q as bool", s)
 		}
 		return b, nil
-	case f.kind == reflect.Float64:
+	case "float":
 		x, err := strconv.ParseFloat(s, 64)
 		if err != nil {
 			return nil, fmt.Errorf("cannot parse %q as float", s)
 		}
 		return x, nil
-	default:
+	case "int":
 		i, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
 		if err != nil {
 			return nil, fmt.Errorf("cannot parse %q as int", s)
 		}
 		return i, nil
+	default: // a type this SDK does not know; see parseJSON
+		return s, nil
 	}
 }
 
@@ -407,26 +453,6 @@ func assign(v reflect.Value, f *Field, val any) {
 	case time.Duration:
 		target.SetInt(int64(x))
 	}
-}
-
-func isEmpty(v reflect.Value) bool {
-	if v.Kind() == reflect.Pointer {
-		return v.IsNil()
-	}
-	return v.Kind() == reflect.String && v.Len() == 0
-}
-
-func stringOf(v reflect.Value) string {
-	if v.Kind() == reflect.Pointer {
-		if v.IsNil() {
-			return ""
-		}
-		v = v.Elem()
-	}
-	if v.Kind() == reflect.String {
-		return v.String()
-	}
-	return ""
 }
 
 // Markdown renders the declaration as the config reference table used in

@@ -145,6 +145,10 @@ func TestDecodeNeverEchoesSecretValues(t *testing.T) {
 	if err == nil || strings.Contains(err.Error(), "hunter2") {
 		t.Fatalf("error %v leaks or is missing", err)
 	}
+	_, err = s.Decode(json.RawMessage(`{"pin":1234.5}`), "k", envOf(), &c)
+	if err == nil || strings.Contains(err.Error(), "1234") {
+		t.Fatalf("error %v leaks or is missing", err)
+	}
 }
 
 func TestDecodeRefusesUnknownKeysNamingTheNearest(t *testing.T) {
@@ -208,6 +212,78 @@ func TestDecodeLeavesOtherSinksOverridesAlone(t *testing.T) {
 	}
 }
 
+// CheckConfig, given the fields as describe() prints them, refuses what
+// Decode refuses with Decode's messages, and reports every problem at once.
+func TestCheckConfigIsDecodeOnDescribedFields(t *testing.T) {
+	type ptrConfig struct {
+		Prefix *string `config:"prefix,required"`
+		Name   string  `config:"name,required"`
+	}
+	const prefix = "PICOMQ_CONNECTORS_SINK_ORDERS_DELTA_PLUGIN_CONFIG_"
+	cases := []struct {
+		name, raw string
+		env       sdk.Env
+	}{
+		{"good", `{"table_uri":"x","batch_size":5}`, envOf()},
+		{"unknown, wrong type, missing", `{"tabel_uri":"x","batch_size":"5","allow_http":1}`, envOf()},
+		{"required from the environment", `{}`, envOf(prefix+"TABLE_URI", "s3://b/t")},
+		{"empty required", `{"table_uri":""}`, envOf()},
+		{"bad override and unknown override", `{"table_uri":"x"}`, envOf(prefix+"RETRY_DELAY", "soon", prefix+"SECRET_KYE", "s3cr3t-value")},
+		{"secret from the environment", `{"table_uri":"x"}`, envOf(prefix+"SECRET_KEY", "s3cr3t-value")},
+		{"not an object", `[1]`, envOf()},
+	}
+	s, err := sdk.SchemaOf[testConfig]()
+	if err != nil {
+		t.Fatal(err)
+	}
+	described := func(s *sdk.Schema) []sdk.Field {
+		js, err := json.Marshal(s.Fields)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var fields []sdk.Field
+		if err := json.Unmarshal(js, &fields); err != nil {
+			t.Fatal(err)
+		}
+		return fields
+	}
+	fields := described(s)
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			problems := sdk.CheckConfig(fields, json.RawMessage(tc.raw), "orders_delta", tc.env)
+			_, _, err := decode(t, tc.raw, tc.env)
+			if err == nil {
+				if len(problems) != 0 {
+					t.Fatalf("Decode accepts what CheckConfig refuses: %q", problems)
+				}
+				return
+			}
+			if got := strings.Join(problems, "; "); got != err.Error() {
+				t.Fatalf("CheckConfig %q\nDecode      %q", got, err)
+			}
+			if strings.Contains(err.Error(), "s3cr3t-value") {
+				t.Fatalf("a secret value in %v", err)
+			}
+		})
+	}
+	if got := sdk.CheckConfig(fields, json.RawMessage(`{"tabel_uri":"x","batch_size":"5","allow_http":1}`), "orders_delta", envOf()); len(got) != 4 {
+		t.Errorf("every problem: got %q, want unknown key, two wrong types and the missing key", got)
+	}
+	// A required pointer may be empty; a required plain string may not.
+	ps, err := sdk.SchemaOf[ptrConfig]()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := sdk.CheckConfig(described(ps), json.RawMessage(`{"prefix":"","name":""}`), "k", envOf())
+	if want := []string{`plugin_config key "name" is required`}; !slices.Equal(got, want) {
+		t.Errorf("empty values: got %q, want %q", got, want)
+	}
+	var pc ptrConfig
+	if _, err := ps.Decode(json.RawMessage(`{"prefix":"","name":"n"}`), "k", envOf(), &pc); err != nil || pc.Prefix == nil || *pc.Prefix != "" {
+		t.Errorf("empty required pointer: %+v, %v", pc, err)
+	}
+}
+
 func TestEnvFromFirstEntryWins(t *testing.T) {
 	env := sdk.EnvFrom([]string{"A=1", "B=x=y", "A=2", "NOEQUALS", "E="})
 	for name, want := range map[string]string{"A": "1", "B": "x=y", "E": ""} {
@@ -226,7 +302,7 @@ func TestSchemaFieldsAndMarkdown(t *testing.T) {
 		t.Fatal(err)
 	}
 	got, _ := json.Marshal(s.Fields[:2])
-	want := `[{"key":"table_uri","type":"template","default":null,"required":true,"secret":false,"description":"Where | to write"},` +
+	want := `[{"key":"table_uri","type":"template","default":null,"required":true,"non_empty":true,"secret":false,"description":"Where | to write"},` +
 		`{"key":"secret_key","type":"string","default":null,"required":false,"secret":true,"description":"A secret"}]`
 	if string(got) != want {
 		t.Fatalf("fields\n got %s\nwant %s", got, want)

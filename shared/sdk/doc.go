@@ -11,7 +11,8 @@
 //   - sink.go      the Sink interface, Plugin registration and the per-instance Host
 //   - errors.go    the error taxonomy and the one function mapping errors to ABI results
 //   - config.go    config declared once in struct tags: decoding, env overrides,
-//     defaults, secrets, and the schema describe() prints
+//     defaults, secrets, and the schema describe() prints; CheckConfig runs
+//     the same checks on describe()'s list, for a host checking a definition
 //   - batch.go     batches and records as the host lends them, payload checks by schema
 //   - log.go       the slog handler that forwards to the host's log callback
 //   - instance.go  open instances, serialised calls, panics recovered, metrics

@@ -10,38 +10,38 @@ import (
 // usual cause is a typo; when no key is near, they list them all.
 
 // unknownKey is the refusal of plugin_config key k.
-func (s *Schema) unknownKey(k string) string {
+func unknownKey(fields []Field, k string) string {
 	msg := fmt.Sprintf("plugin_config key %q is not known to this plugin", k)
-	keys := make([]string, len(s.Fields))
-	for i, f := range s.Fields {
+	keys := make([]string, len(fields))
+	for i, f := range fields {
 		keys[i] = f.Key
 	}
 	if i := nearest(k, keys); i >= 0 {
 		return fmt.Sprintf("%s; did you mean %q?", msg, keys[i])
 	}
-	return msg + "; " + s.knownKeys()
+	return msg + "; " + knownKeys(fields)
 }
 
 // unknownOverride is the refusal of the variable prefix+rest, whose rest
 // matches no declared key.
-func (s *Schema) unknownOverride(prefix, rest string) string {
+func unknownOverride(fields []Field, prefix, rest string) string {
 	msg := fmt.Sprintf("environment override %s names no plugin_config key of this plugin", prefix+rest)
-	names := make([]string, len(s.Fields))
-	for i, f := range s.Fields {
+	names := make([]string, len(fields))
+	for i, f := range fields {
 		names[i] = envName(f.Key)
 	}
 	if i := nearest(rest, names); i >= 0 {
-		return fmt.Sprintf("%s; did you mean %s (key %q)?", msg, prefix+names[i], s.Fields[i].Key)
+		return fmt.Sprintf("%s; did you mean %s (key %q)?", msg, prefix+names[i], fields[i].Key)
 	}
-	return msg + "; " + s.knownKeys()
+	return msg + "; " + knownKeys(fields)
 }
 
-func (s *Schema) knownKeys() string {
-	if len(s.Fields) == 0 {
+func knownKeys(fields []Field) string {
+	if len(fields) == 0 {
 		return "it declares no keys"
 	}
-	keys := make([]string, len(s.Fields))
-	for i, f := range s.Fields {
+	keys := make([]string, len(fields))
+	for i, f := range fields {
 		keys[i] = f.Key
 	}
 	return "known keys: " + strings.Join(keys, ", ")
@@ -49,9 +49,9 @@ func (s *Schema) knownKeys() string {
 
 // fieldByEnvName returns the index of the field whose override name is
 // name, or -1.
-func (s *Schema) fieldByEnvName(name string) int {
-	for i := range s.Fields {
-		if envName(s.Fields[i].Key) == name {
+func fieldByEnvName(fields []Field, name string) int {
+	for i := range fields {
+		if envName(fields[i].Key) == name {
 			return i
 		}
 	}

@@ -1,0 +1,12 @@
+// Package preflight checks sink definitions against the plugin libraries
+// they name, without opening a sink: picomq-connect --check. Each library
+// is loaded once in a picomq-host child, its describe() read and the child
+// stopped; each definition's plugin_config, with the environment overrides
+// the plugin would read at open, is then checked by the SDK's own rules
+// (sdk.CheckConfig): unknown keys, values of the wrong type, required keys
+// missing. Nothing connects anywhere: what only the plugin's open can judge
+// (a table that does not exist, an endpoint, a URI the plugin parses) is
+// left to open.
+//
+// File map: preflight.go.
+package preflight
