@@ -101,21 +101,26 @@ func (c *consumer) session(ctx, work context.Context) error {
 			}
 		}
 	}
-	opts := append(slices.Clip(c.opts), kgo.OnPartitionsRevoked(drop), kgo.OnPartitionsLost(drop))
+	// sctx ends with the session, before the client closes.
+	sctx, endSession := context.WithCancel(ctx)
+	assigned := func(_ context.Context, cl *kgo.Client, parts map[string][]int32) {
+		c.s.sawAssigned(sctx, cl, c.t, parts)
+	}
+	opts := append(slices.Clip(c.opts), kgo.OnPartitionsAssigned(assigned), kgo.OnPartitionsRevoked(drop), kgo.OnPartitionsLost(drop))
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
+		endSession()
 		return fmt.Errorf("kafka client: %w", err)
 	}
 	defer func() {
 		// Leaving the group runs the revocation callback, which a blocked
 		// rebalance would hold forever.
+		endSession()
 		cl.AllowRebalance()
 		cl.Close()
 	}()
 	c.cl = cl
-	rctx, stopRefresh := context.WithCancel(ctx)
-	defer stopRefresh()
-	go c.s.refreshEnds(rctx, cl)
+	go c.s.refreshEnds(sctx, cl)
 	for {
 		pctx, cancel := ctx, context.CancelFunc(func() {})
 		if at, ok := c.nextIdleFlush(); ok {

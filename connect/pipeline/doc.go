@@ -23,8 +23,8 @@
 // Deliverer interface (a child.Instance in the runtime, anything in tests).
 //
 // File map: sink.go (a sink, its state, Run), consumer.go (the poll and
-// bucket loop, commits, revocations), deliver.go (decoding, attempts,
-// backoff, outcomes), deadletter.go (the dead-letter producer), client.go
-// (kgo options from a definition), status.go (committed offset, high
-// watermark and lag per topic-partition).
+// bucket loop, commits, assignments, revocations), deliver.go (decoding,
+// attempts, backoff, outcomes), deadletter.go (the dead-letter producer),
+// client.go (kgo options from a definition), status.go (committed offset,
+// high watermark and lag per assigned topic-partition).
 package pipeline
