@@ -16,6 +16,7 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -32,11 +33,25 @@ import (
 // the broker and the endpoint.
 func run(t *testing.T, m *observe.Metrics, block, pluginConfig string) (*kfake.Cluster, *httptest.Server, *pipeline.Sink) {
 	t.Helper()
+	kf := newCluster(t)
+	srv, s := runOn(t, kf, m, block, pluginConfig)
+	return kf, srv, s
+}
+
+// newCluster is a fresh kfake broker with topic "a" of one partition.
+func newCluster(t *testing.T) *kfake.Cluster {
+	t.Helper()
 	kf, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "a"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(kf.Close)
+	return kf
+}
+
+// runOn is run on a broker the test prepared.
+func runOn(t *testing.T, kf *kfake.Cluster, m *observe.Metrics, block, pluginConfig string) (*httptest.Server, *pipeline.Sink) {
+	t.Helper()
 	lib := testenv.Library(t, "test/libpicomq_connector_test_a_sink.so")
 	doc := fmt.Sprintf("type = \"sink\"\nkey = \"obs\"\npath = %q\n[[topics]]\ntopics = [\"a\"]\nschema = \"json\"\n%s\n[plugin_config]\nrecord_path = %q\n%s\n",
 		strings.TrimSuffix(lib, ".so"), block, filepath.Join(t.TempDir(), "records.jsonl"), pluginConfig)
@@ -69,7 +84,7 @@ func run(t *testing.T, m *observe.Metrics, block, pluginConfig string) (*kfake.C
 	})
 	srv := httptest.NewServer(observe.Handler(m))
 	t.Cleanup(srv.Close)
-	return kf, srv, s
+	return srv, s
 }
 
 func produce(t *testing.T, kf *kfake.Cluster, n int) {
@@ -262,7 +277,8 @@ func TestScrapeDuringConsume(t *testing.T) {
 	kf, srv, _ := run(t, m, "batch_length = 1\n", "delay = \"4s\"\n")
 	produce(t, kf, 1)
 	until := time.Now().Add(10 * time.Second)
-	for len(status(t, srv).Sinks[0].Partitions) == 0 {
+	// Listed from the assignment on; lag 1 once the record is known.
+	for parts := status(t, srv).Sinks[0].Partitions; len(parts) == 0 || parts[0].Lag != 1; parts = status(t, srv).Sinks[0].Partitions {
 		if time.Now().After(until) {
 			t.Fatal("no fetch")
 		}
@@ -282,5 +298,85 @@ func TestScrapeDuringConsume(t *testing.T) {
 	}
 	if _, err := m.Registry().Gather(); err != nil {
 		t.Error(err)
+	}
+}
+
+// A quiet partition is listed from the assignment, before anything is
+// fetched from it (before, only once a fetch returned records): a "latest"
+// block on a topic with records but none new shows its partition at the
+// end offset with no committed offset and lag 0, and so does an
+// "earliest" group whose committed offset is at the end. Records produced
+// afterwards are lag until committed.
+func TestQuietPartitionsListed(t *testing.T) {
+	for _, c := range []struct {
+		name, block string
+		commit      bool // the group committed offset 5 before the sink starts
+		committed   *int64
+	}{
+		{"latest", "auto_offset_reset = \"latest\"\n", false, nil},
+		{"earliest committed", "", true, ptr(int64(5))},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			kf := newCluster(t)
+			produce(t, kf, 5)
+			if c.commit {
+				commit(t, kf, "picomq-connect-sink-obs", "a", 5)
+			}
+			m := observe.NewMetrics()
+			srv, _ := runOn(t, kf, m, c.block+"poll_interval = \"50ms\"\n", "")
+			var p observe.PartitionStatus
+			for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+				if parts := status(t, srv).Sinks[0].Partitions; len(parts) == 1 {
+					p = parts[0]
+					if p.HighWatermark != nil && *p.HighWatermark == 5 {
+						break
+					}
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("/status never listed a/0 at high watermark 5; last %+v", p)
+				}
+			}
+			if p.Topic != "a" || p.Partition != 0 || p.Lag != 0 || p.LastBatchTime != nil ||
+				(p.CommittedOffset == nil) != (c.committed == nil) || c.committed != nil && *p.CommittedOffset != *c.committed {
+				t.Errorf("partition %+v", p)
+			}
+			if lag, _ := value(t, scrape(t, srv), "picomq_connect_consumer_lag_records", "sink_key=obs", "topic=a", "partition=0"); lag != 0 {
+				t.Errorf("lag gauge %v, want 0", lag)
+			}
+			produce(t, kf, 2)
+			for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+				p = status(t, srv).Sinks[0].Partitions[0]
+				if p.CommittedOffset != nil && *p.CommittedOffset == 7 {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("offset 7 never committed; last %+v", p)
+				}
+			}
+			if p.Lag != 0 || *p.HighWatermark != 7 {
+				t.Errorf("partition after the commit %+v", p)
+			}
+		})
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// commit commits offset at for topic partition 0 in group.
+func commit(t *testing.T, kf *kfake.Cluster, group, topic string, at int64) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(kf.ListenAddrs()...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	var os kadm.Offsets
+	os.Add(kadm.Offset{Topic: topic, Partition: 0, At: at, LeaderEpoch: -1})
+	resp, err := kadm.NewClient(cl).CommitOffsets(context.Background(), group, os)
+	if err == nil {
+		err = resp.Error()
+	}
+	if err != nil {
+		t.Fatal(err)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -48,11 +49,15 @@ type consumer struct {
 	mu      sync.Mutex // the loop holds it while it buffers and delivers; revocations take it
 	buckets map[tp]*bucket
 	cl      *kgo.Client
-	dlq     *kgo.Client // dead-letter producer, made on first use
+	dlq     *kgo.Client // dead-letter producer, made at start with errors_tolerance = "all"
+	// dlqReady are the dead-letter topics known to exist: checked at
+	// start, then on assignment (see ensureDeadLetters). Only run, before
+	// any client exists, and the assignment callback, between polls, use it.
+	dlqReady map[string]bool
 }
 
 func newConsumer(s *Sink, t definition.Topic, opts []kgo.Opt) *consumer {
-	return &consumer{s: s, t: t, opts: opts, attempts: map[tp]mark{},
+	return &consumer{s: s, t: t, opts: opts, attempts: map[tp]mark{}, dlqReady: map[string]bool{},
 		log: s.log.With("block", t.Index, "group", t.ConsumerGroup)}
 }
 
@@ -71,6 +76,23 @@ func (c *consumer) run(ctx context.Context) error {
 			c.dlq.Close()
 		}
 	}()
+	if c.t.ErrorsTolerance == definition.ToleranceAll {
+		// Made here, before any client callback can use it.
+		if _, err := c.producer(); err != nil {
+			return err
+		}
+		// The dead-letter topics known before joining the group: a
+		// missing one that cannot be created stops the consumer before
+		// it consumes anything; a broker that does not answer yet is
+		// waited for.
+		if err := c.ensureDeadLetters(ctx, c.t.Topics); err != nil {
+			if ctx.Err() != nil {
+				c.log.Info("consumer stopped", "event", "consumer_stopped", "flushed_partitions", 0)
+				return nil
+			}
+			return err
+		}
+	}
 	for {
 		err := c.session(ctx, work)
 		if !errors.Is(err, errRewind) {
@@ -101,25 +123,45 @@ func (c *consumer) session(ctx, work context.Context) error {
 			}
 		}
 	}
-	opts := append(slices.Clip(c.opts), kgo.OnPartitionsRevoked(drop), kgo.OnPartitionsLost(drop))
+	// sctx ends with the session, or earlier with a *DeadLetterTopicError
+	// when a newly assigned topic's dead-letter topic cannot exist, which
+	// also wakes the poll.
+	sctx, endSession := context.WithCancelCause(ctx)
+	assigned := func(_ context.Context, cl *kgo.Client, parts map[string][]int32) {
+		c.s.sawAssigned(sctx, cl, c.t, parts)
+		if c.t.ErrorsTolerance != definition.ToleranceAll || len(parts) == 0 {
+			return
+		}
+		// kgo fetches nothing of these partitions before this callback
+		// returns: a pattern's new topic is checked before its first
+		// record is consumed.
+		topics := slices.Sorted(maps.Keys(parts))
+		if err := c.ensureDeadLetters(sctx, topics); err != nil && sctx.Err() == nil {
+			cl.PauseFetchTopics(topics...)
+			endSession(err)
+		}
+	}
+	opts := append(slices.Clip(c.opts), kgo.OnPartitionsAssigned(assigned), kgo.OnPartitionsRevoked(drop), kgo.OnPartitionsLost(drop))
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
+		endSession(nil)
 		return fmt.Errorf("kafka client: %w", err)
 	}
 	defer func() {
-		// Leaving the group runs the revocation callback, which a blocked
-		// rebalance would hold forever.
+		// The assignment callback may be waiting for the broker: end it
+		// first, since leaving the group waits for it. Leaving runs the
+		// revocation callback, which a blocked rebalance would hold
+		// forever.
+		endSession(nil)
 		cl.AllowRebalance()
 		cl.Close()
 	}()
 	c.cl = cl
-	rctx, stopRefresh := context.WithCancel(ctx)
-	defer stopRefresh()
-	go c.s.refreshEnds(rctx, cl)
+	go c.s.refreshEnds(sctx, cl)
 	for {
-		pctx, cancel := ctx, context.CancelFunc(func() {})
+		pctx, cancel := context.Context(sctx), context.CancelFunc(func() {})
 		if at, ok := c.nextIdleFlush(); ok {
-			pctx, cancel = context.WithDeadline(ctx, at)
+			pctx, cancel = context.WithDeadline(sctx, at)
 		}
 		fs := cl.PollRecords(pctx, c.t.BatchLength)
 		cancel()
@@ -149,9 +191,15 @@ func (c *consumer) session(ctx, work context.Context) error {
 			}
 			b.recs = append(b.recs, r)
 		})
-		if ctx.Err() != nil {
+		if sctx.Err() != nil {
 			c.mu.Unlock()
-			return c.shutdown(work, nil)
+			if ctx.Err() != nil {
+				return c.shutdown(work, nil)
+			}
+			// A dead-letter topic that cannot exist: no record of its
+			// topic was fetched; the other partitions stop as on a
+			// failed batch, what they buffered flushed and committed.
+			return errors.Join(context.Cause(sctx), c.shutdown(work, nil))
 		}
 		var failed *tp
 		err := c.flush(work, now, &failed)

@@ -3,12 +3,19 @@ package pipeline_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
 
 	"github.com/picomq/heavy-sinks/connect/pipeline"
 	"github.com/picomq/heavy-sinks/shared/metadata"
@@ -152,5 +159,209 @@ func TestTombstonesReachThePlugin(t *testing.T) {
 	var se *pipeline.StopError
 	if !errors.As(err, &se) || se.Outcome != pipeline.Fatal || !strings.Contains(err.Error(), `topic "orders" offset 1: payload is not a JSON value`) {
 		t.Fatalf("Run = %v, want the plugin's FATAL for the tombstone at offset 1", err)
+	}
+}
+
+// topicExists asks the broker (without auto-creating) whether topic exists.
+func topicExists(t *testing.T, opts []kgo.Opt, topic string) bool {
+	t.Helper()
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	td, err := kadm.NewClient(cl).ListTopics(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return td.Has(topic) && td[topic].Err == nil
+}
+
+// Without auto-creation (kfake's default, like the Kafka of services.sh),
+// a missing dead-letter topic is created with the broker's defaults when
+// the block starts, before any record is consumed, so the first bad record
+// is dead-lettered; before, producing it failed and stopped the consumer.
+func TestDeadLetterTopicCreatedAtStart(t *testing.T) {
+	kf := cluster(t, "orders")
+	h := newHarness(t, kf, "[[topics]]\ntopics = [\"orders\"]\nschema = \"json\"\nbatch_length = 3\nerrors_tolerance = \"all\"\n",
+		"reject_prefix = '{\"bad\"'\n")
+	addrs := []kgo.Opt{kgo.SeedBrokers(kf.ListenAddrs()...)}
+	if topicExists(t, addrs, "orders.dlq") {
+		t.Fatal("orders.dlq exists before the sink starts")
+	}
+	h.start()
+	until(t, 15*time.Second, "orders.dlq created", func() bool { return topicExists(t, addrs, "orders.dlq") })
+	if !h.logs.has("event=dead_letter_topic_created") {
+		t.Error("no dead_letter_topic_created line")
+	}
+	produce(t, kf, "orders", `{"n":0}`, `{"bad":1}`, `{"n":2}`)
+	until(t, 15*time.Second, "commit at 3", func() bool { return committed(t, kf, group, "orders")["orders"] == 3 })
+	if dlq := readTopic(t, kf.ListenAddrs(), "orders.dlq", 1); len(dlq) != 1 || string(dlq[0].Value) != `{"bad":1}` {
+		t.Fatalf("%d dead letters, want the bad record", len(dlq))
+	}
+	if err := h.stop(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// aclCluster is a broker with ACLs: the test's clients are the superuser
+// admin; the sink's principal "sink" may read and write every topic and
+// group but create only topics whose names start with "orders.eu".
+func aclCluster(t *testing.T, topics ...string) (*kfake.Cluster, []kgo.Opt) {
+	t.Helper()
+	allow := func(res kmsg.ACLResourceType, name string, pat kmsg.ACLResourcePatternType, op kmsg.ACLOperation) kfake.ACL {
+		return kfake.ACL{Resource: res, Name: name, Pattern: pat, Operation: op, Allow: true}
+	}
+	lit, pre := kmsg.ACLResourcePatternTypeLiteral, kmsg.ACLResourcePatternTypePrefixed
+	kf, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, topics...), kfake.EnableSASL(), kfake.EnableACLs(),
+		kfake.Superuser("PLAIN", "admin", "admin"),
+		kfake.User("PLAIN", "sink", "sink-pw",
+			allow(kmsg.ACLResourceTypeTopic, "*", lit, kmsg.ACLOperationRead),
+			allow(kmsg.ACLResourceTypeTopic, "*", lit, kmsg.ACLOperationWrite),
+			allow(kmsg.ACLResourceTypeGroup, "*", lit, kmsg.ACLOperationRead),
+			allow(kmsg.ACLResourceTypeTopic, "orders.eu", pre, kmsg.ACLOperationCreate)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(kf.Close)
+	return kf, []kgo.Opt{kgo.SeedBrokers(kf.ListenAddrs()...), kgo.SASL(plain.Auth{User: "admin", Pass: "admin"}.AsMechanism())}
+}
+
+// sinkLogin is a block's properties for aclCluster's sink principal.
+const sinkLogin = "[topics.properties]\n\"security.protocol\" = \"SASL_PLAINTEXT\"\n\"sasl.mechanism\" = \"PLAIN\"\n" +
+	"\"sasl.username\" = \"sink\"\n\"sasl.password\" = \"sink-pw\"\n"
+
+// adminProduce produces payloads to topic as the superuser.
+func adminProduce(t *testing.T, opts []kgo.Opt, topic string, payloads ...string) {
+	t.Helper()
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	for _, p := range payloads {
+		if err := cl.ProduceSync(context.Background(), &kgo.Record{Topic: topic, Value: []byte(p)}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// adminCommitted is the group's committed offset of topic partition 0 (-1
+// when none), asked as the superuser.
+func adminCommitted(t *testing.T, opts []kgo.Opt, topic string) int64 {
+	t.Helper()
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	resp, err := kadm.NewClient(cl).FetchOffsets(context.Background(), group)
+	if errors.Is(err, kerr.GroupIDNotFound) {
+		return -1
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o, ok := resp.Lookup(topic, 0); ok {
+		return o.At
+	}
+	return -1
+}
+
+// A dead-letter topic that is missing and that the block's principal may
+// not create stops the consumer before it consumes anything, with an error
+// naming the topic and the block. Before, the batch was written and the
+// consumer stopped only when its bad record could not be produced.
+func TestDeadLetterTopicThatCannotBeCreated(t *testing.T) {
+	kf, admin := aclCluster(t, "orders")
+	adminProduce(t, admin, "orders", `{"n":0}`, `{"bad":1}`, `{"n":2}`)
+	h := newHarness(t, kf, "[[topics]]\ntopics = [\"orders\"]\nschema = \"json\"\nbatch_length = 3\nerrors_tolerance = \"all\"\n"+sinkLogin,
+		"reject_prefix = '{\"bad\"'\n")
+	h.start()
+	err := h.wait(30 * time.Second)
+	var dte *pipeline.DeadLetterTopicError
+	if !errors.As(err, &dte) || dte.Topic != "orders.dlq" || dte.Block != 1 || !errors.Is(err, kerr.TopicAuthorizationFailed) ||
+		!strings.Contains(err.Error(), `[[topics]] block 1: dead-letter topic "orders.dlq" (of topic "orders"): does not exist and the broker refused to create it`) {
+		t.Fatalf("Run = %v, want a refusal naming orders.dlq and block 1", err)
+	}
+	if n := len(readLines(t, h.records)); n != 0 {
+		t.Errorf("%d batches delivered", n)
+	}
+	if got := adminCommitted(t, admin, "orders"); got != -1 {
+		t.Errorf("committed %d", got)
+	}
+	if st, _ := h.sink.State(); st != pipeline.StateError {
+		t.Errorf("state %s", st)
+	}
+}
+
+// A pattern block checks the dead-letter topic of each topic it is
+// assigned before the topic's first record is consumed: orders.eu's is
+// created at the first assignment; orders.us, created later, gets a
+// dead-letter topic the principal may not create, and the consumer stops
+// naming it before any record of orders.us reaches the plugin.
+func TestDeadLetterTopicOfAPatternTopic(t *testing.T) {
+	kf, admin := aclCluster(t, "orders.eu")
+	h := newHarness(t, kf, "[[topics]]\npattern = 'orders\\..*'\nschema = \"json\"\nbatch_length = 1\nerrors_tolerance = \"all\"\n"+sinkLogin, "")
+	h.start()
+	until(t, 15*time.Second, "orders.eu.dlq created", func() bool { return topicExists(t, admin, "orders.eu.dlq") })
+	adminProduce(t, admin, "orders.eu", `{"n":0}`)
+	until(t, 15*time.Second, "orders.eu committed", func() bool { return adminCommitted(t, admin, "orders.eu") == 1 })
+	cl, err := kgo.NewClient(admin...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	if _, err := kadm.NewClient(cl).CreateTopic(context.Background(), 1, 1, nil, "orders.us"); err != nil {
+		t.Fatal(err)
+	}
+	adminProduce(t, admin, "orders.us", `{"n":0}`)
+	err = h.wait(30 * time.Second)
+	var dte *pipeline.DeadLetterTopicError
+	if !errors.As(err, &dte) || dte.Topic != "orders.us.dlq" || dte.Source != "orders.us" || dte.Block != 1 {
+		t.Fatalf("Run = %v, want a refusal naming orders.us.dlq", err)
+	}
+	if got := offsets(readLines(t, h.records), "orders.us"); len(got) != 0 {
+		t.Errorf("orders.us offsets %v delivered", got)
+	}
+	if got := adminCommitted(t, admin, "orders.us"); got != -1 {
+		t.Errorf("orders.us committed %d", got)
+	}
+}
+
+// A broker that does not answer when the block starts is waited for, with
+// a line per attempt, as for any broker operation: not a refusal. Once it
+// is up the dead-letter topic is created and the sink consumes.
+func TestDeadLetterCheckWaitsForTheBroker(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	h := newHarness(t, nil, "[[topics]]\ntopics = [\"orders\"]\nschema = \"json\"\nbatch_length = 3\nerrors_tolerance = \"all\"\n",
+		"reject_prefix = '{\"bad\"'\n")
+	h.brokers = []string{fmt.Sprintf("127.0.0.1:%d", port)}
+	h.start()
+	until(t, 45*time.Second, "a retry logged", func() bool { return h.logs.has("event=dead_letter_check_retry") })
+	select {
+	case err := <-h.done:
+		t.Fatalf("Run returned %v while the broker was down", err)
+	default:
+	}
+	kf, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.Ports(port), kfake.SeedTopics(1, "orders"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(kf.Close)
+	produce(t, kf, "orders", `{"n":0}`, `{"bad":1}`, `{"n":2}`)
+	until(t, 45*time.Second, "commit at 3", func() bool { return committed(t, kf, group, "orders")["orders"] == 3 })
+	if dlq := readTopic(t, kf.ListenAddrs(), "orders.dlq", 1); len(dlq) != 1 {
+		t.Fatalf("%d dead letters, want 1", len(dlq))
+	}
+	if err := h.stop(); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -17,14 +17,17 @@
 // With errors_tolerance = "all" a batch accepts per-record rejections (ABI
 // 1.1): the records the plugin rejects, and those the runtime cannot
 // decode, are produced to the block's dead-letter topic and acknowledged
-// before the offset moves past the batch.
+// before the offset moves past the batch. Each dead-letter topic is found
+// or created before a record of its source topic is consumed: at start,
+// or when a pattern first assigns the topic.
 //
 // The package uses franz-go's kgo client, and reaches plugins through the
 // Deliverer interface (a child.Instance in the runtime, anything in tests).
 //
 // File map: sink.go (a sink, its state, Run), consumer.go (the poll and
-// bucket loop, commits, revocations), deliver.go (decoding, attempts,
-// backoff, outcomes), deadletter.go (the dead-letter producer), client.go
-// (kgo options from a definition), status.go (committed offset, high
-// watermark and lag per topic-partition).
+// bucket loop, commits, assignments, revocations), deliver.go (decoding,
+// attempts, backoff, outcomes), deadletter.go (the dead-letter producer,
+// the check that its topics exist), client.go (kgo options from a
+// definition), status.go (committed offset, high watermark and lag per
+// assigned topic-partition).
 package pipeline

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -150,6 +151,29 @@ type harness struct {
 	done    chan error
 	backoff backoffLog
 	seen    observed
+	// brokers, when set, replace the cluster's addresses in the sink's
+	// configuration (a broker that is not there yet).
+	brokers []string
+	logs    logBuffer
+}
+
+// logBuffer keeps the sink's log lines for a test to look for an event.
+type logBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+// has reports whether a logged line contains s.
+func (l *logBuffer) has(s string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.Contains(l.b.String(), s)
 }
 
 // observed is an Observer that keeps every delivery.
@@ -209,7 +233,7 @@ func newHarness(t *testing.T, kf *kfake.Cluster, blocks, pluginConfig string) *h
 func (h *harness) start() {
 	h.t.Helper()
 	w := newTestWriter(h.t)
-	log := slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	log := slog.New(slog.NewTextHandler(io.MultiWriter(w, &h.logs), &slog.HandlerOptions{Level: slog.LevelDebug}))
 	h.proc = child.New(hostdriver.BuildHost(h.t), h.def.LibraryPath(""), child.Options{Logger: log, Stderr: w})
 	cfg, err := h.def.OpenConfig()
 	if err != nil {
@@ -220,7 +244,11 @@ func (h *harness) start() {
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	h.sink = pipeline.New(h.def, inst, pipeline.Config{Brokers: h.kf.ListenAddrs(), Logger: log, Backoff: h.backoff.wait, Observer: &h.seen,
+	brokers := h.brokers
+	if brokers == nil {
+		brokers = h.kf.ListenAddrs()
+	}
+	h.sink = pipeline.New(h.def, inst, pipeline.Config{Brokers: brokers, Logger: log, Backoff: h.backoff.wait, Observer: &h.seen,
 		ClientOpts: []kgo.Opt{kgo.FetchMaxWait(50 * time.Millisecond)}})
 	runCtx, cancel := context.WithCancel(ctx)
 	h.cancel, h.done = cancel, make(chan error, 1)

@@ -3,6 +3,7 @@ package connect_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -25,7 +26,9 @@ import (
 // rejects (a decimal that would need rounding) and the ones the runtime
 // cannot decode (not JSON) — with their key, value and headers and the
 // pico_* headers saying where they came from and why; the group's offset
-// reaches the end offset.
+// reaches the end offset. The broker creates no topic by itself
+// (auto.create.topics.enable=false): the runtime creates <topic>.dlq
+// before it consumes.
 func TestDeadLettersOnRealBroker(t *testing.T) {
 	kafka := services.RequireKafka(t)
 	run := strconv.FormatInt(time.Now().UnixNano()%1e12, 36)
@@ -39,10 +42,8 @@ func TestDeadLettersOnRealBroker(t *testing.T) {
 	defer cl.Close()
 	adm := kadm.NewClient(cl)
 	ctx := context.Background()
-	for _, name := range []string{topic, dlq} { // the broker creates no topic by itself
-		if _, err := adm.CreateTopic(ctx, 1, 1, nil, name); err != nil {
-			t.Fatal(err)
-		}
+	if _, err := adm.CreateTopic(ctx, 1, 1, nil, topic); err != nil {
+		t.Fatal(err)
 	}
 	t.Cleanup(func() { adm.DeleteTopics(context.Background(), topic, dlq) })
 
@@ -111,6 +112,9 @@ table_uri = %q
 	rt.waitCommitted(adm, group, ends, 90*time.Second)
 	if code := rt.stop(); code != 0 || rt.selfExits != 0 {
 		t.Fatalf("picomq-connect exit code %d, %d exits by itself\n%s", code, rt.selfExits, rt.tail())
+	}
+	if log, _ := os.ReadFile(rt.log); !strings.Contains(string(log), "dead_letter_topic_created") || !strings.Contains(string(log), "dead_letter_topic="+dlq) {
+		t.Errorf("no dead_letter_topic_created line for %s:\n%s", dlq, log)
 	}
 
 	if ids := readIDs(t, table); !slices.Equal(ids, good) {
