@@ -100,8 +100,8 @@ func run(args []string) int {
 			log.Info("sink disabled; not started", "event", "sink_disabled", "sink_key", d.Key, "file", d.File)
 			continue
 		}
-		if _, err := os.Stat(d.LibraryPath(*pluginDir)); err != nil {
-			fmt.Fprintf(os.Stderr, "%s: path: %v\n", d.File, err)
+		if err := d.CheckLibrary(*pluginDir); err != nil {
+			fmt.Fprintln(os.Stderr, err)
 			return exitUsage
 		}
 		enabled = append(enabled, d)
