@@ -143,12 +143,15 @@ func (s *Sink) setState(st State, err error) {
 // a *RefusedError.
 func (s *Sink) Run(ctx context.Context) error {
 	if o, ok := s.out.(Opener); ok {
-		if err := s.open(ctx, o); err != nil {
-			if ctx.Err() != nil {
-				s.log.Info("sink stopped before it opened", "event", "sink_open_cancelled")
-				s.setState(StateStopped, nil)
-				return nil
-			}
+		err := s.open(ctx, o)
+		if ctx.Err() != nil {
+			// Also when the open succeeded as the signal came: nothing
+			// was fetched, so there is nothing to flush.
+			s.log.Info("sink stopped before it opened", "event", "sink_open_cancelled")
+			s.setState(StateStopped, nil)
+			return nil
+		}
+		if err != nil {
 			s.setState(StateError, err)
 			return err
 		}
