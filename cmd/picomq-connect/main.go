@@ -14,6 +14,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -34,8 +35,8 @@ import (
 // Exit codes.
 const (
 	exitOK        = 0
-	exitSinkError = 1 // a sink stopped on a failure
-	exitUsage     = 2 // bad flags or definitions, a plugin refused its config
+	exitSinkError = 1 // a sink stopped on a failure (FATAL at open too), or the shutdown timed out
+	exitUsage     = 2 // bad flags or definitions; a plugin refused its config or did not load
 )
 
 func main() {
@@ -62,13 +63,18 @@ func setGCPercent(getenv func(string) string) {
 // started.
 var listen = observe.Listen
 
-func run(args []string) int {
+// stderr receives the log lines and what the plugin hosts write to their
+// stderr; tests replace it to read them.
+var stderr io.Writer = os.Stderr
+
+func run(args []string) (code int) {
 	fs := flag.NewFlagSet("picomq-connect", flag.ContinueOnError)
+	fs.SetOutput(stderr)
 	brokers := fs.String("brokers", "localhost:9092", "comma-separated seed brokers (a block's bootstrap.servers property overrides it)")
 	pluginDir := fs.String("plugin-dir", "dist", "directory a definition's relative path is resolved against")
 	hostBin := fs.String("host", "", "picomq-host binary (default: picomq-host in --plugin-dir, next to this executable, or on PATH)")
 	workers := fs.Int("workers", 4, "host threads per plugin library")
-	shutdown := fs.Duration("shutdown-timeout", 30*time.Second, "bound on the flush and final commit at shutdown")
+	shutdown := fs.Duration("shutdown-timeout", 30*time.Second, "bound on the whole shutdown: flush, final commit, closing the plugins; plugin hosts still running then are killed")
 	level := fs.String("log-level", "info", "debug, info, warn or error")
 	format := fs.String("log-format", "text", "text or json")
 	check := fs.Bool("check", false, "check the definitions and exit")
@@ -78,21 +84,31 @@ func run(args []string) int {
 		fmt.Fprintf(fs.Output(), "usage: picomq-connect [flags] <definition.toml | directory>...\n\n")
 		fs.PrintDefaults()
 	}
+	// Until the logger exists, the flag package and this function say what
+	// is wrong in plain text: there is no format to say it in yet.
 	if err := fs.Parse(args); err != nil {
 		return exitUsage
 	}
-	log, err := newLogger(*level, *format)
+	log, err := newLogger(stderr, *level, *format)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "picomq-connect:", err)
+		fmt.Fprintln(stderr, "picomq-connect:", err)
 		return exitUsage
 	}
+	// From here every way out, refusals at start included, ends with this
+	// line, in the format asked for.
+	defer func() { log.Info("picomq-connect stopped", "event", "runtime_stopped", "exit_code", code) }()
 	if fs.NArg() == 0 {
-		fs.Usage()
-		return exitUsage
+		if *format == "text" {
+			fs.Usage()
+		}
+		return startupFailed(log, "no definition file or directory given", errors.New("usage: picomq-connect [flags] <definition.toml | directory>..."))
 	}
 	defs, err := definition.Load(fs.Args()...)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
+		// One line per problem, as Load found them all.
+		for _, e := range leaves(err) {
+			log.Error("definition refused", "event", "startup_failed", "err", e)
+		}
 		return exitUsage
 	}
 	var enabled []*definition.Definition
@@ -101,22 +117,22 @@ func run(args []string) int {
 			log.Info("sink disabled; not started", "event", "sink_disabled", "sink_key", d.Key, "file", d.File)
 			continue
 		}
-		if _, err := os.Stat(d.LibraryPath(*pluginDir)); err != nil {
-			fmt.Fprintf(os.Stderr, "%s: path: %v\n", d.File, err)
-			return exitUsage
+		if err := d.CheckLibrary(*pluginDir); err != nil {
+			return startupFailed(log, "plugin library not found", err, "sink_key", d.Key, "file", d.File)
 		}
 		enabled = append(enabled, d)
 	}
 	if *check {
 		bin, err := child.FindHost(*hostBin, *pluginDir)
 		if err != nil {
-			fmt.Fprintln(os.Stderr, "picomq-connect:", err)
-			return exitUsage
+			return startupFailed(log, "no plugin host", err)
 		}
-		opts := preflight.Options{Host: bin, PluginDir: *pluginDir, Environ: os.Environ(), Stderr: os.Stderr, Logger: log}
+		// The problems are the report --check exists for: one plain line
+		// each, as an editor or CI log shows them, whatever the log format.
+		opts := preflight.Options{Host: bin, PluginDir: *pluginDir, Environ: os.Environ(), Stderr: stderr, Logger: log}
 		if errs := preflight.Check(context.Background(), enabled, opts); len(errs) > 0 {
 			for _, err := range errs {
-				fmt.Fprintln(os.Stderr, err)
+				fmt.Fprintln(stderr, err)
 			}
 			return exitUsage
 		}
@@ -126,29 +142,21 @@ func run(args []string) int {
 	if *cpuProfile != "" {
 		stop, err := startCPUProfile(*cpuProfile)
 		if err != nil {
-			fmt.Fprintln(os.Stderr, "picomq-connect: --cpuprofile:", err)
-			return exitUsage
+			return startupFailed(log, "--cpuprofile", err)
 		}
 		defer stop()
 	}
 	bin, err := child.FindHost(*hostBin, *pluginDir)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "picomq-connect:", err)
-		return exitUsage
+		return startupFailed(log, "no plugin host", err)
 	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 
-	// One child process per library, shared by every sink that uses it.
+	// One child process per library, shared by every sink that uses it;
+	// it starts with its first sink's open.
 	procs := map[string]*child.Process{}
-	defer func() {
-		for _, p := range procs {
-			if err := p.Close(); err != nil {
-				log.Warn("plugin host exit", "event", "host_close_failed", "err", err)
-			}
-		}
-	}()
 	var sinks []*pipeline.Sink
 	var insts []*child.Instance
 	metrics := observe.NewMetrics()
@@ -157,71 +165,114 @@ func run(args []string) int {
 		lib := d.LibraryPath(*pluginDir)
 		p := procs[lib]
 		if p == nil {
-			p = child.New(bin, lib, child.Options{Workers: *workers, Logger: log, Stderr: os.Stderr})
+			p = child.New(bin, lib, child.Options{Workers: *workers, Logger: log, Stderr: stderr})
 			procs[lib] = p
 		}
 		js, err := d.OpenConfig()
 		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return exitUsage
+			return startupFailed(log, "plugin_config cannot be passed to the plugin", err, "sink_key", d.Key, "file", d.File)
 		}
-		inst, err := p.Open(ctx, string(js), log.With("sink_key", d.Key))
-		if err != nil && ctx.Err() != nil {
-			// SIGINT/SIGTERM while starting: a shutdown with nothing
-			// consumed, not a refused configuration.
-			closeAll(log, insts)
-			log.Info("picomq-connect stopped before consuming: signal during startup", "exit_code", exitOK)
-			return exitOK
-		}
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "%s: open: %v\n", d.File, err)
-			closeAll(log, insts)
-			return exitUsage
-		}
+		inst := p.Instance(string(js), log.With("sink_key", d.Key))
 		insts = append(insts, inst)
 		s := pipeline.New(d, inst, cfg)
 		sinks = append(sinks, s)
 		metrics.Add(s, inst)
-		log.Info("sink started", "event", "sink_started", "sink_key", d.Key, "library", lib, "blocks", len(d.Topics))
 	}
 	if *httpAddr != "" {
-		// Bound before consuming, so a taken address fails at start; it
-		// serves until every sink has flushed and stopped.
+		// Bound before the plugins open, so that a taken address fails at
+		// once and /readyz answers while a sink waits for its destination;
+		// it serves until every sink has flushed and stopped.
 		srv, err := listen(*httpAddr, observe.Handler(metrics), log)
 		if err != nil {
-			fmt.Fprintln(os.Stderr, "picomq-connect: --http:", err)
-			closeAll(log, insts)
-			return exitUsage
+			return startupFailed(log, "--http cannot listen", err, "addr", *httpAddr)
 		}
 		defer srv.Close()
 		log.Info("http endpoint listening", "event", "http_listening", "addr", srv.Addr())
 	}
 
-	code := exitOK
+	// live ends with a signal, a refused sink, or once every sink stopped;
+	// deadline ends --shutdown-timeout later and bounds everything after:
+	// the consumers' flush and commit (pipeline.Config.ShutdownTimeout,
+	// counted from the same moment) and closing the plugins.
+	live, stopLive := context.WithCancel(ctx)
+	defer stopLive()
+	deadline, expire := context.WithCancelCause(context.Background())
+	defer expire(nil)
+	timedOut := fmt.Errorf("--shutdown-timeout %v passed", *shutdown)
+	defer context.AfterFunc(live, func() { time.AfterFunc(*shutdown, func() { expire(timedOut) }) })()
+
 	var mu sync.Mutex
 	var wg sync.WaitGroup
-	for _, s := range sinks {
+	for i, s := range sinks {
+		d := enabled[i]
+		// Each sink opens on its own: one destination that is down does
+		// not hold back the sinks whose plugins opened.
 		wg.Go(func() {
-			if err := s.Run(ctx); err != nil {
+			log.Info("sink starting", "event", "sink_started", "sink_key", d.Key, "library", d.LibraryPath(*pluginDir), "blocks", len(d.Topics))
+			err := s.Run(live)
+			var refused *pipeline.RefusedError
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err == nil:
+			case errors.As(err, &refused):
+				// A definition the plugin can never open is the
+				// operator's to fix, as a bad definition is: every
+				// sink stops (flushing and committing) and the exit
+				// code says so.
+				log.Error("sink refused at open; stopping every sink", "event", "sink_refused", "sink_key", d.Key, "file", d.File, "state", pipeline.StateError, "err", err)
+				code = exitUsage
+				stopLive()
+			default:
 				log.Error("sink failed", "event", "sink_failed", "sink_key", s.Key(), "state", pipeline.StateError, "err", err)
-				mu.Lock()
-				code = exitSinkError
-				mu.Unlock()
+				code = max(code, exitSinkError)
 			}
 		})
 	}
 	wg.Wait()
-	closeAll(log, insts)
-	log.Info("picomq-connect stopped", "event", "runtime_stopped", "exit_code", code)
+	stopLive()
+	if closeAll(deadline, log, insts, procs) {
+		log.Error("shutdown timed out: plugin hosts killed", "event", "shutdown_timeout", "err", context.Cause(deadline))
+		code = max(code, exitSinkError)
+	}
 	return code
 }
 
-func closeAll(log *slog.Logger, insts []*child.Instance) {
+// closeAll closes every instance, then every child process, within ctx,
+// killing the children still running when it ends. It reports whether ctx
+// cut any of it short.
+func closeAll(ctx context.Context, log *slog.Logger, insts []*child.Instance, procs map[string]*child.Process) (cut bool) {
 	for _, i := range insts {
-		if err := i.Close(); err != nil {
+		if err := i.CloseContext(ctx); err != nil {
+			cut = cut || ctx.Err() != nil
 			log.Warn("closing a sink instance", "event", "instance_close_failed", "err", err)
 		}
 	}
+	for _, p := range procs {
+		if err := p.Shutdown(ctx); err != nil {
+			cut = cut || ctx.Err() != nil
+			log.Warn("plugin host exit", "event", "host_close_failed", "err", err)
+		}
+	}
+	return cut
+}
+
+// startupFailed logs why the runtime cannot start and returns exitUsage.
+func startupFailed(log *slog.Logger, msg string, err error, attrs ...any) int {
+	log.Error(msg, append([]any{"event", "startup_failed", "err", err}, attrs...)...)
+	return exitUsage
+}
+
+// leaves flattens errors.Join trees into their single errors.
+func leaves(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		var out []error
+		for _, e := range j.Unwrap() {
+			out = append(out, leaves(e)...)
+		}
+		return out
+	}
+	return []error{err}
 }
 
 // startCPUProfile profiles the process's CPU into path until stop is
@@ -251,7 +302,7 @@ func splitList(s string) []string {
 	return out
 }
 
-func newLogger(level, format string) (*slog.Logger, error) {
+func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
 	var l slog.Level
 	if err := l.UnmarshalText([]byte(level)); err != nil {
 		return nil, fmt.Errorf("--log-level %q: want debug, info, warn or error", level)
@@ -259,9 +310,9 @@ func newLogger(level, format string) (*slog.Logger, error) {
 	opts := &slog.HandlerOptions{Level: l}
 	switch format {
 	case "text":
-		return slog.New(slog.NewTextHandler(os.Stderr, opts)), nil
+		return slog.New(slog.NewTextHandler(w, opts)), nil
 	case "json":
-		return slog.New(slog.NewJSONHandler(os.Stderr, opts)), nil
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
 	}
 	return nil, errors.New("--log-format: want text or json")
 }

@@ -49,9 +49,18 @@ func setup(t *testing.T, pluginConfig string) (kf *kfake.Cluster, defDir, record
 		}
 	}
 	defDir = t.TempDir()
+	records = writeDef(t, defDir, "cli", pluginConfig)
+	return kf, defDir, records
+}
+
+// writeDef writes the definition of sink key, which consumes topic "a"
+// into the test plugin with pluginConfig, to dir/<key>.toml, and returns
+// its record file.
+func writeDef(t *testing.T, dir, key, pluginConfig string) (records string) {
+	t.Helper()
 	records = filepath.Join(t.TempDir(), "records.jsonl")
 	def := fmt.Sprintf(`type = "sink"
-key = "cli"
+key = %q
 name = "cli test"
 path = "test/libpicomq_connector_test_a_sink"
 
@@ -64,11 +73,11 @@ poll_interval = "50ms"
 [plugin_config]
 record_path = %q
 %s
-`, records, pluginConfig)
-	if err := os.WriteFile(filepath.Join(defDir, "cli.toml"), []byte(def), 0o644); err != nil {
+`, key, records, pluginConfig)
+	if err := os.WriteFile(filepath.Join(dir, key+".toml"), []byte(def), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	return kf, defDir, records
+	return records
 }
 
 func args(t *testing.T, kf *kfake.Cluster, defDir string) []string {

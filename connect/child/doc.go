@@ -10,6 +10,8 @@
 // definition before it consumes. A call that was in flight when the child
 // died returns an error matching ErrExited; what the plugin wrote for that
 // batch is unknown, so the caller redelivers from its last committed offset.
+// A Consume the caller stops waiting for (its context ended) kills the
+// child, so that the plugin stops writing a batch the caller gave up on.
 //
 // File map: process.go (the child and its restarts), instance.go (opened
 // sinks), find.go (locating the picomq-host binary).

@@ -34,19 +34,42 @@ type opened struct {
 }
 
 // Open opens an instance with config, the JSON of
-// definition.Definition.OpenConfig. Opening at start means a refused
-// configuration stops the runtime before it consumes anything. log
+// definition.Definition.OpenConfig: Instance, then Instance.Open. log
 // receives the instance's plugin lines.
 func (p *Process) Open(ctx context.Context, config string, log *slog.Logger) (*Instance, error) {
-	i := &Instance{p: p, config: config, log: log}
-	if err := i.ensure(ctx); err != nil {
+	i := p.Instance(config, log)
+	if err := i.Open(ctx); err != nil {
 		return nil, err
 	}
 	return i, nil
 }
 
+// Instance returns an instance of p that is not open yet: Open opens it,
+// or its first Consume does. config is the JSON of
+// definition.Definition.OpenConfig; log receives the instance's plugin
+// lines.
+func (p *Process) Instance(config string, log *slog.Logger) *Instance {
+	return &Instance{p: p, config: config, log: log}
+}
+
+// Open opens the instance in the child, starting the child first when it
+// does not run; nil when the instance is open already. An error is the
+// plugin's *hostdriver.StatusError (RETRY means "open again later"), one
+// matching ErrExited when the child died, ctx's error, or the failure to
+// start the child or load the library. The runtime opens every instance
+// before it consumes, so that a refused configuration is seen before any
+// record is fetched.
+func (i *Instance) Open(ctx context.Context) error {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	return i.ensure(ctx)
+}
+
 // ensure opens the instance in the current child, again after a restart.
 func (i *Instance) ensure(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err // no new child for a caller that has given up
+	}
 	h, lib, gen, err := i.p.current(ctx)
 	if err != nil {
 		return exited(err)
@@ -76,6 +99,12 @@ func (i *Instance) ensure(ctx context.Context) error {
 // when b.AcceptRejections is set (ABI 1.1), a *hostdriver.StatusError for
 // RETRY, FATAL and the host's own codes, and an error matching ErrExited
 // when the child died (before or during the call).
+//
+// When ctx ends before the plugin answered, Consume kills the child before
+// it returns ctx's error: the caller has given up on the batch (the
+// runtime's shutdown timeout passed) and may let another consumer have its
+// partition, so the plugin must not go on writing it. The next call starts
+// a new child.
 func (i *Instance) Consume(ctx context.Context, b hostdriver.Batch) ([]hostdriver.Rejection, error) {
 	i.mu.Lock()
 	defer i.mu.Unlock()
@@ -83,6 +112,10 @@ func (i *Instance) Consume(ctx context.Context, b hostdriver.Batch) ([]hostdrive
 		return nil, err
 	}
 	rej, err := i.inst.ConsumeResult(b, hostdriver.WithContext(ctx))
+	if err != nil && ctx.Err() != nil && isContextErr(err) {
+		i.p.abandon(i.h, "a consume was abandoned when its context ended")
+		return nil, err
+	}
 	return rej, exitedFrom(i.h, err)
 }
 
@@ -111,7 +144,12 @@ func (i *Instance) Metrics(ctx context.Context) (string, error) {
 }
 
 // Close closes the instance in the child, if the child still runs it.
-func (i *Instance) Close() error {
+func (i *Instance) Close() error { return i.CloseContext(context.Background()) }
+
+// CloseContext is Close bounded by ctx: when ctx ends first it returns
+// ctx's error and the plugin's close goes on in the child, which the
+// caller then ends (Process.Shutdown).
+func (i *Instance) CloseContext(ctx context.Context) error {
 	i.mu.Lock()
 	defer i.mu.Unlock()
 	if i.inst == nil {
@@ -126,7 +164,10 @@ func (i *Instance) Close() error {
 	if !same {
 		return nil // the child that held it is gone, and the instance with it
 	}
-	err := inst.Close()
+	err := inst.Close(hostdriver.WithContext(ctx))
 	i.p.loggers.Delete(inst.Ctx())
+	if err != nil && isContextErr(err) {
+		return err
+	}
 	return exitedFrom(i.h, err)
 }

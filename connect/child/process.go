@@ -90,7 +90,7 @@ func (p *Process) current(ctx context.Context) (*hostdriver.Host, *hostdriver.Li
 	l, err := h.Load(p.lib)
 	if err != nil {
 		h.Kill()
-		return nil, nil, 0, fmt.Errorf("loading %s: %w", p.lib, err)
+		return nil, nil, 0, fmt.Errorf("%s: %w", p.lib, err) // the error says "load: "
 	}
 	p.h, p.l = h, l
 	p.checks, p.desc = payloadChecks(l, p.log)
@@ -170,8 +170,14 @@ func (p *Process) Restarts() int {
 }
 
 // Close ends the child: it finishes the calls it has, closes instances
-// still open, and exits. Close the instances first to see their errors.
-func (p *Process) Close() error {
+// still open, and exits (killed after 30 s). Close the instances first to
+// see their errors.
+func (p *Process) Close() error { return p.Shutdown(context.Background()) }
+
+// Shutdown is Close bounded by ctx: when ctx ends first, or has ended
+// already, the child is killed (with every call it still runs) and
+// Shutdown returns an error saying so. No child is started after it.
+func (p *Process) Shutdown(ctx context.Context) error {
 	p.mu.Lock()
 	h := p.h
 	p.closed = true
@@ -179,7 +185,37 @@ func (p *Process) Close() error {
 	if h == nil {
 		return nil
 	}
-	return h.Close()
+	if ctx.Err() == nil {
+		closed := make(chan error, 1)
+		go func() { closed <- h.Close() }()
+		select {
+		case err := <-closed:
+			return err
+		case <-ctx.Done():
+		}
+	}
+	if h.Err() != nil {
+		return nil // it exited as ctx ended; Close reports how
+	}
+	pid := h.Pid()
+	h.Kill()
+	return fmt.Errorf("plugin host %d killed: %w", pid, context.Cause(ctx))
+}
+
+// abandon kills h, the child a call was abandoned in, unless it has ended
+// already: what the call does there must stop before the caller goes on.
+func (p *Process) abandon(h *hostdriver.Host, why string) {
+	if h.Err() != nil {
+		return
+	}
+	p.log.Warn("killing the plugin host: "+why, "event", "host_killed", "pid", h.Pid())
+	h.Kill()
+}
+
+// isContextErr reports an error that is a context's: a call the caller
+// stopped waiting for, not one the plugin or the child returned.
+func isContextErr(err error) bool {
+	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
 }
 
 // exited wraps an error from a dead child so that it matches ErrExited.
@@ -197,8 +233,8 @@ func exited(err error) error {
 // then waits a little for h to end, and counts as an exit if it did.
 func exitedFrom(h *hostdriver.Host, err error) error {
 	var se *hostdriver.StatusError
-	if err == nil || errors.As(err, &se) {
-		return err
+	if err == nil || errors.As(err, &se) || isContextErr(err) {
+		return err // a context's error: the caller gave up, the child may be fine
 	}
 	if err = exited(err); errors.Is(err, ErrExited) {
 		return err

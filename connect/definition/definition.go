@@ -2,7 +2,10 @@ package definition
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"regexp"
 	"strings"
 	"time"
@@ -27,6 +30,8 @@ type Definition struct {
 	Topics  []Topic
 	// PluginConfig is the [plugin_config] table, passed to open() as is.
 	PluginConfig map[string]any
+
+	pathLine, pathCol int // where path is written, for CheckLibrary
 }
 
 // Topic is one [[topics]] block: one consumer in one consumer group.
@@ -188,6 +193,29 @@ func (d *Definition) LibraryPath(dir string) string {
 		return p
 	}
 	return strings.TrimSuffix(dir, "/") + "/" + p
+}
+
+// CheckLibrary refuses a definition whose library LibraryPath(dir) does
+// not find, naming the path line, the path as written and the file looked
+// for: the operator sees at once whether the path or --plugin-dir is off.
+func (d *Definition) CheckLibrary(dir string) error {
+	lib := d.LibraryPath(dir)
+	st, err := os.Stat(lib)
+	var why error
+	switch {
+	case err != nil:
+		why = err
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			why = pe.Err // the file is named already
+		}
+	case st.IsDir():
+		why = errors.New("a directory, not a library")
+	default:
+		return nil
+	}
+	return &Error{File: d.File, Line: d.pathLine, Col: d.pathCol, Key: "path",
+		Msg: fmt.Sprintf("%q resolves to %s: %v", d.Path, lib, why)}
 }
 
 // OpenConfig is the JSON open() receives, as include/picomq_sink.h

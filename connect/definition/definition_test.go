@@ -136,6 +136,8 @@ func TestRefused(t *testing.T) {
 		{"not a sink", "type = \"source\"\nkey = \"k\"\npath = \"p\"\n" + block, `f.toml:1:1: type: "source"`},
 		{"no type", "key = \"k\"\npath = \"p\"\n" + block, "f.toml: type: missing"},
 		{"bad key", "type = \"sink\"\nkey = \"a b\"\npath = \"p\"\n" + block, `f.toml:2:1: key: "a b"`},
+		{"no key", "type = \"sink\"\npath = \"p\"\n" + block, `f.toml: key: missing: every sink has a key`},
+		{"empty key", "type = \"sink\"\nkey = \"\"\npath = \"p\"\n" + block, `f.toml:2:1: key: missing: every sink has a key`},
 		{"no path", "type = \"sink\"\nkey = \"k\"\n" + block, "f.toml: path: missing"},
 		{"duplicate topic", head + "[[topics]]\ntopics = [\"a\", \"a\"]\nschema = \"json\"\n", `"a" is listed twice`},
 		{"same group twice", head + block + block + "consumer_group = \"picomq-connect-sink-k\"\n", `f.toml:10:1: topics[2].consumer_group: "picomq-connect-sink-k" is the group of [[topics]] block 1 too`},
@@ -298,5 +300,28 @@ func TestDeadLetterExcludes(t *testing.T) {
 		if got := d.Topics[0].DeadLetterExcludes(); !slices.Equal(got, c.want) {
 			t.Errorf("%s: excludes %q, want %q", c.block, got, c.want)
 		}
+	}
+}
+
+// A library that is not there is refused naming the definition's path
+// line, the path as written and the file it resolves to.
+func TestCheckLibrary(t *testing.T) {
+	dir := t.TempDir()
+	d, err := definition.Parse("f.toml", []byte("type = \"sink\"\nkey = \"k\"\n\npath = \"test/libnope\"\n[[topics]]\ntopics = [\"a\"]\nschema = \"json\"\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `f.toml:4:1: path: "test/libnope" resolves to ` + dir + `/test/libnope.so: no such file or directory`
+	if err := d.CheckLibrary(dir); err == nil || err.Error() != want {
+		t.Errorf("CheckLibrary = %v\nwant %s", err, want)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "test"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "test", "libnope.so"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.CheckLibrary(dir); err != nil {
+		t.Errorf("CheckLibrary of a file that exists: %v", err)
 	}
 }

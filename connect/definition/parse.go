@@ -142,11 +142,17 @@ func (p *parsed) check(raw *rawDefinition) *Definition {
 	if raw.Enabled != nil {
 		d.Enabled = *raw.Enabled
 	}
-	if !keyRE.MatchString(raw.Key) {
+	switch {
+	case raw.Key == "":
+		p.errorf("key", "missing: every sink has a key, 1 to 200 of [A-Za-z0-9_.-] starting with a letter or digit, such as \"orders_delta\"")
+	case !keyRE.MatchString(raw.Key):
 		p.errorf("key", "%q: want 1 to 200 of [A-Za-z0-9_.-], starting with a letter or digit", raw.Key)
 	}
 	if raw.Version < 0 {
 		p.errorf("version", "%d must not be negative", raw.Version)
+	}
+	if pos, ok := p.pos["path"]; ok {
+		d.pathLine, d.pathCol = pos.Line, pos.Column
 	}
 	if raw.Path == "" {
 		p.errorf("path", "missing: the plugin library, such as \"libpicomq_connector_delta_sink\"")

@@ -154,6 +154,12 @@ func (c *consumer) session(ctx, work context.Context) error {
 		// forever.
 		endSession(nil)
 		cl.AllowRebalance()
+		// The leave waits for the broker, within the shutdown deadline:
+		// past it the group drops the member at its session timeout.
+		if err := cl.LeaveGroupContext(work); err != nil && work.Err() != nil {
+			c.log.Warn("leaving the consumer group timed out; its partitions are reassigned after the session timeout",
+				"event", "leave_group_timeout", "err", err)
+		}
 		cl.Close()
 	}()
 	c.cl = cl

@@ -24,10 +24,15 @@
 // The package uses franz-go's kgo client, and reaches plugins through the
 // Deliverer interface (a child.Instance in the runtime, anything in tests).
 //
-// File map: sink.go (a sink, its state, Run), consumer.go (the poll and
-// bucket loop, commits, assignments, revocations), deliver.go (decoding,
-// attempts, backoff, outcomes), deadletter.go (the dead-letter producer,
-// the check that its topics exist), client.go (kgo options from a
-// definition), status.go (committed offset, high watermark and lag per
-// assigned topic-partition).
+// Before its consumers start, a sink opens its plugin instance (an
+// Opener): RETRY at open, or a host that died, is retried with OpenBackoff
+// for as long as it takes while the sink stays StateStarting; a refusal is
+// a *RefusedError.
+//
+// File map: sink.go (a sink, its state, Run), open.go (opening, with
+// backoff), consumer.go (the poll and bucket loop, commits, assignments,
+// revocations), deliver.go (decoding, attempts, backoff, outcomes),
+// deadletter.go (the dead-letter producer, the check that its topics
+// exist), client.go (kgo options from a definition), status.go (committed
+// offset, high watermark and lag per assigned topic-partition).
 package pipeline

@@ -55,6 +55,9 @@ type Config struct {
 	// Backoff is the wait after failed attempt n (1..4) before attempt
 	// n+1; default Backoff.
 	Backoff func(attempt int) time.Duration
+	// OpenBackoff is the wait after failed open attempt n; default
+	// OpenBackoff.
+	OpenBackoff func(attempt int) time.Duration
 	// ShutdownTimeout bounds the flush and the final commit on shutdown;
 	// default 30s.
 	ShutdownTimeout time.Duration
@@ -100,6 +103,9 @@ func New(def *definition.Definition, out Deliverer, cfg Config) *Sink {
 	if cfg.Backoff == nil {
 		cfg.Backoff = Backoff
 	}
+	if cfg.OpenBackoff == nil {
+		cfg.OpenBackoff = OpenBackoff
+	}
 	if cfg.ShutdownTimeout <= 0 {
 		cfg.ShutdownTimeout = 30 * time.Second
 	}
@@ -128,10 +134,28 @@ func (s *Sink) setState(st State, err error) {
 	s.state, s.lastErr = st, err
 }
 
-// Run consumes until ctx is done, then flushes, commits once and returns
-// nil; or until every consumer has stopped, returning their errors. A
-// consumer that fails stops alone; Run returns once all have stopped.
+// Run opens the sink's Deliverer when it is an Opener (the state stays
+// StateStarting until it is open), then consumes until ctx is done, then
+// flushes, commits once and returns nil; or until every consumer has
+// stopped, returning their errors. A consumer that fails stops alone; Run
+// returns once all have stopped. When ctx ends before the Deliverer is
+// open, Run returns nil having consumed nothing; when the open is refused,
+// a *RefusedError.
 func (s *Sink) Run(ctx context.Context) error {
+	if o, ok := s.out.(Opener); ok {
+		err := s.open(ctx, o)
+		if ctx.Err() != nil {
+			// Also when the open succeeded as the signal came: nothing
+			// was fetched, so there is nothing to flush.
+			s.log.Info("sink stopped before it opened", "event", "sink_open_cancelled")
+			s.setState(StateStopped, nil)
+			return nil
+		}
+		if err != nil {
+			s.setState(StateError, err)
+			return err
+		}
+	}
 	consumers := make([]*consumer, len(s.def.Topics))
 	for i, t := range s.def.Topics {
 		opts, err := clientOpts(s.cfg.Brokers, t)

@@ -31,8 +31,11 @@ type Config struct {
 	FailAttempts int           `config:"fail_attempts" doc:"Fail only attempts 1 to N of a batch; 0 fails every attempt"`
 	Delay        time.Duration `config:"delay" default:"0s" doc:"Sleep per consume"`
 	OpenDelay    time.Duration `config:"open_delay" default:"0s" doc:"Sleep in open"`
-	MaxBatch     int           `config:"max_batch" default:"100000" doc:"Batches larger than this fail as FATAL"`
-	Verbose      bool          `config:"verbose" doc:"Log every batch at info"`
+	// DownFile makes a destination that is down at start, for as long as
+	// a test wants: the runtime must open again until it answers.
+	DownFile string `config:"down_file" doc:"While this file exists, open answers RETRY; BAD_CONFIG when it holds \"refuse\""`
+	MaxBatch int    `config:"max_batch" default:"100000" doc:"Batches larger than this fail as FATAL"`
+	Verbose  bool   `config:"verbose" doc:"Log every batch at info"`
 	// RejectPrefix makes records whose payload starts with it records that
 	// can never be written (ABI 1.1): rejected when the host accepts
 	// rejections, otherwise the batch fails FATAL as with ABI 1.0.
@@ -83,6 +86,15 @@ func (s *sink) Open(ctx context.Context, cfg *Config, host *sdk.Host) error {
 		return sdk.BadConfigf("plugin_config key %q: %v", "record_path", err)
 	}
 	time.Sleep(cfg.OpenDelay)
+	if cfg.DownFile != "" {
+		if b, err := os.ReadFile(cfg.DownFile); err == nil {
+			f.Close()
+			if string(b) == "refuse" {
+				return sdk.BadConfigf("test plugin: %s says refuse: authentication failed", cfg.DownFile)
+			}
+			return sdk.Retryf("test plugin: %s exists: connection refused", cfg.DownFile)
+		}
+	}
 	s.cfg, s.host, s.file = *cfg, host, f
 	host.Logger.Info("test sink opened", "record_path", cfg.RecordPath, "token", cfg.Token)
 	return nil
@@ -90,6 +102,8 @@ func (s *sink) Open(ctx context.Context, cfg *Config, host *sdk.Host) error {
 
 func (s *sink) Consume(ctx context.Context, b *sdk.Batch) error {
 	if s.cfg.Delay > 0 {
+		// A stalled destination: the sleep ignores close's cancel.
+		s.host.Logger.Info("consume delayed", "topic", b.Topic, "records", len(b.Records), "delay", s.cfg.Delay.String())
 		time.Sleep(s.cfg.Delay)
 	}
 	if (s.cfg.FailTopic == "" || s.cfg.FailTopic == b.Topic) &&

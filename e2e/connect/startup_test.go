@@ -1,0 +1,225 @@
+package connect_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/picomq/heavy-sinks/shared/hostdriver"
+	"github.com/picomq/heavy-sinks/shared/testenv/pyenv"
+	"github.com/picomq/heavy-sinks/shared/testenv/services"
+)
+
+// syncBuf is a process's stderr, read while it runs.
+type syncBuf struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuf) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuf) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// waitJSONLine waits for a JSON log line that match accepts.
+func waitJSONLine(t *testing.T, b *syncBuf, what string, match func(map[string]any) bool) map[string]any {
+	t.Helper()
+	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		for _, l := range strings.Split(b.String(), "\n") {
+			var m map[string]any
+			if json.Unmarshal([]byte(l), &m) == nil && match(m) {
+				return m
+			}
+		}
+	}
+	t.Fatalf("no log line %s", what)
+	return nil
+}
+
+// proxy forwards every connection to addr until the test ends.
+func proxy(t *testing.T, ln net.Listener, addr string) {
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				u, err := net.Dial("tcp", addr)
+				if err != nil {
+					return
+				}
+				defer u.Close()
+				go io.Copy(u, c)
+				io.Copy(c, u)
+			}()
+		}
+	}()
+}
+
+// A Delta table behind an S3 endpoint that refuses connections at start:
+// the built picomq-connect waits for it (state starting, /readyz 503, an
+// open_retry line per attempt) instead of exiting 2, and writes the
+// records once the endpoint answers.
+func TestDeltaWaitsForS3AtStart(t *testing.T) {
+	svc := services.Require(t)
+	bucket := svc.NewBucket(t)
+	uri := "s3://" + bucket + "/orders"
+	storage, _ := json.Marshal(map[string]string{
+		"AWS_ACCESS_KEY_ID": svc.S3AccessKey, "AWS_SECRET_ACCESS_KEY": svc.S3SecretKey,
+		"AWS_REGION": svc.S3Region, "AWS_ENDPOINT_URL": svc.S3Endpoint, "AWS_ALLOW_HTTP": "true",
+		"AWS_S3_ALLOW_UNSAFE_RENAME": "true",
+	})
+	pyenv.Run(t, `
+import json, sys
+import pyarrow as pa
+from deltalake import write_deltalake
+schema = pa.schema([("id", pa.int64()), ("customer", pa.string())])
+write_deltalake(sys.argv[2], pa.Table.from_pylist([], schema=schema), storage_options=json.loads(sys.argv[1]))
+`, string(storage), uri)
+
+	kf, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "orders.eu"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer kf.Close()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(kf.ListenAddrs()...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	produce(t, cl, "orders.eu", 0, 10)
+
+	// The sink's S3 endpoint: a port where nothing listens yet.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	down := ln.Addr().String()
+	ln.Close()
+	defs := t.TempDir()
+	writeDef(t, filepath.Join(defs, "orders.toml"), fmt.Sprintf(`type = "sink"
+key = "orders_delta"
+path = "libpicomq_connector_delta_sink"
+
+[[topics]]
+topics = ["orders.eu"]
+schema = "json"
+batch_length = 4
+poll_interval = "100ms"
+
+[plugin_config]
+table_uri = %q
+storage_backend_type = "s3"
+aws_s3_access_key = %q
+aws_s3_secret_key = %q
+aws_s3_region = %q
+aws_s3_endpoint_url = %q
+aws_s3_allow_http = true
+`, uri, svc.S3AccessKey, svc.S3SecretKey, svc.S3Region, "http://"+down))
+
+	var logs syncBuf
+	cmd := exec.Command(buildConnect(t), "--brokers", strings.Join(kf.ListenAddrs(), ","), "--plugin-dir", distDir(t),
+		"--host", hostdriver.BuildHost(t), "--log-format", "json", "--http", "127.0.0.1:0", defs)
+	cmd.Stderr = &logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		if t.Failed() {
+			t.Logf("picomq-connect stderr:\n%s", logs.String())
+		}
+	})
+
+	addr := waitJSONLine(t, &logs, "http_listening", func(m map[string]any) bool { return m["event"] == "http_listening" })["addr"].(string)
+	retry := waitJSONLine(t, &logs, "open_retry attempt 2", func(m map[string]any) bool {
+		return m["event"] == "open_retry" && m["attempt"] == 2.0
+	})
+	if err, _ := retry["err"].(string); !strings.HasPrefix(err, "open: RETRY: ") {
+		t.Errorf("open_retry err %q", err)
+	}
+	resp, err := http.Get("http://" + addr + "/readyz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable || string(body) != "orders_delta starting\n" {
+		t.Errorf("/readyz while S3 refuses: %d %q", resp.StatusCode, body)
+	}
+	select {
+	case err := <-exited:
+		t.Fatalf("picomq-connect exited while S3 was down: %v", err)
+	default:
+	}
+
+	// The endpoint comes back.
+	ln, err = net.Listen("tcp", down)
+	if err != nil {
+		t.Fatal(err)
+	}
+	minio, err := url.Parse(svc.S3Endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy(t, ln, minio.Host)
+	waitCommitted(t, kadm.NewClient(cl), "orders.eu", 10)
+	resp, err = http.Get("http://" + addr + "/readyz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("/readyz once open: %d", resp.StatusCode)
+	}
+	out := pyenv.Run(t, `
+import json, sys
+from deltalake import DeltaTable
+t = DeltaTable(sys.argv[2], storage_options=json.loads(sys.argv[1]))
+print(json.dumps(sorted(r["id"] for r in t.to_pyarrow_table().to_pylist())))
+`, string(storage), uri)
+	if strings.TrimSpace(out) != "[0, 1, 2, 3, 4, 5, 6, 7, 8, 9]" {
+		t.Errorf("table ids %s", out)
+	}
+
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-exited:
+		var ee *exec.ExitError
+		if err != nil && !(errors.As(err, &ee) && ee.ExitCode() == 0) {
+			t.Errorf("exit after SIGTERM: %v", err)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("no exit after SIGTERM")
+	}
+}
