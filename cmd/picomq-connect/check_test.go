@@ -18,26 +18,18 @@ import (
 func runCheck(t *testing.T, paths ...string) (int, string) {
 	t.Helper()
 	a := append([]string{"--check", "--plugin-dir", distDir(t), "--host", hostdriver.BuildHost(t)}, paths...)
-	f, err := os.Create(filepath.Join(t.TempDir(), "stderr"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	old := os.Stderr
-	os.Stderr = f
+	lb := &logBuf{}
+	stderr = lb
 	code := run(a)
-	os.Stderr = old
-	out, err := os.ReadFile(f.Name())
-	if err != nil {
-		t.Fatal(err)
-	}
+	stderr = os.Stderr
+	out := lb.String()
 	t.Logf("exit %d, stderr:\n%s", code, out)
-	return code, string(out)
+	return code, out
 }
 
-// writeDef writes a definition of sink key for the library path with the
+// writeCheckDef writes a definition of sink key for the library path with the
 // given [plugin_config] lines and returns its file.
-func writeDef(t *testing.T, dir, key, path, pluginConfig string) string {
+func writeCheckDef(t *testing.T, dir, key, path, pluginConfig string) string {
 	t.Helper()
 	file := filepath.Join(dir, key+".toml")
 	def := fmt.Sprintf("type = \"sink\"\nkey = %q\npath = %q\n\n[[topics]]\ntopics = [\"a\"]\nschema = \"json\"\n\n[plugin_config]\n%s\n",
@@ -65,8 +57,8 @@ func wantLines(t *testing.T, stderr string, lines ...string) {
 func TestCheckRefusesWhatOpenRefuses(t *testing.T) {
 	dir := t.TempDir()
 	rec := filepath.Join(t.TempDir(), "rec.jsonl")
-	typo := writeDef(t, dir, "typo", testLib, fmt.Sprintf("record_path = %q\nfail_mdoe = \"retry\"\ncompression = \"zstd\"", rec))
-	typed := writeDef(t, dir, "typed", testLib, fmt.Sprintf("record_path = %q\nmax_batch = \"ten\"\ntoken = 4242424242", rec))
+	typo := writeCheckDef(t, dir, "typo", testLib, fmt.Sprintf("record_path = %q\nfail_mdoe = \"retry\"\ncompression = \"zstd\"", rec))
+	typed := writeCheckDef(t, dir, "typed", testLib, fmt.Sprintf("record_path = %q\nmax_batch = \"ten\"\ntoken = 4242424242", rec))
 	code, stderr := runCheck(t, dir)
 	if code != exitUsage {
 		t.Errorf("exit %d, want %d", code, exitUsage)
@@ -91,7 +83,7 @@ func TestCheckRefusesWhatOpenRefuses(t *testing.T) {
 func TestCheckRequiredKeyAndEnvOverrides(t *testing.T) {
 	testenv.Library(t, "libpicomq_connector_redshift_sink.so")
 	dir := t.TempDir()
-	file := writeDef(t, dir, "rs_check", "libpicomq_connector_redshift_sink", `connection_string = "postgres://u:hunter2-pw@127.0.0.1:1/db"
+	file := writeCheckDef(t, dir, "rs_check", "libpicomq_connector_redshift_sink", `connection_string = "postgres://u:hunter2-pw@127.0.0.1:1/db"
 target_table = "orders_{topic_segment[-1]}"
 s3_bucket = ""
 s3_prefix = ""
@@ -167,7 +159,7 @@ func TestCheckConnectsNowhere(t *testing.T) {
 	}()
 	addr := ln.Addr().String()
 	dir := t.TempDir()
-	rs := writeDef(t, dir, "rs", "libpicomq_connector_redshift_sink", fmt.Sprintf(`connection_string = "postgres://u:p@%s/db"
+	rs := writeCheckDef(t, dir, "rs", "libpicomq_connector_redshift_sink", fmt.Sprintf(`connection_string = "postgres://u:p@%s/db"
 target_table = "t"
 aws_iam_role = "arn:aws:iam::123456789012:role/R"
 s3_bucket = "b"
@@ -177,7 +169,7 @@ s3_endpoint = "http://%s"
 aws_access_key_id = "AKIAEXAMPLE"
 aws_secret_access_key = "secret-example"
 batch_sise = 10`, addr, addr))
-	delta := writeDef(t, dir, "delta", "libpicomq_connector_delta_sink", fmt.Sprintf(`table_uri = "s3://lake/t"
+	delta := writeCheckDef(t, dir, "delta", "libpicomq_connector_delta_sink", fmt.Sprintf(`table_uri = "s3://lake/t"
 storage_backend_type = "s3"
 aws_s3_region = "us-east-1"
 aws_s3_endpoint_url = "http://%s"
@@ -222,7 +214,7 @@ func TestCheckLibraryThatDoesNotLoad(t *testing.T) {
 	if err := os.WriteFile(lib, []byte("not an ELF file"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	file := writeDef(t, dir, "broken", strings.TrimSuffix(lib, ".so"), "")
+	file := writeCheckDef(t, dir, "broken", strings.TrimSuffix(lib, ".so"), "")
 	code, stderr := runCheck(t, file)
 	if code != exitUsage {
 		t.Errorf("exit %d, want %d", code, exitUsage)
