@@ -36,6 +36,7 @@ var Tests = []Test{
 	{Name: "RowsLeftInStagingAreMovedByTheNextLoad", Run: RowsLeftInStagingAreMovedByTheNextLoad},
 	{Name: "TransientFaultsAreRetriedWithLinearBackoff", Run: TransientFaultsAreRetriedWithLinearBackoff},
 	{Name: "PermanentFaultsFailAtOnceWithNothingVisible", Run: PermanentFaultsFailAtOnceWithNothingVisible},
+	{Name: "CloseDuringALoadSaysWhatMayHaveCommitted", Run: CloseDuringALoadSaysWhatMayHaveCommitted},
 	{Name: "SchemaMismatch", Run: SchemaMismatch},
 	{Name: "PreflightLimitsAreFatal", Run: PreflightLimitsAreFatal},
 	{Name: "SchemaQualifiedTarget", Run: SchemaQualifiedTarget},
