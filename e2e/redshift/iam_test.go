@@ -245,3 +245,34 @@ func TestIAMOpenErrors(t *testing.T) {
 		t.Errorf("%d credentials issued by failed opens", n)
 	}
 }
+
+// auth = "iam" where the AWS default chain finds no credentials at all (no
+// keys, no files, no web identity token, no container endpoint, an
+// instance metadata endpoint that refuses connections, as in a pod whose
+// identity is not there yet): RETRY at open, since the environment may
+// still change without a config change, with a message that says what the
+// chain tried and that the runtime opens the sink again later.
+func TestIAMNoCredentialsIsRetry(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	f := rsemu.NewIAMTest(t, w.emu)
+	w.connector = startConnector(t, hostdriver.Env(
+		"AWS_ENDPOINT_URL_REDSHIFT="+f.URL(), "AWS_ENDPOINT_URL_REDSHIFT_SERVERLESS="+f.URL(),
+		"AWS_ACCESS_KEY_ID=", "AWS_SECRET_ACCESS_KEY=", "AWS_SESSION_TOKEN=", "AWS_PROFILE=", "AWS_REGION=",
+		"AWS_CONFIG_FILE=/dev/null", "AWS_SHARED_CREDENTIALS_FILE=/dev/null",
+		"AWS_WEB_IDENTITY_TOKEN_FILE=", "AWS_ROLE_ARN=",
+		"AWS_CONTAINER_CREDENTIALS_FULL_URI=", "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI=",
+		"AWS_EC2_METADATA_DISABLED=", "AWS_EC2_METADATA_SERVICE_ENDPOINT=http://127.0.0.1:1",
+		"PGPASSWORD=", "PGPASSFILE=/dev/null"))
+	start := time.Now()
+	se := w.openErr("iam_nocreds", w.iamConfig(nil))
+	wantStatus(t, se, hostdriver.StatusRetry, "Failed to get IAM credentials for Redshift (cluster rsemu, region eu-west-1)",
+		"the AWS default credential chain found no credentials", "AWS_ACCESS_KEY_ID", "AWS_WEB_IDENTITY_TOKEN_FILE",
+		"AWS_CONTAINER_CREDENTIALS_FULL_URI", "instance metadata", "the runtime opens the sink again later")
+	if took := time.Since(start); took > time.Minute {
+		t.Errorf("open took %s", took)
+	}
+	if n := len(f.Calls()); n != 0 {
+		t.Errorf("%d calls reached the credentials endpoint unsigned", n)
+	}
+}

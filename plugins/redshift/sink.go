@@ -35,6 +35,10 @@ func Plugin() sdk.Plugin[Config] {
 // static target_table, creating and checking the tables.
 const openTimeout = 2 * time.Minute
 
+// sqlStateUnknownDatabase is invalid_catalog_name: the database of the
+// connection string does not exist.
+const sqlStateUnknownDatabase = "3D000"
+
 // cleanupTimeout bounds deleting or archiving one file after its load; it
 // runs even when the batch's context is done.
 const cleanupTimeout = 30 * time.Second
@@ -107,6 +111,12 @@ func (s *Sink) Open(ctx context.Context, c *Config, host *sdk.Host) error {
 		}
 		if retry.IsAuth(err) && p.iam {
 			return sdk.BadConfigf("Failed to connect to Redshift: it refused the IAM credentials issued for %s: %s", c.iamTarget(pcfg.ConnConfig).Operation(), err)
+		}
+		if retry.SQLState(err) == sqlStateUnknownDatabase {
+			// The cluster answered that the database does not exist: as
+			// for a missing static table, only the configuration (or the
+			// operator creating the database) changes that.
+			return sdk.BadConfigf("Failed to connect to Redshift: %s: %s", keyConnectionString, describeErr(err))
 		}
 		if retry.IsAuth(err) {
 			// The same credentials will be refused on every attempt.

@@ -30,6 +30,7 @@ var Tests = []Test{
 	{Name: "Describe", Run: Describe, Offline: true},
 	{Name: "UnreachableEndpointIsRetry", Run: UnreachableEndpointIsRetry, Offline: true},
 	{Name: "RefusedPasswordIsBadConfig", Run: RefusedPasswordIsBadConfig},
+	{Name: "UnknownDatabaseIsBadConfig", Run: UnknownDatabaseIsBadConfig},
 	{Name: "PayloadFormatWarnings", Run: PayloadFormatWarnings},
 	{Name: "TwoWritersOnOneTableKeepEveryRow", Run: TwoWritersOnOneTableKeepEveryRow},
 	{Name: "ReplayedBatchChangesNothing", Run: ReplayedBatchChangesNothing},

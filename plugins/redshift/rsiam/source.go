@@ -86,17 +86,45 @@ func New(ctx context.Context, t Target) (Source, error) {
 		return nil, ErrNoRegion
 	}
 	if t.Workgroup != "" {
-		return &serverless{t: t, c: redshiftserverless.NewFromConfig(cfg)}, nil
+		return &serverless{t: t, creds: cfg.Credentials, c: redshiftserverless.NewFromConfig(cfg)}, nil
 	}
-	return &provisioned{t: t, c: redshift.NewFromConfig(cfg)}, nil
+	return &provisioned{t: t, creds: cfg.Credentials, c: redshift.NewFromConfig(cfg)}, nil
+}
+
+// Tried is what the AWS SDK's default credential chain looks at, in order,
+// for messages.
+const Tried = "the environment (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY), the shared files (AWS_PROFILE, AWS_CONFIG_FILE, AWS_SHARED_CREDENTIALS_FILE), " +
+	"web identity (AWS_WEB_IDENTITY_TOKEN_FILE, AWS_ROLE_ARN), the container endpoint (AWS_CONTAINER_CREDENTIALS_FULL_URI or _RELATIVE_URI), " +
+	"then EC2 instance metadata (IMDS)"
+
+// identity gets the AWS credentials that sign the call, from the chain's
+// cache, before the call: a chain that finds none is then told apart from
+// a call the service refused.
+func identity(ctx context.Context, t Target, creds aws.CredentialsProvider) error {
+	if creds == nil {
+		return nil
+	}
+	if _, err := creds.Retrieve(ctx); err != nil {
+		e := wrap(t, err).(*Error)
+		// A service in the chain that refused (STS and a web identity
+		// token, say) is permanent like any refusal; finding nothing, or
+		// no answer from a metadata endpoint, may change by itself.
+		e.NoCredentials = !e.Permanent
+		return e
+	}
+	return nil
 }
 
 type provisioned struct {
-	t Target
-	c *redshift.Client
+	t     Target
+	creds aws.CredentialsProvider
+	c     *redshift.Client
 }
 
 func (p *provisioned) Fetch(ctx context.Context) (Credentials, error) {
+	if err := identity(ctx, p.t, p.creds); err != nil {
+		return Credentials{}, err
+	}
 	secs := aws.Int32(int32(p.t.Duration / time.Second))
 	var db *string
 	if p.t.DbName != "" {
@@ -128,11 +156,15 @@ func (p *provisioned) Fetch(ctx context.Context) (Credentials, error) {
 }
 
 type serverless struct {
-	t Target
-	c *redshiftserverless.Client
+	t     Target
+	creds aws.CredentialsProvider
+	c     *redshiftserverless.Client
 }
 
 func (s *serverless) Fetch(ctx context.Context) (Credentials, error) {
+	if err := identity(ctx, s.t, s.creds); err != nil {
+		return Credentials{}, err
+	}
 	in := &redshiftserverless.GetCredentialsInput{
 		WorkgroupName:   aws.String(s.t.Workgroup),
 		DurationSeconds: aws.Int32(int32(s.t.Duration / time.Second)),
@@ -161,10 +193,25 @@ func complete(t Target, user, pw *string, exp *time.Time) (Credentials, error) {
 type Error struct {
 	Op        string // e.g. redshift:GetClusterCredentialsWithIAM
 	Permanent bool
-	Err       error
+	// NoCredentials: the default chain found no AWS credentials to sign
+	// the call with (see Tried), and the call was not made.
+	NoCredentials bool
+	Err           error
 }
 
-func (e *Error) Error() string { return e.Op + " failed: " + e.Err.Error() }
+func (e *Error) Error() string {
+	if e.NoCredentials {
+		return fmt.Sprintf("%s was not called: the AWS default credential chain found no credentials (tried %s): %v", e.Op, Tried, e.Err)
+	}
+	return e.Op + " failed: " + e.Err.Error()
+}
+
+// IsNoCredentials reports whether err is an Error of a chain that found no
+// credentials.
+func IsNoCredentials(err error) bool {
+	var e *Error
+	return errors.As(err, &e) && e.NoCredentials
+}
 func (e *Error) Unwrap() error { return e.Err }
 
 // IsPermanent reports whether err is an Error that will repeat.
