@@ -191,9 +191,10 @@ func TestIAMCredentialsRefreshedAfterExpiry(t *testing.T) {
 	noIssuedPassword(t, w, f, se.Message)
 }
 
-// What open() says when IAM authentication cannot work: refused AWS calls
-// and bad keys are BAD_CONFIG (they fail the same every time), throttling
-// and server errors RETRY.
+// What open() says when IAM authentication cannot work: keys AWS does not
+// know, an unknown cluster or workgroup and bad keys are BAD_CONFIG (they
+// fail the same every time); a missing permission, throttling and server
+// errors RETRY.
 func TestIAMOpenErrors(t *testing.T) {
 	t.Parallel()
 	w, f := iamWorld(t)
@@ -210,8 +211,13 @@ func TestIAMOpenErrors(t *testing.T) {
 	}{
 		{"password in the string", map[string]any{"connection_string": w.emu.DSN(w.db.Name)}, nil,
 			hostdriver.StatusBadConfig, []string{"connection_string must carry no password"}},
+		// A missing permission: the policy can be granted without a
+		// configuration change, so the runtime opens again later.
 		{"access denied", nil, []any{403, "AccessDenied"},
-			hostdriver.StatusBadConfig, []string{"Failed to get IAM credentials for Redshift (cluster rsemu, region eu-west-1)", "AccessDenied: no"}},
+			hostdriver.StatusRetry, []string{"Failed to get IAM credentials for Redshift (cluster rsemu, region eu-west-1)", "AccessDenied: no"}},
+		// Keys AWS does not know: the credentials are wrong.
+		{"unknown key", nil, []any{403, "InvalidClientTokenId"},
+			hostdriver.StatusBadConfig, []string{"Failed to get IAM credentials for Redshift (cluster rsemu, region eu-west-1)", "InvalidClientTokenId: no"}},
 		{"unknown cluster", map[string]any{"iam_cluster_identifier": "other"}, nil,
 			hostdriver.StatusBadConfig, []string{"ClusterNotFound"}},
 		{"unknown workgroup", map[string]any{"iam_cluster_identifier": nil, "iam_workgroup_name": "other"}, nil,

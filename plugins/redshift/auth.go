@@ -87,9 +87,9 @@ func (c *Config) iamTarget(cc *pgx.ConnConfig) rsiam.Target {
 
 // useIAM fetches the first credentials and makes every new connection of
 // pcfg log in with the cache's current ones. An error is an sdk error:
-// BAD_CONFIG for what will fail again (no region, access denied, unknown
-// cluster), RETRY for the rest (throttling, 5xx, no answer, no AWS
-// credentials found yet).
+// BAD_CONFIG for what will fail again (no region, keys AWS does not know,
+// unknown cluster), RETRY for the rest (a missing permission, throttling,
+// 5xx, no answer, no AWS credentials found yet).
 func useIAM(ctx context.Context, c *Config, pcfg *pgxpool.Config, log *slog.Logger) (*rsiam.Cache, error) {
 	if pcfg.ConnConfig.Password != "" {
 		// pgx also takes a password from PGPASSWORD or the .pgpass file; any

@@ -13,6 +13,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/redshiftserverless"
 	"github.com/aws/smithy-go"
 	"github.com/aws/smithy-go/logging"
+
+	"github.com/picomq/heavy-sinks/shared/s3client"
 )
 
 // Target says which credentials to ask for. Exactly one of Cluster and
@@ -90,12 +92,6 @@ func New(ctx context.Context, t Target) (Source, error) {
 	}
 	return &provisioned{t: t, creds: cfg.Credentials, c: redshift.NewFromConfig(cfg)}, nil
 }
-
-// Tried is what the AWS SDK's default credential chain looks at, in order,
-// for messages.
-const Tried = "the environment (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY), the shared files (AWS_PROFILE, AWS_CONFIG_FILE, AWS_SHARED_CREDENTIALS_FILE), " +
-	"web identity (AWS_WEB_IDENTITY_TOKEN_FILE, AWS_ROLE_ARN), the container endpoint (AWS_CONTAINER_CREDENTIALS_FULL_URI or _RELATIVE_URI), " +
-	"then EC2 instance metadata (IMDS)"
 
 // identity gets the AWS credentials that sign the call, from the chain's
 // cache, before the call: a chain that finds none is then told apart from
@@ -194,14 +190,15 @@ type Error struct {
 	Op        string // e.g. redshift:GetClusterCredentialsWithIAM
 	Permanent bool
 	// NoCredentials: the default chain found no AWS credentials to sign
-	// the call with (see Tried), and the call was not made.
+	// the call with (see s3client.DefaultChainTried), and the call was not
+	// made.
 	NoCredentials bool
 	Err           error
 }
 
 func (e *Error) Error() string {
 	if e.NoCredentials {
-		return fmt.Sprintf("%s was not called: the AWS default credential chain found no credentials (tried %s): %v", e.Op, Tried, e.Err)
+		return fmt.Sprintf("%s was not called: the AWS default credential chain found no credentials (tried %s): %v", e.Op, s3client.DefaultChainTried, e.Err)
 	}
 	return e.Op + " failed: " + e.Err.Error()
 }
@@ -221,9 +218,10 @@ func IsPermanent(err error) bool {
 }
 
 // wrap classifies an SDK error. The service answered 4xx for a request it
-// will refuse again (access denied, no such cluster, invalid parameter):
-// permanent. Throttling, 5xx and anything without an answer (network, the
-// credential chain finding nothing yet, a canceled context) are not. An
+// will refuse again (keys it does not know, no such cluster, invalid
+// parameter): permanent. A missing permission, throttling, 5xx and anything
+// without an answer (network, the credential chain finding nothing yet, a
+// canceled context) are not. An
 // answer never carries the password, so the text is safe to show.
 func wrap(t Target, err error) error {
 	e := &Error{Op: t.Operation(), Err: err}
@@ -235,9 +233,19 @@ func wrap(t Target, err error) error {
 		if errors.As(err, &rs) {
 			status = rs.HTTPStatusCode()
 		}
-		e.Permanent = status >= 400 && status < 500 && status != http.StatusTooManyRequests && !throttling[api.ErrorCode()]
+		e.Permanent = status >= 400 && status < 500 && status != http.StatusTooManyRequests && !throttling[api.ErrorCode()] &&
+			!denied[api.ErrorCode()]
 	}
 	return e
+}
+
+// denied are the error codes AWS uses for a known identity that lacks a
+// permission: a policy granted later (IAM is eventually consistent, too)
+// changes the answer without a configuration change, so they are not
+// permanent. Keys AWS does not know (InvalidClientTokenId,
+// UnrecognizedClientException, SignatureDoesNotMatch) are.
+var denied = map[string]bool{
+	"AccessDenied": true, "AccessDeniedException": true, "UnauthorizedOperation": true,
 }
 
 // throttling are the error codes AWS uses for rate limits, some with 400.
