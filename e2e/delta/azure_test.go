@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -163,6 +165,31 @@ func TestAzureConcurrentWritersLoseNothing(t *testing.T) {
 	}
 }
 
+// An account key Azure refuses as an authentication failure (403
+// AuthenticationFailed, what the service answers a wrong key; Azurite says
+// AuthorizationFailure instead, so a fake answers here) is BAD_CONFIG at
+// open; a 403 for a missing permission (AuthorizationPermissionMismatch)
+// stays RETRY: a role assignment comes, and propagates, without a
+// configuration change.
+func TestAzureRefusedKeyIsBadConfig(t *testing.T) {
+	for _, tc := range []struct {
+		code   string
+		status hostdriver.Status
+	}{{"AuthenticationFailed", hostdriver.StatusBadConfig}, {"AuthorizationPermissionMismatch", hostdriver.StatusRetry}} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("x-ms-error-code", tc.code)
+			w.Header().Set("Content-Type", "application/xml")
+			w.WriteHeader(http.StatusForbidden)
+			fmt.Fprintf(w, `<?xml version="1.0" encoding="utf-8"?><Error><Code>%s</Code><Message>no</Message></Error>`, tc.code)
+		}))
+		err := newHarness(t).openErr("m", map[string]any{"table_uri": "az://c/events", "storage_backend_type": "azure",
+			"azure_storage_account_name": "acct", "azure_container_name": "c", "azure_storage_endpoint_url": srv.URL + "/acct",
+			"azure_storage_account_key": "d3Jvbmcta2V5LXdyb25nLWtleS13cm9uZy1rZXktd3Jvbmcta2V5LXdyb25nLWtleQ=="})
+		srv.Close()
+		wantStatus(t, err, tc.status, "Failed to load Delta table az://c/events", "HTTP 403 "+tc.code)
+	}
+}
+
 func TestAzureMissingTableAndBadCredentials(t *testing.T) {
 	svc := services.RequireAzure(t)
 	c := svc.NewAzureContainer(t)
@@ -179,6 +206,11 @@ func TestAzureMissingTableAndBadCredentials(t *testing.T) {
 	if strings.Contains(err.Error(), wrongKey) || strings.Contains(err.Error(), svc.AzureKey) {
 		t.Fatalf("secret leaked: %v", err)
 	}
+
+	// A container that does not exist: the store answered no, as for a
+	// missing table.
+	err = h.openErr("m", with(cfg, "table_uri", "az://picomq-no-such-container/events", "azure_container_name", "picomq-no-such-container"))
+	wantStatus(t, err, hostdriver.StatusBadConfig, "Failed to load Delta table az://picomq-no-such-container/events", `container "picomq-no-such-container" does not exist`)
 
 	// The URI's container must be azure_container_name: at open for a
 	// static URI, on the batch for a templated one.

@@ -39,7 +39,7 @@ func TestS3SecretSetAfterLoadIsRead(t *testing.T) {
 	cfg = with(cfg, "table_uri", uri, "aws_s3_secret_key", "wrong-secret-in-file")
 	h := newHarness(t)
 	err := h.openErr("events_delta", cfg)
-	wantStatus(t, err, hostdriver.StatusRetry, "Failed to load Delta table")
+	wantStatus(t, err, hostdriver.StatusBadConfig, "Failed to load Delta table", "the store refused the configured key")
 	const name = "PICOMQ_CONNECTORS_SINK_EVENTS_DELTA_PLUGIN_CONFIG_AWS_S3_SECRET_KEY"
 	if err := h.host.Setenv(name, svc.S3SecretKey); err != nil {
 		t.Fatal(err)

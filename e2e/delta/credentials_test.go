@@ -49,13 +49,15 @@ func TestAzureDefaultCredential(t *testing.T) {
 		t.Fatalf("secret leaked: %v", err)
 	}
 
-	// No credential in the environment, and this is no Azure machine: a
-	// configuration error at open, though the templated URI opens no table
-	// yet, saying what was tried. (The https endpoint is never reached.)
+	// No credential in the environment, and no managed identity endpoint
+	// answers (as in a pod whose identity is not there yet): RETRY at
+	// open, though the templated URI opens no table yet, saying what was
+	// tried and that the runtime opens the sink again later. (The https
+	// endpoint is never reached.)
 	https := with(cfg, "azure_storage_endpoint_url", "https://127.0.0.1:1/"+svc.AzureAccount)
 	err = h.openErr("m", https)
-	wantStatus(t, err, hostdriver.StatusBadConfig, "Invalid storage configuration: 'azure_use_default_credential' = true",
-		"AZURE_CLIENT_SECRET", "AZURE_FEDERATED_TOKEN_FILE", "managed identity", "ManagedIdentityCredential")
+	wantStatus(t, err, hostdriver.StatusRetry, "Storage authentication failed: 'azure_use_default_credential' = true but no Azure credential was found",
+		"AZURE_CLIENT_SECRET", "AZURE_FEDERATED_TOKEN_FILE", "managed identity", "ManagedIdentityCredential", "the runtime opens the sink again later")
 }
 
 // A service principal secret in the environment whose token endpoint does
@@ -164,6 +166,10 @@ func TestGCSDefaultCredentialErrors(t *testing.T) {
 	t.Cleanup(refuse.Close)
 	refused, refusedLine := fakeServiceAccount(t, refuse.URL)
 	unreachable, unreachableLine := fakeServiceAccount(t, "http://127.0.0.1:1/token")
+	malformed := filepath.Join(t.TempDir(), "adc.json")
+	if err := os.WriteFile(malformed, []byte("not json"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	for _, c := range []struct {
 		name, env string
 		status    hostdriver.Status
@@ -175,12 +181,22 @@ func TestGCSDefaultCredentialErrors(t *testing.T) {
 		{"unreachable", "GOOGLE_APPLICATION_CREDENTIALS=" + unreachable, hostdriver.StatusRetry, []string{
 			"Storage authentication failed: 'gcs_use_default_credentials' = true: getting an access token with the service_account credentials failed",
 			"connection refused"}},
-		{"missing file", "GOOGLE_APPLICATION_CREDENTIALS=/nonexistent/adc.json", hostdriver.StatusBadConfig, []string{
-			"Invalid storage configuration: 'gcs_use_default_credentials' = true but no Google credentials were found; tried GOOGLE_APPLICATION_CREDENTIALS, gcloud's application_default_credentials.json, the metadata server",
-			"/nonexistent/adc.json"}},
+		// A file not there yet (a secret or token not projected yet) may
+		// appear without a config change.
+		{"missing file", "GOOGLE_APPLICATION_CREDENTIALS=/nonexistent/adc.json", hostdriver.StatusRetry, []string{
+			"Storage authentication failed: 'gcs_use_default_credentials' = true but no Google credentials were found; tried GOOGLE_APPLICATION_CREDENTIALS, gcloud's application_default_credentials.json, the metadata server",
+			"/nonexistent/adc.json", "the runtime opens the sink again later"}},
+		// Nothing at all, and a metadata server that refuses connections.
+		{"nothing", "GCE_METADATA_HOST=127.0.0.1:1", hostdriver.StatusRetry, []string{
+			"Storage authentication failed: 'gcs_use_default_credentials' = true", "metadata server", "the runtime opens the sink again later"}},
+		// A file that is there and is not credentials: the configuration.
+		{"malformed file", "GOOGLE_APPLICATION_CREDENTIALS=" + malformed, hostdriver.StatusBadConfig, []string{
+			"Invalid storage configuration: 'gcs_use_default_credentials' = true but no Google credentials were found", malformed}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			h := newHarness(t, hostdriver.Env(c.env))
+			// No gcloud file: a home and a gcloud configuration of its own.
+			home := t.TempDir()
+			h := newHarness(t, hostdriver.Env("GOOGLE_APPLICATION_CREDENTIALS=", "GCE_METADATA_HOST=", "HOME="+home, c.env))
 			err := h.openErr("m", cfg)
 			wantStatus(t, err, c.status, c.want...)
 			for _, s := range []string{refusedLine, unreachableLine} {

@@ -130,6 +130,11 @@ func TestGCSMissingTableAndBadCredentials(t *testing.T) {
 	err := h.openErr("m", with(cfg, "table_uri", "gs://"+bucket+"/none"))
 	wantStatus(t, err, hostdriver.StatusBadConfig, "Failed to load Delta table gs://"+bucket+"/none")
 
+	// A bucket that does not exist: the store answered no, as for a
+	// missing table.
+	err = h.openErr("m", with(cfg, "table_uri", "gs://picomq-no-such-bucket-0/events"))
+	wantStatus(t, err, hostdriver.StatusBadConfig, "Failed to load Delta table gs://picomq-no-such-bucket-0/events", `bucket "picomq-no-such-bucket-0" does not exist`)
+
 	uri := createInGCS(t, svc, createEvents, bucket, "events")
 	// Not a service account key: refused at open, without quoting it.
 	for _, bad := range []string{`{"type":"authorized_user","refresh_token":"` + marker + `"}`, "not json " + marker} {

@@ -119,11 +119,41 @@ func TestS3MissingTableAndBadCredentials(t *testing.T) {
 	wantStatus(t, err, hostdriver.StatusBadConfig, "Failed to load Delta table s3://"+bucket+"/none")
 	uri := "s3://" + bucket + "/events"
 	py(t, createEvents, uri)
+	// Keys the store refuses as an authentication failure: configuration.
+	// (A key lacking a permission, AccessDenied, stays RETRY: see
+	// TestS3ErrorShowsEndpointScheme.)
 	err = h.openErr("m", with(cfg, "table_uri", uri, "aws_s3_secret_key", "wrong-secret-value"))
-	wantStatus(t, err, hostdriver.StatusRetry, "Failed to load Delta table")
+	wantStatus(t, err, hostdriver.StatusBadConfig, "Failed to load Delta table", "SignatureDoesNotMatch", "the store refused the configured key")
 	if strings.Contains(err.Error(), "wrong-secret-value") {
 		t.Fatalf("secret leaked: %v", err)
 	}
+	err = h.openErr("m", with(cfg, "table_uri", uri, "aws_s3_access_key", "picomq-unknown-key"))
+	wantStatus(t, err, hostdriver.StatusBadConfig, "Failed to load Delta table", "InvalidAccessKeyId", "the store refused the configured key")
+	// A bucket that does not exist: the store answered no, as for a
+	// missing table.
+	err = h.openErr("m", with(cfg, "table_uri", "s3://picomq-no-such-bucket-0/events"))
+	wantStatus(t, err, hostdriver.StatusBadConfig, "Failed to load Delta table s3://picomq-no-such-bucket-0/events", `bucket "picomq-no-such-bucket-0" does not exist`)
+}
+
+// An s3:// table without keys where the AWS default chain finds no
+// credentials (no keys, no files, no web identity, no container endpoint,
+// instance metadata refusing connections, as in a pod whose identity is
+// not there yet): RETRY at open, saying what the chain tried and that the
+// runtime opens the sink again later.
+func TestS3NoCredentialsIsRetry(t *testing.T) {
+	svc := services.Require(t)
+	bucket := svc.NewBucket(t)
+	cfg := minio(t, svc)
+	delete(cfg, "aws_s3_access_key")
+	delete(cfg, "aws_s3_secret_key")
+	h := newHarness(t, hostdriver.Env("AWS_ACCESS_KEY_ID=", "AWS_SECRET_ACCESS_KEY=", "AWS_SESSION_TOKEN=", "AWS_PROFILE=",
+		"AWS_CONFIG_FILE=/dev/null", "AWS_SHARED_CREDENTIALS_FILE=/dev/null", "AWS_WEB_IDENTITY_TOKEN_FILE=", "AWS_ROLE_ARN=",
+		"AWS_CONTAINER_CREDENTIALS_FULL_URI=", "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI=",
+		"AWS_EC2_METADATA_DISABLED=", "AWS_EC2_METADATA_SERVICE_ENDPOINT=http://127.0.0.1:1"))
+	err := h.openErr("m", with(cfg, "table_uri", "s3://"+bucket+"/events"))
+	wantStatus(t, err, hostdriver.StatusRetry, "Failed to load Delta table s3://"+bucket+"/events",
+		"the AWS default credential chain found no credentials", "AWS_ACCESS_KEY_ID", "AWS_WEB_IDENTITY_TOKEN_FILE",
+		"instance metadata", "the runtime opens the sink again later")
 }
 
 // An S3 error names the endpoint with its real scheme. The SDK's own text

@@ -191,9 +191,10 @@ func TestIAMCredentialsRefreshedAfterExpiry(t *testing.T) {
 	noIssuedPassword(t, w, f, se.Message)
 }
 
-// What open() says when IAM authentication cannot work: refused AWS calls
-// and bad keys are BAD_CONFIG (they fail the same every time), throttling
-// and server errors RETRY.
+// What open() says when IAM authentication cannot work: keys AWS does not
+// know, an unknown cluster or workgroup and bad keys are BAD_CONFIG (they
+// fail the same every time); a missing permission, throttling and server
+// errors RETRY.
 func TestIAMOpenErrors(t *testing.T) {
 	t.Parallel()
 	w, f := iamWorld(t)
@@ -210,8 +211,13 @@ func TestIAMOpenErrors(t *testing.T) {
 	}{
 		{"password in the string", map[string]any{"connection_string": w.emu.DSN(w.db.Name)}, nil,
 			hostdriver.StatusBadConfig, []string{"connection_string must carry no password"}},
+		// A missing permission: the policy can be granted without a
+		// configuration change, so the runtime opens again later.
 		{"access denied", nil, []any{403, "AccessDenied"},
-			hostdriver.StatusBadConfig, []string{"Failed to get IAM credentials for Redshift (cluster rsemu, region eu-west-1)", "AccessDenied: no"}},
+			hostdriver.StatusRetry, []string{"Failed to get IAM credentials for Redshift (cluster rsemu, region eu-west-1)", "AccessDenied: no"}},
+		// Keys AWS does not know: the credentials are wrong.
+		{"unknown key", nil, []any{403, "InvalidClientTokenId"},
+			hostdriver.StatusBadConfig, []string{"Failed to get IAM credentials for Redshift (cluster rsemu, region eu-west-1)", "InvalidClientTokenId: no"}},
 		{"unknown cluster", map[string]any{"iam_cluster_identifier": "other"}, nil,
 			hostdriver.StatusBadConfig, []string{"ClusterNotFound"}},
 		{"unknown workgroup", map[string]any{"iam_cluster_identifier": nil, "iam_workgroup_name": "other"}, nil,
@@ -243,5 +249,36 @@ func TestIAMOpenErrors(t *testing.T) {
 	}
 	if n := f.Issued(); n != 0 {
 		t.Errorf("%d credentials issued by failed opens", n)
+	}
+}
+
+// auth = "iam" where the AWS default chain finds no credentials at all (no
+// keys, no files, no web identity token, no container endpoint, an
+// instance metadata endpoint that refuses connections, as in a pod whose
+// identity is not there yet): RETRY at open, since the environment may
+// still change without a config change, with a message that says what the
+// chain tried and that the runtime opens the sink again later.
+func TestIAMNoCredentialsIsRetry(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	f := rsemu.NewIAMTest(t, w.emu)
+	w.connector = startConnector(t, hostdriver.Env(
+		"AWS_ENDPOINT_URL_REDSHIFT="+f.URL(), "AWS_ENDPOINT_URL_REDSHIFT_SERVERLESS="+f.URL(),
+		"AWS_ACCESS_KEY_ID=", "AWS_SECRET_ACCESS_KEY=", "AWS_SESSION_TOKEN=", "AWS_PROFILE=", "AWS_REGION=",
+		"AWS_CONFIG_FILE=/dev/null", "AWS_SHARED_CREDENTIALS_FILE=/dev/null",
+		"AWS_WEB_IDENTITY_TOKEN_FILE=", "AWS_ROLE_ARN=",
+		"AWS_CONTAINER_CREDENTIALS_FULL_URI=", "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI=",
+		"AWS_EC2_METADATA_DISABLED=", "AWS_EC2_METADATA_SERVICE_ENDPOINT=http://127.0.0.1:1",
+		"PGPASSWORD=", "PGPASSFILE=/dev/null"))
+	start := time.Now()
+	se := w.openErr("iam_nocreds", w.iamConfig(nil))
+	wantStatus(t, se, hostdriver.StatusRetry, "Failed to get IAM credentials for Redshift (cluster rsemu, region eu-west-1)",
+		"the AWS default credential chain found no credentials", "AWS_ACCESS_KEY_ID", "AWS_WEB_IDENTITY_TOKEN_FILE",
+		"AWS_CONTAINER_CREDENTIALS_FULL_URI", "instance metadata", "the runtime opens the sink again later")
+	if took := time.Since(start); took > time.Minute {
+		t.Errorf("open took %s", took)
+	}
+	if n := len(f.Calls()); n != 0 {
+		t.Errorf("%d calls reached the credentials endpoint unsigned", n)
 	}
 }

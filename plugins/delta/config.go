@@ -142,10 +142,15 @@ func (c *Config) storageOptions() (objstore.Options, error) {
 	return opts, nil
 }
 
+// openAgain ends the message of a RETRY at open that the environment may
+// heal without a configuration change.
+const openAgain = "the runtime opens the sink again later"
+
 // authenticate finds the default credentials the storage options opt into
 // and fetches a first token, so that a missing credential fails open()
-// for templated table URIs too: BAD_CONFIG when the environment has none
-// or the one found is refused, RETRY when a token endpoint did not answer.
+// for templated table URIs too: BAD_CONFIG when the credential found is
+// refused or its file is not credentials, RETRY when the environment has
+// none yet (a starting pod's identity) or a token endpoint did not answer.
 func authenticate(ctx context.Context, opts *objstore.Options) error {
 	err := opts.Authenticate(ctx)
 	var ce *objstore.CredentialError
@@ -153,7 +158,7 @@ func authenticate(ctx context.Context, opts *objstore.Options) error {
 		return err
 	}
 	if ce.Transient {
-		return sdk.Retry(&keyedError{"Storage authentication failed: " + ce.Render(storageKey), err})
+		return sdk.Retry(&keyedError{"Storage authentication failed: " + ce.Render(storageKey) + "; " + openAgain, err})
 	}
 	return sdk.BadConfig(&keyedError{"Invalid storage configuration: " + ce.Render(storageKey), err})
 }

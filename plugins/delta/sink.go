@@ -3,6 +3,7 @@ package delta
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/url"
 	"strconv"
 	"sync"
@@ -112,10 +113,18 @@ func (s *Sink) Open(ctx context.Context, cfg *Config, host *sdk.Host) error {
 	}
 	t, err := s.table(ctx, cfg.TableURI)
 	if err != nil {
-		// A bad URI, or a table that is missing or that this writer must
-		// refuse, is a configuration problem; an unreachable store may heal.
-		if isURIError(err) || errors.Is(err, deltalog.ErrNoTable) || errors.Is(err, deltalog.ErrNotWritable) {
+		// A bad URI, a table, bucket or container that is missing, a key
+		// the store refuses, or a table this writer must refuse, is a
+		// configuration problem (the store answered no); an unreachable
+		// store may heal, and so may a default credential chain that finds
+		// nothing yet.
+		var nb *objstore.NoBucketError
+		switch {
+		case isURIError(err) || errors.Is(err, deltalog.ErrNoTable) || errors.Is(err, deltalog.ErrNotWritable) || errors.As(err, &nb) ||
+			errors.Is(err, objstore.ErrKeyRefused):
 			return sdk.BadConfig(err)
+		case objstore.NoCredentials(err):
+			return sdk.Retry(fmt.Errorf("%w; %s", err, openAgain))
 		}
 		return err
 	}

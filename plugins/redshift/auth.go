@@ -87,8 +87,9 @@ func (c *Config) iamTarget(cc *pgx.ConnConfig) rsiam.Target {
 
 // useIAM fetches the first credentials and makes every new connection of
 // pcfg log in with the cache's current ones. An error is an sdk error:
-// BAD_CONFIG for what will fail again (no region, access denied, unknown
-// cluster), RETRY for the rest (throttling, 5xx, no answer).
+// BAD_CONFIG for what will fail again (no region, keys AWS does not know,
+// unknown cluster), RETRY for the rest (a missing permission, throttling,
+// 5xx, no answer, no AWS credentials found yet).
 func useIAM(ctx context.Context, c *Config, pcfg *pgxpool.Config, log *slog.Logger) (*rsiam.Cache, error) {
 	if pcfg.ConnConfig.Password != "" {
 		// pgx also takes a password from PGPASSWORD or the .pgpass file; any
@@ -111,6 +112,12 @@ func useIAM(ctx context.Context, c *Config, pcfg *pgxpool.Config, log *slog.Logg
 	if _, err := cache.Get(ctx); err != nil {
 		if rsiam.IsPermanent(err) {
 			return nil, sdk.BadConfigf("Failed to get IAM credentials for Redshift (%s): %v", iamWhat(target), err)
+		}
+		if rsiam.IsNoCredentials(err) {
+			// A pod's identity (web identity token, metadata endpoint) may
+			// not be there yet when it starts: the environment can change
+			// without a config change, so RETRY.
+			return nil, sdk.Retryf("Failed to get IAM credentials for Redshift (%s): %v; the runtime opens the sink again later", iamWhat(target), err)
 		}
 		return nil, sdk.Retryf("Failed to get IAM credentials for Redshift (%s): %v", iamWhat(target), err)
 	}

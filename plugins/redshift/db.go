@@ -180,6 +180,29 @@ const (
 	stepCommit = 5
 )
 
+// InDoubtError is a load one of whose attempts sent the transaction and
+// got no answer to it (the connection broke, or the consume was cancelled
+// while waiting): Redshift may have committed it, or may still. A load
+// error of any other type means nothing of the chunk committed: the server
+// refused a statement (which aborts the transaction), or nothing was sent.
+type InDoubtError struct {
+	msg string
+	err error // a *retry.Error
+}
+
+func (e *InDoubtError) Error() string { return e.msg }
+func (e *InDoubtError) Unwrap() error { return e.err }
+
+// loadError is a load that did not commit. It keeps the load's error in
+// the chain, so that a cancellation is still seen as one.
+type loadError struct {
+	msg string
+	err error
+}
+
+func (e *loadError) Error() string { return e.msg }
+func (e *loadError) Unwrap() error { return e.err }
+
 // load runs the load transaction for one uploaded file:
 //
 //	BEGIN;
@@ -191,34 +214,55 @@ const (
 //
 // The lock makes writers of one target take turns, so no writer can clear
 // rows another staged but has not inserted yet; the DELETE (not TRUNCATE,
-// which commits in Redshift) keeps cleanup inside the transaction. A crash
-// anywhere before COMMIT rolls everything back; a replay loads again and the
-// INSERT skips ids already present.
+// which commits in Redshift) keeps cleanup inside the transaction. An error
+// the server answers aborts the transaction; a replay loads again and the
+// INSERT skips ids already present. The six statements are one query,
+// though: once it is sent, the server runs it to the end whether or not the
+// client is still there to read the answers, so a load whose answers were
+// lost may have committed (an *InDoubtError).
 //
 // The whole transaction is the unit of retry: after a transient failure
 // (serialization conflict, dropped connection, ...) the transaction is
 // rolled back and started again from BEGIN.
 func (d *db) load(ctx context.Context, t *table, copySQL string) (loadResult, error) {
 	var res loadResult
-	var step string
+	var a, doubt attempt
 	p := d.policy
 	p.OnRetry = func(attempt int, err error, wait time.Duration) {
-		d.log.Warn("Redshift load transaction failed, retrying", "table", t.name, "step", step,
+		d.log.Warn("Redshift load transaction failed, retrying", "table", t.name, "step", a.step,
 			"attempt", attempt, "wait", wait, "error", describeErr(err))
 	}
 	err := retry.Do(ctx, p, func(ctx context.Context) error {
 		res.attempts++
 		var err error
-		step, res.inserted, err = d.loadOnce(ctx, t, copySQL)
+		a, err = d.loadOnce(ctx, t, copySQL)
+		if a.inDoubt {
+			// An earlier attempt that may have committed still may have
+			// after a later one was refused.
+			doubt = a
+		}
 		return err
 	})
-	if err != nil {
-		if d.timeout > 0 && ctx.Err() == nil && retry.SQLState(err) == sqlStateQueryCanceled {
-			return res, d.timedOut(step, t, err)
-		}
-		return res, fmt.Errorf("Redshift %s failed %s", step, describeRetry(err))
+	if err == nil {
+		res.inserted = a.inserted
+		return res, nil
 	}
-	return res, nil
+	var msg string
+	switch {
+	case a.inDoubt:
+		msg = fmt.Sprintf("its load transaction into %s was sent and %s (%s)", rsql.Ident(t.name), a.stopped(), describeRetry(err))
+	case d.timeout > 0 && ctx.Err() == nil && retry.SQLState(err) == sqlStateQueryCanceled:
+		msg = d.timedOut(a.step, t, err)
+	default:
+		msg = fmt.Sprintf("Redshift %s failed %s", a.step, describeRetry(err))
+	}
+	if !doubt.inDoubt {
+		return res, &loadError{msg: msg, err: err}
+	}
+	if !a.inDoubt {
+		msg += "; an earlier attempt's load transaction was sent and " + doubt.stopped()
+	}
+	return res, &InDoubtError{msg: msg, err: err}
 }
 
 // sqlStateQueryCanceled is what Redshift returns for a statement it canceled,
@@ -229,16 +273,34 @@ const sqlStateQueryCanceled = "57014"
 // statement_timeout. The caller's context was still live, so the cancel was
 // the timeout and not the sink giving up. A canceled LOCK means another
 // writer kept the staging table for longer than the timeout.
-func (d *db) timedOut(step string, t *table, err error) error {
+func (d *db) timedOut(step string, t *table, err error) string {
 	what := fmt.Sprintf("Redshift %s for table %s", step, rsql.Ident(t.name))
 	if step == "LOCK" {
 		what = fmt.Sprintf("Waiting for the lock on staging table %s (another writer of %s is loading, or stalled, while holding it)",
 			rsql.Ident(t.staging), rsql.Ident(t.name))
 	}
-	return fmt.Errorf("%s timed out after %s (statement_timeout) %s", what, d.timeout, describeRetry(err))
+	return fmt.Sprintf("%s timed out after %s (statement_timeout) %s", what, d.timeout, describeRetry(err))
 }
 
-// loadOnce runs the transaction once and returns the step it reached.
+// attempt is what one run of the load transaction did.
+type attempt struct {
+	step     string // the statement that failed, or "connection"
+	answered int    // statements answered
+	inserted int64  // rows the INSERT added, once committed
+	// inDoubt: the transaction was sent and its answers stopped before
+	// COMMIT's, with no error from the server: it may have committed.
+	inDoubt bool
+}
+
+// stopped says where the answers of an attempt in doubt stopped.
+func (a attempt) stopped() string {
+	if a.answered == 0 {
+		return "no answer came back"
+	}
+	return "the answers stopped after " + loadSteps[a.answered-1] + "'s"
+}
+
+// loadOnce runs the transaction once.
 //
 // The six statements go in one simple-protocol query, one round trip. The
 // server answers each statement it completes, in order, and stops at the
@@ -247,30 +309,36 @@ func (d *db) timedOut(step string, t *table, err error) error {
 // when each statement was sent on its own. A failure leaves the session in
 // the aborted transaction; ROLLBACK, a second round trip on the failure
 // path only, ends it before the connection goes back to the pool.
-func (d *db) loadOnce(ctx context.Context, t *table, copySQL string) (step string, inserted int64, err error) {
-	step = "connection"
+func (d *db) loadOnce(ctx context.Context, t *table, copySQL string) (attempt, error) {
+	a := attempt{step: "connection"}
 	conn, err := d.pool.Acquire(ctx)
 	if err != nil {
-		return step, 0, err
+		return a, err
 	}
 	// Release destroys a connection that is not idle (a failed ROLLBACK).
 	defer conn.Release()
 	pc := conn.Conn().PgConn()
 	sql := rsql.Script("BEGIN", t.lock, copySQL, t.insert, t.cleanup, "COMMIT")
 	done, inserted, err := execLoad(ctx, pc, sql)
-	step = loadSteps[min(done, len(loadSteps)-1)]
-	if err == nil && done != len(loadSteps) {
+	a.answered = done
+	a.step = loadSteps[min(done, len(loadSteps)-1)]
+	if done == len(loadSteps) {
+		// COMMIT was answered: the rows are in, whatever happened to the
+		// connection after it.
+		a.inserted = inserted
+		return a, nil
+	}
+	if err == nil {
 		err = fmt.Errorf("Redshift answered %d of the %d statements of the load transaction", done, len(loadSteps))
 	}
-	if err != nil {
-		if !pc.IsClosed() && pc.TxStatus() != 'I' {
-			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rollbackTimeout)
-			defer cancel()
-			_ = pc.Exec(rctx, "ROLLBACK").Close()
-		}
-		return step, 0, err
+	var pe *pgconn.PgError
+	a.inDoubt = !errors.As(err, &pe) && !errors.Is(err, pgx.ErrTxCommitRollback) && !pgconn.SafeToRetry(err)
+	if !pc.IsClosed() && pc.TxStatus() != 'I' {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rollbackTimeout)
+		defer cancel()
+		_ = pc.Exec(rctx, "ROLLBACK").Close()
 	}
-	return step, inserted, nil
+	return a, err
 }
 
 // execLoad sends the load transaction and reads its answers. done counts
@@ -297,7 +365,7 @@ func execLoad(ctx context.Context, pc *pgconn.PgConn, sql string) (done int, ins
 		done++
 	}
 	if err := mrr.Close(); err != nil {
-		return done, 0, err
+		return done, inserted, err
 	}
 	return done, inserted, nil
 }

@@ -36,6 +36,10 @@ func Plugin() sdk.Plugin[Config] {
 // static target_table, creating and checking the tables.
 const openTimeout = 2 * time.Minute
 
+// sqlStateUnknownDatabase is invalid_catalog_name: the database of the
+// connection string does not exist.
+const sqlStateUnknownDatabase = "3D000"
+
 // cleanupTimeout bounds deleting or archiving one file after its load; it
 // runs even when the batch's context is done.
 const cleanupTimeout = 30 * time.Second
@@ -108,6 +112,12 @@ func (s *Sink) Open(ctx context.Context, c *Config, host *sdk.Host) error {
 		}
 		if retry.IsAuth(err) && p.iam {
 			return sdk.BadConfigf("Failed to connect to Redshift: it refused the IAM credentials issued for %s: %s", c.iamTarget(pcfg.ConnConfig).Operation(), err)
+		}
+		if retry.SQLState(err) == sqlStateUnknownDatabase {
+			// The cluster answered that the database does not exist: as
+			// for a missing static table, only the configuration (or the
+			// operator creating the database) changes that.
+			return sdk.BadConfigf("Failed to connect to Redshift: %s: %s", keyConnectionString, describeErr(err))
 		}
 		if retry.IsAuth(err) {
 			// The same credentials will be refused on every attempt.
@@ -235,13 +245,14 @@ func (s *Sink) Consume(ctx context.Context, b *sdk.Batch) error {
 
 	var inserted, copied int64
 	chunks := 0
+	total := (len(recs) + s.cfg.BatchSize - 1) / s.cfg.BatchSize
 	for lo := 0; lo < len(recs); lo += s.cfg.BatchSize {
 		hi := min(lo+s.cfg.BatchSize, len(recs))
 		chunk := rsparquet.Chunk{Topic: b.Topic, Partition: b.Partition, Records: recs[lo:hi],
 			CreatedAt: s.now().UTC().Format(createdAtLayout)}
 		n, err := s.loadChunk(ctx, t, chunk)
 		if err != nil {
-			return err
+			return chunkFailed(err, chunks, total)
 		}
 		chunks++
 		inserted += n
@@ -258,6 +269,29 @@ func (s *Sink) Consume(ctx context.Context, b *sdk.Batch) error {
 		"offsets", fmt.Sprintf("%d..%d", b.FirstOffset(), b.LastOffset()), "chunks", chunks,
 		"inserted", inserted, "skipped_duplicates", copied-inserted, "duration", s.now().Sub(start))
 	return nil
+}
+
+// chunkFailed says what a batch whose chunk committed+1 of total failed
+// leaves in the table. Chunks committed before it stay, and a load whose
+// answers were lost may have committed too: an operator must not read
+// "nothing written" into the message. The replay deduplicates either way.
+func chunkFailed(err error, committed, total int) error {
+	before := fmt.Sprintf("%d of the %d chunks committed before it and stay", committed, total)
+	switch {
+	case committed == 0:
+		before = "no chunk committed before it"
+	case committed == 1:
+		before += "s"
+	}
+	var doubt *InDoubtError
+	if errors.As(err, &doubt) {
+		return fmt.Errorf("Redshift chunk %d of %d may have committed: %w; %s; the replay skips the ids already in the table",
+			committed+1, total, err, before)
+	}
+	if committed > 0 {
+		return fmt.Errorf("%w; %s, and the replay skips their ids", err, before)
+	}
+	return err
 }
 
 // loadChunk encodes, uploads, loads and cleans up one chunk, and returns
@@ -282,7 +316,9 @@ func (s *Sink) loadChunk(ctx context.Context, t *table, c rsparquet.Chunk) (int6
 	res, err := s.db.load(ctx, t, copySQL)
 	s.stats.copyRetries.Add(int64(max(res.attempts-1, 0)))
 	if err != nil {
-		// Nothing committed, nothing refers to the file any more.
+		// Nothing committed refers to the file: a load that may have
+		// committed copied the rows out of it, and one still running on
+		// the server either has too or fails its COPY and rolls back.
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 		defer cancel()
 		if derr := s.store.delete(cctx, key); derr != nil {

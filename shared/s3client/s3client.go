@@ -115,6 +115,10 @@ func New(ctx context.Context, o Options) (*s3.Client, error) {
 	if err != nil {
 		return nil, err
 	}
+	if o.AccessKey == "" {
+		// The default chain: its failures must be told from the store's.
+		cfg.Credentials = MarkChain(cfg.Credentials)
+	}
 	return s3.NewFromConfig(cfg, func(so *s3.Options) {
 		so.DisableLogOutputChecksumValidationSkipped = true
 		if o.Retries == NoRetries {

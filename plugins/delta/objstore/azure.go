@@ -389,8 +389,12 @@ func (a *Azure) wrap(op, p string, err error) error {
 		case code == bloberror.BlobAlreadyExists,
 			op == "put-if-absent" && (status == http.StatusPreconditionFailed || code == bloberror.ConditionNotMet):
 			return fmt.Errorf("%s: %s: %w", where, detail, deltalog.ErrAlreadyExists)
+		case code == bloberror.AuthenticationFailed:
+			// What Azure answers a wrong account key or a bad SAS
+			// signature; a missing grant is AuthorizationPermissionMismatch.
+			return fmt.Errorf("%s: %s: %w", where, detail, ErrKeyRefused)
 		case code == bloberror.ContainerNotFound:
-			return fmt.Errorf("%s: container %q does not exist: %w", where, a.container, deltalog.ErrNotFound)
+			return fmt.Errorf("%s: %w", where, &NoBucketError{Kind: "container", Name: a.container})
 		case status == http.StatusNotFound:
 			return fmt.Errorf("%s: %s: %w", where, detail, deltalog.ErrNotFound)
 		case status == http.StatusRequestTimeout, status == http.StatusTooManyRequests, status >= 500,

@@ -28,9 +28,10 @@ import (
 type CredentialError struct {
 	Backend Backend
 	Option  Option // the opt-in, e.g. OptAzureDefaultCredential
-	// Transient says the failure may go away by itself (no answer from a
-	// token endpoint, a 5xx): the caller retries. Otherwise no credential
-	// is configured in the environment, or the one found was refused.
+	// Transient says the failure may go away without a configuration
+	// change (no credential found yet, no answer from a token endpoint, a
+	// 5xx): the caller retries. Otherwise the credential found was refused,
+	// or its file is not credentials.
 	Transient bool
 	msg       message
 }
@@ -174,6 +175,12 @@ func (p *probedManagedIdentity) GetToken(ctx context.Context, opts policy.TokenR
 		p.mu.Unlock()
 	case ctx.Err() == nil && pctx.Err() != nil:
 		return tok, azidentity.NewCredentialUnavailableError(fmt.Sprintf("ManagedIdentityCredential: no managed identity endpoint answered within %s", miProbeTimeout))
+	case ctx.Err() == nil:
+		// Before its first token the managed identity is the platform's,
+		// not the configuration's: an endpoint that refuses, or answers
+		// that no identity is assigned (yet), is an identity not there
+		// yet, as in a starting pod.
+		return tok, azidentity.NewCredentialUnavailableError(err.Error())
 	}
 	return tok, err
 }
@@ -197,8 +204,10 @@ func (c *azureCredential) check(ctx context.Context) error {
 			msg: message{"'%s' = true: getting an access token failed (tried %s): %s", []any{OptAzureDefaultCredential, azureTried, detail}}}
 	case errors.As(err, &nonRetriable):
 		// Every credential of the chain said it is not configured here
-		// (the library's "credential unavailable", which is unexported).
-		return &CredentialError{Backend: BackendAzure, Option: OptAzureDefaultCredential,
+		// (the library's "credential unavailable", which is unexported):
+		// a pod whose identity is not there yet looks the same, and the
+		// environment may still provide one.
+		return &CredentialError{Backend: BackendAzure, Option: OptAzureDefaultCredential, Transient: true,
 			msg: message{"'%s' = true but no Azure credential was found (tried %s): %s", []any{OptAzureDefaultCredential, azureTried, detail}}}
 	}
 	// Cancelled or timed out.

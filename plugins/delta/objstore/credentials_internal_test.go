@@ -15,13 +15,14 @@ import (
 )
 
 // adcFile points GOOGLE_APPLICATION_CREDENTIALS at a file holding creds.
-func adcFile(t *testing.T, creds string) {
+func adcFile(t *testing.T, creds string) string {
 	t.Helper()
 	p := filepath.Join(t.TempDir(), "adc.json")
 	if err := os.WriteFile(p, []byte(creds), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	t.Setenv("GOOGLE_APPLICATION_CREDENTIALS", p)
+	return p
 }
 
 func gcsDefaultOptions(endpoint string) Options {
@@ -147,29 +148,44 @@ func TestGCSDefaultCredentialsTokenErrors(t *testing.T) {
 	}
 }
 
-// A credentials file that is missing or not credentials: configuration,
-// naming the variable.
+// A credentials file that is not credentials: configuration, naming the
+// file. A file not there (yet: a secret not projected), or nothing at all:
+// transient, since the environment may still provide them.
 func TestGCSDefaultCredentialsNotFound(t *testing.T) {
-	for _, c := range []struct{ name, path, want string }{
-		{"missing file", "/nonexistent/adc.json", "GOOGLE_APPLICATION_CREDENTIALS environment variable"},
-		{"not json", "", "GOOGLE_APPLICATION_CREDENTIALS environment variable"},
+	for _, c := range []struct {
+		name, path, want string
+		transient        bool
+	}{
+		{"missing file", "/nonexistent/adc.json", "GOOGLE_APPLICATION_CREDENTIALS environment variable", true},
+		{"not json", "", "GOOGLE_APPLICATION_CREDENTIALS environment variable", false},
 		// No variable, no gcloud file under HOME, not on Google Cloud.
-		{"nothing", "-", "could not find default credentials"},
+		{"nothing", "-", "could not find default credentials", true},
+		// gcloud's file under HOME, not credentials.
+		{"bad gcloud file", "gcloud", "", false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Setenv("HOME", t.TempDir())
 			t.Setenv("GCE_METADATA_HOST", "")
 			switch c.path {
 			case "":
-				adcFile(t, "not json")
+				c.want = adcFile(t, "not json")
 			case "-":
 				t.Setenv("GOOGLE_APPLICATION_CREDENTIALS", "")
+			case "gcloud":
+				t.Setenv("GOOGLE_APPLICATION_CREDENTIALS", "")
+				c.want = filepath.Join(os.Getenv("HOME"), ".config", "gcloud", "application_default_credentials.json")
+				if err := os.MkdirAll(filepath.Dir(c.want), 0o700); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(c.want, []byte("not json"), 0o600); err != nil {
+					t.Fatal(err)
+				}
 			default:
 				t.Setenv("GOOGLE_APPLICATION_CREDENTIALS", c.path)
 			}
 			opts := gcsDefaultOptions("")
 			ce := authenticateGCS(t, &opts)
-			if ce.Transient || !strings.Contains(ce.Error(), "'GCS default credentials' = true but no Google credentials were found; tried GOOGLE_APPLICATION_CREDENTIALS") ||
+			if ce.Transient != c.transient || !strings.Contains(ce.Error(), "'GCS default credentials' = true but no Google credentials were found; tried GOOGLE_APPLICATION_CREDENTIALS") ||
 				!strings.Contains(ce.Error(), c.want) {
 				t.Errorf("got %v (transient %v)", ce, ce.Transient)
 			}

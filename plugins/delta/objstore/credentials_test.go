@@ -82,18 +82,20 @@ func authenticateAzure(t *testing.T) *objstore.CredentialError {
 }
 
 // Nothing in the environment and no managed identity (this is not an
-// Azure machine): a configuration error that says what was tried. Off
-// Azure, the IMDS address either does not answer (the probe gives up: "no
-// Azure credential was found") or something else answers it with an error
-// (this test machine's egress proxy says 403): configuration either way.
+// Azure machine, or a pod whose identity is not there yet): transient,
+// since the environment may still provide one, with a message that says
+// what was tried. Off Azure, the IMDS address either does not answer (the
+// probe gives up) or something else answers it with an error (this test
+// machine's egress proxy says 403): "no Azure credential was found" either
+// way.
 func TestAzureDefaultCredentialNotFound(t *testing.T) {
 	clearAzureEnv(t)
 	start := time.Now()
 	ce := authenticateAzure(t)
-	if ce.Transient {
-		t.Errorf("transient: %v", ce)
+	if !ce.Transient {
+		t.Errorf("not transient: %v", ce)
 	}
-	for _, want := range []string{"'Azure default credential' = true", "AZURE_CLIENT_SECRET",
+	for _, want := range []string{"'Azure default credential' = true but no Azure credential was found", "AZURE_CLIENT_SECRET",
 		"AZURE_FEDERATED_TOKEN_FILE", "managed identity", "ManagedIdentityCredential"} {
 		if !strings.Contains(ce.Error(), want) {
 			t.Errorf("message %q lacks %q", ce, want)

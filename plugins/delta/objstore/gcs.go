@@ -469,7 +469,7 @@ func (g *GCS) wrap(op, p string, err error) error {
 		case se.Code == http.StatusPreconditionFailed && op == "put-if-absent":
 			return fmt.Errorf("%s: %s: %w", where, detail, deltalog.ErrAlreadyExists)
 		case se.Code == http.StatusNotFound && se.bucketMissing(op):
-			return fmt.Errorf("%s: bucket %q does not exist: %w", where, g.name, deltalog.ErrNotFound)
+			return fmt.Errorf("%s: %w", where, &NoBucketError{Kind: "bucket", Name: g.name})
 		case se.Code == http.StatusNotFound:
 			return fmt.Errorf("%s: %s: %w", where, detail, deltalog.ErrNotFound)
 		case se.transient():

@@ -9,6 +9,8 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -273,10 +275,16 @@ func findGCSDefaultAuth(transport http.RoundTripper) (*gcsAuth, error) {
 	ctx := context.WithValue(context.Background(), oauth2.HTTPClient, &http.Client{Transport: rec, Timeout: gcsTokenTimeout})
 	creds, err := google.FindDefaultCredentialsWithParams(ctx, google.CredentialsParams{Scopes: []string{gcsScope}})
 	if err != nil {
-		// The library's message says which file it could not read or
-		// parse; it quotes no credential.
-		return nil, &CredentialError{Backend: BackendGCS, Option: OptGCSDefaultCredentials,
-			msg: message{"'%s' = true but no Google credentials were found; tried %s: %s", []any{OptGCSDefaultCredentials, gcsTried, err.Error()}}}
+		// The library's message says what it could not read or parse; it
+		// quotes no credential. A file that is there and still failed is
+		// not credentials: configuration. Nothing found (no file yet, no
+		// metadata server) may change by itself, as in a starting pod.
+		bad := existingADCFile()
+		msg := message{"'%s' = true but no Google credentials were found; tried %s: %s", []any{OptGCSDefaultCredentials, gcsTried, err.Error()}}
+		if bad != "" {
+			msg = message{"'%s' = true but no Google credentials were found; tried %s: %s (in %s)", []any{OptGCSDefaultCredentials, gcsTried, err.Error(), bad}}
+		}
+		return nil, &CredentialError{Backend: BackendGCS, Option: OptGCSDefaultCredentials, Transient: bad == "", msg: msg}
 	}
 	var k gcsKey
 	_ = json.Unmarshal(creds.JSON, &k)
@@ -288,6 +296,28 @@ func findGCSDefaultAuth(transport http.RoundTripper) (*gcsAuth, error) {
 		return tok, rec.cause(err)
 	}
 	return a, nil
+}
+
+// existingADCFile returns the credentials file Application Default
+// Credentials reads first that exists: GOOGLE_APPLICATION_CREDENTIALS, else
+// gcloud's well-known file; "" when there is none.
+func existingADCFile() string {
+	if p := os.Getenv("GOOGLE_APPLICATION_CREDENTIALS"); p != "" {
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+		return ""
+	}
+	// Where Google's library looks (it prefers $HOME, as here).
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return ""
+	}
+	p := filepath.Join(home, ".config", "gcloud", "application_default_credentials.json")
+	if _, err := os.Stat(p); err == nil {
+		return p
+	}
+	return ""
 }
 
 func (a *gcsAuth) token(ctx context.Context) (*oauth2.Token, error) {

@@ -136,6 +136,7 @@ func (s *S3) wrap(op, p string, err error) error {
 	if errors.As(err, &re) {
 		status, detail = re.HTTPStatusCode(), describeResponse(re, err)
 	}
+	var chain *s3client.CredentialsError
 	var apiErr smithy.APIError
 	code := ""
 	if errors.As(err, &apiErr) {
@@ -146,12 +147,21 @@ func (s *S3) wrap(op, p string, err error) error {
 		return fmt.Errorf("%s: %w", where, deltalog.ErrAlreadyExists)
 	case status == http.StatusNotFound || code == "NoSuchKey" || code == "NotFound":
 		if code == "NoSuchBucket" {
-			return fmt.Errorf("%s: bucket does not exist: %w", where, deltalog.ErrNotFound)
+			return fmt.Errorf("%s: %w", where, &NoBucketError{Kind: "bucket", Name: s.bucket})
 		}
 		return fmt.Errorf("%s: %w", where, deltalog.ErrNotFound)
+	case code == "InvalidAccessKeyId" || code == "SignatureDoesNotMatch":
+		return fmt.Errorf("%s: %s: %w", where, detail, ErrKeyRefused)
 	case status == http.StatusConflict, status == http.StatusTooManyRequests, status >= 500,
 		code == "SlowDown", code == "RequestTimeout", code == "ConditionalRequestConflict":
 		return fmt.Errorf("%s: %w: %s", where, deltalog.ErrTransient, detail)
+	case status == 0 && errors.As(err, &chain):
+		// No request was sent: the default chain gave nothing to sign it
+		// with. Its text already says what was tried.
+		if chain.Refused {
+			return fmt.Errorf("%s: %w", where, chain)
+		}
+		return fmt.Errorf("%s: %w: %w", where, deltalog.ErrTransient, chain)
 	case status == 0 && !errors.Is(err, context.Canceled):
 		// No HTTP response: a network failure or timeout. Whether the request
 		// reached the store is unknown; callers that care read back.

@@ -2,9 +2,39 @@ package objstore
 
 import (
 	"context"
+	"errors"
+	"fmt"
 
 	"github.com/picomq/heavy-sinks/plugins/delta/deltalog"
+	"github.com/picomq/heavy-sinks/shared/s3client"
 )
+
+// NoBucketError is a bucket (S3, GCS) or container (Azure) that does not
+// exist: the store answered no to the location itself. It is a
+// deltalog.ErrNotFound.
+type NoBucketError struct {
+	Kind string // "bucket" or "container"
+	Name string
+}
+
+func (e *NoBucketError) Error() string { return fmt.Sprintf("%s %q does not exist", e.Kind, e.Name) }
+
+// Is makes the error a deltalog.ErrNotFound.
+func (e *NoBucketError) Is(target error) bool { return target == deltalog.ErrNotFound }
+
+// ErrKeyRefused marks a store's answer that the configured key is wrong
+// (an authentication failure: an unknown key id, a signature that does not
+// match), as opposed to a key that lacks a permission, which a grant can
+// change without a configuration change.
+var ErrKeyRefused = errors.New("the store refused the configured key")
+
+// NoCredentials reports whether err is a default credential chain that
+// found no credentials yet (S3; Azure and GCS say so at Authenticate, with
+// a *CredentialError): the environment may still provide them.
+func NoCredentials(err error) bool {
+	var ce *s3client.CredentialsError
+	return errors.As(err, &ce) && !ce.Refused
+}
 
 // Store is a table's object store: the Delta log's narrow interface plus an
 // unconditional Put for data files (their names are unique, so the race a

@@ -249,6 +249,24 @@ func RefusedPasswordIsBadConfig(t *testing.T, d sinkdriver.Driver, e *Env) {
 	}
 }
 
+// UnknownDatabaseIsBadConfig: a connection_string naming a database the
+// cluster does not have (SQLSTATE 3D000) fails open() BAD_CONFIG, like a
+// static table that does not exist: the destination answered no, and only
+// the configuration (or the operator creating the database) changes that.
+func UnknownDatabaseIsBadConfig(t *testing.T, d sinkdriver.Driver, e *Env) {
+	e.NeedEmulator("the emulator passes its backend's 3D000 through; Redshift's own answer has not been checked")
+	u, err := url.Parse(e.DSN())
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.Path = "/picomq_no_such_database"
+	se := openErr(t, d.Start(t, e.Secrets()...), "nodb", e.Config(map[string]any{"connection_string": u.String()}))
+	if se.Code != hostdriver.StatusBadConfig || !strings.HasPrefix(se.Message, "Failed to connect to Redshift: connection_string: ") ||
+		!strings.Contains(se.Message, "SQLSTATE 3D000") || !strings.Contains(se.Message, "picomq_no_such_database") {
+		t.Errorf("unknown database: %v", se)
+	}
+}
+
 // PayloadFormatWarnings: "Json is not supported, falling back to Text":
 // payload_format = "json" logs it at open, the one warning, and loads text;
 // an unknown value warns and falls back to varbyte; an unparsable

@@ -1,6 +1,7 @@
 package redshifttest
 
 import (
+	"fmt"
 	"regexp"
 	"strings"
 	"testing"
@@ -313,5 +314,68 @@ func TransientFaultsAreRetriedWithLinearBackoff(t *testing.T, d sinkdriver.Drive
 		if m := sinkdriver.SinkMetrics(t, inst); m["files_uploaded"] != 1 || m["chunks"] != 0 || m["copy_retries"] != 2 {
 			t.Errorf("metrics %v", m)
 		}
+	})
+}
+
+// CloseDuringALoadSaysWhatMayHaveCommitted: close() cancels a consume
+// while its second chunk's load transaction is on the server (its COPY is
+// delayed). The load is one query already sent, so the sink cannot know
+// whether it commits: the RETRY says the consume was cancelled by close,
+// that the first of the three chunks committed and stays, that the second
+// may have committed, and that the replay skips the ids already loaded;
+// it never names a statement as the one that failed. The first chunk's rows
+// are in the table.
+func CloseDuringALoadSaysWhatMayHaveCommitted(t *testing.T, d sinkdriver.Driver, e *Env) {
+	emu := e.NeedEmulator("a load is delayed")
+	t.Run("close during the second chunk", func(t *testing.T) {
+		inst := e.Start(d).Open("cancelled", e.Config(map[string]any{"target_table": "cancelled", "batch_size": 10}))
+		// Every COPY after the first waits on the server long enough for the
+		// close below to land during it, whenever the test gets to run.
+		held := emu.AddFault(rsemu.Fault{Match: regexp.MustCompile(`^COPY`), Skip: 1, Times: -1, Delay: 10 * time.Second})
+		errs := make(chan error, 1)
+		go func() { errs <- inst.Consume(Batch("orders", 0, 30)) }()
+		for deadline := time.Now().Add(time.Minute); held.Hits() == 0; time.Sleep(5 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatal("the second chunk's COPY never reached the emulator")
+			}
+		}
+		if err := inst.Close(); err != nil {
+			t.Fatalf("close: %v", err)
+		}
+		held.Remove()
+		var err error
+		select {
+		case err = <-errs:
+		case <-time.After(time.Minute):
+			t.Fatal("consume did not return after close")
+		}
+		se := WantStatus(t, err, hostdriver.StatusRetry, "consume cancelled by close",
+			"chunk 2 of 3 may have committed", `its load transaction into "cancelled" was sent`, "1 of the 3 chunks committed before it and stays",
+			"the replay skips the ids already in the table")
+		if strings.Contains(se.Message, " failed after ") {
+			t.Errorf("the message names a failed statement: %s", se.Message)
+		}
+		ids, _ := e.IDs("cancelled")
+		for off := range 10 {
+			if id := fmt.Sprintf("orders:0:%d", off); !ids[id] {
+				t.Errorf("the first chunk's id %s is not in the table (%d ids)", id, len(ids))
+			}
+		}
+	})
+
+	// The connection lost after COMMIT ran, its answer never read, on the
+	// only attempt: the chunk did commit, and the message must allow it.
+	t.Run("connection lost after COMMIT", func(t *testing.T) {
+		lost := e.Start(d).Open("lost", e.Config(map[string]any{"target_table": "lost", "max_retries": 1}))
+		drop := emu.DropAfter(`(?i)^COMMIT`, 1)
+		err := lost.Consume(Batch("orders", 0, 5))
+		se := WantStatus(t, err, hostdriver.StatusRetry, `Redshift chunk 1 of 1 may have committed: its load transaction into "lost" was sent and`,
+			"no chunk committed before it", "the replay skips the ids already in the table")
+		if drop.Hits() != 1 || strings.Contains(se.Message, " failed after ") {
+			t.Errorf("drop fired %d times; message %s", drop.Hits(), se.Message)
+		}
+		e.ExactlyOnce("lost", "orders", 0, 4)
+		consume(t, lost, Batch("orders", 0, 5))
+		e.ExactlyOnce("lost", "orders", 0, 4)
 	})
 }

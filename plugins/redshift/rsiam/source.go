@@ -13,6 +13,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/redshiftserverless"
 	"github.com/aws/smithy-go"
 	"github.com/aws/smithy-go/logging"
+
+	"github.com/picomq/heavy-sinks/shared/s3client"
 )
 
 // Target says which credentials to ask for. Exactly one of Cluster and
@@ -86,17 +88,39 @@ func New(ctx context.Context, t Target) (Source, error) {
 		return nil, ErrNoRegion
 	}
 	if t.Workgroup != "" {
-		return &serverless{t: t, c: redshiftserverless.NewFromConfig(cfg)}, nil
+		return &serverless{t: t, creds: cfg.Credentials, c: redshiftserverless.NewFromConfig(cfg)}, nil
 	}
-	return &provisioned{t: t, c: redshift.NewFromConfig(cfg)}, nil
+	return &provisioned{t: t, creds: cfg.Credentials, c: redshift.NewFromConfig(cfg)}, nil
+}
+
+// identity gets the AWS credentials that sign the call, from the chain's
+// cache, before the call: a chain that finds none is then told apart from
+// a call the service refused.
+func identity(ctx context.Context, t Target, creds aws.CredentialsProvider) error {
+	if creds == nil {
+		return nil
+	}
+	if _, err := creds.Retrieve(ctx); err != nil {
+		e := wrap(t, err).(*Error)
+		// A service in the chain that refused (STS and a web identity
+		// token, say) is permanent like any refusal; finding nothing, or
+		// no answer from a metadata endpoint, may change by itself.
+		e.NoCredentials = !e.Permanent
+		return e
+	}
+	return nil
 }
 
 type provisioned struct {
-	t Target
-	c *redshift.Client
+	t     Target
+	creds aws.CredentialsProvider
+	c     *redshift.Client
 }
 
 func (p *provisioned) Fetch(ctx context.Context) (Credentials, error) {
+	if err := identity(ctx, p.t, p.creds); err != nil {
+		return Credentials{}, err
+	}
 	secs := aws.Int32(int32(p.t.Duration / time.Second))
 	var db *string
 	if p.t.DbName != "" {
@@ -128,11 +152,15 @@ func (p *provisioned) Fetch(ctx context.Context) (Credentials, error) {
 }
 
 type serverless struct {
-	t Target
-	c *redshiftserverless.Client
+	t     Target
+	creds aws.CredentialsProvider
+	c     *redshiftserverless.Client
 }
 
 func (s *serverless) Fetch(ctx context.Context) (Credentials, error) {
+	if err := identity(ctx, s.t, s.creds); err != nil {
+		return Credentials{}, err
+	}
 	in := &redshiftserverless.GetCredentialsInput{
 		WorkgroupName:   aws.String(s.t.Workgroup),
 		DurationSeconds: aws.Int32(int32(s.t.Duration / time.Second)),
@@ -161,10 +189,26 @@ func complete(t Target, user, pw *string, exp *time.Time) (Credentials, error) {
 type Error struct {
 	Op        string // e.g. redshift:GetClusterCredentialsWithIAM
 	Permanent bool
-	Err       error
+	// NoCredentials: the default chain found no AWS credentials to sign
+	// the call with (see s3client.DefaultChainTried), and the call was not
+	// made.
+	NoCredentials bool
+	Err           error
 }
 
-func (e *Error) Error() string { return e.Op + " failed: " + e.Err.Error() }
+func (e *Error) Error() string {
+	if e.NoCredentials {
+		return fmt.Sprintf("%s was not called: the AWS default credential chain found no credentials (tried %s): %v", e.Op, s3client.DefaultChainTried, e.Err)
+	}
+	return e.Op + " failed: " + e.Err.Error()
+}
+
+// IsNoCredentials reports whether err is an Error of a chain that found no
+// credentials.
+func IsNoCredentials(err error) bool {
+	var e *Error
+	return errors.As(err, &e) && e.NoCredentials
+}
 func (e *Error) Unwrap() error { return e.Err }
 
 // IsPermanent reports whether err is an Error that will repeat.
@@ -174,9 +218,10 @@ func IsPermanent(err error) bool {
 }
 
 // wrap classifies an SDK error. The service answered 4xx for a request it
-// will refuse again (access denied, no such cluster, invalid parameter):
-// permanent. Throttling, 5xx and anything without an answer (network, the
-// credential chain finding nothing yet, a canceled context) are not. An
+// will refuse again (keys it does not know, no such cluster, invalid
+// parameter): permanent. A missing permission, throttling, 5xx and anything
+// without an answer (network, the credential chain finding nothing yet, a
+// canceled context) are not. An
 // answer never carries the password, so the text is safe to show.
 func wrap(t Target, err error) error {
 	e := &Error{Op: t.Operation(), Err: err}
@@ -188,9 +233,19 @@ func wrap(t Target, err error) error {
 		if errors.As(err, &rs) {
 			status = rs.HTTPStatusCode()
 		}
-		e.Permanent = status >= 400 && status < 500 && status != http.StatusTooManyRequests && !throttling[api.ErrorCode()]
+		e.Permanent = status >= 400 && status < 500 && status != http.StatusTooManyRequests && !throttling[api.ErrorCode()] &&
+			!denied[api.ErrorCode()]
 	}
 	return e
+}
+
+// denied are the error codes AWS uses for a known identity that lacks a
+// permission: a policy granted later (IAM is eventually consistent, too)
+// changes the answer without a configuration change, so they are not
+// permanent. Keys AWS does not know (InvalidClientTokenId,
+// UnrecognizedClientException, SignatureDoesNotMatch) are.
+var denied = map[string]bool{
+	"AccessDenied": true, "AccessDeniedException": true, "UnauthorizedOperation": true,
 }
 
 // throttling are the error codes AWS uses for rate limits, some with 400.

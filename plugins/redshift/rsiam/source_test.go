@@ -103,8 +103,13 @@ func TestFetchErrors(t *testing.T) {
 		code      string
 		permanent bool
 	}{
-		{"access denied", cluster, 403, "AccessDenied", true},
-		{"access denied serverless", wg, 400, "AccessDeniedException", true},
+		// A missing permission: a policy can be granted without a
+		// configuration change.
+		{"access denied", cluster, 403, "AccessDenied", false},
+		{"access denied serverless", wg, 400, "AccessDeniedException", false},
+		// Keys AWS does not know or whose signature does not match.
+		{"unknown key", cluster, 403, "InvalidClientTokenId", true},
+		{"bad signature serverless", wg, 400, "UnrecognizedClientException", true},
 		{"throttled", cluster, 400, "Throttling", false},
 		{"throttled serverless", wg, 400, "ThrottlingException", false},
 		{"internal", cluster, 500, "InternalFailure", false},
