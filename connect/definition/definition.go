@@ -11,7 +11,8 @@ import (
 	"time"
 )
 
-// Defaults the spec gives for a [[topics]] block.
+// Defaults the spec gives for a [[topics]] block, as keys.go declares them
+// (TestDefaultsAndOverrides and TestDeclaredLimits keep the two equal).
 const (
 	DefaultBatchLength  = 1000
 	DefaultPollInterval = 100 * time.Millisecond
@@ -122,7 +123,8 @@ func (t *Topic) Consumes(topic string) bool {
 type Schema string
 
 // The schemas of the spec. Only JSON, Text and Raw are decoded by this
-// runtime so far; the others are refused at start.
+// runtime so far; the others are refused at start (the schema key's
+// declaration in keys.go says which are accepted).
 const (
 	SchemaJSON       Schema = "json"
 	SchemaText       Schema = "text"
@@ -132,20 +134,6 @@ const (
 	SchemaFlatbuffer Schema = "flatbuffer"
 )
 
-// UnmarshalText accepts the schemas the runtime can decode and names the
-// others.
-func (s *Schema) UnmarshalText(b []byte) error {
-	switch v := Schema(b); v {
-	case SchemaJSON, SchemaText, SchemaRaw:
-		*s = v
-		return nil
-	case SchemaAvro, SchemaProto, SchemaFlatbuffer:
-		return fmt.Errorf("schema %q is not supported by this runtime yet (json, text or raw)", v)
-	default:
-		return fmt.Errorf("unknown schema %q (json, text or raw)", v)
-	}
-}
-
 // OffsetReset is where a group with no committed offset starts.
 type OffsetReset string
 
@@ -154,17 +142,6 @@ const (
 	Earliest OffsetReset = "earliest"
 	Latest   OffsetReset = "latest"
 )
-
-// UnmarshalText accepts earliest and latest.
-func (o *OffsetReset) UnmarshalText(b []byte) error {
-	switch v := OffsetReset(b); v {
-	case Earliest, Latest:
-		*o = v
-		return nil
-	default:
-		return fmt.Errorf("auto_offset_reset %q: want earliest or latest", v)
-	}
-}
 
 // Duration is a TOML string such as "100ms" or "2s".
 type Duration time.Duration

@@ -2,6 +2,7 @@ package definition_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -323,5 +324,71 @@ func TestCheckLibrary(t *testing.T) {
 	}
 	if err := d.CheckLibrary(dir); err != nil {
 		t.Errorf("CheckLibrary of a file that exists: %v", err)
+	}
+}
+
+// Every message in full, in the order they come, for documents with many
+// problems: the checks are driven by the declaration in keys.go, and this
+// pins what they say.
+func TestMessages(t *testing.T) {
+	const head = "type = \"sink\"\nkey = \"k\"\npath = \"p\"\n"
+	for _, tc := range []struct{ doc, want string }{
+		{"type = \"src\"\nkey = \"a b\"\nversion = -3\n[[topics]]\n", `f.toml:1:1: type: "src": this runtime runs sinks only (type = "sink")
+f.toml:2:1: key: "a b": want 1 to 200 of [A-Za-z0-9_.-], starting with a letter or digit
+f.toml:3:1: version: -3 must not be negative
+f.toml: path: missing: the plugin library, such as "libpicomq_connector_delta_sink"
+f.toml:4:3: topics[1].: [[topics]] block 1 names neither topics nor pattern
+f.toml:4:3: topics[1].schema: missing: json, text or raw`},
+		{"", `f.toml: type: missing: a sink definition says type = "sink"
+f.toml: key: missing: every sink has a key, 1 to 200 of [A-Za-z0-9_.-] starting with a letter or digit, such as "orders_delta"
+f.toml: path: missing: the plugin library, such as "libpicomq_connector_delta_sink"
+f.toml: topics: missing: a sink needs at least one [[topics]] block`},
+		{head + "[[topics]]\ntopics = [\"\", \"x\", \"x\"]\npattern = ''\nschema = \"xml\"\navro_schema_json = \"\"\navro_schema_path = \"p\"\n" +
+			"batch_length = 1000001\nconsumer_group = \"\"\nauto_offset_reset = \"x\"\nerrors_tolerance = \"some\"\ndead_letter_topic = \"a b\"\n" +
+			"[topics.properties]\n\"security.protocol\" = \"tls\"\n\"sasl.mechanism\" = \"gssapi\"\n\"sasl.mechanisms\" = \"plain\"\n\"sasl.username\" = \"\"\n\"x\" = 1\n\"fetch.min.bytes\" = 0\n\"client.id\" = 1.5\n",
+			`f.toml:5:1: topics[1].topics: an empty topic name
+f.toml:5:1: topics[1].topics: "x" is listed twice
+f.toml:6:1: topics[1].pattern: empty
+f.toml:7:1: topics[1].schema: unknown schema "xml" (json, text or raw)
+f.toml:8:1: topics[1].avro_schema_json: applies only with schema = "avro", which this runtime does not support yet
+f.toml:9:1: topics[1].avro_schema_path: applies only with schema = "avro", which this runtime does not support yet
+f.toml:10:1: topics[1].batch_length: 1000001 out of range [1, 1000000]
+f.toml:11:1: topics[1].consumer_group: empty: leave it out for picomq-connect-sink-k
+f.toml:12:1: topics[1].auto_offset_reset: auto_offset_reset "x": want earliest or latest
+f.toml:13:1: topics[1].errors_tolerance: "some": want none or all
+f.toml:14:1: topics[1].dead_letter_topic: applies only with errors_tolerance = "all"
+f.toml:22:1: topics[1].properties.client.id: want a string or an integer, got float64
+f.toml:21:1: topics[1].properties.fetch.min.bytes: "0": want an integer in [1, 2147483647]
+f.toml:19:1: topics[1].properties.sasl.username: empty
+f.toml:20:1: topics[1].properties.x: not a property this runtime maps to its Kafka client (it understands bootstrap.servers, client.id, fetch.max.bytes, fetch.min.bytes, fetch.wait.max.ms, heartbeat.interval.ms, max.partition.fetch.bytes, sasl.mechanism, sasl.mechanisms, sasl.password, sasl.username, security.protocol, session.timeout.ms, ssl.ca.location)
+f.toml:18:1: topics[1].properties.sasl.mechanisms: set together with sasl.mechanism; keep one
+f.toml:16:1: topics[1].properties.security.protocol: "tls": want PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL
+f.toml:17:1: topics[1].properties.sasl.mechanism: PLAIN needs sasl.username and sasl.password`},
+		{head + "[[topics]]\npattern = 'a('\nschema = \"proto\"\n[[topics]]\nschema = \"flatbuffer\"\nconsumer_group = \"picomq-connect-sink-k\"\n",
+			"f.toml:5:1: topics[1].pattern: error parsing regexp: missing closing ): `^a(`\n" +
+				`f.toml:6:1: topics[1].schema: schema "proto" is not supported by this runtime yet (json, text or raw)
+f.toml:7:3: topics[2].: [[topics]] block 2 names neither topics nor pattern
+f.toml:8:1: topics[2].schema: schema "flatbuffer" is not supported by this runtime yet (json, text or raw)
+f.toml:9:1: topics[2].consumer_group: "picomq-connect-sink-k" is the group of [[topics]] block 1 too: two consumers in one group split its partitions`},
+		{head + "topics = [{topics = [\"a\"], schema = \"json\", properties = {\"client.id\" = \"\"}}]\n", "f.toml: topics[1].properties.client.id: empty"},
+	} {
+		_, err := definition.Parse("f.toml", []byte(tc.doc))
+		if err == nil || err.Error() != tc.want {
+			t.Errorf("%q:\nerror %v\nwant  %s", tc.doc, err, tc.want)
+		}
+	}
+}
+
+// The exported limits are the declared ones.
+func TestDeclaredLimits(t *testing.T) {
+	doc := func(n int) []byte {
+		return []byte(fmt.Sprintf("type = \"sink\"\nkey = \"k\"\npath = \"p\"\n[[topics]]\ntopics = [\"a\"]\nschema = \"json\"\nbatch_length = %d\n", n))
+	}
+	if d, err := definition.Parse("f.toml", doc(definition.MaxBatchLength)); err != nil || d.Topics[0].BatchLength != definition.MaxBatchLength {
+		t.Errorf("batch_length = MaxBatchLength: %v", err)
+	}
+	want := fmt.Sprintf("out of range [1, %d]", definition.MaxBatchLength)
+	if _, err := definition.Parse("f.toml", doc(definition.MaxBatchLength+1)); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("batch_length = MaxBatchLength+1: %v, want %q", err, want)
 	}
 }

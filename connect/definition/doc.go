@@ -9,7 +9,17 @@
 // settings from a block's properties table come out as a typed Client,
 // which the pipeline package maps to the consumer's options.
 //
-// File map: definition.go (types, defaults, checks), parse.go (TOML
-// decoding and positioned errors), properties.go (the librdkafka keys
-// understood), load.go (files and directories).
+// Every key is declared once, in keys.go: the top-level and [[topics]]
+// keys as tagged structs (name, default, required, values, range, meaning)
+// and the librdkafka properties as one table. The declaration drives the
+// decoding (go-toml refuses any other key), the generic checks and the
+// defaults (declare.go), and the tables of docs/runtime.md (markdown.go,
+// kept in sync by TestDocs); the code left in parse.go and properties.go
+// checks how keys relate to each other.
+//
+// File map: keys.go (the declaration), declare.go (reading and applying
+// it), markdown.go (the docs' tables), definition.go (types, library
+// path, open() config), parse.go (TOML decoding, positioned errors, the
+// checks across keys), properties.go (the Kafka client settings and their
+// checks), load.go (files and directories).
 package definition

@@ -35,34 +35,6 @@ func (e *Error) Error() string {
 	return b.String()
 }
 
-// rawDefinition is the file as TOML, before defaults and checks. Pointers
-// tell a field left out from one set to its zero value.
-type rawDefinition struct {
-	Type         *string        `toml:"type"`
-	Key          string         `toml:"key"`
-	Enabled      *bool          `toml:"enabled"`
-	Version      int64          `toml:"version"`
-	Name         string         `toml:"name"`
-	Path         string         `toml:"path"`
-	Topics       []rawTopic     `toml:"topics"`
-	PluginConfig map[string]any `toml:"plugin_config"`
-}
-
-type rawTopic struct {
-	Topics          []string       `toml:"topics"`
-	Pattern         *string        `toml:"pattern"`
-	Schema          *string        `toml:"schema"`
-	AvroSchemaJSON  *string        `toml:"avro_schema_json"`
-	AvroSchemaPath  *string        `toml:"avro_schema_path"`
-	BatchLength     *int64         `toml:"batch_length"`
-	PollInterval    *Duration      `toml:"poll_interval"`
-	ConsumerGroup   *string        `toml:"consumer_group"`
-	AutoOffsetReset *string        `toml:"auto_offset_reset"`
-	ErrorsTolerance *string        `toml:"errors_tolerance"`
-	DeadLetterTopic *string        `toml:"dead_letter_topic"`
-	Properties      map[string]any `toml:"properties"`
-}
-
 // Parse decodes and checks one definition. file names it in errors.
 func Parse(file string, data []byte) (*Definition, error) {
 	var raw rawDefinition
@@ -131,35 +103,20 @@ func (p *parsed) errorf(key, format string, args ...any) {
 }
 
 func (p *parsed) check(raw *rawDefinition) *Definition {
-	d := &Definition{File: p.file, Key: raw.Key, Enabled: true, Version: raw.Version,
-		Name: raw.Name, Path: raw.Path, PluginConfig: raw.PluginConfig}
-	switch {
-	case raw.Type == nil:
-		p.errorf("type", `missing: a sink definition says type = "sink"`)
-	case *raw.Type != "sink":
-		p.errorf("type", `%q: this runtime runs sinks only (type = "sink")`, *raw.Type)
-	}
-	if raw.Enabled != nil {
-		d.Enabled = *raw.Enabled
-	}
-	switch {
-	case raw.Key == "":
-		p.errorf("key", "missing: every sink has a key, 1 to 200 of [A-Za-z0-9_.-] starting with a letter or digit, such as \"orders_delta\"")
-	case !keyRE.MatchString(raw.Key):
-		p.errorf("key", "%q: want 1 to 200 of [A-Za-z0-9_.-], starting with a letter or digit", raw.Key)
-	}
-	if raw.Version < 0 {
-		p.errorf("version", "%d must not be negative", raw.Version)
-	}
-	if pos, ok := p.pos["path"]; ok {
-		d.pathLine, d.pathCol = pos.Line, pos.Column
-	}
-	if raw.Path == "" {
-		p.errorf("path", "missing: the plugin library, such as \"libpicomq_connector_delta_sink\"")
-	}
-	if len(raw.Topics) == 0 {
-		p.errorf("topics", "missing: a sink needs at least one [[topics]] block")
-	}
+	d := &Definition{File: p.file, Key: raw.Key, Version: raw.Version, Name: raw.Name, Path: raw.Path, PluginConfig: raw.PluginConfig}
+	p.apply(definitionKeys, raw, func(k string) string { return k }, map[string]func(report){
+		"key": func(errorf report) {
+			if !keyRE.MatchString(raw.Key) {
+				errorf("%q: want 1 to 200 of [A-Za-z0-9_.-], starting with a letter or digit", raw.Key)
+			}
+		},
+		"enabled": func(report) { d.Enabled = *raw.Enabled },
+		"path": func(report) {
+			if pos, ok := p.pos["path"]; ok {
+				d.pathLine, d.pathCol = pos.Line, pos.Column
+			}
+		},
+	})
 	groups := map[string]int{}
 	for i := range raw.Topics {
 		t := p.topic(raw.Key, i, &raw.Topics[i])
@@ -177,93 +134,73 @@ func blockKey(i int, key string) string {
 	return "topics[" + strconv.Itoa(i+1) + "]." + key
 }
 
+// topic checks a [[topics]] block: the declared keys (keys.go), then how
+// they relate.
 func (p *parsed) topic(sinkKey string, i int, r *rawTopic) Topic {
 	k := func(key string) string { return blockKey(i, key) }
-	t := Topic{Index: i + 1, BatchLength: DefaultBatchLength, PollInterval: DefaultPollInterval,
-		ConsumerGroup: GroupPrefix + sinkKey, OffsetReset: Earliest}
+	t := Topic{Index: i + 1, Topics: r.Topics, ConsumerGroup: GroupPrefix + sinkKey, ErrorsTolerance: ToleranceNone}
 	// Each block is its own group; the spec's name goes to the first, and
 	// the others get their block number, so that blocks never share one.
 	if i > 0 {
 		t.ConsumerGroup += "-" + strconv.Itoa(i+1)
 	}
-	seen := map[string]bool{}
-	for _, name := range r.Topics {
-		switch {
-		case name == "":
-			p.errorf(k("topics"), "an empty topic name")
-		case seen[name]:
-			p.errorf(k("topics"), "%q is listed twice", name)
-		}
-		seen[name] = true
-	}
-	t.Topics = r.Topics
-	if r.Pattern != nil {
-		t.Pattern = anchor(*r.Pattern)
-		if *r.Pattern == "" {
-			p.errorf(k("pattern"), "empty")
-		} else if _, err := regexp.Compile(t.Pattern); err != nil {
-			p.errorf(k("pattern"), "%v", err)
-		}
-	}
-	if len(r.Topics) == 0 && r.Pattern == nil {
-		p.errorf(blockKey(i, ""), "[[topics]] block %d names neither topics nor pattern", i+1)
-	}
-	if r.Schema == nil {
-		p.errorf(k("schema"), "missing: json, text or raw")
-	} else if err := t.Schema.UnmarshalText([]byte(*r.Schema)); err != nil {
-		p.errorf(k("schema"), "%v", err)
-	}
-	// Schema avro is refused when decoded, so its companions never apply.
-	if r.AvroSchemaJSON != nil {
-		p.errorf(k("avro_schema_json"), `applies only with schema = "avro", which this runtime does not support yet`)
-	}
-	if r.AvroSchemaPath != nil {
-		p.errorf(k("avro_schema_path"), `applies only with schema = "avro", which this runtime does not support yet`)
-	}
-	if r.BatchLength != nil {
-		if n := *r.BatchLength; n < 1 || n > MaxBatchLength {
-			p.errorf(k("batch_length"), "%d out of range [1, %d]", n, MaxBatchLength)
-		} else {
-			t.BatchLength = int(n)
-		}
-	}
-	if r.PollInterval != nil {
-		t.PollInterval = time.Duration(*r.PollInterval)
-	}
-	if r.ConsumerGroup != nil {
-		if *r.ConsumerGroup == "" {
-			p.errorf(k("consumer_group"), "empty: leave it out for %s%s", GroupPrefix, sinkKey)
-		} else {
-			t.ConsumerGroup = *r.ConsumerGroup
-		}
-	}
-	if r.AutoOffsetReset != nil {
-		if err := t.OffsetReset.UnmarshalText([]byte(*r.AutoOffsetReset)); err != nil {
-			p.errorf(k("auto_offset_reset"), "%v", err)
-		}
-	}
-	t.ErrorsTolerance = ToleranceNone
-	if r.ErrorsTolerance != nil {
-		switch v := Tolerance(*r.ErrorsTolerance); v {
-		case ToleranceNone, ToleranceAll:
-			t.ErrorsTolerance = v
-		default:
-			p.errorf(k("errors_tolerance"), "%q: want none or all", v)
-		}
-	}
-	if r.DeadLetterTopic != nil {
-		switch name := *r.DeadLetterTopic; {
-		case t.ErrorsTolerance != ToleranceAll:
-			p.errorf(k("dead_letter_topic"), `applies only with errors_tolerance = "all"`)
-		case !topicRE.MatchString(name):
-			p.errorf(k("dead_letter_topic"), "%q is not a Kafka topic name (1-249 of [A-Za-z0-9._-])", name)
-		case t.Consumes(name):
-			p.errorf(k("dead_letter_topic"), "%q is consumed by this block: its dead letters would come back to it", name)
-		default:
-			t.DeadLetterTopic = name
-		}
-	}
-	t.Client = p.client(i, r.Properties)
+	p.apply(topicKeys, r, k, map[string]func(report){
+		"topics": func(errorf report) {
+			seen := map[string]bool{}
+			for _, name := range r.Topics {
+				switch {
+				case name == "":
+					errorf("an empty topic name")
+				case seen[name]:
+					errorf("%q is listed twice", name)
+				}
+				seen[name] = true
+			}
+		},
+		"pattern": func(errorf report) {
+			if r.Pattern != nil {
+				t.Pattern = anchor(*r.Pattern)
+				if *r.Pattern == "" {
+					errorf("empty")
+				} else if _, err := regexp.Compile(t.Pattern); err != nil {
+					errorf("%v", err)
+				}
+			}
+			if len(r.Topics) == 0 && r.Pattern == nil {
+				p.errorf(blockKey(i, ""), "[[topics]] block %d names neither topics nor pattern", i+1)
+			}
+		},
+		"schema":            func(report) { t.Schema = Schema(*r.Schema) },
+		"batch_length":      func(report) { t.BatchLength = int(*r.BatchLength) },
+		"poll_interval":     func(report) { t.PollInterval = time.Duration(*r.PollInterval) },
+		"auto_offset_reset": func(report) { t.OffsetReset = OffsetReset(*r.AutoOffsetReset) },
+		"errors_tolerance":  func(report) { t.ErrorsTolerance = Tolerance(*r.ErrorsTolerance) },
+		"consumer_group": func(errorf report) {
+			switch {
+			case r.ConsumerGroup == nil:
+			case *r.ConsumerGroup == "":
+				errorf("empty: leave it out for %s%s", GroupPrefix, sinkKey)
+			default:
+				t.ConsumerGroup = *r.ConsumerGroup
+			}
+		},
+		"dead_letter_topic": func(errorf report) {
+			if r.DeadLetterTopic == nil {
+				return
+			}
+			switch name := *r.DeadLetterTopic; {
+			case t.ErrorsTolerance != ToleranceAll:
+				errorf(`applies only with errors_tolerance = "all"`)
+			case !topicRE.MatchString(name):
+				errorf("%q is not a Kafka topic name (1-249 of [A-Za-z0-9._-])", name)
+			case t.Consumes(name):
+				errorf("%q is consumed by this block: its dead letters would come back to it", name)
+			default:
+				t.DeadLetterTopic = name
+			}
+		},
+		"properties": func(report) { t.Client = p.client(i, r.Properties) },
+	})
 	return t
 }
 

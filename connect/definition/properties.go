@@ -2,6 +2,7 @@ package definition
 
 import (
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -33,40 +34,20 @@ type Secret string
 func (Secret) String() string   { return "[redacted]" }
 func (Secret) GoString() string { return `"[redacted]"` }
 
-// property is one understood librdkafka key.
-type property struct {
-	kind string // "string", "ms", "bytes"
-	set  func(c *Client, s string, n int64)
-}
-
-var properties = map[string]property{
-	"bootstrap.servers": {"string", func(c *Client, s string, _ int64) {
-		for _, b := range strings.Split(s, ",") {
-			if b = strings.TrimSpace(b); b != "" {
-				c.Brokers = append(c.Brokers, b)
-			}
-		}
-	}},
-	"client.id":                 {"string", func(c *Client, s string, _ int64) { c.ClientID = s }},
-	"session.timeout.ms":        {"ms", func(c *Client, _ string, n int64) { c.SessionTimeout = time.Duration(n) * time.Millisecond }},
-	"heartbeat.interval.ms":     {"ms", func(c *Client, _ string, n int64) { c.Heartbeat = time.Duration(n) * time.Millisecond }},
-	"fetch.max.bytes":           {"bytes", func(c *Client, _ string, n int64) { c.FetchMaxBytes = int32(n) }},
-	"max.partition.fetch.bytes": {"bytes", func(c *Client, _ string, n int64) { c.PartitionBytes = int32(n) }},
-	"fetch.min.bytes":           {"bytes", func(c *Client, _ string, n int64) { c.FetchMinBytes = int32(n) }},
-	"fetch.wait.max.ms":         {"ms", func(c *Client, _ string, n int64) { c.FetchMaxWait = time.Duration(n) * time.Millisecond }},
-	"security.protocol":         {"string", nil}, // checked with the SASL keys below
-	"ssl.ca.location":           {"string", func(c *Client, s string, _ int64) { c.CAFile = s }},
-	"sasl.mechanism":            {"string", func(c *Client, s string, _ int64) { c.SASLMechanism = strings.ToUpper(s) }},
-	"sasl.mechanisms":           {"string", func(c *Client, s string, _ int64) { c.SASLMechanism = strings.ToUpper(s) }},
-	"sasl.username":             {"string", func(c *Client, s string, _ int64) { c.SASLUser = s }},
-	"sasl.password":             {"string", func(c *Client, s string, _ int64) { c.SASLPassword = Secret(s) }},
-}
+// propertyByName indexes properties.
+var propertyByName = func() map[string]*property {
+	m := make(map[string]*property, len(properties))
+	for i := range properties {
+		m[properties[i].name] = &properties[i]
+	}
+	return m
+}()
 
 // PropertyNames lists the properties keys understood, sorted.
 func PropertyNames() []string {
 	names := make([]string, 0, len(properties))
-	for n := range properties {
-		names = append(names, n)
+	for _, p := range properties {
+		names = append(names, p.name)
 	}
 	sort.Strings(names)
 	return names
@@ -79,7 +60,7 @@ func (p *parsed) client(i int, props map[string]any) Client {
 	k := func(name string) string { return blockKey(i, "properties."+name) }
 	str := map[string]string{}
 	for _, name := range sortedKeys(props) {
-		prop, ok := properties[name]
+		prop, ok := propertyByName[name]
 		if !ok {
 			p.errorf(k(name), "not a property this runtime maps to its Kafka client (it understands %s)", strings.Join(PropertyNames(), ", "))
 			continue
@@ -116,8 +97,9 @@ func (p *parsed) client(i int, props map[string]any) Client {
 			p.errorf(k("sasl.mechanisms"), "set together with sasl.mechanism; keep one")
 		}
 	}
-	switch proto := strings.ToUpper(str["security.protocol"]); proto {
-	case "", "PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL":
+	protocols := propertyByName["security.protocol"].values
+	switch proto := strings.ToUpper(str["security.protocol"]); {
+	case proto == "" || slices.Contains(protocols, proto):
 		c.TLS = strings.HasSuffix(proto, "SSL")
 		sasl := strings.HasPrefix(proto, "SASL_")
 		if sasl != (c.SASLMechanism != "") {
@@ -127,19 +109,20 @@ func (p *parsed) client(i int, props map[string]any) Client {
 			p.errorf(k("ssl.ca.location"), "set without security.protocol SSL or SASL_SSL")
 		}
 	default:
-		p.errorf(k("security.protocol"), "%q: want PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL", str["security.protocol"])
+		p.errorf(k("security.protocol"), "%q: want %s", str["security.protocol"], oneOf(protocols))
 	}
-	switch c.SASLMechanism {
-	case "":
+	mechanisms := propertyByName["sasl.mechanism"].values
+	switch {
+	case c.SASLMechanism == "":
 		if c.SASLUser != "" || c.SASLPassword != "" {
 			p.errorf(k("sasl.username"), "sasl.username or sasl.password set without sasl.mechanism")
 		}
-	case "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512":
+	case slices.Contains(mechanisms, c.SASLMechanism):
 		if c.SASLUser == "" || c.SASLPassword == "" {
 			p.errorf(k("sasl.mechanism"), "%s needs sasl.username and sasl.password", c.SASLMechanism)
 		}
 	default:
-		p.errorf(k("sasl.mechanism"), "%q: want PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512", c.SASLMechanism)
+		p.errorf(k("sasl.mechanism"), "%q: want %s", c.SASLMechanism, oneOf(mechanisms))
 	}
 	if c.CAFile != "" {
 		if _, err := os.Stat(c.CAFile); err != nil {

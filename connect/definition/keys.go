@@ -1,0 +1,92 @@
+package definition
+
+import (
+	"strings"
+	"time"
+)
+
+// The keys of a definition, declared once. go-toml decodes a file into
+// rawDefinition (refusing every other key, with its position); the tags
+// below give the rest, which declare.go applies key by key (each followed
+// by the checks parse.go makes of how it relates to other keys), and
+// Markdown renders as the tables of docs/runtime.md (TestDocs keeps them
+// in sync):
+//
+//	toml        the key
+//	default     the value when the key is left out (a pointer field)
+//	derived     a default the checks compute, as the docs show it
+//	required    the key must be set; the hint after "missing: "
+//	values      the values accepted, comma-separated
+//	unsupported values known but refused: "<key> %q is not supported ..."
+//	want        the message for any other value: %[1]q the value,
+//	            %[2]s the accepted values as "a, b or c"; default
+//	            "%[1]q: want %[2]s"
+//	min, max    the range of an integer
+//	refused     any value is refused with this message
+//	doc         the meaning, for the docs: plain text, shown as written
+//
+// A required string field (not a pointer) set to "" is missing too.
+
+// rawDefinition is a definition's top-level keys.
+type rawDefinition struct {
+	Type         *string        `toml:"type" required:"a sink definition says type = \"sink\"" values:"sink" want:"%[1]q: this runtime runs sinks only (type = \"sink\")" doc:"What the file defines; anything else is refused."`
+	Key          string         `toml:"key" required:"every sink has a key, 1 to 200 of [A-Za-z0-9_.-] starting with a letter or digit, such as \"orders_delta\"" doc:"1 to 200 of [A-Za-z0-9_.-], starting with a letter or digit; compared case-insensitively between definitions. Names the consumer group and the environment overrides PICOMQ_CONNECTORS_SINK_<KEY>_PLUGIN_CONFIG_<FIELD>, which the plugin reads at open() (the child host inherits the runtime's environment)."`
+	Enabled      *bool          `toml:"enabled" default:"true" doc:"false: checked, not started."`
+	Version      int64          `toml:"version" default:"0" min:"0" doc:"Passed to open()."`
+	Name         string         `toml:"name" default:"" doc:"Passed to open()."`
+	Path         string         `toml:"path" required:"the plugin library, such as \"libpicomq_connector_delta_sink\"" doc:"The plugin library: resolved against --plugin-dir unless absolute, .so added unless present (see below)."`
+	Topics       []rawTopic     `toml:"topics" required:"a sink needs at least one [[topics]] block" doc:"The [[topics]] blocks, at least one: each is one consumer in one consumer group (below)."`
+	PluginConfig map[string]any `toml:"plugin_config" derived:"{}" doc:"Passed to open() as {\"key\",\"name\",\"version\",\"plugin_config\":{…}}, the JSON the header defines. The plugin checks it (unknown keys are BAD_CONFIG, exit 2); --check applies the same checks of keys and types without opening it."`
+}
+
+// rawTopic is the keys of a [[topics]] block.
+type rawTopic struct {
+	Topics          []string       `toml:"topics" doc:"Explicit topic names, not empty, each listed once. With pattern too: the union. At least one of the two."`
+	Pattern         *string        `toml:"pattern" doc:"Regular expression (Go RE2 syntax) matched against the broker's topic list, anchored with ^ unless it starts with one, re-evaluated every 2 s (client metadata max age), so a new topic is consumed within about 2 s of its creation. It never matches the block's own dead-letter topics (see dead_letter_topic)."`
+	Schema          *string        `toml:"schema" required:"json, text or raw" values:"json,text,raw" unsupported:"avro,proto,flatbuffer" want:"unknown schema %[1]q (%[2]s)" doc:"How payloads are checked before consume(): json (each payload must parse as JSON; an empty payload, a tombstone on a compacted topic, goes to the plugin), text (valid UTF-8), raw (as is). The plugin gets the payload bytes unchanged. avro, proto and flatbuffer are refused at start naming the block (see below)."`
+	AvroSchemaJSON  *string        `toml:"avro_schema_json" refused:"applies only with schema = \"avro\", which this runtime does not support yet" doc:"The spec's Avro schema: refused, as schema avro is."`
+	AvroSchemaPath  *string        `toml:"avro_schema_path" refused:"applies only with schema = \"avro\", which this runtime does not support yet" doc:"The spec's Avro schema file: refused, as schema avro is."`
+	BatchLength     *int64         `toml:"batch_length" default:"1000" min:"1" max:"1000000" doc:"Flush a topic-partition's bucket at this many records."`
+	PollInterval    *Duration      `toml:"poll_interval" default:"100ms" doc:"Flush a bucket after this long without new records (Go duration, above zero)."`
+	ConsumerGroup   *string        `toml:"consumer_group" derived:"picomq-connect-sink-<key>" doc:"The group id, not empty. Choice: the spec gives every block its own group but one default name; so the first block gets picomq-connect-sink-<key> and block N ≥ 2 picomq-connect-sink-<key>-<N>. Two blocks naming one group are refused."`
+	AutoOffsetReset *string        `toml:"auto_offset_reset" default:"earliest" values:"earliest,latest" want:"auto_offset_reset %[1]q: want %[2]s" doc:"Where a group with no committed offset starts."`
+	ErrorsTolerance *string        `toml:"errors_tolerance" default:"none" values:"none,all" doc:"Beyond the spec: what a record that can never be written does. none: the spec's behaviour, the consumer stops on it. all: it goes to the dead-letter topic and the rest of its batch is written (see \"Bad records\")."`
+	DeadLetterTopic *string        `toml:"dead_letter_topic" derived:"<topic>.dlq" doc:"With errors_tolerance = \"all\" only: the topic rejected records are produced to; by default the source topic's name plus .dlq. A block's pattern never matches its own dead-letter topics: with the default naming it leaves out every topic ending in .dlq (so 'orders\\..*' does not read orders.eu.dlq), with an explicit dead_letter_topic that topic. A dead-letter topic the block names in topics is refused. A missing dead-letter topic is created before the block consumes (see \"Bad records\")."`
+	Properties      map[string]any `toml:"properties" derived:"{}" doc:"librdkafka consumer keys mapped to the client (below). Any other key is refused by name."`
+}
+
+// property is one librdkafka key of a block's properties table that the
+// runtime maps to its Kafka client.
+type property struct {
+	name string
+	kind string // "string", "ms" or "bytes": an integer in [1, MaxInt32]
+	// values are those accepted, compared case-insensitively; none: any.
+	values []string
+	doc    string
+	set    func(c *Client, s string, n int64) // nil: read by the checks
+}
+
+// properties is every key a properties table may hold, in the docs' order.
+var properties = []property{
+	{"bootstrap.servers", "string", nil, "Seed brokers for this block, comma-separated (overrides --brokers).", func(c *Client, s string, _ int64) {
+		for _, b := range strings.Split(s, ",") {
+			if b = strings.TrimSpace(b); b != "" {
+				c.Brokers = append(c.Brokers, b)
+			}
+		}
+	}},
+	{"client.id", "string", nil, "Client id.", func(c *Client, s string, _ int64) { c.ClientID = s }},
+	{"session.timeout.ms", "ms", nil, "Group session timeout.", func(c *Client, _ string, n int64) { c.SessionTimeout = time.Duration(n) * time.Millisecond }},
+	{"heartbeat.interval.ms", "ms", nil, "Group heartbeat interval.", func(c *Client, _ string, n int64) { c.Heartbeat = time.Duration(n) * time.Millisecond }},
+	{"fetch.max.bytes", "bytes", nil, "Most bytes of one fetch.", func(c *Client, _ string, n int64) { c.FetchMaxBytes = int32(n) }},
+	{"max.partition.fetch.bytes", "bytes", nil, "Most bytes of one partition in one fetch.", func(c *Client, _ string, n int64) { c.PartitionBytes = int32(n) }},
+	{"fetch.min.bytes", "bytes", nil, "Fewest bytes a fetch waits for.", func(c *Client, _ string, n int64) { c.FetchMinBytes = int32(n) }},
+	{"fetch.wait.max.ms", "ms", nil, "Longest a fetch waits for fetch.min.bytes.", func(c *Client, _ string, n int64) { c.FetchMaxWait = time.Duration(n) * time.Millisecond }},
+	{"security.protocol", "string", []string{"PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"},
+		"TLS (1.2 or later, system roots) with SSL and SASL_SSL; SASL_PLAINTEXT and SASL_SSL need sasl.mechanism, the others refuse it.", nil},
+	{"ssl.ca.location", "string", nil, "PEM file of the CAs to trust instead of the system roots; needs security.protocol SSL or SASL_SSL, and the file must exist.", func(c *Client, s string, _ int64) { c.CAFile = s }},
+	{"sasl.mechanism", "string", []string{"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"}, "SASL mechanism; needs security.protocol SASL_PLAINTEXT or SASL_SSL, sasl.username and sasl.password.", func(c *Client, s string, _ int64) { c.SASLMechanism = strings.ToUpper(s) }},
+	{"sasl.mechanisms", "string", []string{"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"}, "librdkafka's other name for sasl.mechanism; set one of the two.", func(c *Client, s string, _ int64) { c.SASLMechanism = strings.ToUpper(s) }},
+	{"sasl.username", "string", nil, "SASL user; needs sasl.mechanism.", func(c *Client, s string, _ int64) { c.SASLUser = s }},
+	{"sasl.password", "string", nil, "SASL password; needs sasl.mechanism. Never printed.", func(c *Client, s string, _ int64) { c.SASLPassword = Secret(s) }},
+}
