@@ -51,8 +51,9 @@ import (
 
 	"github.com/picomq/heavy-sinks/plugins/delta/deltalog"
 	"github.com/picomq/heavy-sinks/plugins/delta/objstore"
-	"github.com/picomq/heavy-sinks/shared/hostdriver"
+	"github.com/picomq/heavy-sinks/shared/hostclient"
 	"github.com/picomq/heavy-sinks/shared/testenv"
+	"github.com/picomq/heavy-sinks/shared/testenv/hosttest"
 	"github.com/picomq/heavy-sinks/shared/testenv/services"
 	"github.com/picomq/heavy-sinks/shared/testenv/workload"
 )
@@ -181,9 +182,9 @@ func run() error {
 			}
 			fmt.Printf("preloaded %d live files: checkpoint at version %d (%.1f s)\n", *preload, base, time.Since(t0).Seconds())
 		}
-		var hostOpts []hostdriver.Option
+		var hostOpts []hostclient.Option
 		if *cpuprof != "" {
-			hostOpts = append(hostOpts, hostdriver.Env("PICOMQ_DELTA_CPUPROFILE="+filepath.Join(*cpuprof, target+".pprof")))
+			hostOpts = append(hostOpts, hostclient.Env("PICOMQ_DELTA_CPUPROFILE="+filepath.Join(*cpuprof, target+".pprof")))
 		}
 		ours, err := runOurs(dist, cfg, warm, data, base, server, hostOpts...)
 		if err != nil {
@@ -289,9 +290,9 @@ func (r result) printCPU(target string) {
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
-func runOurs(dist string, cfg map[string]any, warm, data [][]hostdriver.Record, base int64, server int, opts ...hostdriver.Option) (result, error) {
+func runOurs(dist string, cfg map[string]any, warm, data [][]hostclient.Record, base int64, server int, opts ...hostclient.Option) (result, error) {
 	ctx := context.Background()
-	h, err := hostdriver.Start(ctx, filepath.Join(dist, "picomq-host"), append([]hostdriver.Option{hostdriver.Workers(1), hostdriver.Quarantine(0)}, opts...)...)
+	h, err := hostclient.Start(ctx, filepath.Join(dist, "picomq-host"), append([]hostclient.Option{hostclient.Workers(1), hosttest.Quarantine(0)}, opts...)...)
 	if err != nil {
 		return result{}, err
 	}
@@ -307,7 +308,7 @@ func runOurs(dist string, cfg map[string]any, warm, data [][]hostdriver.Record, 
 	}
 	r := result{records: len(data) * len(data[0]), batches: len(data), fsyncs: -1}
 	for _, recs := range warm {
-		if err := inst.Consume(hostdriver.Batch{Attempt: 1, Topic: "bench", Schema: "json", Records: recs}); err != nil {
+		if err := inst.Consume(hostclient.Batch{Attempt: 1, Topic: "bench", Schema: "json", Records: recs}); err != nil {
 			return r, err
 		}
 	}
@@ -318,7 +319,7 @@ func runOurs(dist string, cfg map[string]any, warm, data [][]hostdriver.Record, 
 	if err != nil {
 		return r, err
 	}
-	user0, sys0, err := hostdriver.ProcessUserSys(h.Pid())
+	user0, sys0, err := hosttest.ProcessUserSys(h.Pid())
 	if err != nil {
 		return r, err
 	}
@@ -326,13 +327,13 @@ func runOurs(dist string, cfg map[string]any, warm, data [][]hostdriver.Record, 
 	start := time.Now()
 	for _, recs := range data {
 		t0 := time.Now()
-		if err := inst.Consume(hostdriver.Batch{Attempt: 1, Topic: "bench", Schema: "json", Records: recs}); err != nil {
+		if err := inst.Consume(hostclient.Batch{Attempt: 1, Topic: "bench", Schema: "json", Records: recs}); err != nil {
 			return r, err
 		}
 		r.latencies = append(r.latencies, time.Since(t0))
 	}
 	r.elapsed = time.Since(start)
-	_, r.rssKB = hostdriver.ProcessMemory(h.Pid())
+	_, r.rssKB = hosttest.ProcessMemory(h.Pid())
 	// The checkpoint due at the last batch is written in the background:
 	// wait for it, so that the window holds whole checkpoints.
 	if err := settleCheckpoints(inst, base, len(warm)+len(data)); err != nil {
@@ -343,7 +344,7 @@ func runOurs(dist string, cfg map[string]any, warm, data [][]hostdriver.Record, 
 	if err != nil {
 		return r, err
 	}
-	user2, sys2, err := hostdriver.ProcessUserSys(h.Pid())
+	user2, sys2, err := hosttest.ProcessUserSys(h.Pid())
 	if err != nil {
 		return r, err
 	}
@@ -365,7 +366,7 @@ func runOurs(dist string, cfg map[string]any, warm, data [][]hostdriver.Record, 
 	if err := inst.Close(); err != nil {
 		return r, err
 	}
-	user1, sys1, err := hostdriver.ProcessUserSys(h.Pid())
+	user1, sys1, err := hosttest.ProcessUserSys(h.Pid())
 	if err != nil {
 		return r, err
 	}
@@ -375,7 +376,7 @@ func runOurs(dist string, cfg map[string]any, warm, data [][]hostdriver.Record, 
 }
 
 // metrics returns the sink's own numeric metrics.
-func metrics(inst *hostdriver.Instance) (map[string]float64, error) {
+func metrics(inst *hostclient.Instance) (map[string]float64, error) {
 	text, err := inst.Metrics()
 	if err != nil {
 		return nil, err
@@ -458,9 +459,9 @@ func cpuMeter(pid int) func() time.Duration {
 	if pid == 0 {
 		return func() time.Duration { return -1 }
 	}
-	c0, err := hostdriver.ProcessCPU(pid)
+	c0, err := hosttest.ProcessCPU(pid)
 	return func() time.Duration {
-		c1, err1 := hostdriver.ProcessCPU(pid)
+		c1, err1 := hosttest.ProcessCPU(pid)
 		if err != nil || err1 != nil {
 			return -1
 		}
@@ -468,7 +469,7 @@ func cpuMeter(pid int) func() time.Duration {
 	}
 }
 
-func writeJSONL(path string, data [][]hostdriver.Record) error {
+func writeJSONL(path string, data [][]hostclient.Record) error {
 	var b strings.Builder
 	for _, recs := range data {
 		// One batch per line, its records separated by \x1e; the script
@@ -492,7 +493,7 @@ func makeBucket(svc services.Services, bucket string) error {
 
 // settleCheckpoints waits until the checkpoint due at the table's version
 // (base plus the batches consumed, one commit each) is written or failed.
-func settleCheckpoints(inst *hostdriver.Instance, base int64, consumed int) error {
+func settleCheckpoints(inst *hostclient.Instance, base int64, consumed int) error {
 	interval := int64(10)
 	if *ckptEvery > 0 {
 		interval = int64(*ckptEvery)

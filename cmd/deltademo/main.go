@@ -16,7 +16,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/picomq/heavy-sinks/shared/hostdriver"
+	"github.com/picomq/heavy-sinks/shared/hostclient"
 	"github.com/picomq/heavy-sinks/shared/testenv"
 )
 
@@ -78,7 +78,7 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	host, err := hostdriver.Start(context.Background(), filepath.Join(dist, "picomq-host"))
+	host, err := hostclient.Start(context.Background(), filepath.Join(dist, "picomq-host"))
 	if err != nil {
 		return err
 	}
@@ -95,12 +95,12 @@ func run() error {
 	}
 	regions := []string{"eu", "us", "apac"}
 	base := time.Date(2026, 9, 3, 21, 15, 4, 0, time.UTC)
-	batch := func(n int) hostdriver.Batch {
-		b := hostdriver.Batch{Attempt: 1, Topic: "orders.web", Schema: "json"}
+	batch := func(n int) hostclient.Batch {
+		b := hostclient.Batch{Attempt: 1, Topic: "orders.web", Schema: "json"}
 		for i := range 100 {
 			off := n*100 + i
 			ts := base.Add(time.Duration(off) * time.Second)
-			b.Records = append(b.Records, hostdriver.Record{Offset: uint64(off), TimestampMs: ts.UnixMilli(), Payload: []byte(fmt.Sprintf(
+			b.Records = append(b.Records, hostclient.Record{Offset: uint64(off), TimestampMs: ts.UnixMilli(), Payload: []byte(fmt.Sprintf(
 				`{"order_id":%d,"customer":"customer-%d","amount":%d.%02d,"created_at":"%s","region":"%s"}`,
 				off, off%17, 10+off%90, off%100, ts.Format(time.RFC3339), regions[off%3]))})
 		}

@@ -48,9 +48,10 @@ import (
 
 	"github.com/picomq/heavy-sinks/plugins/delta/deltalog"
 	"github.com/picomq/heavy-sinks/plugins/delta/objstore"
-	"github.com/picomq/heavy-sinks/shared/hostdriver"
+	"github.com/picomq/heavy-sinks/shared/hostclient"
 	"github.com/picomq/heavy-sinks/shared/sdk"
 	"github.com/picomq/heavy-sinks/shared/testenv"
+	"github.com/picomq/heavy-sinks/shared/testenv/hosttest"
 )
 
 const sdkLogLevel = sdk.LogLevelEnv
@@ -112,7 +113,7 @@ type checkpointLog struct {
 
 var ckptLine = regexp.MustCompile(`wrote Delta checkpoint .*version=(\d+) .*duration_ms=(\d+)`)
 
-func (c *checkpointLog) onLog(l hostdriver.LogLine) {
+func (c *checkpointLog) onLog(l hostclient.LogLine) {
 	m := ckptLine.FindStringSubmatch(l.Message)
 	if m == nil {
 		return
@@ -194,10 +195,10 @@ func driveTable(dist, python, work string) error {
 		}
 		first = 1
 	}
-	h, err := hostdriver.Start(ctx, filepath.Join(dist, "picomq-host"), hostdriver.Workers(2), hostdriver.Quarantine(0),
-		hostdriver.OnLog(ckpts.onLog), hostdriver.KeepLogs(1000),
+	h, err := hostclient.Start(ctx, filepath.Join(dist, "picomq-host"), hostclient.Workers(2), hosttest.Quarantine(0),
+		hostclient.OnLog(ckpts.onLog), hostclient.KeepLogs(1000),
 		// "wrote Delta checkpoint" lines, with their duration, are debug.
-		hostdriver.Env(sdkLogLevel+"=debug"))
+		hostclient.Env(sdkLogLevel+"=debug"))
 	if err != nil {
 		return err
 	}
@@ -234,11 +235,11 @@ func driveTable(dist, python, work string) error {
 	prevMilestone := int64(0)
 	base := time.Date(2026, 9, 3, 0, 0, 0, 0, time.UTC)
 	for v := 1; v <= *versions; v++ {
-		b := hostdriver.Batch{Attempt: 1, Topic: "scale", Schema: "json"}
+		b := hostclient.Batch{Attempt: 1, Topic: "scale", Schema: "json"}
 		for i := range *batchSize {
 			n := (v-1)**batchSize + i
 			ts := base.Add(time.Duration(n) * time.Millisecond)
-			b.Records = append(b.Records, hostdriver.Record{Offset: uint64(n), TimestampMs: ts.UnixMilli(),
+			b.Records = append(b.Records, hostclient.Record{Offset: uint64(n), TimestampMs: ts.UnixMilli(),
 				Payload: []byte(fmt.Sprintf(`{"id":%d,"region":"r%d","body":"event number %d","ts":"%s"}`, n, n%3, n, ts.Format(time.RFC3339Nano)))})
 		}
 		t0 := time.Now()
@@ -258,7 +259,7 @@ func driveTable(dist, python, work string) error {
 		cpuRows = append(cpuRows, segEnd.since(segStart, prevMilestone, int64(v)))
 		last := lat[max(0, len(lat)-*window):]
 		p50, p99 := percentile(last, 0.50), percentile(last, 0.99)
-		rss, peak := hostdriver.ProcessMemory(h.Pid())
+		rss, peak := hosttest.ProcessMemory(h.Pid())
 		t0 = time.Now()
 		probeInst, err := lib.Open(def(fmt.Sprintf("probe-%d", v)))
 		if err != nil {
@@ -346,7 +347,7 @@ type cpuPoint struct {
 	ckptMs, written float64
 }
 
-func cpuMark(pid int, inst *hostdriver.Instance) (cpuPoint, error) {
+func cpuMark(pid int, inst *hostclient.Instance) (cpuPoint, error) {
 	raw, err := inst.Metrics()
 	if err != nil {
 		return cpuPoint{}, err
@@ -357,7 +358,7 @@ func cpuMark(pid int, inst *hostdriver.Instance) (cpuPoint, error) {
 	if err := json.Unmarshal([]byte(raw), &m); err != nil {
 		return cpuPoint{}, fmt.Errorf("metrics %q: %w", raw, err)
 	}
-	user, sys, err := hostdriver.ProcessUserSys(pid)
+	user, sys, err := hosttest.ProcessUserSys(pid)
 	if err != nil {
 		return cpuPoint{}, err
 	}
@@ -536,7 +537,7 @@ func runProbe() error {
 	default:
 		return fmt.Errorf("unknown probe %q", *probe)
 	}
-	_, r.PeakKB = hostdriver.ProcessMemory(os.Getpid())
+	_, r.PeakKB = hosttest.ProcessMemory(os.Getpid())
 	return json.NewEncoder(os.Stdout).Encode(r)
 }
 

@@ -9,15 +9,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/picomq/heavy-sinks/shared/hostdriver"
 	"github.com/picomq/heavy-sinks/shared/testenv"
+	"github.com/picomq/heavy-sinks/shared/testenv/hosttest"
 )
 
 // runCheck runs picomq-connect --check on paths with the real host and the
 // libraries in dist/, and returns the exit code and what it wrote to stderr.
 func runCheck(t *testing.T, paths ...string) (int, string) {
 	t.Helper()
-	a := append([]string{"--check", "--plugin-dir", distDir(t), "--host", hostdriver.BuildHost(t)}, paths...)
+	a := append([]string{"--check", "--plugin-dir", distDir(t), "--host", hosttest.BuildHost(t)}, paths...)
 	lb := &logBuf{}
 	stderr = lb
 	code := run(a)

@@ -21,8 +21,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/picomq/heavy-sinks/connect/observe"
-	"github.com/picomq/heavy-sinks/shared/hostdriver"
 	"github.com/picomq/heavy-sinks/shared/testenv"
+	"github.com/picomq/heavy-sinks/shared/testenv/hosttest"
 )
 
 // distDir is $PICOMQ_DIST or <repo>/dist, with the test plugin built.
@@ -82,7 +82,7 @@ record_path = %q
 
 func args(t *testing.T, kf *kfake.Cluster, defDir string) []string {
 	return []string{"--brokers", strings.Join(kf.ListenAddrs(), ","), "--plugin-dir", distDir(t),
-		"--host", hostdriver.BuildHost(t), "--log-level", "debug", defDir}
+		"--host", hosttest.BuildHost(t), "--log-level", "debug", defDir}
 }
 
 // The command runs a definition until SIGTERM, then exits 0 with every

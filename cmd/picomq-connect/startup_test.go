@@ -21,7 +21,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/picomq/heavy-sinks/connect/observe"
-	"github.com/picomq/heavy-sinks/shared/hostdriver"
+	"github.com/picomq/heavy-sinks/shared/testenv/hosttest"
 )
 
 // logBuf collects what run writes to stderr.
@@ -323,7 +323,7 @@ func TestStartupFailuresLogged(t *testing.T) {
 		{"missing library", []string{"--plugin-dir", dist, noLib}, "startup_failed",
 			noLib + `:4:1: path: "test/libnope" resolves to ` + dist + `/test/libnope.so: no such file or directory`},
 		{"refused at open", args(t, kf, refused), "sink_refused", `open: BAD_CONFIG: `},
-		{"library that cannot load", []string{"--brokers", strings.Join(kf.ListenAddrs(), ","), "--plugin-dir", badDir, "--host", hostdriver.BuildHost(t), refused}, "sink_refused", badLib + `: load: HOST_ERROR: `},
+		{"library that cannot load", []string{"--brokers", strings.Join(kf.ListenAddrs(), ","), "--plugin-dir", badDir, "--host", hosttest.BuildHost(t), refused}, "sink_refused", badLib + `: load: HOST_ERROR: `},
 		{"no arguments", nil, "startup_failed", "usage: picomq-connect"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

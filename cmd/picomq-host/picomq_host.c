@@ -5,7 +5,7 @@
  * It loads sink plugin libraries through the C ABI in include/picomq_sink.h,
  * the way the real (non-Go) connector runtime does, and drives them from
  * framed requests on stdin. Responses and the plugins' log lines go out as
- * frames on stdout. shared/hostdriver is its Go client; PROTOCOL.md beside
+ * frames on stdout. shared/hostclient is its Go client; PROTOCOL.md beside
  * this file says the same as this comment at more length.
  *
  *   usage: picomq_host [-w workers] [-q quarantine_bytes]

@@ -44,8 +44,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/picomq/heavy-sinks/shared/hostdriver"
+	"github.com/picomq/heavy-sinks/shared/hostclient"
 	"github.com/picomq/heavy-sinks/shared/testenv"
+	"github.com/picomq/heavy-sinks/shared/testenv/hosttest"
 	"github.com/picomq/heavy-sinks/shared/testenv/services"
 	"github.com/picomq/heavy-sinks/shared/testenv/workload"
 )
@@ -221,9 +222,9 @@ type pluginResult struct {
 
 // pluginOnly is make bench-delta's measurement: the batches straight into
 // the plugin in the C host, with the host's CPU.
-func pluginOnly(dist string, t *target, data [][]hostdriver.Record) (pluginResult, error) {
+func pluginOnly(dist string, t *target, data [][]hostclient.Record) (pluginResult, error) {
 	var r pluginResult
-	h, err := hostdriver.Start(context.Background(), filepath.Join(dist, "picomq-host"), hostdriver.Workers(1), hostdriver.Quarantine(0))
+	h, err := hostclient.Start(context.Background(), filepath.Join(dist, "picomq-host"), hostclient.Workers(1), hosttest.Quarantine(0))
 	if err != nil {
 		return r, err
 	}
@@ -245,19 +246,19 @@ func pluginOnly(dist string, t *target, data [][]hostdriver.Record) (pluginResul
 	if err != nil {
 		return r, err
 	}
-	cpu0, err := hostdriver.ProcessCPU(h.Pid())
+	cpu0, err := hosttest.ProcessCPU(h.Pid())
 	if err != nil {
 		return r, err
 	}
 	start := time.Now()
 	for _, recs := range data {
-		if err := inst.Consume(hostdriver.Batch{Attempt: 1, Topic: "bench", Schema: "json", Records: recs}); err != nil {
+		if err := inst.Consume(hostclient.Batch{Attempt: 1, Topic: "bench", Schema: "json", Records: recs}); err != nil {
 			return r, err
 		}
 		r.records += len(recs)
 	}
 	r.elapsed = time.Since(start)
-	cpu1, err := hostdriver.ProcessCPU(h.Pid())
+	cpu1, err := hosttest.ProcessCPU(h.Pid())
 	if err != nil {
 		return r, err
 	}
@@ -285,7 +286,7 @@ func (p pipeResult) pct(q float64) time.Duration {
 // name, produces data to topic (all at once when rate is 0, else at rate
 // records/s for -steady) and waits until everything is committed.
 func pipeline(cl *kgo.Client, adm *kadm.Client, brokers []string, dist, work string, t *target, topic, name string,
-	data [][]hostdriver.Record, rate float64) (pipeResult, error) {
+	data [][]hostclient.Record, rate float64) (pipeResult, error) {
 	var r pipeResult
 	key := "bench_" + name
 	group := "picomq-connect-sink-" + key
@@ -377,8 +378,8 @@ func pipeline(cl *kgo.Client, adm *kadm.Client, brokers []string, dist, work str
 		}
 	}()
 
-	cpuR0, err1 := hostdriver.ProcessCPU(cmd.Process.Pid)
-	cpuH0, err2 := hostdriver.ProcessCPU(hostPid)
+	cpuR0, err1 := hosttest.ProcessCPU(cmd.Process.Pid)
+	cpuH0, err2 := hosttest.ProcessCPU(hostPid)
 	if err := errors.Join(err1, err2); err != nil {
 		return r, err
 	}
@@ -386,7 +387,7 @@ func pipeline(cl *kgo.Client, adm *kadm.Client, brokers []string, dist, work str
 	var produceTimes []time.Time // per offset
 	var prodErr error
 	var perr sync.Mutex
-	send := func(recs []hostdriver.Record) {
+	send := func(recs []hostclient.Record) {
 		for _, rec := range recs {
 			now := time.Now()
 			produceTimes = append(produceTimes, now)
@@ -408,7 +409,7 @@ func pipeline(cl *kgo.Client, adm *kadm.Client, brokers []string, dist, work str
 		// Fixed rate, in 10 ms slices, cycling through the workload.
 		end := start.Add(*steady)
 		nextLag := start.Add(time.Second)
-		var flat []hostdriver.Record
+		var flat []hostclient.Record
 		for _, recs := range data {
 			flat = append(flat, recs...)
 		}
@@ -463,8 +464,8 @@ func pipeline(cl *kgo.Client, adm *kadm.Client, brokers []string, dist, work str
 	}
 	close(stopPoll)
 	<-polled
-	cpuR1, err1 := hostdriver.ProcessCPU(cmd.Process.Pid)
-	cpuH1, err2 := hostdriver.ProcessCPU(hostPid)
+	cpuR1, err1 := hosttest.ProcessCPU(cmd.Process.Pid)
+	cpuH1, err2 := hosttest.ProcessCPU(hostPid)
 	if err := errors.Join(err1, err2); err != nil {
 		return r, err
 	}

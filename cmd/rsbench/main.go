@@ -60,8 +60,9 @@ import (
 	"github.com/picomq/heavy-sinks/plugins/redshift/rsemu"
 	"github.com/picomq/heavy-sinks/plugins/redshift/rsparquet"
 	"github.com/picomq/heavy-sinks/plugins/redshift/rsql"
-	"github.com/picomq/heavy-sinks/shared/hostdriver"
+	"github.com/picomq/heavy-sinks/shared/hostclient"
 	"github.com/picomq/heavy-sinks/shared/testenv"
+	"github.com/picomq/heavy-sinks/shared/testenv/hosttest"
 	"github.com/picomq/heavy-sinks/shared/testenv/services"
 )
 
@@ -173,9 +174,9 @@ func run() error {
 }
 
 func runSize(ctx context.Context, hostBin, lib string, size int, svc services.Services, bucket string, proxy *countingProxy,
-	emu *rsemu.Server, dbName, dsn string, data [][]hostdriver.Record) (result, error) {
+	emu *rsemu.Server, dbName, dsn string, data [][]hostclient.Record) (result, error) {
 	r := result{size: size}
-	h, err := hostdriver.Start(ctx, hostBin, hostdriver.Workers(1), hostdriver.Quarantine(0))
+	h, err := hostclient.Start(ctx, hostBin, hostclient.Workers(1), hosttest.Quarantine(0))
 	if err != nil {
 		return r, err
 	}
@@ -206,8 +207,8 @@ func runSize(ctx context.Context, hostBin, lib string, size int, svc services.Se
 	}
 	defer inst.Close()
 
-	consume := func(recs []hostdriver.Record) error {
-		return inst.Consume(hostdriver.Batch{Attempt: 1, Topic: "orders.eu", Schema: "json", Records: recs})
+	consume := func(recs []hostclient.Record) error {
+		return inst.Consume(hostclient.Batch{Attempt: 1, Topic: "orders.eu", Schema: "json", Records: recs})
 	}
 	// Warm-up: connections, the table check, first-use allocations.
 	if err := consume(data[0]); err != nil {
@@ -219,7 +220,7 @@ func runSize(ctx context.Context, hostBin, lib string, size int, svc services.Se
 	}
 	emu.ResetStatements()
 	proxy.reset()
-	cpu0, err := hostdriver.ProcessCPU(h.Pid())
+	cpu0, err := hosttest.ProcessCPU(h.Pid())
 	if err != nil {
 		return r, err
 	}
@@ -234,12 +235,12 @@ func runSize(ctx context.Context, hostBin, lib string, size int, svc services.Se
 		r.chunks += (len(recs) + size - 1) / size
 	}
 	r.elapsed = time.Since(start)
-	cpu1, err := hostdriver.ProcessCPU(h.Pid())
+	cpu1, err := hosttest.ProcessCPU(h.Pid())
 	if err != nil {
 		return r, err
 	}
 	r.cpu = cpu1 - cpu0
-	_, r.rssKB = hostdriver.ProcessMemory(h.Pid())
+	_, r.rssKB = hosttest.ProcessMemory(h.Pid())
 	r.roundTrips = emu.RoundTrips()
 	r.statements = map[string]int{}
 	for _, s := range emu.Statements() {
@@ -281,7 +282,7 @@ func runSize(ctx context.Context, hostBin, lib string, size int, svc services.Se
 // encodeOnly encodes the same chunks with the plugin's own encoder in this
 // process (pre-flight check plus Parquet and zstd, as the sink does per
 // chunk) and returns the time it took, single-threaded.
-func encodeOnly(data [][]hostdriver.Record, size int) time.Duration {
+func encodeOnly(data [][]hostclient.Record, size int) time.Duration {
 	payload := rsql.PayloadVarbyte
 	if *format == "text" {
 		payload = rsql.PayloadText
@@ -368,7 +369,7 @@ func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 func us(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1000 }
 
 // metricsOf returns the sink's own counters of an instance.
-func metricsOf(inst *hostdriver.Instance) (map[string]float64, error) {
+func metricsOf(inst *hostclient.Instance) (map[string]float64, error) {
 	raw, err := inst.Metrics()
 	if err != nil {
 		return nil, err
@@ -448,14 +449,14 @@ func (p *countingProxy) close() { _ = p.srv.Close() }
 
 // generate returns nb batches of size records: JSON orders of about 250
 // bytes that differ per record, with 16-byte keys.
-func generate(nb, size int) ([][]hostdriver.Record, int) {
+func generate(nb, size int) ([][]hostclient.Record, int) {
 	statuses := []string{"paid", "pending", "shipped", "refunded"}
 	cities := []string{"Berlin", "Hamburg", "Munich", "Cologne", "Frankfurt"}
 	base := time.Date(2026, 9, 3, 21, 15, 4, 0, time.UTC)
 	total := 0
-	out := make([][]hostdriver.Record, nb)
+	out := make([][]hostclient.Record, nb)
 	for b := range nb {
-		recs := make([]hostdriver.Record, size)
+		recs := make([]hostclient.Record, size)
 		for i := range size {
 			n := b*size + i
 			ts := base.Add(time.Duration(n) * time.Millisecond)
@@ -464,7 +465,7 @@ func generate(nb, size int) ([][]hostdriver.Record, int) {
 				`"created":"%s"}`,
 				n, n%5000, statuses[n%len(statuses)], n%997, n%100, n%40000, 1+n%3, (n*7)%40000, cities[n%len(cities)], n%1000,
 				ts.Format("2006-01-02T15:04:05.000Z"))
-			recs[i] = hostdriver.Record{Offset: uint64(n), TimestampMs: ts.UnixMilli(),
+			recs[i] = hostclient.Record{Offset: uint64(n), TimestampMs: ts.UnixMilli(),
 				Key: fmt.Appendf(nil, "customer-%07d", n%5000), Payload: p}
 			total += len(p)
 		}

@@ -1,6 +1,6 @@
 // Package child runs sink plugin libraries for picomq-connect, each in a
 // child process of its own: the project's C host (picomq-host), driven over
-// pipes by shared/hostdriver. The Go team does not support loading a Go
+// pipes by shared/hostclient. The Go team does not support loading a Go
 // c-shared library into a Go program, nor several Go runtimes in one
 // process, so the runtime never dlopens a plugin itself: one child per
 // library, one Go runtime per child, many instances inside.

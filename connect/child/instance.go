@@ -8,7 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/picomq/heavy-sinks/shared/hostdriver"
+	"github.com/picomq/heavy-sinks/shared/hostclient"
 )
 
 // Instance is one open sink instance of a Process. Its calls are not meant
@@ -19,8 +19,8 @@ type Instance struct {
 	log    *slog.Logger
 
 	mu   sync.Mutex
-	h    *hostdriver.Host // the child inst lives in
-	inst *hostdriver.Instance
+	h    *hostclient.Host // the child inst lives in
+	inst *hostclient.Instance
 	gen  int
 	// open is h and inst for Metrics, which must not wait for mu: a
 	// consume holds it for the whole call, and metrics() never waits for
@@ -29,8 +29,8 @@ type Instance struct {
 }
 
 type opened struct {
-	h    *hostdriver.Host
-	inst *hostdriver.Instance
+	h    *hostclient.Host
+	inst *hostclient.Instance
 }
 
 // Open opens an instance with config, the JSON of
@@ -54,7 +54,7 @@ func (p *Process) Instance(config string, log *slog.Logger) *Instance {
 
 // Open opens the instance in the child, starting the child first when it
 // does not run; nil when the instance is open already. An error is the
-// plugin's *hostdriver.StatusError (RETRY means "open again later"), one
+// plugin's *hostclient.StatusError (RETRY means "open again later"), one
 // matching ErrExited when the child died, ctx's error, or the failure to
 // start the child or load the library. The runtime opens every instance
 // before it consumes, so that a refused configuration is seen before any
@@ -80,7 +80,7 @@ func (i *Instance) ensure(ctx context.Context) error {
 	reopen := i.inst != nil
 	// The log context is the open request's id, known only once it is sent;
 	// lines logged during open go to the process logger.
-	inst, err := lib.Open(i.config, hostdriver.WithContext(ctx))
+	inst, err := lib.Open(i.config, hostclient.WithContext(ctx))
 	if err != nil {
 		if reopen {
 			return exitedFrom(h, fmt.Errorf("reopening after a plugin host restart: %w", err))
@@ -96,7 +96,7 @@ func (i *Instance) ensure(ctx context.Context) error {
 }
 
 // Consume hands b to the plugin: nil for OK, with the records it rejected
-// when b.AcceptRejections is set (ABI 1.1), a *hostdriver.StatusError for
+// when b.AcceptRejections is set (ABI 1.1), a *hostclient.StatusError for
 // RETRY, FATAL and the host's own codes, and an error matching ErrExited
 // when the child died (before or during the call).
 //
@@ -105,13 +105,13 @@ func (i *Instance) ensure(ctx context.Context) error {
 // runtime's shutdown timeout passed) and may let another consumer have its
 // partition, so the plugin must not go on writing it. The next call starts
 // a new child.
-func (i *Instance) Consume(ctx context.Context, b hostdriver.Batch) ([]hostdriver.Rejection, error) {
+func (i *Instance) Consume(ctx context.Context, b hostclient.Batch) ([]hostclient.Rejection, error) {
 	i.mu.Lock()
 	defer i.mu.Unlock()
 	if err := i.ensure(ctx); err != nil {
 		return nil, err
 	}
-	rej, err := i.inst.ConsumeResult(b, hostdriver.WithContext(ctx))
+	rej, err := i.inst.ConsumeResult(b, hostclient.WithContext(ctx))
 	if err != nil && ctx.Err() != nil && isContextErr(err) {
 		i.p.abandon(i.h, "a consume was abandoned when its context ended")
 		return nil, err
@@ -139,7 +139,7 @@ func (i *Instance) Metrics(ctx context.Context) (string, error) {
 	if o == nil || o.h.Err() != nil {
 		return "", ErrNotOpen
 	}
-	s, err := o.inst.Metrics(hostdriver.WithContext(ctx))
+	s, err := o.inst.Metrics(hostclient.WithContext(ctx))
 	return s, exitedFrom(o.h, err)
 }
 
@@ -164,7 +164,7 @@ func (i *Instance) CloseContext(ctx context.Context) error {
 	if !same {
 		return nil // the child that held it is gone, and the instance with it
 	}
-	err := inst.Close(hostdriver.WithContext(ctx))
+	err := inst.Close(hostclient.WithContext(ctx))
 	i.p.loggers.Delete(inst.Ctx())
 	if err != nil && isContextErr(err) {
 		return err

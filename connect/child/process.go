@@ -11,7 +11,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/picomq/heavy-sinks/shared/hostdriver"
+	"github.com/picomq/heavy-sinks/shared/hostclient"
 )
 
 // ErrExited matches the error of a call made while the child process died.
@@ -26,8 +26,8 @@ type Process struct {
 	stderr   io.Writer
 
 	mu       sync.Mutex
-	h        *hostdriver.Host
-	l        *hostdriver.Lib
+	h        *hostclient.Host
+	l        *hostclient.Lib
 	gen      int // bumped by every start: instances reopen when it changes
 	restarts int
 	closed   bool
@@ -65,7 +65,7 @@ func New(bin, lib string, o Options) *Process {
 
 // current returns the running child and its library, starting a child
 // first when there is none or the last one died.
-func (p *Process) current(ctx context.Context) (*hostdriver.Host, *hostdriver.Lib, int, error) {
+func (p *Process) current(ctx context.Context) (*hostclient.Host, *hostclient.Lib, int, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
@@ -79,11 +79,11 @@ func (p *Process) current(ctx context.Context) (*hostdriver.Host, *hostdriver.Li
 		p.log.Warn("plugin host process exited; starting a new one", "event", "host_exited", "err", p.h.Err(), "restarts", p.restarts)
 		p.h, p.l = nil, nil
 	}
-	opts := []hostdriver.Option{hostdriver.Workers(p.workers), hostdriver.KeepLogs(1), hostdriver.OnLog(p.onLog)}
+	opts := []hostclient.Option{hostclient.Workers(p.workers), hostclient.KeepLogs(1), hostclient.OnLog(p.onLog)}
 	if p.stderr != nil {
-		opts = append(opts, hostdriver.Stderr(p.stderr))
+		opts = append(opts, hostclient.Stderr(p.stderr))
 	}
-	h, err := hostdriver.Start(ctx, p.bin, opts...)
+	h, err := hostclient.Start(ctx, p.bin, opts...)
 	if err != nil {
 		return nil, nil, 0, fmt.Errorf("starting plugin host %s: %w", p.bin, err)
 	}
@@ -103,7 +103,7 @@ func (p *Process) current(ctx context.Context) (*hostdriver.Host, *hostdriver.Li
 // (describe()'s payload_checks). A library that does not say, or whose
 // description cannot be read, checks none: the runtime checks them all.
 // It returns the description too ("" when describe failed).
-func payloadChecks(l *hostdriver.Lib, log *slog.Logger) ([]string, string) {
+func payloadChecks(l *hostclient.Lib, log *slog.Logger) ([]string, string) {
 	js, err := l.Describe()
 	if err != nil {
 		log.Warn("describe failed; the runtime checks every payload itself", "err", err)
@@ -140,7 +140,7 @@ func (p *Process) ChecksPayloads(schema string) bool {
 // onLog forwards a plugin's log line to its instance's logger. It runs on
 // the driver's read loop and must not block: slog handlers write and
 // return.
-func (p *Process) onLog(l hostdriver.LogLine) {
+func (p *Process) onLog(l hostclient.LogLine) {
 	log := p.log
 	if v, ok := p.loggers.Load(l.Ctx); ok {
 		log = v.(*slog.Logger)
@@ -204,7 +204,7 @@ func (p *Process) Shutdown(ctx context.Context) error {
 
 // abandon kills h, the child a call was abandoned in, unless it has ended
 // already: what the call does there must stop before the caller goes on.
-func (p *Process) abandon(h *hostdriver.Host, why string) {
+func (p *Process) abandon(h *hostclient.Host, why string) {
 	if h.Err() != nil {
 		return
 	}
@@ -220,7 +220,7 @@ func isContextErr(err error) bool {
 
 // exited wraps an error from a dead child so that it matches ErrExited.
 func exited(err error) error {
-	var ee *hostdriver.ExitError
+	var ee *hostclient.ExitError
 	if errors.As(err, &ee) {
 		return fmt.Errorf("%w: %w", ErrExited, err)
 	}
@@ -231,8 +231,8 @@ func exited(err error) error {
 // before the driver has seen the exit, for example writing the request to
 // a closed pipe (EPIPE); any error that is not the plugin's own status
 // then waits a little for h to end, and counts as an exit if it did.
-func exitedFrom(h *hostdriver.Host, err error) error {
-	var se *hostdriver.StatusError
+func exitedFrom(h *hostclient.Host, err error) error {
+	var se *hostclient.StatusError
 	if err == nil || errors.As(err, &se) || isContextErr(err) {
 		return err // a context's error: the caller gave up, the child may be fine
 	}

@@ -20,8 +20,8 @@ import (
 	"github.com/picomq/heavy-sinks/connect/definition"
 	"github.com/picomq/heavy-sinks/connect/observe"
 	"github.com/picomq/heavy-sinks/connect/pipeline"
-	"github.com/picomq/heavy-sinks/shared/hostdriver"
 	"github.com/picomq/heavy-sinks/shared/testenv"
+	"github.com/picomq/heavy-sinks/shared/testenv/hosttest"
 )
 
 // olderPlugin is the instance as a plugin before ABI 1.2 presents itself:
@@ -68,7 +68,7 @@ table_schema = '{"type":"struct","fields":[{"name":"id","type":"long","nullable"
 		t.Fatal(err)
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	proc := child.New(hostdriver.BuildHost(t), def.LibraryPath(""), child.Options{Logger: log})
+	proc := child.New(hosttest.BuildHost(t), def.LibraryPath(""), child.Options{Logger: log})
 	cfg, err := def.OpenConfig()
 	if err != nil {
 		t.Fatal(err)

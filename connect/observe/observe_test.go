@@ -24,8 +24,8 @@ import (
 	"github.com/picomq/heavy-sinks/connect/definition"
 	"github.com/picomq/heavy-sinks/connect/observe"
 	"github.com/picomq/heavy-sinks/connect/pipeline"
-	"github.com/picomq/heavy-sinks/shared/hostdriver"
 	"github.com/picomq/heavy-sinks/shared/testenv"
+	"github.com/picomq/heavy-sinks/shared/testenv/hosttest"
 )
 
 // run starts a sink of the e2e test plugin (in a real C host child)
@@ -60,7 +60,7 @@ func runOn(t *testing.T, kf *kfake.Cluster, m *observe.Metrics, block, pluginCon
 		t.Fatal(err)
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	proc := child.New(hostdriver.BuildHost(t), def.LibraryPath(""), child.Options{Logger: log})
+	proc := child.New(hosttest.BuildHost(t), def.LibraryPath(""), child.Options{Logger: log})
 	cfg, err := def.OpenConfig()
 	if err != nil {
 		t.Fatal(err)

@@ -11,7 +11,7 @@ import (
 
 	"github.com/picomq/heavy-sinks/connect/child"
 	"github.com/picomq/heavy-sinks/connect/definition"
-	"github.com/picomq/heavy-sinks/shared/hostdriver"
+	"github.com/picomq/heavy-sinks/shared/hostclient"
 	"github.com/picomq/heavy-sinks/shared/retry/backoff"
 )
 
@@ -73,7 +73,7 @@ func classify(err error) Outcome {
 		return OK
 	case errors.Is(err, child.ErrExited):
 		return Exited
-	case hostdriver.CodeOf(err) == hostdriver.StatusRetry:
+	case hostclient.CodeOf(err) == hostclient.StatusRetry:
 		return Retry
 	default:
 		return Fatal
@@ -111,7 +111,7 @@ var errRewind = errors.New("rewind to the committed offsets")
 // consumer delivers one batch at a time, and the host driver copies a
 // batch into its frame before Consume returns, so they are reused.
 type scratch struct {
-	records []hostdriver.Record
+	records []hostclient.Record
 	sent    []int
 }
 
@@ -119,7 +119,7 @@ type scratch struct {
 // dead-letter topic.
 type rejected struct {
 	rec    *kgo.Record
-	reason hostdriver.RejectReason
+	reason hostclient.RejectReason
 	msg    string
 }
 
@@ -130,8 +130,8 @@ type rejected struct {
 // left out of the batch and returned in bad; sent maps the batch's records
 // back to recs.
 // The batch's records and sent are built in sc's slices.
-func decode(schema definition.Schema, recs []*kgo.Record, tolerant, pluginChecks bool, sc *scratch) (b hostdriver.Batch, sent []int, bad []rejected, err error) {
-	b = hostdriver.Batch{Topic: recs[0].Topic, Partition: uint32(recs[0].Partition), Schema: string(schema),
+func decode(schema definition.Schema, recs []*kgo.Record, tolerant, pluginChecks bool, sc *scratch) (b hostclient.Batch, sent []int, bad []rejected, err error) {
+	b = hostclient.Batch{Topic: recs[0].Topic, Partition: uint32(recs[0].Partition), Schema: string(schema),
 		Records: sc.records[:0]}
 	sent = sc.sent[:0]
 	defer func() { sc.records, sc.sent = b.Records, sent }()
@@ -154,15 +154,15 @@ func decode(schema definition.Schema, recs []*kgo.Record, tolerant, pluginChecks
 			if !tolerant {
 				return b, nil, nil, derr
 			}
-			bad = append(bad, rejected{rec: r, reason: hostdriver.RejectEncoding, msg: fmt.Sprintf("topic %q partition %d %v", r.Topic, r.Partition, derr)})
+			bad = append(bad, rejected{rec: r, reason: hostclient.RejectEncoding, msg: fmt.Sprintf("topic %q partition %d %v", r.Topic, r.Partition, derr)})
 			continue
 		}
-		hr := hostdriver.Record{Offset: uint64(r.Offset), TimestampMs: r.Timestamp.UnixMilli(), Key: r.Key, Payload: r.Value}
+		hr := hostclient.Record{Offset: uint64(r.Offset), TimestampMs: r.Timestamp.UnixMilli(), Key: r.Key, Payload: r.Value}
 		if hr.Payload == nil {
 			hr.Payload = []byte{}
 		}
 		for _, h := range r.Headers {
-			hr.Headers = append(hr.Headers, hostdriver.Header{Key: h.Key, Value: h.Value})
+			hr.Headers = append(hr.Headers, hostclient.Header{Key: h.Key, Value: h.Value})
 		}
 		b.Records = append(b.Records, hr)
 		sent = append(sent, i)

@@ -24,8 +24,8 @@ import (
 	"github.com/picomq/heavy-sinks/connect/child"
 	"github.com/picomq/heavy-sinks/connect/definition"
 	"github.com/picomq/heavy-sinks/connect/pipeline"
-	"github.com/picomq/heavy-sinks/shared/hostdriver"
 	"github.com/picomq/heavy-sinks/shared/testenv"
+	"github.com/picomq/heavy-sinks/shared/testenv/hosttest"
 )
 
 // testLib is the e2e test plugin that buildscripts/build.sh put in
@@ -234,7 +234,7 @@ func (h *harness) start() {
 	h.t.Helper()
 	w := newTestWriter(h.t)
 	log := slog.New(slog.NewTextHandler(io.MultiWriter(w, &h.logs), &slog.HandlerOptions{Level: slog.LevelDebug}))
-	h.proc = child.New(hostdriver.BuildHost(h.t), h.def.LibraryPath(""), child.Options{Logger: log, Stderr: w})
+	h.proc = child.New(hosttest.BuildHost(h.t), h.def.LibraryPath(""), child.Options{Logger: log, Stderr: w})
 	cfg, err := h.def.OpenConfig()
 	if err != nil {
 		h.t.Fatal(err)

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/picomq/heavy-sinks/connect/child"
-	"github.com/picomq/heavy-sinks/shared/hostdriver"
+	"github.com/picomq/heavy-sinks/shared/hostclient"
 	"github.com/picomq/heavy-sinks/shared/retry/backoff"
 )
 
@@ -48,10 +48,10 @@ func (s *Sink) open(ctx context.Context, o Opener) error {
 			return ctx.Err()
 		}
 		switch {
-		case errors.Is(err, child.ErrExited), hostdriver.CodeOf(err) == hostdriver.StatusRetry:
+		case errors.Is(err, child.ErrExited), hostclient.CodeOf(err) == hostclient.StatusRetry:
 			// The environment failed (a destination unreachable) or the
 			// child died (a kill, the OOM killer): either may pass.
-		case hostdriver.CodeOf(err) == hostdriver.StatusFatal, hostdriver.CodeOf(err) == hostdriver.StatusContract:
+		case hostclient.CodeOf(err) == hostclient.StatusFatal, hostclient.CodeOf(err) == hostclient.StatusContract:
 			return err
 		default:
 			return &RefusedError{Err: err}

@@ -10,16 +10,16 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/picomq/heavy-sinks/connect/definition"
-	"github.com/picomq/heavy-sinks/shared/hostdriver"
+	"github.com/picomq/heavy-sinks/shared/hostclient"
 	"github.com/picomq/heavy-sinks/shared/retry/backoff"
 )
 
 // Deliverer hands one batch to a plugin's consume(): nil for OK (with the
 // records the plugin rejected, ABI 1.1, when b.AcceptRejections is set), a
-// *hostdriver.StatusError for any other result, an error matching
+// *hostclient.StatusError for any other result, an error matching
 // child.ErrExited when the plugin's process died.
 type Deliverer interface {
-	Consume(ctx context.Context, b hostdriver.Batch) ([]hostdriver.Rejection, error)
+	Consume(ctx context.Context, b hostclient.Batch) ([]hostclient.Rejection, error)
 }
 
 // PayloadChecker is implemented by a Deliverer whose plugin checks the

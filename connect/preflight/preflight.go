@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/picomq/heavy-sinks/connect/definition"
-	"github.com/picomq/heavy-sinks/shared/hostdriver"
+	"github.com/picomq/heavy-sinks/shared/hostclient"
 	"github.com/picomq/heavy-sinks/shared/sdk"
 )
 
@@ -90,20 +90,20 @@ type library struct {
 func describe(ctx context.Context, o Options, path string) *library {
 	ctx, cancel := context.WithTimeout(ctx, LibraryTimeout)
 	defer cancel()
-	opts := []hostdriver.Option{hostdriver.Workers(1), hostdriver.KeepLogs(1)}
+	opts := []hostclient.Option{hostclient.Workers(1), hostclient.KeepLogs(1)}
 	if o.Stderr != nil {
-		opts = append(opts, hostdriver.Stderr(o.Stderr))
+		opts = append(opts, hostclient.Stderr(o.Stderr))
 	}
-	h, err := hostdriver.Start(ctx, o.Host, opts...)
+	h, err := hostclient.Start(ctx, o.Host, opts...)
 	if err != nil {
 		return &library{err: fmt.Errorf("starting plugin host %s: %w", o.Host, err)}
 	}
 	js, err := func() (string, error) {
-		l, err := h.Load(path, hostdriver.WithContext(ctx))
+		l, err := h.Load(path, hostclient.WithContext(ctx))
 		if err != nil {
 			return "", fmt.Errorf("loading %s: %w", path, err)
 		}
-		js, err := l.Describe(hostdriver.WithContext(ctx))
+		js, err := l.Describe(hostclient.WithContext(ctx))
 		if err != nil {
 			return "", fmt.Errorf("describe of %s: %w", path, err)
 		}

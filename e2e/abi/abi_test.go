@@ -16,8 +16,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/picomq/heavy-sinks/shared/hostdriver"
+	"github.com/picomq/heavy-sinks/shared/hostclient"
 	"github.com/picomq/heavy-sinks/shared/testenv"
+	"github.com/picomq/heavy-sinks/shared/testenv/hosttest"
 )
 
 // distDir is where buildscripts/build.sh put the libraries (testenv.DistDir),
@@ -44,9 +45,9 @@ func allLibraries(t testing.TB) []string {
 	return append(libs, test...)
 }
 
-func startHost(t *testing.T, opts ...hostdriver.Option) *hostdriver.Host {
+func startHost(t *testing.T, opts ...hostclient.Option) *hostclient.Host {
 	t.Helper()
-	return hostdriver.StartTest(t, hostdriver.BuildHost(t), opts...)
+	return hosttest.StartTest(t, hosttest.BuildHost(t), opts...)
 }
 
 func definition(t testing.TB, key string, cfg map[string]any) string {
@@ -57,9 +58,9 @@ func definition(t testing.TB, key string, cfg map[string]any) string {
 	return string(b)
 }
 
-func wantStatus(t *testing.T, err error, code hostdriver.Status, contains ...string) {
+func wantStatus(t *testing.T, err error, code hostclient.Status, contains ...string) {
 	t.Helper()
-	var se *hostdriver.StatusError
+	var se *hostclient.StatusError
 	if !errors.As(err, &se) || se.Code != code {
 		t.Fatalf("got %v, want status %v", err, code)
 	}
@@ -178,12 +179,12 @@ func TestDescribeEveryLibrary(t *testing.T) {
 
 func TestABIVersionMismatchIsRefused(t *testing.T) {
 	h := startHost(t)
-	_, err := h.LoadWithABI(testPlugin(t, "a"), 2, 0)
-	wantStatus(t, err, hostdriver.StatusABIMismatch)
-	_, err = h.LoadWithABI(testPlugin(t, "a"), 0, 9)
-	wantStatus(t, err, hostdriver.StatusABIMismatch)
+	_, err := h.Load(testPlugin(t, "a"), hosttest.ABI(2, 0))
+	wantStatus(t, err, hostclient.StatusABIMismatch)
+	_, err = h.Load(testPlugin(t, "a"), hosttest.ABI(0, 9))
+	wantStatus(t, err, hostclient.StatusABIMismatch)
 	// A newer minor version of the same major is accepted.
-	lib, err := h.LoadWithABI(testPlugin(t, "a"), 1, 7)
+	lib, err := h.Load(testPlugin(t, "a"), hosttest.ABI(1, 7))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -211,10 +212,10 @@ func TestBadConfigNamesTheKey(t *testing.T) {
 	}
 	for _, tc := range cases {
 		_, err := lib.Open(definition(t, "bad", tc.cfg))
-		wantStatus(t, err, hostdriver.StatusBadConfig, tc.want)
+		wantStatus(t, err, hostclient.StatusBadConfig, tc.want)
 	}
 	_, err = lib.Open(`{"key": "x", "plugin_config": `)
-	wantStatus(t, err, hostdriver.StatusBadConfig, "sink definition is not valid JSON")
+	wantStatus(t, err, hostclient.StatusBadConfig, "sink definition is not valid JSON")
 }
 
 func TestBatchCrossesTheABIIntact(t *testing.T) {
@@ -226,10 +227,10 @@ func TestBatchCrossesTheABIIntact(t *testing.T) {
 		t.Fatal(err)
 	}
 	binary := []byte{0, 1, 2, 0xff, 0xfe}
-	b := hostdriver.Batch{Attempt: 3, Partition: 0, Topic: "orders.eu", Schema: "raw", Records: []hostdriver.Record{
+	b := hostclient.Batch{Attempt: 3, Partition: 0, Topic: "orders.eu", Schema: "raw", Records: []hostclient.Record{
 		{Offset: 41, TimestampMs: 1767225600123, Key: nil, Payload: binary},
 		{Offset: 42, TimestampMs: -1, Key: []byte{}, Payload: []byte{}},
-		{Offset: 43, TimestampMs: 7, Key: []byte("k\x00ey"), Headers: []hostdriver.Header{{Key: "trace", Value: []byte("abc")}, {Key: "", Value: []byte{}}}, Payload: []byte("x")},
+		{Offset: 43, TimestampMs: 7, Key: []byte("k\x00ey"), Headers: []hostclient.Header{{Key: "trace", Value: []byte("abc")}, {Key: "", Value: []byte{}}}, Payload: []byte("x")},
 	}}
 	if err := inst.Consume(b); err != nil {
 		t.Fatal(err)
@@ -265,12 +266,12 @@ func TestPayloadSchemaChecks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bad := hostdriver.Batch{Attempt: 1, Topic: "t", Schema: "json", Records: []hostdriver.Record{
+	bad := hostclient.Batch{Attempt: 1, Topic: "t", Schema: "json", Records: []hostclient.Record{
 		{Offset: 1, Payload: []byte(`{"ok":true}`)}, {Offset: 2, Payload: []byte(`{"broken":`)},
 	}}
-	wantStatus(t, inst.Consume(bad), hostdriver.StatusFatal, `topic "t" offset 2: payload is not a JSON value`)
-	text := hostdriver.Batch{Attempt: 1, Topic: "t", Schema: "text", Records: []hostdriver.Record{{Offset: 5, Payload: []byte{'a', 0xc3}}}}
-	wantStatus(t, inst.Consume(text), hostdriver.StatusFatal, "offset 5: payload is not valid UTF-8")
+	wantStatus(t, inst.Consume(bad), hostclient.StatusFatal, `topic "t" offset 2: payload is not a JSON value`)
+	text := hostclient.Batch{Attempt: 1, Topic: "t", Schema: "text", Records: []hostclient.Record{{Offset: 5, Payload: []byte{'a', 0xc3}}}}
+	wantStatus(t, inst.Consume(text), hostclient.StatusFatal, "offset 5: payload is not valid UTF-8")
 	if err := inst.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -282,7 +283,7 @@ func TestPayloadSchemaChecks(t *testing.T) {
 func TestEnvOverridesAndSecretRedaction(t *testing.T) {
 	rec := filepath.Join(t.TempDir(), "rec.jsonl")
 	const token = "tok-3f9a7c1e-secret"
-	h := startHost(t, hostdriver.Env(
+	h := startHost(t, hostclient.Env(
 		"PICOMQ_CONNECTORS_SINK_ENV_SINK_PLUGIN_CONFIG_RECORD_PATH="+rec,
 		"PICOMQ_CONNECTORS_SINK_ENV_SINK_PLUGIN_CONFIG_TOKEN="+token,
 		"PICOMQ_CONNECTORS_SINK_ENV_SINK_PLUGIN_CONFIG_FAIL_MODE=retry",
@@ -295,14 +296,14 @@ func TestEnvOverridesAndSecretRedaction(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ok := hostdriver.Batch{Attempt: 1, Topic: "fine", Schema: "json", Records: []hostdriver.Record{{Offset: 1, Payload: []byte(`1`)}}}
+	ok := hostclient.Batch{Attempt: 1, Topic: "fine", Schema: "json", Records: []hostclient.Record{{Offset: 1, Payload: []byte(`1`)}}}
 	if err := inst.Consume(ok); err != nil {
 		t.Fatal(err)
 	}
 	failing := ok
 	failing.Topic = "failing"
 	consumeErr := inst.Consume(failing)
-	wantStatus(t, consumeErr, hostdriver.StatusRetry, "asked to fail", "(token [REDACTED])")
+	wantStatus(t, consumeErr, hostclient.StatusRetry, "asked to fail", "(token [REDACTED])")
 	metrics, err := inst.Metrics()
 	if err != nil {
 		t.Fatal(err)
@@ -342,9 +343,9 @@ func TestPanicsBecomeFatalErrors(t *testing.T) {
 	lib, _ := h.Load(testPlugin(t, "a"))
 	dir := t.TempDir()
 	_, err := lib.Open(definition(t, "panic-open", map[string]any{"record_path": filepath.Join(dir, "o"), "fail_mode": "panic_open"}))
-	wantStatus(t, err, hostdriver.StatusFatal, "panic: test plugin: panic in open")
+	wantStatus(t, err, hostclient.StatusFatal, "panic: test plugin: panic in open")
 
-	b := hostdriver.Batch{Attempt: 1, Topic: "t", Schema: "json", Records: []hostdriver.Record{{Offset: 1, Payload: []byte(`{}`)}}}
+	b := hostclient.Batch{Attempt: 1, Topic: "t", Schema: "json", Records: []hostclient.Record{{Offset: 1, Payload: []byte(`{}`)}}}
 	for mode, want := range map[string]string{
 		"panic":           "panic: test plugin: panic in consume",
 		"panic_goroutine": "panic: test plugin: panic in a goroutine",
@@ -353,7 +354,7 @@ func TestPanicsBecomeFatalErrors(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		wantStatus(t, inst.Consume(b), hostdriver.StatusFatal, want)
+		wantStatus(t, inst.Consume(b), hostclient.StatusFatal, want)
 		if err := inst.Close(); err != nil {
 			t.Fatal(err)
 		}
@@ -367,7 +368,7 @@ func TestPanicsBecomeFatalErrors(t *testing.T) {
 	if err := inst.Consume(b); err != nil {
 		t.Fatal(err)
 	}
-	wantStatus(t, inst.Consume(b), hostdriver.StatusFatal, "instance is unusable", "panic in a background goroutine")
+	wantStatus(t, inst.Consume(b), hostclient.StatusFatal, "instance is unusable", "panic in a background goroutine")
 	if err := inst.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -379,7 +380,7 @@ func TestPanicsBecomeFatalErrors(t *testing.T) {
 	if err := inst.Consume(b); err != nil {
 		t.Fatal(err)
 	}
-	wantStatus(t, lib.Instance(inst.Handle()+1).Consume(b), hostdriver.StatusFatal, "unknown instance")
+	wantStatus(t, lib.Instance(inst.Handle()+1).Consume(b), hostclient.StatusFatal, "unknown instance")
 }
 
 func TestHandlesAreNotSharedBetweenLibraries(t *testing.T) {
@@ -390,8 +391,8 @@ func TestHandlesAreNotSharedBetweenLibraries(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	batch := hostdriver.Batch{Attempt: 1, Topic: "t", Schema: "raw", Records: []hostdriver.Record{{Offset: 1, Payload: []byte("x")}}}
-	wantStatus(t, b.Instance(inst.Handle()).Consume(batch), hostdriver.StatusFatal, "unknown instance")
+	batch := hostclient.Batch{Attempt: 1, Topic: "t", Schema: "raw", Records: []hostclient.Record{{Offset: 1, Payload: []byte("x")}}}
+	wantStatus(t, b.Instance(inst.Handle()).Consume(batch), hostclient.StatusFatal, "unknown instance")
 	if err := inst.Consume(batch); err != nil {
 		t.Fatal(err)
 	}
@@ -409,10 +410,10 @@ func TestSoakTwoLibrariesManyThreads(t *testing.T) {
 		recordsPer   = 20
 		metricsEvery = 10
 	)
-	h := startHost(t, hostdriver.Workers(workers), hostdriver.Env("GOGC=5"))
+	h := startHost(t, hostclient.Workers(workers), hostclient.Env("GOGC=5"))
 	dir := t.TempDir()
 	type target struct {
-		inst *hostdriver.Instance
+		inst *hostclient.Instance
 		path string
 	}
 	var targets []target
@@ -439,10 +440,10 @@ func TestSoakTwoLibrariesManyThreads(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for n := range batchesPer {
-				b := hostdriver.Batch{Attempt: 1, Topic: fmt.Sprintf("soak.%d", ti), Schema: "json"}
+				b := hostclient.Batch{Attempt: 1, Topic: fmt.Sprintf("soak.%d", ti), Schema: "json"}
 				for r := range recordsPer {
 					off := uint64(n*recordsPer + r)
-					b.Records = append(b.Records, hostdriver.Record{
+					b.Records = append(b.Records, hostclient.Record{
 						Offset: off, TimestampMs: int64(off), Key: []byte(fmt.Sprint(off)),
 						Payload: []byte(fmt.Sprintf(`{"target":%d,"offset":%d,"pad":"%s"}`, ti, off, strings.Repeat("x", int(off%97)))),
 					})
@@ -519,13 +520,13 @@ func TestRejectedRecordsBothWays(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := hostdriver.Batch{Attempt: 1, Topic: "orders", Schema: "raw"}
+	b := hostclient.Batch{Attempt: 1, Topic: "orders", Schema: "raw"}
 	for i, p := range []string{"a", "BAD1", "b", "c", "BAD2"} {
-		b.Records = append(b.Records, hostdriver.Record{Offset: uint64(100 + i), Payload: []byte(p)})
+		b.Records = append(b.Records, hostclient.Record{Offset: uint64(100 + i), Payload: []byte(p)})
 	}
 
-	_, err = inst.ConsumeResult(b, hostdriver.Batch1_0())
-	wantStatus(t, err, hostdriver.StatusFatal, `offset 101 starts with "BAD"`)
+	_, err = inst.ConsumeResult(b, hosttest.Batch1_0())
+	wantStatus(t, err, hostclient.StatusFatal, `offset 101 starts with "BAD"`)
 	if got := readRecorded(t, rec); len(got) != 0 {
 		t.Fatalf("1.0 host: %d batches written", len(got))
 	}
@@ -535,7 +536,7 @@ func TestRejectedRecordsBothWays(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rej) != 2 || rej[0].Index != 1 || rej[1].Index != 4 || rej[0].Reason != hostdriver.RejectValue ||
+	if len(rej) != 2 || rej[0].Index != 1 || rej[1].Index != 4 || rej[0].Reason != hostclient.RejectValue ||
 		rej[1].Message != `test plugin: record at topic "orders" offset 104 starts with "BAD"` {
 		t.Fatalf("rejections %+v", rej)
 	}

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/picomq/heavy-sinks/shared/hostdriver"
+	"github.com/picomq/heavy-sinks/shared/hostclient"
 )
 
 // close cancels a consume in flight, which returns RETRY (here although the
@@ -17,7 +17,7 @@ import (
 // when close returns.
 func TestCloseCancelsAConsumeInFlightAndWaitsForIt(t *testing.T) {
 	rec := filepath.Join(t.TempDir(), "rec.jsonl")
-	h := startHost(t, hostdriver.Workers(2))
+	h := startHost(t, hostclient.Workers(2))
 	lib, err := h.Load(testPlugin(t, "a"))
 	if err != nil {
 		t.Fatal(err)
@@ -26,23 +26,23 @@ func TestCloseCancelsAConsumeInFlightAndWaitsForIt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := hostdriver.Batch{Attempt: 1, Topic: "stuck", Schema: "json", Records: []hostdriver.Record{{Offset: 1, Payload: []byte(`1`)}}}
+	b := hostclient.Batch{Attempt: 1, Topic: "stuck", Schema: "json", Records: []hostclient.Record{{Offset: 1, Payload: []byte(`1`)}}}
 	consumed := make(chan error, 1)
 	go func() { consumed <- inst.ConsumeOn(0, b) }()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if _, err := h.WaitLog(ctx, func(l hostdriver.LogLine) bool { return strings.HasPrefix(l.Message, "consume blocked") }); err != nil {
+	if _, err := h.WaitLog(ctx, func(l hostclient.LogLine) bool { return strings.HasPrefix(l.Message, "consume blocked") }); err != nil {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	if err := inst.Close(hostdriver.OnWorker(1)); err != nil {
+	if err := inst.Close(hostclient.OnWorker(1)); err != nil {
 		t.Fatal(err)
 	}
 	took := time.Since(start)
 	if mark, err := os.ReadFile(rec + ".cancelled"); err != nil || string(mark) != "stuck" {
 		t.Fatalf("close returned after %v, before the cancelled consume had returned: mark %q, %v", took, mark, err)
 	}
-	wantStatus(t, <-consumed, hostdriver.StatusRetry, "consume cancelled by close", "context canceled")
+	wantStatus(t, <-consumed, hostclient.StatusRetry, "consume cancelled by close", "context canceled")
 	if got := readRecorded(t, rec); len(got) != 0 {
 		t.Fatalf("the cancelled batch was recorded: %+v", got)
 	}

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/picomq/heavy-sinks/shared/hostdriver"
+	"github.com/picomq/heavy-sinks/shared/hostclient"
 )
 
 // A host sets overrides with setenv(3) after it started, before or after it
@@ -19,7 +19,7 @@ func TestEnvOverridesAreReadAtOpen(t *testing.T) {
 	const token = "tok-set-before-dlopen-77"
 	dir := t.TempDir()
 	rec1, rec2 := filepath.Join(dir, "rec1.jsonl"), filepath.Join(dir, "rec2.jsonl")
-	h := startHost(t, hostdriver.Env(prefix+"FAIL_MODE=fatal"))
+	h := startHost(t, hostclient.Env(prefix+"FAIL_MODE=fatal"))
 	// Before dlopen: seen even by a copy taken at load.
 	if err := h.Setenv(prefix+"TOKEN", token); err != nil {
 		t.Fatal(err)
@@ -38,7 +38,7 @@ func TestEnvOverridesAreReadAtOpen(t *testing.T) {
 		t.Fatal(err)
 	}
 	def := definition(t, "live-env", map[string]any{"record_path": "/nonexistent/dir/x"})
-	b := hostdriver.Batch{Attempt: 1, Topic: "t", Schema: "json", Records: []hostdriver.Record{{Offset: 1, Payload: []byte(`1`)}}}
+	b := hostclient.Batch{Attempt: 1, Topic: "t", Schema: "json", Records: []hostclient.Record{{Offset: 1, Payload: []byte(`1`)}}}
 	inst, err := lib.Open(def)
 	if err != nil {
 		t.Fatalf("open with record_path set by setenv after dlopen: %v", err)
@@ -90,7 +90,7 @@ func TestEnvOverridesAreReadAtOpen(t *testing.T) {
 // business.
 func TestUnknownKeysAreRefused(t *testing.T) {
 	rec := filepath.Join(t.TempDir(), "rec.jsonl")
-	h := startHost(t, hostdriver.Env(
+	h := startHost(t, hostclient.Env(
 		"PICOMQ_CONNECTORS_SINK_OTHER_PLUGIN_CONFIG_NOT_A_KEY=1",
 		"PICOMQ_CONNECTORS_SINK_TYPO_ENV_PLUGIN_CONFIG_FAIL_MDOE=retry",
 	))
@@ -99,11 +99,11 @@ func TestUnknownKeysAreRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = lib.Open(definition(t, "typo", map[string]any{"record_path": rec, "fail_mdoe": "fatal"}))
-	wantStatus(t, err, hostdriver.StatusBadConfig, `plugin_config key "fail_mdoe" is not known to this plugin; did you mean "fail_mode"?`)
+	wantStatus(t, err, hostclient.StatusBadConfig, `plugin_config key "fail_mdoe" is not known to this plugin; did you mean "fail_mode"?`)
 	_, err = lib.Open(definition(t, "typo", map[string]any{"record_path": rec, "compression": "zstd"}))
-	wantStatus(t, err, hostdriver.StatusBadConfig, `plugin_config key "compression" is not known to this plugin; known keys: record_path, token, fail_mode`)
+	wantStatus(t, err, hostclient.StatusBadConfig, `plugin_config key "compression" is not known to this plugin; known keys: record_path, token, fail_mode`)
 	_, err = lib.Open(definition(t, "typo_env", map[string]any{"record_path": rec}))
-	wantStatus(t, err, hostdriver.StatusBadConfig,
+	wantStatus(t, err, hostclient.StatusBadConfig,
 		"environment override PICOMQ_CONNECTORS_SINK_TYPO_ENV_PLUGIN_CONFIG_FAIL_MDOE names no plugin_config key of this plugin; "+
 			`did you mean PICOMQ_CONNECTORS_SINK_TYPO_ENV_PLUGIN_CONFIG_FAIL_MODE (key "fail_mode")?`)
 	// OTHER's variable does not concern sink "fine".

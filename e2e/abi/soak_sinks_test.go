@@ -14,7 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/picomq/heavy-sinks/plugins/redshift/rsemu"
-	"github.com/picomq/heavy-sinks/shared/hostdriver"
+	"github.com/picomq/heavy-sinks/shared/hostclient"
 	"github.com/picomq/heavy-sinks/shared/testenv/services"
 )
 
@@ -53,7 +53,7 @@ func TestSoakBothSinksInOneHost(t *testing.T) {
 		S3SecretKey: svc.S3SecretKey, S3Region: svc.S3Region})
 
 	dist := distDir(t)
-	h := startHost(t, hostdriver.Workers(workers), hostdriver.Env("GOGC=5"))
+	h := startHost(t, hostclient.Workers(workers), hostclient.Env("GOGC=5"))
 	deltaLib, err := h.Load(filepath.Join(dist, "libpicomq_connector_delta_sink.so"))
 	if err != nil {
 		t.Fatal(err)
@@ -63,7 +63,7 @@ func TestSoakBothSinksInOneHost(t *testing.T) {
 		t.Fatal(err)
 	}
 	root := t.TempDir()
-	var insts []*hostdriver.Instance
+	var insts []*hostclient.Instance
 	for i := range instances {
 		dir := filepath.Join(root, fmt.Sprintf("t%d", i))
 		emptyDeltaTable(t, dir)
@@ -95,10 +95,10 @@ func TestSoakBothSinksInOneHost(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for b := range batches {
-				batch := hostdriver.Batch{Attempt: 1, Topic: fmt.Sprintf("soak.%d", n), Schema: "json"}
+				batch := hostclient.Batch{Attempt: 1, Topic: fmt.Sprintf("soak.%d", n), Schema: "json"}
 				for r := range records {
 					off := uint64(b*records + r)
-					batch.Records = append(batch.Records, hostdriver.Record{Offset: off, TimestampMs: int64(off),
+					batch.Records = append(batch.Records, hostclient.Record{Offset: off, TimestampMs: int64(off),
 						Key: []byte(fmt.Sprint(off)), Payload: []byte(fmt.Sprintf(`{"id":%d,"body":"instance %d record %d"}`, off, n, off))})
 				}
 				if err := inst.ConsumeOn((n+b)%workers, batch); err != nil {

@@ -22,8 +22,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/picomq/heavy-sinks/plugins/redshift/rsemu"
-	"github.com/picomq/heavy-sinks/shared/hostdriver"
 	"github.com/picomq/heavy-sinks/shared/testenv"
+	"github.com/picomq/heavy-sinks/shared/testenv/hosttest"
 	"github.com/picomq/heavy-sinks/shared/testenv/pyenv"
 	"github.com/picomq/heavy-sinks/shared/testenv/services"
 )
@@ -181,7 +181,7 @@ max_retries = 5
 		logPath = p // kept, to read after the test
 		os.Remove(p)
 	}
-	rt := &connectProc{t: t, bin: buildConnect(t), host: hostdriver.BuildHost(t), plugins: distDir(t),
+	rt := &connectProc{t: t, bin: buildConnect(t), host: hosttest.BuildHost(t), plugins: distDir(t),
 		brokers: strings.Join(kafka.KafkaBrokers, ","), defs: defs, log: logPath}
 	t.Logf("setup done in %v", time.Since(began).Round(time.Millisecond))
 	t.Cleanup(rt.kill)

@@ -14,8 +14,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/picomq/heavy-sinks/shared/hostdriver"
 	"github.com/picomq/heavy-sinks/shared/metadata"
+	"github.com/picomq/heavy-sinks/shared/testenv/hosttest"
 	"github.com/picomq/heavy-sinks/shared/testenv/pyenv"
 	"github.com/picomq/heavy-sinks/shared/testenv/services"
 )
@@ -101,7 +101,7 @@ errors_tolerance = "all"
 [plugin_config]
 table_uri = %q
 `, topic, group, table))
-	rt := &connectProc{t: t, bin: buildConnect(t), host: hostdriver.BuildHost(t), plugins: distDir(t),
+	rt := &connectProc{t: t, bin: buildConnect(t), host: hosttest.BuildHost(t), plugins: distDir(t),
 		brokers: strings.Join(kafka.KafkaBrokers, ","), defs: defs, log: filepath.Join(t.TempDir(), "connect.log")}
 	t.Cleanup(rt.kill)
 	rt.start()

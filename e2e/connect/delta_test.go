@@ -19,8 +19,8 @@ import (
 	"github.com/picomq/heavy-sinks/connect/child"
 	"github.com/picomq/heavy-sinks/connect/definition"
 	"github.com/picomq/heavy-sinks/connect/pipeline"
-	"github.com/picomq/heavy-sinks/shared/hostdriver"
 	"github.com/picomq/heavy-sinks/shared/testenv"
+	"github.com/picomq/heavy-sinks/shared/testenv/hosttest"
 	"github.com/picomq/heavy-sinks/shared/testenv/pyenv"
 )
 
@@ -35,7 +35,7 @@ const group = "picomq-connect-sink-orders_delta"
 func run(t *testing.T, kf *kfake.Cluster, def *definition.Definition) (proc *child.Process, stop func() error) {
 	t.Helper()
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	proc = child.New(hostdriver.BuildHost(t), def.LibraryPath(distDir(t)), child.Options{Logger: log, Stderr: os.Stderr})
+	proc = child.New(hosttest.BuildHost(t), def.LibraryPath(distDir(t)), child.Options{Logger: log, Stderr: os.Stderr})
 	js, err := def.OpenConfig()
 	if err != nil {
 		t.Fatal(err)

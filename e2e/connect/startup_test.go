@@ -21,7 +21,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/picomq/heavy-sinks/shared/hostdriver"
+	"github.com/picomq/heavy-sinks/shared/testenv/hosttest"
 	"github.com/picomq/heavy-sinks/shared/testenv/pyenv"
 	"github.com/picomq/heavy-sinks/shared/testenv/services"
 )
@@ -145,7 +145,7 @@ aws_s3_allow_http = true
 
 	var logs syncBuf
 	cmd := exec.Command(buildConnect(t), "--brokers", strings.Join(kf.ListenAddrs(), ","), "--plugin-dir", distDir(t),
-		"--host", hostdriver.BuildHost(t), "--log-format", "json", "--http", "127.0.0.1:0", defs)
+		"--host", hosttest.BuildHost(t), "--log-format", "json", "--http", "127.0.0.1:0", defs)
 	cmd.Stderr = &logs
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

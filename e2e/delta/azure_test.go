@@ -11,7 +11,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 
-	"github.com/picomq/heavy-sinks/shared/hostdriver"
+	"github.com/picomq/heavy-sinks/shared/hostclient"
 	"github.com/picomq/heavy-sinks/shared/testenv/services"
 )
 
@@ -34,7 +34,7 @@ print(len(dt.history()))
 }
 
 // noSecret fails when secret shows in the instance's logs or metrics.
-func noSecret(t *testing.T, inst *hostdriver.Instance, secret string) {
+func noSecret(t *testing.T, inst *hostclient.Instance, secret string) {
 	t.Helper()
 	for _, l := range inst.Logs() {
 		if strings.Contains(l.Message, secret) || strings.Contains(fmt.Sprint(l), secret) {
@@ -103,7 +103,7 @@ func TestAzureQuickStart(t *testing.T) {
 		py(t, createOrders, fmt.Sprintf("az://%s/orders/%s", c, region))
 	}
 	delete(cfg, "azure_storage_account_key")
-	h := newHarness(t, hostdriver.Env("PICOMQ_CONNECTORS_SINK_ORDERS_DELTA_PLUGIN_CONFIG_AZURE_STORAGE_ACCOUNT_KEY="+svc.AzureKey))
+	h := newHarness(t, hostclient.Env("PICOMQ_CONNECTORS_SINK_ORDERS_DELTA_PLUGIN_CONFIG_AZURE_STORAGE_ACCOUNT_KEY="+svc.AzureKey))
 	inst := h.open("orders_delta", with(cfg, "table_uri", "az://"+c+"/orders/{topic_segment[-1]}"))
 	for n := range 3 {
 		consume(t, inst, jsonBatch("orders.eu", uint64(n*2),
@@ -174,8 +174,8 @@ func TestAzureConcurrentWritersLoseNothing(t *testing.T) {
 func TestAzureRefusedKeyIsBadConfig(t *testing.T) {
 	for _, tc := range []struct {
 		code   string
-		status hostdriver.Status
-	}{{"AuthenticationFailed", hostdriver.StatusBadConfig}, {"AuthorizationPermissionMismatch", hostdriver.StatusRetry}} {
+		status hostclient.Status
+	}{{"AuthenticationFailed", hostclient.StatusBadConfig}, {"AuthorizationPermissionMismatch", hostclient.StatusRetry}} {
 		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("x-ms-error-code", tc.code)
 			w.Header().Set("Content-Type", "application/xml")
@@ -196,13 +196,13 @@ func TestAzureMissingTableAndBadCredentials(t *testing.T) {
 	cfg := azurite(t, svc, c)
 	h := newHarness(t)
 	err := h.openErr("m", with(cfg, "table_uri", "az://"+c+"/none"))
-	wantStatus(t, err, hostdriver.StatusBadConfig, "Failed to load Delta table az://"+c+"/none")
+	wantStatus(t, err, hostclient.StatusBadConfig, "Failed to load Delta table az://"+c+"/none")
 
 	uri := "az://" + c + "/events"
 	py(t, createEvents, uri)
 	const wrongKey = "d3Jvbmcta2V5LXdyb25nLWtleS13cm9uZy1rZXktd3Jvbmcta2V5LXdyb25nLWtleQ=="
 	err = h.openErr("m", with(cfg, "table_uri", uri, "azure_storage_account_key", wrongKey))
-	wantStatus(t, err, hostdriver.StatusRetry, "Failed to load Delta table", "HTTP 403")
+	wantStatus(t, err, hostclient.StatusRetry, "Failed to load Delta table", "HTTP 403")
 	if strings.Contains(err.Error(), wrongKey) || strings.Contains(err.Error(), svc.AzureKey) {
 		t.Fatalf("secret leaked: %v", err)
 	}
@@ -210,18 +210,18 @@ func TestAzureMissingTableAndBadCredentials(t *testing.T) {
 	// A container that does not exist: the store answered no, as for a
 	// missing table.
 	err = h.openErr("m", with(cfg, "table_uri", "az://picomq-no-such-container/events", "azure_container_name", "picomq-no-such-container"))
-	wantStatus(t, err, hostdriver.StatusBadConfig, "Failed to load Delta table az://picomq-no-such-container/events", `container "picomq-no-such-container" does not exist`)
+	wantStatus(t, err, hostclient.StatusBadConfig, "Failed to load Delta table az://picomq-no-such-container/events", `container "picomq-no-such-container" does not exist`)
 
 	// The URI's container must be azure_container_name: at open for a
 	// static URI, on the batch for a templated one.
 	err = h.openErr("m", with(cfg, "table_uri", "az://other/events"))
-	wantStatus(t, err, hostdriver.StatusBadConfig, "Invalid table URI", `container "other" differs from azure_container_name "`+c+`"`)
+	wantStatus(t, err, hostclient.StatusBadConfig, "Invalid table URI", `container "other" differs from azure_container_name "`+c+`"`)
 	inst := h.open("m", with(cfg, "table_uri", "az://{topic}/events"))
-	wantStatus(t, inst.Consume(events("other", 0, 1)), hostdriver.StatusFatal, "Invalid table URI", `container "other" differs`)
+	wantStatus(t, inst.Consume(events("other", 0, 1)), hostclient.StatusFatal, "Invalid table URI", `container "other" differs`)
 	consume(t, inst, events(c, 0, 1))
 	wantIDs(t, uri, "0")
 
 	// Both credentials, or neither: the spec's message.
 	err = h.openErr("m", with(cfg, "table_uri", uri, "azure_storage_sas_token", "sv=1&sig=x"))
-	wantStatus(t, err, hostdriver.StatusBadConfig, "Azure backend requires exactly one of 'azure_storage_account_key' or 'azure_storage_sas_token'")
+	wantStatus(t, err, hostclient.StatusBadConfig, "Azure backend requires exactly one of 'azure_storage_account_key' or 'azure_storage_sas_token'")
 }

@@ -16,7 +16,7 @@ import (
 
 	"github.com/picomq/heavy-sinks/plugins/delta/deltalog"
 	"github.com/picomq/heavy-sinks/plugins/delta/objstore"
-	"github.com/picomq/heavy-sinks/shared/hostdriver"
+	"github.com/picomq/heavy-sinks/shared/hostclient"
 	"github.com/picomq/heavy-sinks/shared/testenv/services"
 )
 
@@ -31,7 +31,7 @@ write_deltalake(uri, pa.Table.from_pylist([], schema=schema), partition_by=["reg
                 configuration=json.loads(sys.argv[2]), storage_options=opts)
 `
 
-func regionEvents(topic string, first, n int) hostdriver.Batch {
+func regionEvents(topic string, first, n int) hostclient.Batch {
 	var p []string
 	for i := first; i < first+n; i++ {
 		p = append(p, fmt.Sprintf(`{"id":%d,"region":"r%d","body":"event %d"}`, i, i%3, i))
@@ -258,11 +258,11 @@ func TestTwoSinksCheckpointOneTable(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "shared")
 	uri := fileURI(dir)
 	py(t, createRegions, uri, `{}`) // default interval: 10
-	h := newHarness(t, hostdriver.Workers(4))
+	h := newHarness(t, hostclient.Workers(4))
 	const batches, per = 150, 4
 	var wg sync.WaitGroup
 	errs := make(chan error, 2)
-	var insts []*hostdriver.Instance
+	var insts []*hostclient.Instance
 	for w, key := range []string{"left", "right"} {
 		inst := h.open(key, map[string]any{"table_uri": uri})
 		insts = append(insts, inst)

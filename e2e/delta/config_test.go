@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/picomq/heavy-sinks/shared/hostdriver"
+	"github.com/picomq/heavy-sinks/shared/hostclient"
 	"github.com/picomq/heavy-sinks/shared/testenv/services"
 )
 
@@ -39,7 +39,7 @@ func TestS3SecretSetAfterLoadIsRead(t *testing.T) {
 	cfg = with(cfg, "table_uri", uri, "aws_s3_secret_key", "wrong-secret-in-file")
 	h := newHarness(t)
 	err := h.openErr("events_delta", cfg)
-	wantStatus(t, err, hostdriver.StatusBadConfig, "Failed to load Delta table", "the store refused the configured key")
+	wantStatus(t, err, hostclient.StatusBadConfig, "Failed to load Delta table", "the store refused the configured key")
 	const name = "PICOMQ_CONNECTORS_SINK_EVENTS_DELTA_PLUGIN_CONFIG_AWS_S3_SECRET_KEY"
 	if err := h.host.Setenv(name, svc.S3SecretKey); err != nil {
 		t.Fatal(err)
@@ -62,10 +62,10 @@ func TestUnknownKeyIsRefused(t *testing.T) {
 	uri := fileURI(filepath.Join(t.TempDir(), "t"))
 	py(t, createEvents, uri)
 	err := h.openErr("typo", map[string]any{"table_uri": uri, "exactly_onse": false})
-	wantStatus(t, err, hostdriver.StatusBadConfig, `plugin_config key "exactly_onse" is not known to this plugin; did you mean "exactly_once"?`)
-	h2 := newHarness(t, hostdriver.Env("PICOMQ_CONNECTORS_SINK_TYPO_PLUGIN_CONFIG_EXACTLY_ONSE=false"))
+	wantStatus(t, err, hostclient.StatusBadConfig, `plugin_config key "exactly_onse" is not known to this plugin; did you mean "exactly_once"?`)
+	h2 := newHarness(t, hostclient.Env("PICOMQ_CONNECTORS_SINK_TYPO_PLUGIN_CONFIG_EXACTLY_ONSE=false"))
 	err = h2.openErr("typo", map[string]any{"table_uri": uri})
-	wantStatus(t, err, hostdriver.StatusBadConfig, "environment override PICOMQ_CONNECTORS_SINK_TYPO_PLUGIN_CONFIG_EXACTLY_ONSE names no plugin_config key",
+	wantStatus(t, err, hostclient.StatusBadConfig, "environment override PICOMQ_CONNECTORS_SINK_TYPO_PLUGIN_CONFIG_EXACTLY_ONSE names no plugin_config key",
 		`did you mean PICOMQ_CONNECTORS_SINK_TYPO_PLUGIN_CONFIG_EXACTLY_ONCE (key "exactly_once")?`)
 }
 
@@ -81,7 +81,7 @@ func TestS3DefaultChainSeesKeysSetAfterLoad(t *testing.T) {
 	uri := "s3://" + bucket + "/events"
 	py(t, createEvents, uri)
 	cfg = with(cfg, "table_uri", uri)
-	h := newHarness(t, hostdriver.Env("AWS_ACCESS_KEY_ID=", "AWS_SECRET_ACCESS_KEY=",
+	h := newHarness(t, hostclient.Env("AWS_ACCESS_KEY_ID=", "AWS_SECRET_ACCESS_KEY=",
 		"AWS_EC2_METADATA_DISABLED=true", "AWS_CONFIG_FILE=/dev/null", "AWS_SHARED_CREDENTIALS_FILE=/dev/null"))
 	if _, err := h.lib.Open(definition("events_delta", cfg)); err == nil {
 		t.Fatal("open succeeded without credentials")

@@ -9,7 +9,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/picomq/heavy-sinks/shared/hostdriver"
+	"github.com/picomq/heavy-sinks/shared/hostclient"
 	"github.com/picomq/heavy-sinks/shared/testenv/services"
 )
 
@@ -52,7 +52,7 @@ dump({"Reader": p.min_reader_version, "Writer": p.min_writer_version,
 	return f
 }
 
-func regionEventsBatch(topic string, first, n int) hostdriver.Batch {
+func regionEventsBatch(topic string, first, n int) hostclient.Batch {
 	var p []string
 	for i := first; i < first+n; i++ {
 		p = append(p, fmt.Sprintf(`{"id":%d,"body":"event %d","region":"r%d"}`, i, i, i%2))
@@ -169,14 +169,14 @@ func raceToCreate(t *testing.T, cfg map[string]any, uriOf func(round int) string
 // deliver consumes b. With retry, as the runtime would: a creator that
 // lost the race to a table of another definition fails its batch with
 // RETRY, saying so, and the batch is delivered again.
-func deliver(inst *hostdriver.Instance, b hostdriver.Batch, retry bool) (attempts int, err error) {
+func deliver(inst *hostclient.Instance, b hostclient.Batch, retry bool) (attempts int, err error) {
 	for b.Attempt = 1; ; b.Attempt++ {
 		err := inst.Consume(b)
 		if err == nil {
 			return int(b.Attempt), nil
 		}
-		var se *hostdriver.StatusError
-		if !retry || b.Attempt == 3 || !errors.As(err, &se) || se.Code != hostdriver.StatusRetry || !strings.Contains(se.Message, "was created by another writer") {
+		var se *hostclient.StatusError
+		if !retry || b.Attempt == 3 || !errors.As(err, &se) || se.Code != hostclient.StatusRetry || !strings.Contains(se.Message, "was created by another writer") {
 			return int(b.Attempt), err
 		}
 	}
@@ -229,9 +229,9 @@ func TestExistingTableWinsOverTableSchema(t *testing.T) {
 func TestCreateTableConfig(t *testing.T) {
 	h := newHarness(t)
 	uri := fileURI(filepath.Join(t.TempDir(), "none"))
-	wantStatus(t, h.openErr("v", map[string]any{"table_uri": uri}), hostdriver.StatusBadConfig, "Failed to load Delta table "+uri)
+	wantStatus(t, h.openErr("v", map[string]any{"table_uri": uri}), hostclient.StatusBadConfig, "Failed to load Delta table "+uri)
 	tmpl := h.open("tmpl", map[string]any{"table_uri": fileURI(t.TempDir()) + "/{topic}"})
-	wantStatus(t, tmpl.Consume(events("orders", 0, 1)), hostdriver.StatusRetry, "Failed to load Delta table")
+	wantStatus(t, tmpl.Consume(events("orders", 0, 1)), hostclient.StatusRetry, "Failed to load Delta table")
 	for _, tc := range []struct {
 		cfg  map[string]any
 		want []string
@@ -243,7 +243,7 @@ func TestCreateTableConfig(t *testing.T) {
 			[]string{`"partition_by"`, `column "s" is a struct<x:long>`}},
 		{creating(map[string]any{}, uri, "table_schema", "id long"), []string{`"table_schema"`, "not a Delta schema"}},
 	} {
-		wantStatus(t, h.openErr("v", tc.cfg), hostdriver.StatusBadConfig, tc.want...)
+		wantStatus(t, h.openErr("v", tc.cfg), hostclient.StatusBadConfig, tc.want...)
 	}
 }
 

@@ -21,7 +21,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/picomq/heavy-sinks/shared/hostdriver"
+	"github.com/picomq/heavy-sinks/shared/hostclient"
 	"github.com/picomq/heavy-sinks/shared/testenv/services"
 )
 
@@ -36,15 +36,15 @@ func TestAzureDefaultCredential(t *testing.T) {
 	cfg := azurite(t, svc, c)
 	delete(cfg, "azure_storage_account_key")
 	cfg = with(cfg, "azure_use_default_credential", true, "table_uri", "az://"+c+"/{topic}")
-	h := newHarness(t, hostdriver.Env(noAzureEnv...))
+	h := newHarness(t, hostclient.Env(noAzureEnv...))
 
 	// Azurite over http: bearer tokens go over https only, said at open.
 	err := h.openErr("m", cfg)
-	wantStatus(t, err, hostdriver.StatusBadConfig,
+	wantStatus(t, err, hostclient.StatusBadConfig,
 		"Invalid storage configuration: azure_storage_endpoint_url is plain http: azure_use_default_credential = true sends bearer tokens over https only")
 	// With a key as well: refused, neither wins.
 	err = h.openErr("m", with(cfg, "azure_storage_account_key", svc.AzureKey))
-	wantStatus(t, err, hostdriver.StatusBadConfig, "Invalid storage configuration: 'azure_use_default_credential' = true takes no 'azure_storage_account_key'")
+	wantStatus(t, err, hostclient.StatusBadConfig, "Invalid storage configuration: 'azure_use_default_credential' = true takes no 'azure_storage_account_key'")
 	if strings.Contains(err.Error(), svc.AzureKey) {
 		t.Fatalf("secret leaked: %v", err)
 	}
@@ -56,7 +56,7 @@ func TestAzureDefaultCredential(t *testing.T) {
 	// endpoint is never reached.)
 	https := with(cfg, "azure_storage_endpoint_url", "https://127.0.0.1:1/"+svc.AzureAccount)
 	err = h.openErr("m", https)
-	wantStatus(t, err, hostdriver.StatusRetry, "Storage authentication failed: 'azure_use_default_credential' = true but no Azure credential was found",
+	wantStatus(t, err, hostclient.StatusRetry, "Storage authentication failed: 'azure_use_default_credential' = true but no Azure credential was found",
 		"AZURE_CLIENT_SECRET", "AZURE_FEDERATED_TOKEN_FILE", "managed identity", "ManagedIdentityCredential", "the runtime opens the sink again later")
 }
 
@@ -65,12 +65,12 @@ func TestAzureDefaultCredential(t *testing.T) {
 func TestAzureDefaultCredentialUnreachable(t *testing.T) {
 	svc := services.RequireAzure(t)
 	const secret = "picomq-sp-secret-0123456789"
-	h := newHarness(t, hostdriver.Env(append(noAzureEnv, "AZURE_TENANT_ID=00000000-0000-0000-0000-000000000001",
+	h := newHarness(t, hostclient.Env(append(noAzureEnv, "AZURE_TENANT_ID=00000000-0000-0000-0000-000000000001",
 		"AZURE_CLIENT_ID=00000000-0000-0000-0000-000000000002", "AZURE_CLIENT_SECRET="+secret, "AZURE_AUTHORITY_HOST=https://127.0.0.1:1/")...))
 	cfg := map[string]any{"table_uri": "az://c/t", "storage_backend_type": "azure", "azure_storage_account_name": svc.AzureAccount,
 		"azure_container_name": "c", "azure_use_default_credential": true, "azure_storage_endpoint_url": "https://127.0.0.1:1/" + svc.AzureAccount}
 	err := h.openErr("m", cfg)
-	wantStatus(t, err, hostdriver.StatusRetry, "Storage authentication failed: 'azure_use_default_credential' = true: getting an access token failed")
+	wantStatus(t, err, hostclient.StatusRetry, "Storage authentication failed: 'azure_use_default_credential' = true: getting an access token failed")
 	if strings.Contains(err.Error(), secret) {
 		t.Fatalf("secret leaked: %v", err)
 	}
@@ -129,7 +129,7 @@ func TestGCSDefaultCredentials(t *testing.T) {
 	os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: proxy.Certificate().Raw}), 0o600)
 
 	adc, keyLine := fakeServiceAccount(t, tokens.URL)
-	h := newHarness(t, hostdriver.Env("GOOGLE_APPLICATION_CREDENTIALS="+adc, "SSL_CERT_FILE="+certFile))
+	h := newHarness(t, hostclient.Env("GOOGLE_APPLICATION_CREDENTIALS="+adc, "SSL_CERT_FILE="+certFile))
 	inst := h.open("m", with(cfg, "gcs_use_default_credentials", true, "gcs_endpoint_url", proxy.URL, "table_uri", "gs://"+bucket+"/{topic}"))
 	consume(t, inst, events("events", 0, 3))
 	consume(t, inst, events("events", 3, 2))
@@ -141,7 +141,7 @@ func TestGCSDefaultCredentials(t *testing.T) {
 
 	// Against the emulator (plain http) nothing is looked for or sent,
 	// as with a key: a credentials file that does not exist is no matter.
-	h = newHarness(t, hostdriver.Env("GOOGLE_APPLICATION_CREDENTIALS=/nonexistent/adc.json"))
+	h = newHarness(t, hostclient.Env("GOOGLE_APPLICATION_CREDENTIALS=/nonexistent/adc.json"))
 	inst = h.open("m", with(cfg, "gcs_use_default_credentials", true, "table_uri", uri))
 	consume(t, inst, events("events", 5, 1))
 	wantIDs(t, uri, "0,1,2,3,4,5")
@@ -172,31 +172,31 @@ func TestGCSDefaultCredentialErrors(t *testing.T) {
 	}
 	for _, c := range []struct {
 		name, env string
-		status    hostdriver.Status
+		status    hostclient.Status
 		want      []string
 	}{
-		{"refused", "GOOGLE_APPLICATION_CREDENTIALS=" + refused, hostdriver.StatusBadConfig, []string{
+		{"refused", "GOOGLE_APPLICATION_CREDENTIALS=" + refused, hostclient.StatusBadConfig, []string{
 			"Invalid storage configuration: 'gcs_use_default_credentials' = true: getting an access token with the service_account credentials failed",
 			"invalid_grant"}},
-		{"unreachable", "GOOGLE_APPLICATION_CREDENTIALS=" + unreachable, hostdriver.StatusRetry, []string{
+		{"unreachable", "GOOGLE_APPLICATION_CREDENTIALS=" + unreachable, hostclient.StatusRetry, []string{
 			"Storage authentication failed: 'gcs_use_default_credentials' = true: getting an access token with the service_account credentials failed",
 			"connection refused"}},
 		// A file not there yet (a secret or token not projected yet) may
 		// appear without a config change.
-		{"missing file", "GOOGLE_APPLICATION_CREDENTIALS=/nonexistent/adc.json", hostdriver.StatusRetry, []string{
+		{"missing file", "GOOGLE_APPLICATION_CREDENTIALS=/nonexistent/adc.json", hostclient.StatusRetry, []string{
 			"Storage authentication failed: 'gcs_use_default_credentials' = true but no Google credentials were found; tried GOOGLE_APPLICATION_CREDENTIALS, gcloud's application_default_credentials.json, the metadata server",
 			"/nonexistent/adc.json", "the runtime opens the sink again later"}},
 		// Nothing at all, and a metadata server that refuses connections.
-		{"nothing", "GCE_METADATA_HOST=127.0.0.1:1", hostdriver.StatusRetry, []string{
+		{"nothing", "GCE_METADATA_HOST=127.0.0.1:1", hostclient.StatusRetry, []string{
 			"Storage authentication failed: 'gcs_use_default_credentials' = true", "metadata server", "the runtime opens the sink again later"}},
 		// A file that is there and is not credentials: the configuration.
-		{"malformed file", "GOOGLE_APPLICATION_CREDENTIALS=" + malformed, hostdriver.StatusBadConfig, []string{
+		{"malformed file", "GOOGLE_APPLICATION_CREDENTIALS=" + malformed, hostclient.StatusBadConfig, []string{
 			"Invalid storage configuration: 'gcs_use_default_credentials' = true but no Google credentials were found", malformed}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			// No gcloud file: a home and a gcloud configuration of its own.
 			home := t.TempDir()
-			h := newHarness(t, hostdriver.Env("GOOGLE_APPLICATION_CREDENTIALS=", "GCE_METADATA_HOST=", "HOME="+home, c.env))
+			h := newHarness(t, hostclient.Env("GOOGLE_APPLICATION_CREDENTIALS=", "GCE_METADATA_HOST=", "HOME="+home, c.env))
 			err := h.openErr("m", cfg)
 			wantStatus(t, err, c.status, c.want...)
 			for _, s := range []string{refusedLine, unreachableLine} {
@@ -210,5 +210,5 @@ func TestGCSDefaultCredentialErrors(t *testing.T) {
 	// With a key as well: refused, neither wins.
 	h := newHarness(t)
 	err := h.openErr("m", with(cfg, "gcs_service_account_key", key))
-	wantStatus(t, err, hostdriver.StatusBadConfig, "Invalid storage configuration: 'gcs_use_default_credentials' = true takes no 'gcs_service_account_key'")
+	wantStatus(t, err, hostclient.StatusBadConfig, "Invalid storage configuration: 'gcs_use_default_credentials' = true takes no 'gcs_service_account_key'")
 }

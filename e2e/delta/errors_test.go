@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/picomq/heavy-sinks/shared/hostdriver"
+	"github.com/picomq/heavy-sinks/shared/hostclient"
 )
 
 const createStrict = `
@@ -26,28 +26,28 @@ func TestBadBatchesFailWithTheSpecMessagesAndCommitNothing(t *testing.T) {
 	inst := newHarness(t).open("strict", map[string]any{"table_uri": uri})
 	cases := []struct {
 		name    string
-		batch   hostdriver.Batch
-		status  hostdriver.Status
+		batch   hostclient.Batch
+		status  hostclient.Status
 		message []string
 	}{
 		{"unparsable timestamp", jsonBatch("t", 0, `{"id":1,"created_at":"2026-09-03T21:15:04Z"}`, `{"id":2,"created_at":"yesterday"}`),
-			hostdriver.StatusFatal, []string{`Invalid record value: field "created_at": cannot parse "yesterday" as a timestamp (topic "t", record 1, offset 1)`}},
+			hostclient.StatusFatal, []string{`Invalid record value: field "created_at": cannot parse "yesterday" as a timestamp (topic "t", record 1, offset 1)`}},
 		{"nested timestamp", jsonBatch("t", 0, `{"id":1,"n":{"when":"soon"}}`),
-			hostdriver.StatusFatal, []string{`Invalid record value: field "n.when": cannot parse "soon" as a timestamp`}},
+			hostclient.StatusFatal, []string{`Invalid record value: field "n.when": cannot parse "soon" as a timestamp`}},
 		{"integer out of range", jsonBatch("t", 0, `{"id":1,"small":40000}`),
-			hostdriver.StatusFatal, []string{`Invalid record value: field "small": value 40000 out of range for short (topic "t", record 0, offset 0)`}},
+			hostclient.StatusFatal, []string{`Invalid record value: field "small": value 40000 out of range for short (topic "t", record 0, offset 0)`}},
 		{"type mismatch", jsonBatch("t", 0, `{"id":"one"}`),
-			hostdriver.StatusFatal, []string{`Invalid record value: field "id": expected long, got JSON string (topic "t", record 0, offset 0)`}},
+			hostclient.StatusFatal, []string{`Invalid record value: field "id": expected long, got JSON string (topic "t", record 0, offset 0)`}},
 		{"missing non-nullable", jsonBatch("t", 0, `{"small":1}`),
-			hostdriver.StatusFatal, []string{`Invalid record value: field "id": missing non-nullable field (topic "t", record 0, offset 0)`}},
+			hostclient.StatusFatal, []string{`Invalid record value: field "id": missing non-nullable field (topic "t", record 0, offset 0)`}},
 		{"null in non-nullable", jsonBatch("t", 0, `{"id":null}`),
-			hostdriver.StatusFatal, []string{`Invalid record value: field "id": null in non-nullable field (topic "t", record 0, offset 0)`}},
+			hostclient.StatusFatal, []string{`Invalid record value: field "id": null in non-nullable field (topic "t", record 0, offset 0)`}},
 		{"not an object", jsonBatch("t", 0, `[1,2]`),
-			hostdriver.StatusFatal, []string{`Invalid JSON record: payload is a JSON array, not an object (topic "t", record 0, offset 0)`}},
+			hostclient.StatusFatal, []string{`Invalid JSON record: payload is a JSON array, not an object (topic "t", record 0, offset 0)`}},
 		{"not json at all", jsonBatch("t", 0, `{"id":`),
-			hostdriver.StatusFatal, []string{`Invalid JSON record: field "id": unexpected end of input at byte 6 (topic "t", record 0, offset 0)`}},
-		{"invalid payload type", hostdriver.Batch{Attempt: 1, Topic: "t", Schema: "raw", Records: []hostdriver.Record{{Offset: 0, Payload: []byte(`{"id":1}`)}}},
-			hostdriver.StatusFatal, []string{"Invalid payload type"}},
+			hostclient.StatusFatal, []string{`Invalid JSON record: field "id": unexpected end of input at byte 6 (topic "t", record 0, offset 0)`}},
+		{"invalid payload type", hostclient.Batch{Attempt: 1, Topic: "t", Schema: "raw", Records: []hostclient.Record{{Offset: 0, Payload: []byte(`{"id":1}`)}}},
+			hostclient.StatusFatal, []string{"Invalid payload type"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -103,7 +103,7 @@ func TestOpenValidation(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			err := h.openErr("v", tc.cfg)
-			wantStatus(t, err, hostdriver.StatusBadConfig, tc.want)
+			wantStatus(t, err, hostclient.StatusBadConfig, tc.want)
 			if strings.Contains(err.Error(), "\"s\"") {
 				t.Fatalf("a secret leaked: %v", err)
 			}
@@ -112,7 +112,7 @@ func TestOpenValidation(t *testing.T) {
 	// A templated URI defers every table check to the first batch; a bare
 	// path resolved from it fails that batch.
 	inst := h.open("tmpl", map[string]any{"table_uri": "/data/{topic}"})
-	wantStatus(t, inst.Consume(events("orders", 0, 1)), hostdriver.StatusFatal, "Invalid table URI")
+	wantStatus(t, inst.Consume(events("orders", 0, 1)), hostclient.StatusFatal, "Invalid table URI")
 }
 
 const createColumnMapping = `
@@ -124,5 +124,5 @@ func TestRefusedTableFeatureIsNamed(t *testing.T) {
 	uri := fileURI(filepath.Join(t.TempDir(), "cm"))
 	py(t, createColumnMapping, uri)
 	err := newHarness(t).openErr("cm", map[string]any{"table_uri": uri})
-	wantStatus(t, err, hostdriver.StatusBadConfig, "cannot be written by this sink", `table feature "columnMapping"`)
+	wantStatus(t, err, hostclient.StatusBadConfig, "cannot be written by this sink", `table feature "columnMapping"`)
 }

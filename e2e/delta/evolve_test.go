@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/picomq/heavy-sinks/shared/hostdriver"
+	"github.com/picomq/heavy-sinks/shared/hostclient"
 )
 
 // schema_evolution: new top-level fields become columns (add_columns), or
@@ -24,7 +24,7 @@ for f in pa.schema(dt.schema().to_arrow()):
 }
 
 // logsContaining returns the instance's log lines whose message contains s.
-func logsContaining(inst *hostdriver.Instance, s string) []string {
+func logsContaining(inst *hostclient.Instance, s string) []string {
 	var out []string
 	for _, l := range inst.Logs() {
 		if strings.Contains(l.Message, s) {
@@ -123,11 +123,11 @@ func TestAddColumnsRefusesUndecidedTypes(t *testing.T) {
 	uri := fileURI(filepath.Join(t.TempDir(), "events"))
 	py(t, createEvents, uri)
 	inst := newHarness(t).open("ev", evolveConfig(uri))
-	wantStatus(t, inst.Consume(jsonBatch("ev", 7, `{"id":1,"n":1}`, `{"id":2,"n":"a"}`)), hostdriver.StatusFatal,
+	wantStatus(t, inst.Consume(jsonBatch("ev", 7, `{"id":1,"n":1}`, `{"id":2,"n":"a"}`)), hostclient.StatusFatal,
 		`Schema evolution: topic "ev"`, `field "n" cannot become a column: its values have two types in this batch: long at offset 7, string at offset 8`)
-	wantStatus(t, inst.Consume(jsonBatch("ev", 7, `{"id":1,"tags":[]}`)), hostdriver.StatusFatal,
+	wantStatus(t, inst.Consume(jsonBatch("ev", 7, `{"id":1,"tags":[]}`)), hostclient.StatusFatal,
 		`field "tags" cannot become a column: its arrays are empty`, "offset 7")
-	wantStatus(t, inst.Consume(jsonBatch("ev", 7, `{"id":1,"Body":"x"}`)), hostdriver.StatusFatal,
+	wantStatus(t, inst.Consume(jsonBatch("ev", 7, `{"id":1,"Body":"x"}`)), hostclient.StatusFatal,
 		`field "Body" cannot become a column: the name differs only in case from "body"`)
 	if n := len(history(t, uri)); n != 1 {
 		t.Fatalf("%d versions, want 1", n)
@@ -173,7 +173,7 @@ DeltaTable(uri).alter.add_columns([Field("theirs", PrimitiveType("string"), null
 from deltalake.schema import Field, PrimitiveType
 DeltaTable(uri).alter.add_columns([Field("n", PrimitiveType("long"), nullable=True)])
 `, uri)
-		wantStatus(t, inst.Consume(jsonBatch("ev", 1, `{"id":1,"n":"one"}`)), hostdriver.StatusFatal,
+		wantStatus(t, inst.Consume(jsonBatch("ev", 1, `{"id":1,"n":"one"}`)), hostclient.StatusFatal,
 			`Invalid record value: field "n": expected long, got JSON string`, "offset 1")
 		if got := tableSchema(t, uri); got != "id: int64\nbody: string\nn: int64" {
 			t.Fatalf("schema\n%s", got)
@@ -188,7 +188,7 @@ DeltaTable(uri).alter.add_columns([Field("n", PrimitiveType("long"), nullable=Tr
 func TestAddColumnsReplayIsExactlyOnce(t *testing.T) {
 	uri := fileURI(filepath.Join(t.TempDir(), "events"))
 	py(t, createEvents, uri)
-	batch := func(first, n int) hostdriver.Batch {
+	batch := func(first, n int) hostclient.Batch {
 		var p []string
 		for i := first; i < first+n; i++ {
 			p = append(p, sprintf(`{"id":%d,"extra":"e%d"}`, i, i))
@@ -219,7 +219,7 @@ func TestSchemaEvolutionBadValueIsBadConfig(t *testing.T) {
 	uri := fileURI(filepath.Join(t.TempDir(), "events"))
 	py(t, createEvents, uri)
 	err := newHarness(t).openErr("ev", map[string]any{"table_uri": uri, "schema_evolution": "merge"})
-	wantStatus(t, err, hostdriver.StatusBadConfig, `schema_evolution`, `"merge" is not one of none, add_columns`)
+	wantStatus(t, err, hostclient.StatusBadConfig, `schema_evolution`, `"merge" is not one of none, add_columns`)
 }
 
 // With a host that accepts rejections, a batch that adds a column leaves out

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/picomq/heavy-sinks/shared/hostdriver"
+	"github.com/picomq/heavy-sinks/shared/hostclient"
 	"github.com/picomq/heavy-sinks/shared/testenv/services"
 )
 
@@ -83,7 +83,7 @@ func TestGCSQuickStart(t *testing.T) {
 	}
 	key := cfg["gcs_service_account_key"].(string)
 	delete(cfg, "gcs_service_account_key")
-	h := newHarness(t, hostdriver.Env("PICOMQ_CONNECTORS_SINK_ORDERS_DELTA_PLUGIN_CONFIG_GCS_SERVICE_ACCOUNT_KEY="+key))
+	h := newHarness(t, hostclient.Env("PICOMQ_CONNECTORS_SINK_ORDERS_DELTA_PLUGIN_CONFIG_GCS_SERVICE_ACCOUNT_KEY="+key))
 	inst := h.open("orders_delta", with(cfg, "table_uri", "gs://"+bucket+"/orders/{topic_segment[-1]}"))
 	for n := range 3 {
 		consume(t, inst, jsonBatch("orders.eu", uint64(n*2),
@@ -128,18 +128,18 @@ func TestGCSMissingTableAndBadCredentials(t *testing.T) {
 	cfg, marker := fakeGCS(t, svc)
 	h := newHarness(t)
 	err := h.openErr("m", with(cfg, "table_uri", "gs://"+bucket+"/none"))
-	wantStatus(t, err, hostdriver.StatusBadConfig, "Failed to load Delta table gs://"+bucket+"/none")
+	wantStatus(t, err, hostclient.StatusBadConfig, "Failed to load Delta table gs://"+bucket+"/none")
 
 	// A bucket that does not exist: the store answered no, as for a
 	// missing table.
 	err = h.openErr("m", with(cfg, "table_uri", "gs://picomq-no-such-bucket-0/events"))
-	wantStatus(t, err, hostdriver.StatusBadConfig, "Failed to load Delta table gs://picomq-no-such-bucket-0/events", `bucket "picomq-no-such-bucket-0" does not exist`)
+	wantStatus(t, err, hostclient.StatusBadConfig, "Failed to load Delta table gs://picomq-no-such-bucket-0/events", `bucket "picomq-no-such-bucket-0" does not exist`)
 
 	uri := createInGCS(t, svc, createEvents, bucket, "events")
 	// Not a service account key: refused at open, without quoting it.
 	for _, bad := range []string{`{"type":"authorized_user","refresh_token":"` + marker + `"}`, "not json " + marker} {
 		err = h.openErr("m", with(cfg, "table_uri", uri, "gcs_service_account_key", bad))
-		wantStatus(t, err, hostdriver.StatusBadConfig, "Invalid storage configuration: gcs_service_account_key is not")
+		wantStatus(t, err, hostclient.StatusBadConfig, "Invalid storage configuration: gcs_service_account_key is not")
 		if strings.Contains(err.Error(), marker) {
 			t.Fatalf("secret leaked: %v", err)
 		}
@@ -148,19 +148,19 @@ func TestGCSMissingTableAndBadCredentials(t *testing.T) {
 	// the emulator key's does not, and open() says so without quoting it.
 	key := cfg["gcs_service_account_key"].(string)
 	err = h.openErr("m", with(cfg, "table_uri", uri, "gcs_endpoint_url", "https://127.0.0.1:1"))
-	wantStatus(t, err, hostdriver.StatusBadConfig, "Invalid storage configuration: gcs_service_account_key: private_key is not")
+	wantStatus(t, err, hostclient.StatusBadConfig, "Invalid storage configuration: gcs_service_account_key: private_key is not")
 	if strings.Contains(err.Error(), marker) || strings.Contains(err.Error(), key) {
 		t.Fatalf("secret leaked: %v", err)
 	}
 	// An account key that is not base64, likewise.
 	err = h.openErr("m", map[string]any{"table_uri": "az://c/t", "storage_backend_type": "azure", "azure_storage_account_name": "a",
 		"azure_container_name": "c", "azure_storage_account_key": "not-base64 " + marker})
-	wantStatus(t, err, hostdriver.StatusBadConfig, "Invalid storage configuration: azure_storage_account_key is not a base64 account key")
+	wantStatus(t, err, hostclient.StatusBadConfig, "Invalid storage configuration: azure_storage_account_key is not a base64 account key")
 	if strings.Contains(err.Error(), marker) {
 		t.Fatalf("secret leaked: %v", err)
 	}
 
 	// The spec's message for a missing key.
 	err = h.openErr("m", map[string]any{"table_uri": uri, "storage_backend_type": "gcs"})
-	wantStatus(t, err, hostdriver.StatusBadConfig, "Invalid storage configuration: GCS backend requires 'gcs_service_account_key'")
+	wantStatus(t, err, hostclient.StatusBadConfig, "Invalid storage configuration: GCS backend requires 'gcs_service_account_key'")
 }

@@ -10,20 +10,21 @@ import (
 	"time"
 
 	"github.com/picomq/heavy-sinks/plugins/delta/deltatest"
-	"github.com/picomq/heavy-sinks/shared/hostdriver"
+	"github.com/picomq/heavy-sinks/shared/hostclient"
 	"github.com/picomq/heavy-sinks/shared/testenv"
+	"github.com/picomq/heavy-sinks/shared/testenv/hosttest"
 )
 
 // harness is one C host with the Delta sink library loaded.
 type harness struct {
 	t    *testing.T
-	host *hostdriver.Host
-	lib  *hostdriver.Lib
+	host *hostclient.Host
+	lib  *hostclient.Lib
 }
 
-func newHarness(t *testing.T, opts ...hostdriver.Option) *harness {
+func newHarness(t *testing.T, opts ...hostclient.Option) *harness {
 	t.Helper()
-	h := hostdriver.StartTest(t, hostdriver.BuildHost(t), opts...)
+	h := hosttest.StartTest(t, hosttest.BuildHost(t), opts...)
 	lib, err := h.Load(testenv.Library(t, "libpicomq_connector_delta_sink.so"))
 	if err != nil {
 		t.Fatal(err)
@@ -36,7 +37,7 @@ func definition(key string, cfg map[string]any) string {
 	return string(b)
 }
 
-func (h *harness) open(key string, cfg map[string]any) *hostdriver.Instance {
+func (h *harness) open(key string, cfg map[string]any) *hostclient.Instance {
 	h.t.Helper()
 	inst, err := h.lib.Open(definition(key, cfg))
 	if err != nil {
@@ -56,9 +57,9 @@ func (h *harness) openErr(key string, cfg map[string]any) error {
 	return err
 }
 
-func wantStatus(t *testing.T, err error, code hostdriver.Status, contains ...string) {
+func wantStatus(t *testing.T, err error, code hostclient.Status, contains ...string) {
 	t.Helper()
-	var se *hostdriver.StatusError
+	var se *hostclient.StatusError
 	if !errors.As(err, &se) || se.Code != code {
 		t.Fatalf("got %v, want status %v", err, code)
 	}
@@ -70,11 +71,11 @@ func wantStatus(t *testing.T, err error, code hostdriver.Status, contains ...str
 }
 
 // jsonBatch builds a batch of JSON records with consecutive offsets.
-func jsonBatch(topic string, first uint64, payloads ...string) hostdriver.Batch {
+func jsonBatch(topic string, first uint64, payloads ...string) hostclient.Batch {
 	return deltatest.JSONBatch(topic, first, payloads...)
 }
 
-func consume(t *testing.T, inst *hostdriver.Instance, b hostdriver.Batch) {
+func consume(t *testing.T, inst *hostclient.Instance, b hostclient.Batch) {
 	t.Helper()
 	if err := inst.Consume(b); err != nil {
 		t.Fatalf("consume %s offsets %d..: %v", b.Topic, b.Records[0].Offset, err)
@@ -110,7 +111,7 @@ dump([{"version": h.get("version"), "operation": h.get("operation")} for h in dt
 }
 
 // sinkMetrics returns the sink's own metrics of an instance.
-func sinkMetrics(t *testing.T, inst *hostdriver.Instance) map[string]any {
+func sinkMetrics(t *testing.T, inst *hostclient.Instance) map[string]any {
 	t.Helper()
 	raw, err := inst.Metrics()
 	var m struct {
@@ -125,7 +126,7 @@ func sinkMetrics(t *testing.T, inst *hostdriver.Instance) map[string]any {
 // waitForMetric waits until a counter of the sink reaches at least min.
 // The checkpointer counts its work after doing it, so a test that saw a
 // checkpoint or a cleanup on disk waits here before reading the counter.
-func waitForMetric(t *testing.T, inst *hostdriver.Instance, key string, min float64) {
+func waitForMetric(t *testing.T, inst *hostclient.Instance, key string, min float64) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
@@ -150,7 +151,7 @@ func sprintf(format string, a ...any) string { return fmt.Sprintf(format, a...) 
 // returns the ids the table must then hold, in order.
 func writeConcurrently(t *testing.T, cfg map[string]any, writers, batches, per int) string {
 	t.Helper()
-	h := newHarness(t, hostdriver.Workers(4))
+	h := newHarness(t, hostclient.Workers(4))
 	var wg sync.WaitGroup
 	errs := make(chan error, writers)
 	for w := range writers {

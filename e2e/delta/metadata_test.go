@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/picomq/heavy-sinks/shared/hostdriver"
+	"github.com/picomq/heavy-sinks/shared/hostclient"
 )
 
 // A table with every pico_* column (issue 11 item 3, metadata_columns).
@@ -20,7 +20,7 @@ write_deltalake(uri, pa.Table.from_pylist([], schema=schema), storage_options=op
 // metaBatch carries keys (text, not UTF-8, empty, none), headers (text,
 // not UTF-8, repeated, none) and payloads that try to set pico_* fields
 // themselves.
-func metaBatch(topic string, first uint64) hostdriver.Batch {
+func metaBatch(topic string, first uint64) hostclient.Batch {
 	b := jsonBatch(topic, first,
 		`{"id":1,"pico_topic":"forged","pico_offset":-5,"pico_key":"forged"}`,
 		`{"id":2}`,
@@ -28,10 +28,10 @@ func metaBatch(topic string, first uint64) hostdriver.Batch {
 		`{"id":4}`,
 	)
 	b.Records[0].Key = []byte("order-1")
-	b.Records[0].Headers = []hostdriver.Header{{Key: "trace", Value: []byte("abc")}, {Key: "bin", Value: []byte{0xff, 0x00}}}
+	b.Records[0].Headers = []hostclient.Header{{Key: "trace", Value: []byte("abc")}, {Key: "bin", Value: []byte{0xff, 0x00}}}
 	b.Records[1].Key = []byte{0xff, 0xfe, 0x00}
 	b.Records[2].Key = []byte{}
-	b.Records[2].Headers = []hostdriver.Header{{Key: "k", Value: []byte("1")}, {Key: "k", Value: []byte("2")}}
+	b.Records[2].Headers = []hostclient.Header{{Key: "k", Value: []byte("1")}, {Key: "k", Value: []byte("2")}}
 	b.Records[3].TimestampMs = -1
 	return b
 }
@@ -116,10 +116,10 @@ write_deltalake(uri, pa.Table.from_pylist([], schema=schema), storage_options=op
 `, uri)
 	h := newHarness(t)
 	msg := []string{`plugin_config key "metadata_columns"`, `column "pico_offset" is integer`, "needs long"}
-	wantStatus(t, h.openErr("meta", map[string]any{"table_uri": uri, "metadata_columns": true}), hostdriver.StatusBadConfig, msg...)
+	wantStatus(t, h.openErr("meta", map[string]any{"table_uri": uri, "metadata_columns": true}), hostclient.StatusBadConfig, msg...)
 
 	inst := h.open("meta", map[string]any{"table_uri": fileURI(dir) + "/{topic}", "metadata_columns": true})
-	wantStatus(t, inst.Consume(events("meta", 0, 3)), hostdriver.StatusFatal, msg...)
+	wantStatus(t, inst.Consume(events("meta", 0, 3)), hostclient.StatusFatal, msg...)
 	if n := len(history(t, uri)); n != 1 {
 		t.Fatalf("%d versions, want only the create", n)
 	}
@@ -134,7 +134,7 @@ schema = pa.schema([("id", pa.int64()), ("ts", pa.timestamp("us", tz="UTC")), ("
 write_deltalake(uri, pa.Table.from_pylist([], schema=schema), partition_by=["day", "hour"], storage_options=opts)
 `
 
-func derivedBatch(first uint64) hostdriver.Batch {
+func derivedBatch(first uint64) hostclient.Batch {
 	return jsonBatch("events", first,
 		`{"id":1,"ts":"2026-09-03T23:15:04+02:00","event_time":"2026-09-03T01:00:00Z"}`,
 		`{"id":2,"ts":"2026-09-03 21:59:59.999999","day":"1999-01-01","hour":7}`,
@@ -197,7 +197,7 @@ func TestDerivedColumnsConfigErrors(t *testing.T) {
 		{"day = date(id)", []string{`plugin_config key "derived_columns"`, `derived from column "id" of type long`}},
 	} {
 		err := h.openErr("derived", map[string]any{"table_uri": uri, "derived_columns": tt.spec})
-		wantStatus(t, err, hostdriver.StatusBadConfig, tt.want...)
+		wantStatus(t, err, hostclient.StatusBadConfig, tt.want...)
 	}
 }
 
@@ -208,7 +208,7 @@ func TestDerivedColumnUnparsableSource(t *testing.T) {
 	py(t, createDerivedTable, uri)
 	inst := newHarness(t).open("derived", map[string]any{"table_uri": uri, "derived_columns": "day = date(event_time)"})
 	err := inst.Consume(jsonBatch("events", 0, `{"id":1,"event_time":"2026-09-03T21:15:04Z"}`, `{"id":2,"event_time":"yesterday"}`))
-	wantStatus(t, err, hostdriver.StatusFatal, `field "event_time": cannot parse "yesterday" as a timestamp (deriving column "day")`, "offset 1")
+	wantStatus(t, err, hostclient.StatusFatal, `field "event_time": cannot parse "yesterday" as a timestamp (deriving column "day")`, "offset 1")
 }
 
 // Replays of a batch with metadata and derived columns add nothing.

@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/picomq/heavy-sinks/shared/hostdriver"
+	"github.com/picomq/heavy-sinks/shared/testenv/hosttest"
 )
 
 // Files the sink writes on file:// are created with 0666 less the umask,
@@ -21,7 +21,7 @@ func TestFileModesFollowUmask(t *testing.T) {
 	existing := map[string]bool{}
 	walkFiles(t, dir, func(rel string, _ fs.FileInfo) { existing[rel] = true })
 
-	h := newHarness(t, hostdriver.Wrapper("sh", "-c", `umask 002 && exec "$@"`, "sh"))
+	h := newHarness(t, hosttest.Wrapper("sh", "-c", `umask 002 && exec "$@"`, "sh"))
 	inst := h.open("modes", map[string]any{"table_uri": uri})
 	for n := range 4 {
 		consume(t, inst, regionEvents("modes", n*3, 3))

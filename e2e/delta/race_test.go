@@ -9,12 +9,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/picomq/heavy-sinks/shared/hostdriver"
+	"github.com/picomq/heavy-sinks/shared/hostclient"
 	"github.com/picomq/heavy-sinks/shared/testenv/services"
 )
 
 // conflicts reads the sink's commit_conflicts metric.
-func conflicts(t *testing.T, inst *hostdriver.Instance) int {
+func conflicts(t *testing.T, inst *hostclient.Instance) int {
 	t.Helper()
 	n, ok := sinkMetrics(t, inst)["commit_conflicts"].(float64)
 	if !ok {

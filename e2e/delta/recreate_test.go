@@ -20,7 +20,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
-	"github.com/picomq/heavy-sinks/shared/hostdriver"
+	"github.com/picomq/heavy-sinks/shared/hostclient"
 	"github.com/picomq/heavy-sinks/shared/testenv/services"
 )
 
@@ -59,7 +59,7 @@ func recreateUnderSink(t *testing.T, uri string, cfg map[string]any, remove func
 	newID := tableID(t, uri)
 
 	b := events("events", 6, 2)
-	wantStatus(t, inst.Consume(b), hostdriver.StatusRetry, uri, oldID, newID)
+	wantStatus(t, inst.Consume(b), hostclient.StatusRetry, uri, oldID, newID)
 	b.Attempt = 2
 	consume(t, inst, b)
 	consume(t, inst, events("events", 8, 2))
@@ -210,7 +210,7 @@ func TestTableReplacedWhileABatchUploadsIsNoticed(t *testing.T) {
 	mu.Lock()
 	watching = true
 	mu.Unlock()
-	wantStatus(t, inst.Consume(events("events", 6, 2)), hostdriver.StatusRetry, "was replaced", oldID, newID)
+	wantStatus(t, inst.Consume(events("events", 6, 2)), hostclient.StatusRetry, "was replaced", oldID, newID)
 	mu.Lock()
 	if !replaced {
 		t.Fatal("the proxy never replaced the table")

@@ -5,7 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/picomq/heavy-sinks/shared/hostdriver"
+	"github.com/picomq/heavy-sinks/shared/hostclient"
+	"github.com/picomq/heavy-sinks/shared/testenv/hosttest"
 )
 
 // ABI 1.1: with a host that accepts rejections, records that cannot fit the
@@ -31,8 +32,8 @@ func TestRejectedRecordsAreLeftOutAndReportedAgainOnReplay(t *testing.T) {
 	b := jsonBatch("t", 100, payloads...)
 
 	// A 1.0 host: the first bad record fails the batch, nothing is written.
-	_, err := inst.ConsumeResult(b, hostdriver.Batch1_0())
-	wantStatus(t, err, hostdriver.StatusFatal, `value 40000 out of range for short (topic "t", record 2, offset 102)`)
+	_, err := inst.ConsumeResult(b, hosttest.Batch1_0())
+	wantStatus(t, err, hostclient.StatusFatal, `value 40000 out of range for short (topic "t", record 2, offset 102)`)
 	if n := len(history(t, uri)); n != 1 {
 		t.Fatalf("%d versions after a 1.0 host's failed batch", n)
 	}
@@ -40,13 +41,13 @@ func TestRejectedRecordsAreLeftOutAndReportedAgainOnReplay(t *testing.T) {
 	b.AcceptRejections = true
 	want := []struct {
 		index  int
-		reason hostdriver.RejectReason
+		reason hostclient.RejectReason
 		msg    string
 	}{
-		{2, hostdriver.RejectValue, `Invalid record value: field "small": value 40000 out of range for short (topic "t", record 2, offset 102)`},
-		{7, hostdriver.RejectEncoding, `Invalid JSON record: field "id": unexpected end of input at byte 6 (topic "t", record 7, offset 107)`},
+		{2, hostclient.RejectValue, `Invalid record value: field "small": value 40000 out of range for short (topic "t", record 2, offset 102)`},
+		{7, hostclient.RejectEncoding, `Invalid JSON record: field "id": unexpected end of input at byte 6 (topic "t", record 7, offset 107)`},
 	}
-	check := func(rej []hostdriver.Rejection, err error) {
+	check := func(rej []hostclient.Rejection, err error) {
 		t.Helper()
 		if err != nil {
 			t.Fatal(err)
@@ -116,7 +117,7 @@ func TestReplayReportsTheRejectionsTheCommitMadeAfterASchemaChange(t *testing.T)
 	b := jsonBatch("t", 200, `{"id":1}`, `{"small":5}`, `{"id":3}`)
 	b.AcceptRejections = true
 	rej, err := first.ConsumeResult(b)
-	if err != nil || len(rej) != 1 || rej[0].Index != 1 || rej[0].Reason != hostdriver.RejectValue {
+	if err != nil || len(rej) != 1 || rej[0].Index != 1 || rej[0].Reason != hostclient.RejectValue {
 		t.Fatalf("first delivery: %+v %v", rej, err)
 	}
 	other := jsonBatch("t", 500, `{"id":500}`)
@@ -154,7 +155,7 @@ with open(log + "00000000000000000003.json", "x") as out:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rej) != 2 || rej[0].Index != 1 || rej[0].Reason != hostdriver.RejectValue ||
+	if len(rej) != 2 || rej[0].Index != 1 || rej[0].Reason != hostclient.RejectValue ||
 		!strings.Contains(rej[0].Message, `topic "t" offset 201 was rejected when Delta table `+uri+` version 1 was committed`) {
 		t.Fatalf("replay rejections %+v, want record 1 (offset 201) as the commit recorded it", rej)
 	}

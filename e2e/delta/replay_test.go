@@ -8,12 +8,12 @@ import (
 	"testing"
 
 	"github.com/picomq/heavy-sinks/plugins/delta/deltatest"
-	"github.com/picomq/heavy-sinks/shared/hostdriver"
+	"github.com/picomq/heavy-sinks/shared/hostclient"
 )
 
 const createEvents = deltatest.CreateEvents
 
-func events(topic string, first, n int) hostdriver.Batch { return deltatest.Events(topic, first, n) }
+func events(topic string, first, n int) hostclient.Batch { return deltatest.Events(topic, first, n) }
 
 func ids(t *testing.T, uri string) []int { t.Helper(); return deltatest.IDs(t, uri) }
 
@@ -92,7 +92,7 @@ func TestTemplatedTableURIs(t *testing.T) {
 	wantIDs(t, fileURI(filepath.Join(root, "eu")), "0,1,2")
 	wantIDs(t, fileURI(filepath.Join(root, "us")), "0,1,2")
 	err := inst.Consume(events("orders.missing", 0, 1))
-	wantStatus(t, err, hostdriver.StatusRetry, "Failed to load Delta table "+fileURI(root)+"/missing")
+	wantStatus(t, err, hostclient.StatusRetry, "Failed to load Delta table "+fileURI(root)+"/missing")
 }
 
 // Two sinks (different keys, so different application transactions) write

@@ -11,7 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
-	"github.com/picomq/heavy-sinks/shared/hostdriver"
+	"github.com/picomq/heavy-sinks/shared/hostclient"
 	"github.com/picomq/heavy-sinks/shared/testenv/services"
 )
 
@@ -54,7 +54,7 @@ func TestS3QuickStart(t *testing.T) {
 		py(t, createOrders, fmt.Sprintf("s3://%s/orders/%s", bucket, region))
 	}
 	delete(cfg, "aws_s3_secret_key")
-	h := newHarness(t, hostdriver.Env("PICOMQ_CONNECTORS_SINK_ORDERS_DELTA_PLUGIN_CONFIG_AWS_S3_SECRET_KEY="+svc.S3SecretKey))
+	h := newHarness(t, hostclient.Env("PICOMQ_CONNECTORS_SINK_ORDERS_DELTA_PLUGIN_CONFIG_AWS_S3_SECRET_KEY="+svc.S3SecretKey))
 	inst := h.open("orders_delta", with(cfg, "table_uri", "s3://"+bucket+"/orders/{topic_segment[-1]}"))
 	for n := range 3 {
 		consume(t, inst, jsonBatch("orders.eu", uint64(n*2),
@@ -116,23 +116,23 @@ func TestS3MissingTableAndBadCredentials(t *testing.T) {
 	cfg := minio(t, svc)
 	h := newHarness(t)
 	err := h.openErr("m", with(cfg, "table_uri", "s3://"+bucket+"/none"))
-	wantStatus(t, err, hostdriver.StatusBadConfig, "Failed to load Delta table s3://"+bucket+"/none")
+	wantStatus(t, err, hostclient.StatusBadConfig, "Failed to load Delta table s3://"+bucket+"/none")
 	uri := "s3://" + bucket + "/events"
 	py(t, createEvents, uri)
 	// Keys the store refuses as an authentication failure: configuration.
 	// (A key lacking a permission, AccessDenied, stays RETRY: see
 	// TestS3ErrorShowsEndpointScheme.)
 	err = h.openErr("m", with(cfg, "table_uri", uri, "aws_s3_secret_key", "wrong-secret-value"))
-	wantStatus(t, err, hostdriver.StatusBadConfig, "Failed to load Delta table", "SignatureDoesNotMatch", "the store refused the configured key")
+	wantStatus(t, err, hostclient.StatusBadConfig, "Failed to load Delta table", "SignatureDoesNotMatch", "the store refused the configured key")
 	if strings.Contains(err.Error(), "wrong-secret-value") {
 		t.Fatalf("secret leaked: %v", err)
 	}
 	err = h.openErr("m", with(cfg, "table_uri", uri, "aws_s3_access_key", "picomq-unknown-key"))
-	wantStatus(t, err, hostdriver.StatusBadConfig, "Failed to load Delta table", "InvalidAccessKeyId", "the store refused the configured key")
+	wantStatus(t, err, hostclient.StatusBadConfig, "Failed to load Delta table", "InvalidAccessKeyId", "the store refused the configured key")
 	// A bucket that does not exist: the store answered no, as for a
 	// missing table.
 	err = h.openErr("m", with(cfg, "table_uri", "s3://picomq-no-such-bucket-0/events"))
-	wantStatus(t, err, hostdriver.StatusBadConfig, "Failed to load Delta table s3://picomq-no-such-bucket-0/events", `bucket "picomq-no-such-bucket-0" does not exist`)
+	wantStatus(t, err, hostclient.StatusBadConfig, "Failed to load Delta table s3://picomq-no-such-bucket-0/events", `bucket "picomq-no-such-bucket-0" does not exist`)
 }
 
 // An s3:// table without keys where the AWS default chain finds no
@@ -146,12 +146,12 @@ func TestS3NoCredentialsIsRetry(t *testing.T) {
 	cfg := minio(t, svc)
 	delete(cfg, "aws_s3_access_key")
 	delete(cfg, "aws_s3_secret_key")
-	h := newHarness(t, hostdriver.Env("AWS_ACCESS_KEY_ID=", "AWS_SECRET_ACCESS_KEY=", "AWS_SESSION_TOKEN=", "AWS_PROFILE=",
+	h := newHarness(t, hostclient.Env("AWS_ACCESS_KEY_ID=", "AWS_SECRET_ACCESS_KEY=", "AWS_SESSION_TOKEN=", "AWS_PROFILE=",
 		"AWS_CONFIG_FILE=/dev/null", "AWS_SHARED_CREDENTIALS_FILE=/dev/null", "AWS_WEB_IDENTITY_TOKEN_FILE=", "AWS_ROLE_ARN=",
 		"AWS_CONTAINER_CREDENTIALS_FULL_URI=", "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI=",
 		"AWS_EC2_METADATA_DISABLED=", "AWS_EC2_METADATA_SERVICE_ENDPOINT=http://127.0.0.1:1"))
 	err := h.openErr("m", with(cfg, "table_uri", "s3://"+bucket+"/events"))
-	wantStatus(t, err, hostdriver.StatusRetry, "Failed to load Delta table s3://"+bucket+"/events",
+	wantStatus(t, err, hostclient.StatusRetry, "Failed to load Delta table s3://"+bucket+"/events",
 		"the AWS default credential chain found no credentials", "AWS_ACCESS_KEY_ID", "AWS_WEB_IDENTITY_TOKEN_FILE",
 		"instance metadata", "the runtime opens the sink again later")
 }
@@ -170,7 +170,7 @@ func TestS3ErrorShowsEndpointScheme(t *testing.T) {
 		"table_uri": "s3://bucket/events", "storage_backend_type": "s3", "aws_s3_access_key": "a", "aws_s3_secret_key": "s",
 		"aws_s3_region": "r", "aws_s3_endpoint_url": srv.URL, "aws_s3_allow_http": true,
 	})
-	wantStatus(t, err, hostdriver.StatusRetry, "Failed to load Delta table s3://bucket/events", "HTTP 403 from "+srv.URL,
+	wantStatus(t, err, hostclient.StatusRetry, "Failed to load Delta table s3://bucket/events", "HTTP 403 from "+srv.URL,
 		"AccessDenied: Access Denied.")
 	if strings.Contains(err.Error(), "https") {
 		t.Fatalf("message names https for an http endpoint: %v", err)

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/picomq/heavy-sinks/shared/hostdriver"
+	"github.com/picomq/heavy-sinks/shared/hostclient"
 )
 
 // Another writer adds a column while the sink runs: the next batch is
@@ -44,6 +44,6 @@ func TestProtocolGainsUnsupportedFeature(t *testing.T) {
 	consume(t, inst, events("ev", 0, 1))
 	py(t, `DeltaTable(uri).alter.add_constraint({"non_negative_id": "id >= 0"})`, uri)
 	err := inst.Consume(events("ev", 1, 1))
-	wantStatus(t, err, hostdriver.StatusFatal, `table feature "checkConstraints"`)
+	wantStatus(t, err, hostclient.StatusFatal, `table feature "checkConstraints"`)
 	wantIDs(t, uri, "0")
 }

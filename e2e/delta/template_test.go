@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/picomq/heavy-sinks/shared/hostdriver"
+	"github.com/picomq/heavy-sinks/shared/hostclient"
 	"github.com/picomq/heavy-sinks/shared/testenv/services"
 )
 
@@ -53,7 +53,7 @@ func TestFileTopicCannotLeaveTemplateDirectory(t *testing.T) {
 	h := newHarness(t)
 	inst := h.open("escape", map[string]any{"table_uri": fileURI(filepath.Join(root, "base")) + "/{topic}"})
 	for _, topic := range escapingTopics {
-		wantStatus(t, inst.Consume(events(topic, 0, 2)), hostdriver.StatusFatal,
+		wantStatus(t, inst.Consume(events(topic, 0, 2)), hostclient.StatusFatal,
 			fmt.Sprintf("topic %q", topic), `may not make the path segment ".."`)
 	}
 	if after := fileTree(t, root); !slices.Equal(after, before) {
@@ -85,7 +85,7 @@ func TestS3TopicCannotLeaveTemplateDirectory(t *testing.T) {
 	h := newHarness(t)
 	inst := h.open("escape", with(cfg, "table_uri", "s3://"+bucket+"/base/{topic}"))
 	for _, topic := range escapingTopics {
-		wantStatus(t, inst.Consume(events(topic, 0, 2)), hostdriver.StatusFatal,
+		wantStatus(t, inst.Consume(events(topic, 0, 2)), hostclient.StatusFatal,
 			fmt.Sprintf("topic %q", topic), `may not make the path segment ".."`)
 	}
 	if after := list(); !slices.Equal(after, before) {

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/picomq/heavy-sinks/shared/hostdriver"
+	"github.com/picomq/heavy-sinks/shared/hostclient"
 )
 
 // Values that must either land exactly or fail the batch naming field,
@@ -76,7 +76,7 @@ func TestDecimalsAreStoredExactlyOrRefused(t *testing.T) {
 			// the next one a skipped replay.
 			off := uint64(10 * (i + 1))
 			b := jsonBatch("money", off, `{"id":0,"dec":"1.000"}`, tc.record)
-			wantStatus(t, inst.Consume(b), hostdriver.StatusFatal,
+			wantStatus(t, inst.Consume(b), hostclient.StatusFatal,
 				`Invalid record value: field "`+field+`": `+tc.value, `topic "money"`, sprintf("offset %d)", off+1))
 		})
 	}
@@ -126,7 +126,7 @@ func TestTimestampsWithoutZoneAreUTCWithTOrSpace(t *testing.T) {
 		wantValues(t, rows, id, "ts", want[0])
 		wantValues(t, rows, id, "ntz", want[1])
 	}
-	wantStatus(t, inst.Consume(jsonBatch("ts", 10, `{"id":9,"ts":"2026-09-03T21:15"}`)), hostdriver.StatusFatal,
+	wantStatus(t, inst.Consume(jsonBatch("ts", 10, `{"id":9,"ts":"2026-09-03T21:15"}`)), hostclient.StatusFatal,
 		`Invalid record value: field "ts": cannot parse "2026-09-03T21:15" as a timestamp`, `topic "ts"`, "offset 10")
 }
 
@@ -189,7 +189,7 @@ dump({"datafusion": sorted(df.column("id").to_pylist()), "parquet": sorted(pq.co
 	if want := `{"datafusion": [1, 2, 5], "parquet": [2, 5]}`; strings.TrimSpace(out) != want {
 		t.Errorf("d > 2.75 reads %s, want %s", strings.TrimSpace(out), want)
 	}
-	wantStatus(t, inst.Consume(jsonBatch("nan", 9, `{"id":9,"d":"1.5"}`)), hostdriver.StatusFatal,
+	wantStatus(t, inst.Consume(jsonBatch("nan", 9, `{"id":9,"d":"1.5"}`)), hostclient.StatusFatal,
 		`Invalid record value: field "d": expected double, got JSON string`, "offset 9")
 }
 
@@ -234,9 +234,9 @@ write_deltalake(uri, pa.Table.from_pylist([], schema=schema), storage_options=op
 	h := newHarness(t)
 
 	strict := h.open("strict", map[string]any{"table_uri": uri})
-	wantStatus(t, strict.Consume(jsonBatch("c", 0, `{"id":0}`, ``)), hostdriver.StatusFatal,
+	wantStatus(t, strict.Consume(jsonBatch("c", 0, `{"id":0}`, ``)), hostclient.StatusFatal,
 		`Invalid JSON record: empty payload (a tombstone?)`, "skip_empty_payloads = true", `topic "c"`, "offset 1")
-	wantStatus(t, strict.Consume(jsonBatch("c", 0, `{"id":0}`, `not json`)), hostdriver.StatusFatal,
+	wantStatus(t, strict.Consume(jsonBatch("c", 0, `{"id":0}`, `not json`)), hostclient.StatusFatal,
 		`Invalid JSON record: `, `topic "c"`, "offset 1")
 	if n := len(history(t, uri)); n != 1 {
 		t.Fatalf("%d versions after refused batches", n)

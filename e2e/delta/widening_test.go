@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/picomq/heavy-sinks/shared/hostdriver"
+	"github.com/picomq/heavy-sinks/shared/hostclient"
 )
 
 // Type widening is not done, even under add_columns on a table whose
@@ -43,9 +43,9 @@ actions = [
 	inst := newHarness(t).open("tw", evolveConfig(uri))
 	consume(t, inst, jsonBatch("tw", 0, `{"id":1,"n":2147483647,"w":3000000000,"x":1.5,"extra":"a"}`))
 	// n would need long, x double: both stay record errors.
-	wantStatus(t, inst.Consume(jsonBatch("tw", 1, `{"id":2,"n":2147483648}`)), hostdriver.StatusFatal,
+	wantStatus(t, inst.Consume(jsonBatch("tw", 1, `{"id":2,"n":2147483648}`)), hostclient.StatusFatal,
 		`Invalid record value: field "n"`, `2147483648`, `offset 1`)
-	wantStatus(t, inst.Consume(jsonBatch("tw", 1, `{"id":2,"x":1e39}`)), hostdriver.StatusFatal,
+	wantStatus(t, inst.Consume(jsonBatch("tw", 1, `{"id":2,"x":1e39}`)), hostclient.StatusFatal,
 		`Invalid record value: field "x"`, `out of range for float`, `offset 1`)
 
 	out := py(t, `

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/picomq/heavy-sinks/plugins/redshift/redshifttest"
-	"github.com/picomq/heavy-sinks/shared/hostdriver"
+	"github.com/picomq/heavy-sinks/shared/hostclient"
 )
 
 // The connection string with the password, injected by the host with
@@ -52,7 +52,7 @@ func TestUnknownKeyIsRefused(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t)
 	se := w.openErr("typo", w.config(map[string]any{"batch_sise": 10}))
-	if se.Code != hostdriver.StatusBadConfig || se.Message != `plugin_config key "batch_sise" is not known to this plugin; did you mean "batch_size"?` {
+	if se.Code != hostclient.StatusBadConfig || se.Message != `plugin_config key "batch_sise" is not known to this plugin; did you mean "batch_size"?` {
 		t.Errorf("got %v", se)
 	}
 	if n := w.emu.CountStatements(`.`); n != 0 {

@@ -6,7 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/picomq/heavy-sinks/shared/hostdriver"
+	"github.com/picomq/heavy-sinks/shared/hostclient"
+	"github.com/picomq/heavy-sinks/shared/testenv/hosttest"
 )
 
 // nothingVisible checks a failed load left no rows, no staged rows and no
@@ -32,13 +33,13 @@ func TestPreflightMessageFitsASmallErrorBuffer(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t)
 	text := w.open("fit_text", w.config(map[string]any{"target_table": "fitt_{topic_segment[0]}", "payload_format": "text"}))
-	err := text.Consume(func() hostdriver.Batch {
+	err := text.Consume(func() hostclient.Batch {
 		b := batch("größe", 0, 1)
 		b.Schema = "raw"
 		b.Records[0].Payload = []byte{0xc3}
 		return b
-	}(), hostdriver.ErrCap(27))
-	wantStatus(t, err, hostdriver.StatusFatal, "record at topic")
+	}(), hosttest.ErrCap(27))
+	wantStatus(t, err, hostclient.StatusFatal, "record at topic")
 }
 
 // A writer that stalls while holding the staging table's lock (here its
@@ -48,7 +49,7 @@ func TestPreflightMessageFitsASmallErrorBuffer(t *testing.T) {
 // is still stalled. Once the stall ends, both batches land exactly once.
 func TestStalledWriterHoldingTheStagingLockCostsARetry(t *testing.T) {
 	t.Parallel()
-	w := newWorld(t, hostdriver.Workers(2))
+	w := newWorld(t, hostclient.Workers(2))
 	const stall, bound = 5 * time.Second, time.Second
 	stalled := w.open("stalled", w.config(map[string]any{"target_table": "shared", "s3_prefix": "stalled"}))
 	waiter := w.open("waiter", w.config(map[string]any{"target_table": "shared", "s3_prefix": "waiter", "statement_timeout": "1s"}))
@@ -61,7 +62,7 @@ func TestStalledWriterHoldingTheStagingLockCostsARetry(t *testing.T) {
 	start := time.Now()
 	err := waiter.ConsumeOn(1, batch("b", 0, 5))
 	waited := time.Since(start)
-	wantStatus(t, err, hostdriver.StatusRetry,
+	wantStatus(t, err, hostclient.StatusRetry,
 		`Waiting for the lock on staging table "staging_shared"`, "timed out after 1s (statement_timeout)", "SQLSTATE 57014")
 	t.Logf("the waiter got RETRY after %s (bound %s, stall %s)", waited, bound, stall)
 	if waited < bound || waited > stall-time.Second {
@@ -99,8 +100,8 @@ func TestPreflightRejectsSingleRecords(t *testing.T) {
 	b.Records[3].Payload = []byte(`"` + strings.Repeat("ü", 32767) + `"`)
 	b.Records[8].Payload = []byte{'o', 'k', 0xff}
 
-	_, err := text.ConsumeResult(b, hostdriver.Batch1_0())
-	wantStatus(t, err, hostdriver.StatusFatal, `record at topic "mix" offset 103 cannot be loaded into Redshift: column payload needs 65536 bytes but holds at most 65535`)
+	_, err := text.ConsumeResult(b, hosttest.Batch1_0())
+	wantStatus(t, err, hostclient.StatusFatal, `record at topic "mix" offset 103 cannot be loaded into Redshift: column payload needs 65536 bytes but holds at most 65535`)
 	if n := w.count("rej_mix"); n != 0 {
 		t.Fatalf("1.0 host: %d rows", n)
 	}
@@ -112,9 +113,9 @@ func TestPreflightRejectsSingleRecords(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(rej) != 2 || rej[0].Index != 3 || rej[0].Reason != hostdriver.RejectSize ||
+		if len(rej) != 2 || rej[0].Index != 3 || rej[0].Reason != hostclient.RejectSize ||
 			!strings.Contains(rej[0].Message, `offset 103 cannot be loaded into Redshift: column payload needs 65536 bytes`) ||
-			rej[1].Index != 8 || rej[1].Reason != hostdriver.RejectEncoding ||
+			rej[1].Index != 8 || rej[1].Reason != hostclient.RejectEncoding ||
 			rej[1].Message != `record at topic "mix" offset 108 cannot be loaded into Redshift: column payload is not valid UTF-8 (payload_format = "text" stores the payload as VARCHAR)` {
 			t.Fatalf("attempt %d: rejections %+v", attempt, rej)
 		}

@@ -16,8 +16,9 @@ import (
 
 	"github.com/picomq/heavy-sinks/plugins/redshift/redshifttest"
 	"github.com/picomq/heavy-sinks/plugins/redshift/rsemu"
-	"github.com/picomq/heavy-sinks/shared/hostdriver"
+	"github.com/picomq/heavy-sinks/shared/hostclient"
 	"github.com/picomq/heavy-sinks/shared/testenv"
+	"github.com/picomq/heavy-sinks/shared/testenv/hosttest"
 	"github.com/picomq/heavy-sinks/shared/testenv/services"
 )
 
@@ -34,13 +35,13 @@ func libPath(t testing.TB) string {
 // connector runtime is. Killing it is a crash.
 type connector struct {
 	t    *testing.T
-	host *hostdriver.Host
-	lib  *hostdriver.Lib
+	host *hostclient.Host
+	lib  *hostclient.Lib
 }
 
-func startConnector(t *testing.T, opts ...hostdriver.Option) *connector {
+func startConnector(t *testing.T, opts ...hostclient.Option) *connector {
 	t.Helper()
-	h := hostdriver.StartTest(t, hostdriver.BuildHost(t), opts...)
+	h := hosttest.StartTest(t, hosttest.BuildHost(t), opts...)
 	lib, err := h.Load(libPath(t))
 	if err != nil {
 		t.Fatal(err)
@@ -90,7 +91,7 @@ func definition(key string, cfg map[string]any) string {
 
 // open opens an instance and closes it at the end of the test (an instance
 // of a killed host is gone with it).
-func (r *connector) open(key string, cfg map[string]any) *hostdriver.Instance {
+func (r *connector) open(key string, cfg map[string]any) *hostclient.Instance {
 	r.t.Helper()
 	inst, err := r.lib.Open(definition(key, cfg))
 	if err != nil {
@@ -108,14 +109,14 @@ func (r *connector) open(key string, cfg map[string]any) *hostdriver.Instance {
 
 // openErr opens an instance that must fail and returns the host's view of
 // the failure.
-func (r *connector) openErr(key string, cfg map[string]any) *hostdriver.StatusError {
+func (r *connector) openErr(key string, cfg map[string]any) *hostclient.StatusError {
 	r.t.Helper()
 	inst, err := r.lib.Open(definition(key, cfg))
 	if err == nil {
 		_ = inst.Close()
 		r.t.Fatalf("open %s succeeded, want an error", key)
 	}
-	var se *hostdriver.StatusError
+	var se *hostclient.StatusError
 	if !errors.As(err, &se) {
 		r.t.Fatalf("open %s: %v, want a status from the plugin", key, err)
 	}
@@ -137,7 +138,7 @@ type world struct {
 	*connector
 }
 
-func newWorld(t *testing.T, opts ...hostdriver.Option) *world {
+func newWorld(t *testing.T, opts ...hostclient.Option) *world {
 	t.Helper()
 	svc := services.Require(t)
 	w := &world{t: t, svc: svc, db: svc.NewDatabase(t), bucket: svc.NewBucket(t), s3: svc.S3Client()}
@@ -174,7 +175,7 @@ func (w *world) newEmulator(t *testing.T, opts ...func(*rsemu.Config)) *rsemu.Se
 // fork is a world for a (parallel) subtest on the same database and bucket,
 // with an emulator of its own (so its faults and statement log are its own)
 // and a connector of its own.
-func (w *world) fork(t *testing.T, opts ...hostdriver.Option) *world {
+func (w *world) fork(t *testing.T, opts ...hostclient.Option) *world {
 	t.Helper()
 	f := *w
 	f.t = t
@@ -212,7 +213,7 @@ func (w *world) config(overrides map[string]any) map[string]any {
 // batch is n JSON records of topic from offset first (the suite's).
 var batch = redshifttest.Batch
 
-func consume(t *testing.T, inst *hostdriver.Instance, b hostdriver.Batch) {
+func consume(t *testing.T, inst *hostclient.Instance, b hostclient.Batch) {
 	t.Helper()
 	if err := inst.Consume(b); err != nil {
 		t.Fatalf("consume %s offsets %d..%d: %v", b.Topic, b.Records[0].Offset, b.Records[len(b.Records)-1].Offset, err)
@@ -309,7 +310,7 @@ func firstWords(emu *rsemu.Server) string {
 }
 
 // sinkMetrics returns the sink's counters of an instance, through the ABI.
-func sinkMetrics(t *testing.T, inst *hostdriver.Instance) map[string]float64 {
+func sinkMetrics(t *testing.T, inst *hostclient.Instance) map[string]float64 {
 	t.Helper()
 	raw, err := inst.Metrics()
 	if err != nil {
@@ -324,7 +325,7 @@ func sinkMetrics(t *testing.T, inst *hostdriver.Instance) map[string]float64 {
 	return m.Sink
 }
 
-func logText(lines []hostdriver.LogLine) string {
+func logText(lines []hostclient.LogLine) string {
 	var b strings.Builder
 	for _, l := range lines {
 		fmt.Fprintf(&b, "%s %s\n", l.Level, l.Message)

@@ -11,7 +11,7 @@ import (
 
 	"github.com/picomq/heavy-sinks/plugins/redshift/redshifttest"
 	"github.com/picomq/heavy-sinks/plugins/redshift/rsemu"
-	"github.com/picomq/heavy-sinks/shared/hostdriver"
+	"github.com/picomq/heavy-sinks/shared/hostclient"
 )
 
 // auth = "iam" through the real library: the sink gets temporary
@@ -27,7 +27,7 @@ func iamWorld(t *testing.T) (*world, *rsemu.IAM) {
 	t.Helper()
 	w := newWorld(t)
 	f := rsemu.NewIAMTest(t, w.emu)
-	w.connector = startConnector(t, hostdriver.Env(
+	w.connector = startConnector(t, hostclient.Env(
 		"AWS_ENDPOINT_URL_REDSHIFT="+f.URL(),
 		"AWS_ENDPOINT_URL_REDSHIFT_SERVERLESS="+f.URL(),
 		"AWS_ACCESS_KEY_ID=AKIDIAMTEST",
@@ -185,7 +185,7 @@ func TestIAMCredentialsRefreshedAfterExpiry(t *testing.T) {
 	f.FailNext(1, 403, "AccessDenied", "User is not authorized to perform: redshift:GetClusterCredentialsWithIAM")
 	w.emu.DropOn(`(?i)^begin`, 1)
 	err = inst.Consume(batch("orders", 9, 3))
-	se := wantStatus(t, err, hostdriver.StatusRetry, "redshift:GetClusterCredentialsWithIAM failed: AccessDenied", "cluster "+rsemu.IAMCluster)
+	se := wantStatus(t, err, hostclient.StatusRetry, "redshift:GetClusterCredentialsWithIAM failed: AccessDenied", "cluster "+rsemu.IAMCluster)
 	consume(t, inst, batch("orders", 9, 3))
 	w.exactlyOnce("iam_expiry", "orders", 0, 11)
 	noIssuedPassword(t, w, f, se.Message)
@@ -198,7 +198,7 @@ func TestIAMCredentialsRefreshedAfterExpiry(t *testing.T) {
 func TestIAMOpenErrors(t *testing.T) {
 	t.Parallel()
 	w, f := iamWorld(t)
-	open := func(name string, overrides map[string]any) *hostdriver.StatusError {
+	open := func(name string, overrides map[string]any) *hostclient.StatusError {
 		t.Helper()
 		return w.openErr(name, w.iamConfig(overrides))
 	}
@@ -206,36 +206,36 @@ func TestIAMOpenErrors(t *testing.T) {
 		name      string
 		overrides map[string]any
 		fault     []any // status, code: the next call fails so
-		code      hostdriver.Status
+		code      hostclient.Status
 		contains  []string
 	}{
 		{"password in the string", map[string]any{"connection_string": w.emu.DSN(w.db.Name)}, nil,
-			hostdriver.StatusBadConfig, []string{"connection_string must carry no password"}},
+			hostclient.StatusBadConfig, []string{"connection_string must carry no password"}},
 		// A missing permission: the policy can be granted without a
 		// configuration change, so the runtime opens again later.
 		{"access denied", nil, []any{403, "AccessDenied"},
-			hostdriver.StatusRetry, []string{"Failed to get IAM credentials for Redshift (cluster rsemu, region eu-west-1)", "AccessDenied: no"}},
+			hostclient.StatusRetry, []string{"Failed to get IAM credentials for Redshift (cluster rsemu, region eu-west-1)", "AccessDenied: no"}},
 		// Keys AWS does not know: the credentials are wrong.
 		{"unknown key", nil, []any{403, "InvalidClientTokenId"},
-			hostdriver.StatusBadConfig, []string{"Failed to get IAM credentials for Redshift (cluster rsemu, region eu-west-1)", "InvalidClientTokenId: no"}},
+			hostclient.StatusBadConfig, []string{"Failed to get IAM credentials for Redshift (cluster rsemu, region eu-west-1)", "InvalidClientTokenId: no"}},
 		{"unknown cluster", map[string]any{"iam_cluster_identifier": "other"}, nil,
-			hostdriver.StatusBadConfig, []string{"ClusterNotFound"}},
+			hostclient.StatusBadConfig, []string{"ClusterNotFound"}},
 		{"unknown workgroup", map[string]any{"iam_cluster_identifier": nil, "iam_workgroup_name": "other"}, nil,
-			hostdriver.StatusBadConfig, []string{"redshift-serverless:GetCredentials failed: ResourceNotFoundException"}},
+			hostclient.StatusBadConfig, []string{"redshift-serverless:GetCredentials failed: ResourceNotFoundException"}},
 		{"throttled", nil, []any{400, "Throttling"},
-			hostdriver.StatusRetry, []string{"Throttling: no"}},
+			hostclient.StatusRetry, []string{"Throttling: no"}},
 		{"server error", nil, []any{500, "InternalFailure"},
-			hostdriver.StatusRetry, []string{"InternalFailure: no"}},
+			hostclient.StatusRetry, []string{"InternalFailure: no"}},
 		{"no cluster", map[string]any{"iam_cluster_identifier": nil}, nil,
-			hostdriver.StatusBadConfig, []string{"needs iam_cluster_identifier (a provisioned cluster) or iam_workgroup_name"}},
+			hostclient.StatusBadConfig, []string{"needs iam_cluster_identifier (a provisioned cluster) or iam_workgroup_name"}},
 		{"both", map[string]any{"iam_workgroup_name": "wg"}, nil,
-			hostdriver.StatusBadConfig, []string{"set only one of iam_cluster_identifier and iam_workgroup_name"}},
+			hostclient.StatusBadConfig, []string{"set only one of iam_cluster_identifier and iam_workgroup_name"}},
 		{"short duration", map[string]any{"iam_duration": "5m"}, nil,
-			hostdriver.StatusBadConfig, []string{"iam_duration must be whole seconds from 15m0s to 1h0m0s"}},
+			hostclient.StatusBadConfig, []string{"iam_duration must be whole seconds from 15m0s to 1h0m0s"}},
 		{"iam key with password auth", map[string]any{"auth": nil, "connection_string": w.emu.DSN(w.db.Name)}, nil,
-			hostdriver.StatusBadConfig, []string{`iam_cluster_identifier applies only with auth = "iam"`}},
+			hostclient.StatusBadConfig, []string{`iam_cluster_identifier applies only with auth = "iam"`}},
 		{"unknown auth", map[string]any{"auth": "kerberos"}, nil,
-			hostdriver.StatusBadConfig, []string{`auth must be "password" or "iam", got "kerberos"`}},
+			hostclient.StatusBadConfig, []string{`auth must be "password" or "iam", got "kerberos"`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.fault != nil {
@@ -262,7 +262,7 @@ func TestIAMNoCredentialsIsRetry(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t)
 	f := rsemu.NewIAMTest(t, w.emu)
-	w.connector = startConnector(t, hostdriver.Env(
+	w.connector = startConnector(t, hostclient.Env(
 		"AWS_ENDPOINT_URL_REDSHIFT="+f.URL(), "AWS_ENDPOINT_URL_REDSHIFT_SERVERLESS="+f.URL(),
 		"AWS_ACCESS_KEY_ID=", "AWS_SECRET_ACCESS_KEY=", "AWS_SESSION_TOKEN=", "AWS_PROFILE=", "AWS_REGION=",
 		"AWS_CONFIG_FILE=/dev/null", "AWS_SHARED_CREDENTIALS_FILE=/dev/null",
@@ -272,7 +272,7 @@ func TestIAMNoCredentialsIsRetry(t *testing.T) {
 		"PGPASSWORD=", "PGPASSFILE=/dev/null"))
 	start := time.Now()
 	se := w.openErr("iam_nocreds", w.iamConfig(nil))
-	wantStatus(t, se, hostdriver.StatusRetry, "Failed to get IAM credentials for Redshift (cluster rsemu, region eu-west-1)",
+	wantStatus(t, se, hostclient.StatusRetry, "Failed to get IAM credentials for Redshift (cluster rsemu, region eu-west-1)",
 		"the AWS default credential chain found no credentials", "AWS_ACCESS_KEY_ID", "AWS_WEB_IDENTITY_TOKEN_FILE",
 		"AWS_CONTAINER_CREDENTIALS_FULL_URI", "instance metadata", "the runtime opens the sink again later")
 	if took := time.Since(start); took > time.Minute {

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/picomq/heavy-sinks/shared/hostdriver"
+	"github.com/picomq/heavy-sinks/shared/testenv/hosttest"
 )
 
 // describe() through the C ABI with a 64-byte buffer: BUFFER_TOO_SMALL,
@@ -17,7 +17,7 @@ func TestDescribeGrowsItsBuffer(t *testing.T) {
 	t.Parallel()
 	c := startConnector(t)
 	var calls int
-	doc, err := c.lib.Describe(hostdriver.OutCap(64), hostdriver.CallCount(&calls))
+	doc, err := c.lib.Describe(hosttest.OutCap(64), hosttest.CallCount(&calls))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,7 +14,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/picomq/heavy-sinks/plugins/redshift/rsql"
-	"github.com/picomq/heavy-sinks/shared/hostdriver"
+	"github.com/picomq/heavy-sinks/shared/hostclient"
+	"github.com/picomq/heavy-sinks/shared/testenv/hosttest"
 	"github.com/picomq/heavy-sinks/shared/testenv/pyenv"
 )
 
@@ -63,7 +64,7 @@ func TestLargestRecordMemoryAndFileSize(t *testing.T) {
 			consume(t, inst, warm)
 
 			total := tc.size * tc.records
-			big := hostdriver.Batch{Attempt: 1, Topic: "orders.eu", Schema: "raw"}
+			big := hostclient.Batch{Attempt: 1, Topic: "orders.eu", Schema: "raw"}
 			for i := range tc.records {
 				payload := make([]byte, tc.size)
 				if _, err := rand.Read(payload); err != nil {
@@ -74,17 +75,17 @@ func TestLargestRecordMemoryAndFileSize(t *testing.T) {
 						payload[i] = ' ' + b%95
 					}
 				}
-				big.Records = append(big.Records, hostdriver.Record{Offset: uint64(100 + i), TimestampMs: 1767225600000,
+				big.Records = append(big.Records, hostclient.Record{Offset: uint64(100 + i), TimestampMs: 1767225600000,
 					Key: []byte("k"), Payload: payload})
 			}
 
 			pid := w.host.Pid()
-			if err := hostdriver.ResetPeakMemory(pid); err != nil {
+			if err := hosttest.ResetPeakMemory(pid); err != nil {
 				t.Fatalf("reset the host's peak RSS: %v", err)
 			}
-			baseKB, _ := hostdriver.ProcessMemory(pid)
+			baseKB, _ := hosttest.ProcessMemory(pid)
 			consume(t, inst, big)
-			_, peakKB := hostdriver.ProcessMemory(pid)
+			_, peakKB := hosttest.ProcessMemory(pid)
 			growth := (peakKB - baseKB) * 1024
 			t.Logf("%s, %d record(s) of %d bytes: host RSS %d KiB after open and warm-up, peak %d KiB during the batch: growth %.1f MiB = %.2fx the records",
 				tc.name, tc.records, tc.size, baseKB, peakKB, float64(growth)/(1<<20), float64(growth)/float64(total))

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/picomq/heavy-sinks/plugins/redshift/rsemu"
-	"github.com/picomq/heavy-sinks/shared/hostdriver"
+	"github.com/picomq/heavy-sinks/shared/hostclient"
 )
 
 // crashPoint is a place where the runtime dies during a batch: the
@@ -91,7 +91,7 @@ func TestCrashAtEachStepThenReplay(t *testing.T) {
 				time.Sleep(time.Millisecond)
 			}
 			w.host.Kill()
-			var ee *hostdriver.ExitError
+			var ee *hostclient.ExitError
 			if err := <-done; !errors.As(err, &ee) {
 				t.Fatalf("consume during the crash: %v, want the host's exit", err)
 			}

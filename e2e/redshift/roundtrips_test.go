@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/picomq/heavy-sinks/plugins/redshift/rsemu"
-	"github.com/picomq/heavy-sinks/shared/hostdriver"
+	"github.com/picomq/heavy-sinks/shared/hostclient"
 )
 
 // A chunk's load transaction is one multi-statement query: one SQL round
@@ -34,7 +34,7 @@ func TestOneRoundTripPerChunk(t *testing.T) {
 	w.emu.FailNext(`^INSERT`, 1, &rsemu.Error{Code: "XX000", Message: "Invalid digit, Value 'x'"})
 	b := batch("orders", 251, 10)
 	err := inst.Consume(b)
-	wantStatus(t, err, hostdriver.StatusRetry, "Redshift INSERT failed after 1 attempt: ERROR: Invalid digit, Value 'x' (SQLSTATE XX000)")
+	wantStatus(t, err, hostclient.StatusRetry, "Redshift INSERT failed after 1 attempt: ERROR: Invalid digit, Value 'x' (SQLSTATE XX000)")
 	if got, want := firstWords(w.emu), "BEGIN LOCK COPY INSERT ROLLBACK"; got != want {
 		t.Errorf("statements %s, want %s", got, want)
 	}

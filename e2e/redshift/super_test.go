@@ -9,7 +9,8 @@ import (
 	"testing"
 
 	"github.com/picomq/heavy-sinks/plugins/redshift/rsql"
-	"github.com/picomq/heavy-sinks/shared/hostdriver"
+	"github.com/picomq/heavy-sinks/shared/hostclient"
+	"github.com/picomq/heavy-sinks/shared/testenv/hosttest"
 )
 
 // sameJSON reports whether a and b are the same JSON value.
@@ -120,7 +121,7 @@ func TestSuperPayloads(t *testing.T) {
 	consume(t, other, batch("x", 0, 1))
 	super := w.open("sup_on_vb", w.config(map[string]any{"target_table": "supvb_{topic_segment[0]}", "payload_format": "super"}))
 	err := super.Consume(batch("x", 1, 1))
-	wantStatus(t, err, hostdriver.StatusRetry, "Schema mismatch detected", `column payload is varbyte(16777216), expected SUPER (payload_format = "super")`)
+	wantStatus(t, err, hostclient.StatusRetry, "Schema mismatch detected", `column payload is varbyte(16777216), expected SUPER (payload_format = "super")`)
 }
 
 func contains(list []string, s string) bool {
@@ -149,28 +150,28 @@ func TestSuperPreflight(t *testing.T) {
 	bad := []struct {
 		index   int
 		payload []byte
-		reason  hostdriver.RejectReason
+		reason  hostclient.RejectReason
 		msg     string
 	}{
-		{1, []byte(`{"order":1,`), hostdriver.RejectEncoding, `offset 201 cannot be loaded into Redshift: column payload is not a JSON value (payload_format = "super" loads the payload with Redshift's JSON_PARSE)`},
-		{2, []byte(`{"a":1,"a":2}`), hostdriver.RejectEncoding, `offset 202 cannot be loaded into Redshift: column payload has the attribute "a" twice in one object`},
-		{3, []byte(strings.Repeat("[", 1001) + strings.Repeat("]", 1001)), hostdriver.RejectValue, `offset 203 cannot be loaded into Redshift: column payload nests arrays and objects deeper than 1000 levels`},
-		{4, []byte(`{"s":"` + strings.Repeat("x", 65536) + `"}`), hostdriver.RejectSize, `offset 204 cannot be loaded into Redshift: column payload has a string value of 65536 bytes, over the 65535 bytes`},
-		{5, []byte{}, hostdriver.RejectEncoding, `offset 205 cannot be loaded into Redshift: column payload is empty, not a JSON value`},
-		{6, []byte("\"\xff\""), hostdriver.RejectEncoding, `offset 206 cannot be loaded into Redshift: column payload is not valid UTF-8`},
-		{7, huge, hostdriver.RejectSize, `offset 207 cannot be loaded into Redshift: column payload needs 1000001 bytes but holds at most 1000000`},
-		{8, []byte(`{"a":"x\u0000"}`), hostdriver.RejectEncoding, `offset 208 cannot be loaded into Redshift: column payload has a string holding \u0000 (NUL)`},
+		{1, []byte(`{"order":1,`), hostclient.RejectEncoding, `offset 201 cannot be loaded into Redshift: column payload is not a JSON value (payload_format = "super" loads the payload with Redshift's JSON_PARSE)`},
+		{2, []byte(`{"a":1,"a":2}`), hostclient.RejectEncoding, `offset 202 cannot be loaded into Redshift: column payload has the attribute "a" twice in one object`},
+		{3, []byte(strings.Repeat("[", 1001) + strings.Repeat("]", 1001)), hostclient.RejectValue, `offset 203 cannot be loaded into Redshift: column payload nests arrays and objects deeper than 1000 levels`},
+		{4, []byte(`{"s":"` + strings.Repeat("x", 65536) + `"}`), hostclient.RejectSize, `offset 204 cannot be loaded into Redshift: column payload has a string value of 65536 bytes, over the 65535 bytes`},
+		{5, []byte{}, hostclient.RejectEncoding, `offset 205 cannot be loaded into Redshift: column payload is empty, not a JSON value`},
+		{6, []byte("\"\xff\""), hostclient.RejectEncoding, `offset 206 cannot be loaded into Redshift: column payload is not valid UTF-8`},
+		{7, huge, hostclient.RejectSize, `offset 207 cannot be loaded into Redshift: column payload needs 1000001 bytes but holds at most 1000000`},
+		{8, []byte(`{"a":"x\u0000"}`), hostclient.RejectEncoding, `offset 208 cannot be loaded into Redshift: column payload has a string holding \u0000 (NUL)`},
 		// Found in review: encoding/json reads a lone surrogate as U+FFFD, so
 		// it passed the pre-flight and failed the INSERT on every delivery.
-		{10, []byte(`{"a":"x\ud800y"}`), hostdriver.RejectEncoding, `offset 210 cannot be loaded into Redshift: column payload has a string escaping half of a UTF-16 surrogate pair`},
-		{11, []byte(`{"n":1e400}`), hostdriver.RejectValue, `offset 211 cannot be loaded into Redshift: column payload has the number 1e400, beyond the range`},
+		{10, []byte(`{"a":"x\ud800y"}`), hostclient.RejectEncoding, `offset 210 cannot be loaded into Redshift: column payload has a string escaping half of a UTF-16 surrogate pair`},
+		{11, []byte(`{"n":1e400}`), hostclient.RejectValue, `offset 211 cannot be loaded into Redshift: column payload has the number 1e400, beyond the range`},
 	}
 	for _, c := range bad {
 		b := batch("mix", 200, 12)
 		b.Records[c.index].Payload = c.payload
 		w.emu.ResetStatements()
-		_, err := inst.ConsumeResult(b, hostdriver.Batch1_0())
-		wantStatus(t, err, hostdriver.StatusFatal, `record at topic "mix" `+c.msg)
+		_, err := inst.ConsumeResult(b, hosttest.Batch1_0())
+		wantStatus(t, err, hostclient.StatusFatal, `record at topic "mix" `+c.msg)
 		if got := w.emu.CountStatements(`(?i)^(begin|lock|copy|insert)`); got != 0 {
 			t.Errorf("1.0 host, bad record %d: a load ran: %s", c.index, firstWords(w.emu))
 		}

@@ -10,7 +10,7 @@ import (
 
 	"github.com/picomq/heavy-sinks/plugins/redshift/redshifttest"
 	"github.com/picomq/heavy-sinks/plugins/redshift/rsemu"
-	"github.com/picomq/heavy-sinks/shared/hostdriver"
+	"github.com/picomq/heavy-sinks/shared/hostclient"
 	"github.com/picomq/heavy-sinks/shared/testenv/testca"
 )
 
@@ -62,7 +62,7 @@ func TestTLS(t *testing.T) {
 		t.Helper()
 		before := emu.CountStatements(`.`)
 		se := w.openErr("tls_refused", w.config(map[string]any{"connection_string": dsn, "target_table": "tls_refused"}))
-		wantStatus(t, se, hostdriver.StatusBadConfig, contains...)
+		wantStatus(t, se, hostclient.StatusBadConfig, contains...)
 		texts = append(texts, se.Message)
 		if n := emu.CountStatements(`.`); n != before {
 			t.Errorf("a refused connection ran %d statements", n-before)
@@ -166,7 +166,7 @@ func TestTLS(t *testing.T) {
 		rotating.DropOn(`(?i)^BEGIN`, 1) // the pool's open connection goes away
 		err := inst.Consume(batch("orders", 0, 3))
 		// The drop is retried; the certificate is not: it would fail the same.
-		se := wantStatus(t, err, hostdriver.StatusRetry, "Redshift connection failed after 2 attempts: ",
+		se := wantStatus(t, err, hostclient.StatusRetry, "Redshift connection failed after 2 attempts: ",
 			"x509: certificate signed by unknown authority",
 			"point sslrootcert at the Amazon Redshift CA bundle")
 		texts = append(texts, se.Message)
@@ -180,7 +180,7 @@ func TestTLS(t *testing.T) {
 	t.Run("sslrootcert that does not exist", func(t *testing.T) {
 		missing := filepath.Join(t.TempDir(), "redshift-ca-bundle.crt")
 		se := w.openErr("tls_missing", w.config(map[string]any{"connection_string": w.sslDSN(good, "verify-full", missing)}))
-		wantStatus(t, se, hostdriver.StatusBadConfig, "connection_string: ", "unable to read CA file", missing, "no such file or directory")
+		wantStatus(t, se, hostclient.StatusBadConfig, "connection_string: ", "unable to read CA file", missing, "no such file or directory")
 		texts = append(texts, se.Message)
 	})
 

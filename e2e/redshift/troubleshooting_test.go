@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/picomq/heavy-sinks/plugins/redshift/redshifttest"
-	"github.com/picomq/heavy-sinks/shared/hostdriver"
+	"github.com/picomq/heavy-sinks/shared/hostclient"
 )
 
 // Each test here reproduces one row of the spec's troubleshooting table
@@ -27,12 +27,12 @@ func TestConnectionStringFromTheEnvironment(t *testing.T) {
 	u.User = url.UserPassword(u.User.Username(), "wrong-pw-0451xyz")
 	wrongPassword := u.String()
 	c := startConnector(t,
-		hostdriver.Env("PICOMQ_CONNECTORS_SINK_ORDERS_RS_PLUGIN_CONFIG_CONNECTION_STRING="+wrongPassword,
+		hostclient.Env("PICOMQ_CONNECTORS_SINK_ORDERS_RS_PLUGIN_CONFIG_CONNECTION_STRING="+wrongPassword,
 			"PICOMQ_CONNECTORS_SINK_FROM_ENV_PLUGIN_CONFIG_CONNECTION_STRING="+w.emu.DSN(w.db.Name)))
 
 	// The file's value is a placeholder; the environment's wins.
 	se := c.openErr("orders_rs", w.config(map[string]any{"connection_string": "postgres://placeholder@nowhere/x"}))
-	if se.Code != hostdriver.StatusBadConfig || !strings.HasPrefix(se.Message, "Failed to connect to Redshift: connection_string: ") ||
+	if se.Code != hostclient.StatusBadConfig || !strings.HasPrefix(se.Message, "Failed to connect to Redshift: connection_string: ") ||
 		!strings.Contains(se.Message, "password authentication failed") || !strings.Contains(se.Message, "SQLSTATE 28P01") {
 		t.Errorf("wrong password: %v", se)
 	}
@@ -66,7 +66,7 @@ func TestPasswordChangedAfterOpen(t *testing.T) {
 	// statement, so the load has to log in again.
 	drops := w.emu.DropOn(`(?i)^begin`, -1)
 	err := inst.Consume(batch("orders", 3, 3))
-	se := wantStatus(t, err, hostdriver.StatusRetry, "Redshift connection failed", "password authentication failed",
+	se := wantStatus(t, err, hostclient.StatusRetry, "Redshift connection failed", "password authentication failed",
 		"SQLSTATE 28P01", "Redshift refused the user or password of connection_string")
 	redshifttest.NoSecret(t, []string{se.Message}, rotated)
 	if n := w.count("rotation"); n != 3 {
@@ -95,7 +95,7 @@ func TestOnlyOneStaticKey(t *testing.T) {
 		{"aws_secret_access_key": ""},
 	} {
 		se := w.openErr("one_key", w.config(keys))
-		if se.Code != hostdriver.StatusBadConfig || se.Message != msg {
+		if se.Code != hostclient.StatusBadConfig || se.Message != msg {
 			t.Errorf("%v: got %v, want BAD_CONFIG %q", keys, se, msg)
 		}
 		redshifttest.NoSecret(t, []string{se.Message, logText(w.host.Logs())}, "s3cr3t-only-this-one", w.svc.S3SecretKey)
@@ -115,7 +115,7 @@ func TestRedshiftCopyFailed(t *testing.T) {
 		inst := w.open("copy_failed", w.config(map[string]any{"target_table": "cf", "aws_iam_role": role, "max_retries": 3}))
 		w.emu.ResetStatements()
 		err := inst.Consume(batch("orders", 0, 5))
-		wantStatus(t, err, hostdriver.StatusRetry, "Redshift COPY failed after 1 attempt: ERROR: ", "(SQLSTATE XX000)", role)
+		wantStatus(t, err, hostclient.StatusRetry, "Redshift COPY failed after 1 attempt: ERROR: ", "(SQLSTATE XX000)", role)
 		if n := w.emu.CountStatements(`^COPY`); n != 1 {
 			t.Errorf("%s: COPY sent %d times", role, n)
 		}
@@ -123,6 +123,6 @@ func TestRedshiftCopyFailed(t *testing.T) {
 	}
 	// The cluster's own message for a role that is not attached.
 	inst := w.open("copy_failed_msg", w.config(map[string]any{"target_table": "cf", "aws_iam_role": "arn:aws:iam::123456789012:role/NotAttached"}))
-	wantStatus(t, inst.Consume(batch("orders", 0, 5)), hostdriver.StatusRetry,
+	wantStatus(t, inst.Consume(batch("orders", 0, 5)), hostclient.StatusRetry,
 		"Redshift COPY failed after 1 attempt: ERROR: Not authorized to get credentials of role arn:aws:iam::123456789012:role/NotAttached (SQLSTATE XX000)")
 }

@@ -12,4 +12,7 @@
 //     cache, each building amd64 and arm64; the tarballs must be the same bytes,
 //     and each gets the checks above. arm64 runs under qemu-aarch64-static when
 //     it is installed.
+//   - TestShipsNoTestCode (make test): no Go program in a release links package
+//     testing or a test helper package (shared/testenv/..., *test), by
+//     go list -deps.
 package release

@@ -23,8 +23,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/picomq/heavy-sinks/shared/hostdriver"
+	"github.com/picomq/heavy-sinks/shared/hostclient"
 	"github.com/picomq/heavy-sinks/shared/testenv"
+	"github.com/picomq/heavy-sinks/shared/testenv/hosttest"
 	"github.com/picomq/heavy-sinks/shared/testenv/pyenv"
 )
 
@@ -458,8 +459,8 @@ func run(t *testing.T, files map[string][]byte, arch string) {
 		t.Errorf("picomq-connect --check: %v\n%s", err, out)
 	}
 
-	h := hostdriver.StartTest(t, filepath.Join(dir, "picomq-host"), hostdriver.Wrapper(wrapper...))
-	libs := map[string]*hostdriver.Lib{}
+	h := hosttest.StartTest(t, filepath.Join(dir, "picomq-host"), hosttest.Wrapper(wrapper...))
+	libs := map[string]*hostclient.Lib{}
 	for _, name := range []string{"delta", "redshift"} {
 		lib, err := h.Load(filepath.Join(dir, "libpicomq_connector_"+name+"_sink.so"))
 		if err != nil {
@@ -491,7 +492,7 @@ write_deltalake(sys.argv[1], pa.Table.from_pylist([], schema=pa.schema([("id", p
 	if err != nil {
 		t.Fatal(err)
 	}
-	batch := hostdriver.Batch{Attempt: 1, Topic: "orders.eu", Schema: "json", Records: []hostdriver.Record{
+	batch := hostclient.Batch{Attempt: 1, Topic: "orders.eu", Schema: "json", Records: []hostclient.Record{
 		{Offset: 0, TimestampMs: 1767225600000, Payload: []byte(`{"id":1,"customer":"ann"}`)},
 		{Offset: 1, TimestampMs: 1767225600001, Payload: []byte(`{"id":2,"customer":"bob"}`)},
 	}}

@@ -5,12 +5,14 @@ import (
 	"runtime"
 	"runtime/debug"
 	"strconv"
+
+	"github.com/picomq/heavy-sinks/shared/abi"
 )
 
 // ABI version implemented by this SDK (picomq_sink.h).
 const (
-	ABIMajor = 1
-	ABIMinor = 2
+	ABIMajor = abi.Major
+	ABIMinor = abi.Minor
 )
 
 // Version is the plugin version, stamped at build time with

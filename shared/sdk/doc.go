@@ -10,6 +10,7 @@
 //
 //   - sink.go      the Sink interface, Plugin registration and the per-instance Host
 //   - errors.go    the error taxonomy and the one function mapping errors to ABI results
+//     (the result codes, reject reasons and ABI version are shared/abi's)
 //   - config.go    config declared once in struct tags: decoding, env overrides,
 //     defaults, secrets, and the schema describe() prints; CheckConfig runs
 //     the same checks on describe()'s list, for a host checking a definition

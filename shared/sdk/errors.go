@@ -3,38 +3,22 @@ package sdk
 import (
 	"errors"
 	"fmt"
+
+	"github.com/picomq/heavy-sinks/shared/abi"
 )
 
-// Status is an ABI result code. The values are those of picomq_sink.h.
-type Status int32
+// Status is an ABI result code, abi.Status.
+type Status = abi.Status
 
 // Result codes, as in picomq_sink.h.
 const (
-	StatusOK             Status = 0
-	StatusRetry          Status = 1
-	StatusFatal          Status = 2
-	StatusBadConfig      Status = 3
-	StatusABIMismatch    Status = 4
-	StatusBufferTooSmall Status = 5
+	StatusOK             = abi.StatusOK
+	StatusRetry          = abi.StatusRetry
+	StatusFatal          = abi.StatusFatal
+	StatusBadConfig      = abi.StatusBadConfig
+	StatusABIMismatch    = abi.StatusABIMismatch
+	StatusBufferTooSmall = abi.StatusBufferTooSmall
 )
-
-func (s Status) String() string {
-	switch s {
-	case StatusOK:
-		return "OK"
-	case StatusRetry:
-		return "RETRY"
-	case StatusFatal:
-		return "FATAL"
-	case StatusBadConfig:
-		return "BAD_CONFIG"
-	case StatusABIMismatch:
-		return "ABI_MISMATCH"
-	case StatusBufferTooSmall:
-		return "BUFFER_TOO_SMALL"
-	}
-	return fmt.Sprintf("Status(%d)", int32(s))
-}
 
 // Error carries the ABI result a failure should produce.
 type Error struct {

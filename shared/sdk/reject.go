@@ -3,36 +3,19 @@ package sdk
 import (
 	"fmt"
 	"sort"
+
+	"github.com/picomq/heavy-sinks/shared/abi"
 )
 
-// RejectReason classifies a rejected record (ABI 1.1). The values are the
-// header's PICOMQ_REJECT_*.
-type RejectReason int32
+// RejectReason classifies a rejected record (ABI 1.1), abi.RejectReason.
+type RejectReason = abi.RejectReason
 
-// Reasons a record can be rejected for.
+// Reasons a record can be rejected for; abi documents each.
 const (
-	// RejectValue: a value the destination cannot represent (a type the
-	// column cannot take, out of range, a decimal that would need rounding,
-	// null or absence in a non-nullable field).
-	RejectValue RejectReason = 1
-	// RejectSize: a value longer than the destination holds.
-	RejectSize RejectReason = 2
-	// RejectEncoding: a payload that is not what the schema says (not JSON,
-	// not a JSON object, not valid UTF-8).
-	RejectEncoding RejectReason = 3
+	RejectValue    = abi.RejectValue
+	RejectSize     = abi.RejectSize
+	RejectEncoding = abi.RejectEncoding
 )
-
-func (r RejectReason) String() string {
-	switch r {
-	case RejectValue:
-		return "value"
-	case RejectSize:
-		return "size"
-	case RejectEncoding:
-		return "encoding"
-	}
-	return fmt.Sprintf("RejectReason(%d)", int32(r))
-}
 
 // Rejection is one record of a batch the sink will never write.
 type Rejection struct {

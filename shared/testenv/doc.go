@@ -2,8 +2,9 @@
 // repository root, the libraries buildscripts/build.sh built, and the Delta
 // conformance tables. Its sub-packages start the rest: services (PostgreSQL,
 // MinIO, Azurite, fake-gcs-server from buildscripts/services.sh), pyenv
-// (the Python virtualenv with delta-rs and pyarrow) and testca (a CA and
-// server certificates made in the test, for TLS tests).
+// (the Python virtualenv with delta-rs and pyarrow), testca (a CA and
+// server certificates made in the test, for TLS tests) and hosttest (the C
+// host built from source, with the options that test its contract checks).
 //
 // These are test-only helpers, for unit tests under plugins/ and shared/,
 // for the suites under e2e/ and for the developer programs under cmd/

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/picomq/heavy-sinks/shared/hostdriver"
+	"github.com/picomq/heavy-sinks/shared/hostclient"
 	"github.com/picomq/heavy-sinks/shared/testenv/sinkdriver"
 )
 
@@ -60,7 +60,7 @@ func ConfigValidationMessages(t *testing.T, d sinkdriver.Driver, _ *Env) {
 			}
 		}
 		se := openErr(t, rt, "validation", cfg)
-		if se.Code != hostdriver.StatusBadConfig || !strings.HasPrefix(se.Message, tc.want) {
+		if se.Code != hostclient.StatusBadConfig || !strings.HasPrefix(se.Message, tc.want) {
 			t.Errorf("%v: got %v, want BAD_CONFIG %s", tc.change, se, tc.want)
 		}
 		if strings.Contains(se.Message, password) || strings.Contains(se.Message, secretKey) {
@@ -211,7 +211,7 @@ func UnreachableEndpointIsRetry(t *testing.T, d sinkdriver.Driver, _ *Env) {
 		rt := d.Start(t, password)
 		se := openErr(t, rt, "unreachable", offlineConfig(t, password, map[string]any{
 			"payload_format": tc.format, "s3_prefix": "", "retry_delay": "whenever"})) // s3_prefix is required, but may be empty
-		if se.Code != hostdriver.StatusRetry || !strings.HasPrefix(se.Message, "Failed to connect to Redshift: ") {
+		if se.Code != hostclient.StatusRetry || !strings.HasPrefix(se.Message, "Failed to connect to Redshift: ") {
 			t.Errorf("%s: got %v, want RETRY Failed to connect to Redshift: ...", tc.format, se)
 		}
 		if strings.Contains(se.Message, password) {
@@ -240,7 +240,7 @@ func RefusedPasswordIsBadConfig(t *testing.T, d sinkdriver.Driver, e *Env) {
 	u.User = url.UserPassword(u.User.Username(), wrong)
 	rt := d.Start(t, append(e.Secrets(), wrong)...)
 	se := openErr(t, rt, "refused", e.Config(map[string]any{"connection_string": u.String()}))
-	if se.Code != hostdriver.StatusBadConfig || !strings.HasPrefix(se.Message, "Failed to connect to Redshift: connection_string: ") ||
+	if se.Code != hostclient.StatusBadConfig || !strings.HasPrefix(se.Message, "Failed to connect to Redshift: connection_string: ") ||
 		!strings.Contains(se.Message, "password authentication failed") || !strings.Contains(se.Message, "SQLSTATE 28P01") {
 		t.Errorf("wrong password: %v", se)
 	}
@@ -261,7 +261,7 @@ func UnknownDatabaseIsBadConfig(t *testing.T, d sinkdriver.Driver, e *Env) {
 	}
 	u.Path = "/picomq_no_such_database"
 	se := openErr(t, d.Start(t, e.Secrets()...), "nodb", e.Config(map[string]any{"connection_string": u.String()}))
-	if se.Code != hostdriver.StatusBadConfig || !strings.HasPrefix(se.Message, "Failed to connect to Redshift: connection_string: ") ||
+	if se.Code != hostclient.StatusBadConfig || !strings.HasPrefix(se.Message, "Failed to connect to Redshift: connection_string: ") ||
 		!strings.Contains(se.Message, "SQLSTATE 3D000") || !strings.Contains(se.Message, "picomq_no_such_database") {
 		t.Errorf("unknown database: %v", se)
 	}

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/picomq/heavy-sinks/plugins/redshift/rsemu"
-	"github.com/picomq/heavy-sinks/shared/hostdriver"
+	"github.com/picomq/heavy-sinks/shared/hostclient"
 	"github.com/picomq/heavy-sinks/shared/testenv/sinkdriver"
 )
 
@@ -41,7 +41,7 @@ func PermanentFaultsFailAtOnceWithNothingVisible(t *testing.T, d sinkdriver.Driv
 			emu.ResetStatements()
 			emu.FailNext(`^`+tc.stmt, 1, tc.err)
 			err := inst.Consume(Batch(tc.topic, 0, 30))
-			WantStatus(t, err, hostdriver.StatusRetry, tc.want)
+			WantStatus(t, err, hostclient.StatusRetry, tc.want)
 			if n := emu.CountStatements(`(?i)^begin`); n != 1 {
 				t.Errorf("%s: %d transactions, want 1: a permanent error is not retried", tc.topic, n)
 			}
@@ -92,7 +92,7 @@ func PermanentFaultsFailAtOnceWithNothingVisible(t *testing.T, d sinkdriver.Driv
 			if !strings.HasPrefix(se.Message, tt.want) {
 				t.Fatalf("got  %v\nwant %s", se.Message, tt.want)
 			}
-			if se.Code != hostdriver.StatusRetry {
+			if se.Code != hostclient.StatusRetry {
 				t.Fatalf("status %v", se.Code)
 			}
 			if n := e.Emu.CountStatements(`(?i)^begin`); n != 1 {
@@ -221,7 +221,7 @@ func TransientFaultsAreRetriedWithLinearBackoff(t *testing.T, d sinkdriver.Drive
 		e.Emu.ResetStatements()
 		e.Emu.FailNext(`^COPY`, 3, rsemu.SerializableViolation(100169))
 		err := inst.Consume(Batch("exhausted", 0, 20))
-		WantStatus(t, err, hostdriver.StatusRetry,
+		WantStatus(t, err, hostclient.StatusRetry,
 			"Redshift COPY failed after 3 attempts: ERROR: 1023 (SQLSTATE XX000); detail: Serializable isolation violation on table - 100169")
 		if n := e.Emu.CountStatements(`^COPY`); n != 3 {
 			t.Errorf("COPY sent %d times, want 3", n)
@@ -304,7 +304,7 @@ func TransientFaultsAreRetriedWithLinearBackoff(t *testing.T, d sinkdriver.Drive
 		if !strings.HasPrefix(se.Message, want) {
 			t.Fatalf("got  %v\nwant %s...", se.Message, want)
 		}
-		if se.Code != hostdriver.StatusRetry {
+		if se.Code != hostclient.StatusRetry {
 			t.Fatalf("status %v", se.Code)
 		}
 		if n := e.Emu.CountStatements(`^COPY`); n != 3 {
@@ -349,7 +349,7 @@ func CloseDuringALoadSaysWhatMayHaveCommitted(t *testing.T, d sinkdriver.Driver,
 		case <-time.After(time.Minute):
 			t.Fatal("consume did not return after close")
 		}
-		se := WantStatus(t, err, hostdriver.StatusRetry, "consume cancelled by close",
+		se := WantStatus(t, err, hostclient.StatusRetry, "consume cancelled by close",
 			"chunk 2 of 3 may have committed", `its load transaction into "cancelled" was sent`, "1 of the 3 chunks committed before it and stays",
 			"the replay skips the ids already in the table")
 		if strings.Contains(se.Message, " failed after ") {
@@ -369,7 +369,7 @@ func CloseDuringALoadSaysWhatMayHaveCommitted(t *testing.T, d sinkdriver.Driver,
 		lost := e.Start(d).Open("lost", e.Config(map[string]any{"target_table": "lost", "max_retries": 1}))
 		drop := emu.DropAfter(`(?i)^COMMIT`, 1)
 		err := lost.Consume(Batch("orders", 0, 5))
-		se := WantStatus(t, err, hostdriver.StatusRetry, `Redshift chunk 1 of 1 may have committed: its load transaction into "lost" was sent and`,
+		se := WantStatus(t, err, hostclient.StatusRetry, `Redshift chunk 1 of 1 may have committed: its load transaction into "lost" was sent and`,
 			"no chunk committed before it", "the replay skips the ids already in the table")
 		if drop.Hits() != 1 || strings.Contains(se.Message, " failed after ") {
 			t.Errorf("drop fired %d times; message %s", drop.Hits(), se.Message)

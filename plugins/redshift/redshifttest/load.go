@@ -14,7 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/picomq/heavy-sinks/plugins/redshift/rsemu"
-	"github.com/picomq/heavy-sinks/shared/hostdriver"
+	"github.com/picomq/heavy-sinks/shared/hostclient"
 	"github.com/picomq/heavy-sinks/shared/testenv/sinkdriver"
 )
 
@@ -472,5 +472,5 @@ func PayloadsAreStoredAsGiven(t *testing.T, d sinkdriver.Driver, e *Env) {
 	if got := e.Rows(e.Table("asis_binary")); len(got) != 2 || !bytes.Equal(got[1]["payload"].([]byte), []byte{0xff, 0x00, 0xfe}) {
 		t.Errorf("binary payload: %v", got)
 	}
-	WantStatus(t, text.Consume(bin), hostdriver.StatusFatal, `record at topic "binary" offset 1 cannot be loaded into Redshift: column payload is not valid UTF-8`)
+	WantStatus(t, text.Consume(bin), hostclient.StatusFatal, `record at topic "binary" offset 1 cannot be loaded into Redshift: column payload is not valid UTF-8`)
 }

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/picomq/heavy-sinks/shared/hostdriver"
+	"github.com/picomq/heavy-sinks/shared/hostclient"
 	"github.com/picomq/heavy-sinks/shared/testenv/sinkdriver"
 )
 
@@ -60,7 +60,7 @@ func PreflightLimitsAreFatal(t *testing.T, d sinkdriver.Driver, e *Env) {
 			}
 			before := sinkdriver.SinkMetrics(t, tc.inst)["files_uploaded"]
 			err := tc.inst.Consume(tc.b())
-			WantStatus(t, err, hostdriver.StatusFatal, tc.want)
+			WantStatus(t, err, hostclient.StatusFatal, tc.want)
 			if e.Emu != nil { // the statement log is the emulator's
 				if got := e.Emu.CountStatements(`(?i)^(begin|lock|copy|insert)`); got != 0 {
 					t.Errorf("%s: a load ran: %s", tc.name, FirstWords(e.Emu))
@@ -120,7 +120,7 @@ func PreflightLimitsAreFatal(t *testing.T, d sinkdriver.Driver, e *Env) {
 			if !strings.Contains(se.Message, tt.want) {
 				t.Fatalf("got  %v\nwant %s", se.Message, tt.want)
 			}
-			if se.Code != hostdriver.StatusFatal {
+			if se.Code != hostclient.StatusFatal {
 				t.Fatalf("status %v, want FATAL", se.Code)
 			}
 			if e.Emu != nil { // the statement log is the emulator's
@@ -151,7 +151,7 @@ func PreflightLimitsAreFatal(t *testing.T, d sinkdriver.Driver, e *Env) {
 		inst := rt.Open("narrow", e.Config(map[string]any{"target_table": narrow}))
 		consume(t, inst, Batch("short", 0, 2))
 		se := asStatus(t, inst.Consume(Batch("longer.topic", 0, 2)))
-		if se.Code != hostdriver.StatusFatal || !strings.Contains(se.Message, "column pico_topic needs 12 bytes but holds at most 8") {
+		if se.Code != hostclient.StatusFatal || !strings.Contains(se.Message, "column pico_topic needs 12 bytes but holds at most 8") {
 			t.Fatalf("%v", se)
 		}
 	})

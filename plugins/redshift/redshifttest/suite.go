@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/picomq/heavy-sinks/shared/hostdriver"
+	"github.com/picomq/heavy-sinks/shared/hostclient"
 	"github.com/picomq/heavy-sinks/shared/testenv/sinkdriver"
 )
 
@@ -62,7 +62,7 @@ func Run(t *testing.T, d sinkdriver.Driver) {
 }
 
 // StatusError is a call's status from the plugin, in either driver.
-type StatusError = hostdriver.StatusError
+type StatusError = hostclient.StatusError
 
 func asStatus(t *testing.T, err error) *StatusError {
 	t.Helper()
@@ -75,7 +75,7 @@ func asStatus(t *testing.T, err error) *StatusError {
 
 // WantStatus checks err is a status from the plugin with code and a message
 // containing each of contains.
-func WantStatus(t *testing.T, err error, code hostdriver.Status, contains ...string) *StatusError {
+func WantStatus(t *testing.T, err error, code hostclient.Status, contains ...string) *StatusError {
 	t.Helper()
 	var se *StatusError
 	if !errors.As(err, &se) || se.Code != code {

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/picomq/heavy-sinks/shared/hostdriver"
+	"github.com/picomq/heavy-sinks/shared/hostclient"
 	"github.com/picomq/heavy-sinks/shared/testenv/sinkdriver"
 )
 
@@ -28,11 +28,11 @@ func SchemaMismatch(t *testing.T, d sinkdriver.Driver, e *Env) {
 
 	// A static table is checked by open().
 	se := rt.OpenErr("mismatch_static", e.Config(map[string]any{"target_table": mm}))
-	if se.Code != hostdriver.StatusBadConfig || !strings.HasPrefix(se.Message, `Schema mismatch detected in table "`+mm+`": column pico_key is missing (include_key = true)`) {
+	if se.Code != hostclient.StatusBadConfig || !strings.HasPrefix(se.Message, `Schema mismatch detected in table "`+mm+`": column pico_key is missing (include_key = true)`) {
 		t.Errorf("static: %v", se)
 	}
 	se = rt.OpenErr("mismatch_meta", e.Config(map[string]any{"target_table": mm, "include_metadata": false, "include_key": false}))
-	if se.Code != hostdriver.StatusBadConfig || !strings.HasPrefix(se.Message, `Schema mismatch detected in table "`+mm+`": `) ||
+	if se.Code != hostclient.StatusBadConfig || !strings.HasPrefix(se.Message, `Schema mismatch detected in table "`+mm+`": `) ||
 		!strings.Contains(se.Message, "pico_offset") {
 		t.Errorf("include_metadata = false on a table with metadata: %v", se)
 	}
@@ -45,7 +45,7 @@ func SchemaMismatch(t *testing.T, d sinkdriver.Driver, e *Env) {
 	for attempt := uint32(1); attempt <= 2; attempt++ {
 		b := Batch("mm", 0, 3)
 		b.Attempt = attempt
-		WantStatus(t, tmpl.Consume(b), hostdriver.StatusRetry, wantTmpl...)
+		WantStatus(t, tmpl.Consume(b), hostclient.StatusRetry, wantTmpl...)
 	}
 	if e.Emu != nil { // the statement log is the emulator's
 		if n := e.Emu.CountStatements(`(?i)^(copy|insert|alter)`); n != 1 { // the test's own INSERT only
@@ -64,7 +64,7 @@ func SchemaMismatch(t *testing.T, d sinkdriver.Driver, e *Env) {
 	if !strings.HasPrefix(se.Message, wantTmpl[0]) || !strings.Contains(se.Message, wantTmpl[1]) {
 		t.Fatalf("%v", se)
 	}
-	if se.Code != hostdriver.StatusRetry {
+	if se.Code != hostclient.StatusRetry {
 		t.Fatalf("status %v", se.Code)
 	}
 
@@ -94,7 +94,7 @@ func SchemaQualifiedTarget(t *testing.T, d sinkdriver.Driver, e *Env) {
 	for _, target := range []string{"analytics.orders", "analytics.orders_{topic}", "analytics.orders_{topic_segment[-1]}"} {
 		se := rt.OpenErr("qualified", e.Config(map[string]any{"target_table": target}))
 		want := "Table '" + target + "' was not found or has no visible columns"
-		if se.Code != hostdriver.StatusBadConfig || !strings.HasPrefix(se.Message, want) || !strings.Contains(se.Message, "search_path") {
+		if se.Code != hostclient.StatusBadConfig || !strings.HasPrefix(se.Message, want) || !strings.Contains(se.Message, "search_path") {
 			t.Errorf("got %v\nwant BAD_CONFIG %s ... search_path ...", se, want)
 		}
 	}

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/picomq/heavy-sinks/shared/hostdriver"
+	"github.com/picomq/heavy-sinks/shared/hostclient"
 	"github.com/picomq/heavy-sinks/shared/testenv/sinkdriver"
 )
 
@@ -35,7 +35,7 @@ func S3UploadFailed(t *testing.T, d sinkdriver.Driver, e *Env) {
 			inst := rt.Open("upload", cfg)
 			e.Emu.ResetStatements()
 			err := inst.Consume(Batch("orders", 0, 5))
-			se := WantStatus(t, err, hostdriver.StatusRetry, tc.want)
+			se := WantStatus(t, err, hostclient.StatusRetry, tc.want)
 			if n := e.Emu.CountStatements(`.`); n != 0 {
 				t.Errorf("%s: SQL after the failed upload: %s", tc.name, FirstWords(e.Emu))
 			}
@@ -79,7 +79,7 @@ func S3UploadFailed(t *testing.T, d sinkdriver.Driver, e *Env) {
 			if !strings.HasPrefix(se.Message, tt.want) {
 				t.Fatalf("got  %v\nwant %s", se.Message, tt.want)
 			}
-			if se.Code != hostdriver.StatusRetry {
+			if se.Code != hostclient.StatusRetry {
 				t.Fatalf("status %v", se.Code)
 			}
 			if n := e.Emu.CountStatements(`(?i)^(copy|begin)`); n != 0 {

@@ -18,6 +18,7 @@ import (
 	"unicode/utf8"
 	"unsafe"
 
+	"github.com/picomq/heavy-sinks/shared/abi"
 	"github.com/picomq/heavy-sinks/shared/sdk"
 )
 
@@ -142,31 +143,32 @@ func syncGoEnv(env []string) {
 	}
 }
 
-// The SDK's status values are the header's: a mismatch fails the build
-// (a constant index out of range of a one-element array).
+// The ABI numbers the SDK and the host client share (shared/abi) are the
+// header's: a mismatch fails the build (a constant index out of range of a
+// one-element array).
 var _ = func() (x [1]struct{}) {
-	_ = x[C.PICOMQ_OK-sdk.StatusOK]
-	_ = x[sdk.StatusOK-C.PICOMQ_OK]
-	_ = x[C.PICOMQ_RETRY-sdk.StatusRetry]
-	_ = x[sdk.StatusRetry-C.PICOMQ_RETRY]
-	_ = x[C.PICOMQ_FATAL-sdk.StatusFatal]
-	_ = x[sdk.StatusFatal-C.PICOMQ_FATAL]
-	_ = x[C.PICOMQ_BAD_CONFIG-sdk.StatusBadConfig]
-	_ = x[sdk.StatusBadConfig-C.PICOMQ_BAD_CONFIG]
-	_ = x[C.PICOMQ_ABI_MISMATCH-sdk.StatusABIMismatch]
-	_ = x[sdk.StatusABIMismatch-C.PICOMQ_ABI_MISMATCH]
-	_ = x[C.PICOMQ_BUFFER_TOO_SMALL-sdk.StatusBufferTooSmall]
-	_ = x[sdk.StatusBufferTooSmall-C.PICOMQ_BUFFER_TOO_SMALL]
-	_ = x[C.PICOMQ_SINK_ABI_MAJOR-sdk.ABIMajor]
-	_ = x[sdk.ABIMajor-C.PICOMQ_SINK_ABI_MAJOR]
-	_ = x[C.PICOMQ_SINK_ABI_MINOR-sdk.ABIMinor]
-	_ = x[sdk.ABIMinor-C.PICOMQ_SINK_ABI_MINOR]
-	_ = x[C.PICOMQ_REJECT_VALUE-sdk.RejectValue]
-	_ = x[sdk.RejectValue-C.PICOMQ_REJECT_VALUE]
-	_ = x[C.PICOMQ_REJECT_SIZE-sdk.RejectSize]
-	_ = x[sdk.RejectSize-C.PICOMQ_REJECT_SIZE]
-	_ = x[C.PICOMQ_REJECT_ENCODING-sdk.RejectEncoding]
-	_ = x[sdk.RejectEncoding-C.PICOMQ_REJECT_ENCODING]
+	_ = x[C.PICOMQ_OK-abi.StatusOK]
+	_ = x[abi.StatusOK-C.PICOMQ_OK]
+	_ = x[C.PICOMQ_RETRY-abi.StatusRetry]
+	_ = x[abi.StatusRetry-C.PICOMQ_RETRY]
+	_ = x[C.PICOMQ_FATAL-abi.StatusFatal]
+	_ = x[abi.StatusFatal-C.PICOMQ_FATAL]
+	_ = x[C.PICOMQ_BAD_CONFIG-abi.StatusBadConfig]
+	_ = x[abi.StatusBadConfig-C.PICOMQ_BAD_CONFIG]
+	_ = x[C.PICOMQ_ABI_MISMATCH-abi.StatusABIMismatch]
+	_ = x[abi.StatusABIMismatch-C.PICOMQ_ABI_MISMATCH]
+	_ = x[C.PICOMQ_BUFFER_TOO_SMALL-abi.StatusBufferTooSmall]
+	_ = x[abi.StatusBufferTooSmall-C.PICOMQ_BUFFER_TOO_SMALL]
+	_ = x[C.PICOMQ_SINK_ABI_MAJOR-abi.Major]
+	_ = x[abi.Major-C.PICOMQ_SINK_ABI_MAJOR]
+	_ = x[C.PICOMQ_SINK_ABI_MINOR-abi.Minor]
+	_ = x[abi.Minor-C.PICOMQ_SINK_ABI_MINOR]
+	_ = x[C.PICOMQ_REJECT_VALUE-abi.RejectValue]
+	_ = x[abi.RejectValue-C.PICOMQ_REJECT_VALUE]
+	_ = x[C.PICOMQ_REJECT_SIZE-abi.RejectSize]
+	_ = x[abi.RejectSize-C.PICOMQ_REJECT_SIZE]
+	_ = x[C.PICOMQ_REJECT_ENCODING-abi.RejectEncoding]
+	_ = x[abi.RejectEncoding-C.PICOMQ_REJECT_ENCODING]
 	return
 }
 

@@ -3,26 +3,27 @@ package sinkdriver
 import (
 	"testing"
 
-	"github.com/picomq/heavy-sinks/shared/hostdriver"
+	"github.com/picomq/heavy-sinks/shared/hostclient"
+	"github.com/picomq/heavy-sinks/shared/testenv/hosttest"
 )
 
 // CHost runs the library at the path library returns (for instance
-// testenv.Library) in shared/hostdriver's C host, one host process per
+// testenv.Library) in the C host (shared/hostclient), one host process per
 // Runtime. opts configure each host.
-func CHost(library func(testing.TB) string, opts ...hostdriver.Option) Driver {
+func CHost(library func(testing.TB) string, opts ...hostclient.Option) Driver {
 	return cHost{library: library, opts: opts}
 }
 
 type cHost struct {
 	library func(testing.TB) string
-	opts    []hostdriver.Option
+	opts    []hostclient.Option
 }
 
 func (cHost) Name() string { return "c-host" }
 
 func (d cHost) Start(t *testing.T, secrets ...string) Runtime {
 	t.Helper()
-	h := hostdriver.StartTest(t, hostdriver.BuildHost(t), d.opts...)
+	h := hosttest.StartTest(t, hosttest.BuildHost(t), d.opts...)
 	lib, err := h.Load(d.library(t))
 	if err != nil {
 		t.Fatal(err)
@@ -42,8 +43,8 @@ func (d cHost) Start(t *testing.T, secrets ...string) Runtime {
 }
 
 type cHostRuntime struct {
-	host *hostdriver.Host
-	lib  *hostdriver.Lib
+	host *hostclient.Host
+	lib  *hostclient.Lib
 }
 
 func (rt *cHostRuntime) Describe() (string, error) { return rt.lib.Describe() }
@@ -64,7 +65,7 @@ func (rt *cHostRuntime) Open(def Definition) (Instance, error) {
 	return cHostInstance{inst}, nil
 }
 
-type cHostInstance struct{ *hostdriver.Instance }
+type cHostInstance struct{ *hostclient.Instance }
 
 func (i cHostInstance) Consume(b Batch) error    { return i.Instance.Consume(b) }
 func (i cHostInstance) Metrics() (string, error) { return i.Instance.Metrics() }

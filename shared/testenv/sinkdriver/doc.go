@@ -6,11 +6,11 @@
 //   - InProcess opens instances through the SDK's Go API (sdk.Open,
 //     sdk.Consume, ...), the calls the C shim makes. The test binary must have
 //     registered the plugin (sdk.Register in an init).
-//   - CHost starts shared/hostdriver's C host process per Runtime and loads
+//   - CHost starts the C host (shared/hostclient) process per Runtime and loads
 //     the built library into it.
 //
 // A Runtime is one connector process: a test that wants "a restart" starts
-// another one. Errors with a plugin status are *hostdriver.StatusError in
+// another one. Errors with a plugin status are *hostclient.StatusError in
 // both drivers, so tests check codes and messages the same way.
 //
 // The driver knows nothing of any sink: the destinations (an emulator, a real

@@ -6,15 +6,15 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/picomq/heavy-sinks/shared/hostdriver"
+	"github.com/picomq/heavy-sinks/shared/hostclient"
 )
 
 // Batch is the batch a test sends: the host's description of a
 // picomq_batch, which both drivers take as it is.
-type Batch = hostdriver.Batch
+type Batch = hostclient.Batch
 
 // Record is one record of a Batch.
-type Record = hostdriver.Record
+type Record = hostclient.Record
 
 // Driver starts runtimes of one plugin.
 type Driver interface {
@@ -29,7 +29,7 @@ type Driver interface {
 // Runtime is one connector runtime (one process for the C host).
 type Runtime interface {
 	// Open opens an instance. A plugin's refusal is a
-	// *hostdriver.StatusError with Op "open".
+	// *hostclient.StatusError with Op "open".
 	Open(def Definition) (Instance, error)
 	// Describe returns the plugin's describe() document.
 	Describe() (string, error)
@@ -56,7 +56,7 @@ func (d Definition) JSON() []byte {
 
 // Instance is one open sink instance.
 type Instance interface {
-	// Consume delivers b; a status other than OK is a *hostdriver.StatusError
+	// Consume delivers b; a status other than OK is a *hostclient.StatusError
 	// with Op "consume".
 	Consume(b Batch) error
 	// Metrics returns the instance's metrics JSON.

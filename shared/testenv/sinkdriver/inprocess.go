@@ -5,7 +5,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/picomq/heavy-sinks/shared/hostdriver"
+	"github.com/picomq/heavy-sinks/shared/hostclient"
 	"github.com/picomq/heavy-sinks/shared/sdk"
 	"github.com/picomq/heavy-sinks/shared/sdk/sdktest"
 )
@@ -95,7 +95,7 @@ func status(op string, err error) error {
 	if err == nil {
 		return nil
 	}
-	return &hostdriver.StatusError{Op: op, Code: hostdriver.Status(sdk.StatusOf(err)), Message: err.Error()}
+	return &hostclient.StatusError{Op: op, Code: hostclient.Status(sdk.StatusOf(err)), Message: err.Error()}
 }
 
 func toSDK(b Batch) *sdk.Batch {

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/picomq/heavy-sinks/shared/hostdriver"
+	"github.com/picomq/heavy-sinks/shared/hostclient"
 	"github.com/picomq/heavy-sinks/shared/sdk"
 )
 
@@ -15,7 +15,7 @@ func TestToSDK(t *testing.T) {
 	b := Batch{Attempt: 2, Partition: 7, Topic: "orders", Schema: "raw", AcceptRejections: true, Records: []Record{
 		{Offset: 5, TimestampMs: 1000, Key: nil, Payload: []byte("a")},
 		{Offset: 6, TimestampMs: 1001, Key: []byte{}, Payload: []byte{},
-			Headers: []hostdriver.Header{{Key: "h", Value: []byte("v")}}},
+			Headers: []hostclient.Header{{Key: "h", Value: []byte("v")}}},
 	}}
 	got := toSDK(b)
 	if got.Attempt != 2 || got.Partition != 7 || got.Topic != "orders" || got.Schema != "raw" || !got.CanReject() || len(got.Records) != 2 {
@@ -34,17 +34,17 @@ func TestToSDK(t *testing.T) {
 	}
 }
 
-// An SDK error becomes the *hostdriver.StatusError the C host reports.
+// An SDK error becomes the *hostclient.StatusError the C host reports.
 func TestStatus(t *testing.T) {
 	if status("consume", nil) != nil {
 		t.Fatal("nil error")
 	}
-	var se *hostdriver.StatusError
+	var se *hostclient.StatusError
 	if err := status("consume", sdk.Fatalf("column payload is not valid UTF-8")); !errors.As(err, &se) ||
-		se.Op != "consume" || se.Code != hostdriver.StatusFatal || se.Message != "column payload is not valid UTF-8" {
+		se.Op != "consume" || se.Code != hostclient.StatusFatal || se.Message != "column payload is not valid UTF-8" {
 		t.Fatalf("%#v", err)
 	}
-	if hostdriver.CodeOf(status("open", sdk.BadConfigf("x"))) != hostdriver.StatusBadConfig {
+	if hostclient.CodeOf(status("open", sdk.BadConfigf("x"))) != hostclient.StatusBadConfig {
 		t.Error("BAD_CONFIG")
 	}
 }

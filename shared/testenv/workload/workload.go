@@ -11,7 +11,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/picomq/heavy-sinks/shared/hostdriver"
+	"github.com/picomq/heavy-sinks/shared/hostclient"
 )
 
 // CreateDeltaTable is a Python script (delta-rs) that creates the empty
@@ -63,15 +63,15 @@ var DeltaPartitionColumns = []string{"region"}
 // JSON events with 20 mixed columns (two timestamps as strings that need
 // coercion, region the partition column), offsets 0..nb*size-1; and the
 // total payload bytes.
-func Delta(nb, size int) ([][]hostdriver.Record, int) {
+func Delta(nb, size int) ([][]hostclient.Record, int) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	words := []string{"alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel"}
 	regions := []string{"eu", "us", "apac", "latam", "mea"}
 	base := time.Date(2026, 9, 3, 21, 15, 4, 0, time.UTC)
 	total := 0
-	out := make([][]hostdriver.Record, nb)
+	out := make([][]hostclient.Record, nb)
 	for b := range nb {
-		recs := make([]hostdriver.Record, size)
+		recs := make([]hostclient.Record, size)
 		for i := range size {
 			n := b*size + i
 			ts := base.Add(time.Duration(n) * time.Millisecond)
@@ -82,7 +82,7 @@ func Delta(nb, size int) ([][]hostdriver.Record, int) {
 				rng.IntN(20), rng.IntN(10), rng.IntN(2) == 0, rng.IntN(3) > 0,
 				ts.Format(time.RFC3339Nano), ts.Add(time.Second).Format("2006-01-02 15:04:05.000"),
 				words[rng.IntN(8)], words[rng.IntN(8)], regions[rng.IntN(len(regions))])
-			recs[i] = hostdriver.Record{Offset: uint64(n), TimestampMs: ts.UnixMilli(), Payload: []byte(p)}
+			recs[i] = hostclient.Record{Offset: uint64(n), TimestampMs: ts.UnixMilli(), Payload: []byte(p)}
 			total += len(p)
 		}
 		out[b] = recs

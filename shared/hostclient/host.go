@@ -1,4 +1,4 @@
-package hostdriver
+package hostclient
 
 import (
 	"bufio"
@@ -14,6 +14,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/picomq/heavy-sinks/shared/internal/hostopt"
 )
 
 // Host is a running picomq_host process.
@@ -35,7 +37,7 @@ type Host struct {
 	mu      sync.Mutex
 	pending map[uint64]*pending
 	closing bool
-	reason  string     // why the driver ended the process, if it did
+	reason  string     // why the client ended the process, if it did
 	exitErr *ExitError // set once the process is gone
 
 	hello     chan hello
@@ -49,126 +51,100 @@ type pending struct {
 	worker int
 }
 
-type response struct {
-	status  Status
-	value   uint64
-	text    string
-	rejects []Rejection
-	err     error
-}
-
-type hello struct {
-	version, workers, major, minor uint32
-}
-
-// Option configures Start.
+// Option configures Start. The options that only tests use (running the
+// host under valgrind, its quarantine size) are in shared/testenv/hosttest.
 type Option func(*config)
 
-type config struct {
-	workers     int
-	env         []string
-	stderr      io.Writer
-	onLog       func(LogLine)
-	keepLogs    int
-	exitTimeout time.Duration
-	wrapper     []string
-	quarantine  int
-}
+// config is the internal hostopt.Start so that hosttest can add options.
+type config = hostopt.Start[LogLine]
 
 // Workers sets the number of host worker threads that call into plugins.
 // Default 4, at most 256.
-func Workers(n int) Option { return func(c *config) { c.workers = n } }
+func Workers(n int) Option { return func(c *config) { c.Workers = n } }
 
 // Env adds "KEY=value" entries to the host's environment, which is otherwise
-// the test process's: for example the
+// this process's: for example the
 // PICOMQ_CONNECTORS_SINK_<KEY>_PLUGIN_CONFIG_<FIELD> overrides plugins read.
-func Env(kv ...string) Option { return func(c *config) { c.env = append(c.env, kv...) } }
+func Env(kv ...string) Option { return func(c *config) { c.Env = append(c.Env, kv...) } }
 
 // Stderr copies everything the host writes to stderr (the host's own
 // messages, plugins logging without a callback, Go crash reports) to w as
 // well. By default it is only kept for ExitError and Host.Stderr.
-func Stderr(w io.Writer) Option { return func(c *config) { c.stderr = w } }
+func Stderr(w io.Writer) Option { return func(c *config) { c.Stderr = w } }
 
 // OnLog calls fn with each captured log line, in order, from the goroutine
 // that reads the host's output; fn must not block or call the Host.
-func OnLog(fn func(LogLine)) Option { return func(c *config) { c.onLog = fn } }
+func OnLog(fn func(LogLine)) Option { return func(c *config) { c.OnLog = fn } }
 
 // KeepLogs sets how many log lines the Host keeps; older ones are dropped.
 // Default 100000.
-func KeepLogs(n int) Option { return func(c *config) { c.keepLogs = n } }
+func KeepLogs(n int) Option { return func(c *config) { c.KeepLogs = n } }
 
 // ExitTimeout sets how long Close waits for the host to finish its queued
 // requests, close leftover instances and exit before killing it. Default 30s.
-func ExitTimeout(d time.Duration) Option { return func(c *config) { c.exitTimeout = d } }
+func ExitTimeout(d time.Duration) Option { return func(c *config) { c.ExitTimeout = d } }
 
-// Wrapper runs the host under another program, for example
-// Wrapper("valgrind", "--error-exitcode=99").
-func Wrapper(argv ...string) Option { return func(c *config) { c.wrapper = argv } }
-
-// Quarantine sets how many bytes of poisoned, lent memory the host keeps
-// allocated before freeing it (host flag -q). Default: the host's, 32 MiB.
-func Quarantine(bytes int) Option { return func(c *config) { c.quarantine = bytes } }
-
-// Start starts the host binary (see Build) and waits for its HELLO frame.
+// Start starts the host binary (dist/picomq-host, or one hosttest.Build
+// built) and waits for its HELLO frame.
 // ctx bounds the start only, as with net.Dialer.DialContext: the process
 // runs until Close or Kill.
 func Start(ctx context.Context, binary string, opts ...Option) (*Host, error) {
-	cfg := config{workers: 4, keepLogs: 100000, exitTimeout: 30 * time.Second, quarantine: -1}
+	cfg := config{Workers: 4, KeepLogs: 100000, ExitTimeout: 30 * time.Second, Quarantine: -1}
 	for _, o := range opts {
 		o(&cfg)
 	}
-	if cfg.workers < 1 || cfg.workers > 256 {
-		return nil, fmt.Errorf("hostdriver: Workers(%d) out of range [1, 256]", cfg.workers)
+	if cfg.Workers < 1 || cfg.Workers > 256 {
+		return nil, fmt.Errorf("hostclient: Workers(%d) out of range [1, 256]", cfg.Workers)
 	}
-	args := []string{binary, "-w", strconv.Itoa(cfg.workers)}
-	if cfg.quarantine >= 0 {
-		args = append(args, "-q", strconv.Itoa(cfg.quarantine))
+	args := []string{binary, "-w", strconv.Itoa(cfg.Workers)}
+	if cfg.Quarantine >= 0 {
+		args = append(args, "-q", strconv.Itoa(cfg.Quarantine))
 	}
-	args = append(append([]string(nil), cfg.wrapper...), args...)
+	args = append(append([]string(nil), cfg.Wrapper...), args...)
 	cmd := exec.Command(args[0], args[1:]...)
-	cmd.Env = append(os.Environ(), cfg.env...)
+	cmd.Env = append(os.Environ(), cfg.Env...)
 	// A process group of its own, so that kill also reaches the children of
-	// a Wrapper, which would otherwise hold stdout open.
+	// a wrapper (hosttest.Wrapper), which would otherwise hold stdout open.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	h := &Host{
 		cfg:      cfg,
 		cmd:      cmd,
-		stderr:   &stderrBuffer{tee: cfg.stderr},
-		inflight: make([]atomic.Int64, cfg.workers),
+		stderr:   &stderrBuffer{tee: cfg.Stderr},
+		inflight: make([]atomic.Int64, cfg.Workers),
 		pending:  make(map[uint64]*pending),
 		hello:    make(chan hello, 1),
 		done:     make(chan struct{}),
 	}
-	h.logs.max = cfg.keepLogs
+	h.logs.max = cfg.KeepLogs
 	h.logs.notify = make(chan struct{})
 	cmd.Stderr = h.stderr
 	// The request pipe by hand rather than cmd.StdinPipe, to size it.
 	stdinR, stdin, err := os.Pipe()
 	if err != nil {
-		return nil, fmt.Errorf("hostdriver: %w", err)
+		return nil, fmt.Errorf("hostclient: %w", err)
 	}
 	growPipe(stdin)
 	cmd.Stdin = stdinR
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
-		return nil, fmt.Errorf("hostdriver: %w", err)
+		return nil, fmt.Errorf("hostclient: %w", err)
 	}
 	err = cmd.Start()
 	stdinR.Close() // the child has its copy
 	if err != nil {
 		stdin.Close()
-		return nil, fmt.Errorf("hostdriver: starting %s: %w", binary, err)
+		return nil, fmt.Errorf("hostclient: starting %s: %w", binary, err)
 	}
 	h.stdin = stdin
 	go h.readLoop(stdout)
 
 	select {
 	case hi := <-h.hello:
-		if hi.version != protocolVersion || hi.workers != uint32(cfg.workers) {
+		if hi.version != protocolVersion || hi.workers != uint32(cfg.Workers) {
 			h.kill("unexpected HELLO")
 			<-h.done
-			return nil, fmt.Errorf("hostdriver: %s speaks protocol %d with %d workers, want protocol %d with %d",
-				binary, hi.version, hi.workers, protocolVersion, cfg.workers)
+			return nil, fmt.Errorf("hostclient: %s speaks protocol %d with %d workers, want protocol %d with %d",
+				binary, hi.version, hi.workers, protocolVersion, cfg.Workers)
 		}
 		h.abiMajor, h.abiMinor = hi.major, hi.minor
 		return h, nil
@@ -177,7 +153,7 @@ func Start(ctx context.Context, binary string, opts ...Option) (*Host, error) {
 	case <-ctx.Done():
 		h.kill("start cancelled")
 		<-h.done
-		return nil, fmt.Errorf("hostdriver: starting %s: %w", binary, ctx.Err())
+		return nil, fmt.Errorf("hostclient: starting %s: %w", binary, ctx.Err())
 	}
 }
 
@@ -224,12 +200,12 @@ func (h *Host) Close() error {
 		h.wmu.Lock()
 		_ = h.stdin.Close()
 		h.wmu.Unlock()
-		timer := time.NewTimer(h.cfg.exitTimeout)
+		timer := time.NewTimer(h.cfg.ExitTimeout)
 		defer timer.Stop()
 		select {
 		case <-h.done:
 		case <-timer.C:
-			h.kill(fmt.Sprintf("killed: no exit within %v of Close", h.cfg.exitTimeout))
+			h.kill(fmt.Sprintf("killed: no exit within %v of Close", h.cfg.ExitTimeout))
 			<-h.done
 		}
 		if !h.exitErr.clean() {
@@ -297,13 +273,13 @@ func (h *Host) readLoop(stdout io.Reader) {
 	close(h.done)
 }
 
+// dispatch routes one frame from the host: the decoding is protocol.go's.
 func (h *Host) dispatch(body []byte) error {
-	d := &decoder{b: body[1:]}
 	switch body[0] {
 	case kindHello:
-		hi := hello{d.u32(), d.u32(), d.u32(), d.u32()}
-		if d.short {
-			return errors.New("short HELLO frame")
+		hi, err := decodeHello(body)
+		if err != nil {
+			return err
 		}
 		select {
 		case h.hello <- hi:
@@ -311,13 +287,9 @@ func (h *Host) dispatch(body []byte) error {
 			return errors.New("second HELLO frame")
 		}
 	case kindResponse:
-		id := d.u64()
-		r := response{status: Status(int32(d.u32())), value: d.u64(), text: d.str()}
-		for n := d.u32(); n > 0 && !d.short; n-- {
-			r.rejects = append(r.rejects, Rejection{Index: int(d.u64()), Reason: RejectReason(int32(d.u32())), Message: d.str()})
-		}
-		if d.short {
-			return errors.New("short RESPONSE frame")
+		id, r, err := decodeResponse(body)
+		if err != nil {
+			return err
 		}
 		h.mu.Lock()
 		p := h.pending[id]
@@ -331,18 +303,13 @@ func (h *Host) dispatch(body []byte) error {
 		}
 		p.ch <- r
 	case kindLog:
-		l := LogLine{Ctx: d.u64(), Lib: d.u32()}
-		l.Level = levelOf(int32(d.u32()))
-		flags := d.u8()
-		l.Message = d.str()
-		if d.short {
-			return errors.New("short LOG frame")
+		l, err := decodeLog(body)
+		if err != nil {
+			return err
 		}
-		l.Late = flags&logLate != 0
-		l.NullMessage = flags&logNullMsg != 0
 		h.logs.add(l)
-		if h.cfg.onLog != nil {
-			h.cfg.onLog(l)
+		if h.cfg.OnLog != nil {
+			h.cfg.OnLog(l)
 		}
 	default:
 		return fmt.Errorf("unknown frame kind %d", body[0])
@@ -371,9 +338,9 @@ func (h *Host) pickWorker() int {
 // call sends one request and waits for its response. fill appends the op's
 // fields; it gets the request id, which OPEN uses as the log context.
 func (h *Host) call(o op, cc *callConfig, fill func(e *encoder, id uint64)) (response, error) {
-	w := cc.worker
+	w := cc.Worker
 	if w > math.MaxUint32 {
-		return response{}, fmt.Errorf("hostdriver: %s: worker %d out of range", o, w)
+		return response{}, fmt.Errorf("hostclient: %s: worker %d out of range", o, w)
 	}
 	if w < 0 {
 		w = h.pickWorker()
@@ -391,7 +358,7 @@ func (h *Host) call(o op, cc *callConfig, fill func(e *encoder, id uint64)) (res
 	frame, err := e.frame()
 	if err != nil {
 		done()
-		return response{}, fmt.Errorf("hostdriver: %s: %w", o, err)
+		return response{}, fmt.Errorf("hostclient: %s: %w", o, err)
 	}
 	// The write below is synchronous: the pipe keeps no reference to frame.
 	defer e.release()
@@ -425,7 +392,7 @@ func (h *Host) call(o op, cc *callConfig, fill func(e *encoder, id uint64)) (res
 		case h.exitErr != nil:
 			err = h.exitErr
 		default:
-			err = fmt.Errorf("hostdriver: %s: sending: %w", o, err)
+			err = fmt.Errorf("hostclient: %s: sending: %w", o, err)
 		}
 		h.mu.Unlock()
 		if mine {
@@ -440,8 +407,8 @@ func (h *Host) call(o op, cc *callConfig, fill func(e *encoder, id uint64)) (res
 	select {
 	case r := <-p.ch:
 		return r, r.err
-	case <-cc.ctx.Done():
-		return response{}, fmt.Errorf("hostdriver: %s: %w", o, cc.ctx.Err())
+	case <-cc.Ctx.Done():
+		return response{}, fmt.Errorf("hostclient: %s: %w", o, cc.Ctx.Err())
 	}
 }
 

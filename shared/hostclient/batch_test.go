@@ -1,4 +1,4 @@
-package hostdriver
+package hostclient
 
 import "testing"
 
@@ -15,7 +15,7 @@ func TestBatchEncodedSize(t *testing.T) {
 		}},
 	} {
 		e := &encoder{}
-		b.encode(e)
+		encodeBatch(e, &b)
 		if len(e.b) != b.encodedSize() {
 			t.Errorf("%s: encode appended %d bytes, encodedSize says %d", name, len(e.b), b.encodedSize())
 		}

@@ -1,4 +1,4 @@
-package hostdriver
+package hosttest
 
 import (
 	"fmt"

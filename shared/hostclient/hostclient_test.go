@@ -1,4 +1,4 @@
-package hostdriver_test
+package hostclient_test
 
 import (
 	"context"
@@ -17,8 +17,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/picomq/heavy-sinks/shared/hostdriver"
+	"github.com/picomq/heavy-sinks/shared/hostclient"
 	"github.com/picomq/heavy-sinks/shared/testenv"
+	"github.com/picomq/heavy-sinks/shared/testenv/hosttest"
 )
 
 // Built once by TestMain: the host and two copies of the C stub plugin
@@ -27,14 +28,14 @@ import (
 var hostBin, stubA, stubB string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "hostdriver-test-")
+	dir, err := os.MkdirTemp("", "hostclient-test-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
 	code := func() int {
 		defer os.RemoveAll(dir)
-		if hostBin, err = hostdriver.Build(dir); err == nil {
+		if hostBin, err = hosttest.Build(dir); err == nil {
 			if stubA, err = buildStub(dir, "stub-a"); err == nil {
 				// stub-b is a 1.0-style plugin: it reports ABI 1.0 and
 				// never reads the batch's 1.1 fields.
@@ -71,19 +72,19 @@ func buildStub(dir, name string, flags ...string) (string, error) {
 
 // start starts a host for t. PICOMQ_HOST_WRAPPER runs it under a wrapper,
 // e.g. PICOMQ_HOST_WRAPPER="valgrind -q --error-exitcode=99".
-func start(t *testing.T, opts ...hostdriver.Option) *hostdriver.Host {
+func start(t *testing.T, opts ...hostclient.Option) *hostclient.Host {
 	t.Helper()
-	return hostdriver.StartTest(t, hostBin, append(wrapper(), opts...)...)
+	return hosttest.StartTest(t, hostBin, append(wrapper(), opts...)...)
 }
 
-func wrapper() []hostdriver.Option {
+func wrapper() []hostclient.Option {
 	if w := os.Getenv("PICOMQ_HOST_WRAPPER"); w != "" {
-		return []hostdriver.Option{hostdriver.Wrapper(strings.Fields(w)...), hostdriver.ExitTimeout(5 * time.Minute)}
+		return []hostclient.Option{hosttest.Wrapper(strings.Fields(w)...), hostclient.ExitTimeout(5 * time.Minute)}
 	}
 	return nil
 }
 
-func load(t *testing.T, h *hostdriver.Host, path string, opts ...hostdriver.CallOption) *hostdriver.Lib {
+func load(t *testing.T, h *hostclient.Host, path string, opts ...hostclient.CallOption) *hostclient.Lib {
 	t.Helper()
 	lib, err := h.Load(path, opts...)
 	if err != nil {
@@ -92,7 +93,7 @@ func load(t *testing.T, h *hostdriver.Host, path string, opts ...hostdriver.Call
 	return lib
 }
 
-func open(t *testing.T, lib *hostdriver.Lib, config string, opts ...hostdriver.CallOption) *hostdriver.Instance {
+func open(t *testing.T, lib *hostclient.Lib, config string, opts ...hostclient.CallOption) *hostclient.Instance {
 	t.Helper()
 	inst, err := lib.Open(config, opts...)
 	if err != nil {
@@ -103,9 +104,9 @@ func open(t *testing.T, lib *hostdriver.Lib, config string, opts ...hostdriver.C
 
 // wantStatus checks that err is a *StatusError with code and a message
 // containing msg.
-func wantStatus(t *testing.T, err error, code hostdriver.Status, msg string) {
+func wantStatus(t *testing.T, err error, code hostclient.Status, msg string) {
 	t.Helper()
-	var se *hostdriver.StatusError
+	var se *hostclient.StatusError
 	if !errors.As(err, &se) {
 		t.Fatalf("got error %v, want a *StatusError %s", err, code)
 	}
@@ -114,7 +115,7 @@ func wantStatus(t *testing.T, err error, code hostdriver.Status, msg string) {
 	}
 }
 
-func metrics(t *testing.T, inst *hostdriver.Instance) (batches, records uint64) {
+func metrics(t *testing.T, inst *hostclient.Instance) (batches, records uint64) {
 	t.Helper()
 	js, err := inst.Metrics()
 	if err != nil {
@@ -127,10 +128,10 @@ func metrics(t *testing.T, inst *hostdriver.Instance) (batches, records uint64) 
 	return m.Batches, m.Records
 }
 
-func batch(topic string, payloads ...string) hostdriver.Batch {
-	b := hostdriver.Batch{Attempt: 1, Topic: topic, Schema: "json"}
+func batch(topic string, payloads ...string) hostclient.Batch {
+	b := hostclient.Batch{Attempt: 1, Topic: topic, Schema: "json"}
 	for i, p := range payloads {
-		b.Records = append(b.Records, hostdriver.Record{Offset: uint64(i), Payload: []byte(p)})
+		b.Records = append(b.Records, hostclient.Record{Offset: uint64(i), Payload: []byte(p)})
 	}
 	return b
 }
@@ -154,21 +155,21 @@ func TestLoad(t *testing.T) {
 	}
 
 	_, err := h.Load("/nonexistent/plugin.so")
-	wantStatus(t, err, hostdriver.StatusHostError, "dlopen")
+	wantStatus(t, err, hostclient.StatusHostError, "dlopen")
 	_, err = h.Load("libm.so.6")
-	wantStatus(t, err, hostdriver.StatusHostError, "no picomq_sink_plugin_init")
+	wantStatus(t, err, hostclient.StatusHostError, "no picomq_sink_plugin_init")
 }
 
 func TestABIMismatch(t *testing.T) {
 	h := start(t)
-	_, err := h.LoadWithABI(stubA, 2, 0)
-	wantStatus(t, err, hostdriver.StatusABIMismatch, "returned ABI_MISMATCH")
-	var se *hostdriver.StatusError
+	_, err := h.Load(stubA, hosttest.ABI(2, 0))
+	wantStatus(t, err, hostclient.StatusABIMismatch, "returned ABI_MISMATCH")
+	var se *hostclient.StatusError
 	if errors.As(err, &se); se.Op != "load" {
 		t.Errorf("Op = %q, want load", se.Op)
 	}
 	// A newer minor version is fine, and the refusal left nothing behind.
-	lib, err := h.LoadWithABI(stubA, 1, 7)
+	lib, err := h.Load(stubA, hosttest.ABI(1, 7))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,17 +181,17 @@ func TestABIMismatch(t *testing.T) {
 func TestTableSize(t *testing.T) {
 	h := start(t)
 	// struct_size, abi_major, abi_minor, describe, open: an older host's table.
-	lib := load(t, h, stubA, hostdriver.TableSize(32))
+	lib := load(t, h, stubA, hosttest.TableSize(32))
 	if _, err := lib.Describe(); err != nil {
 		t.Fatal(err)
 	}
 	inst := open(t, lib, config)
-	wantStatus(t, inst.Consume(batch("t", "{}")), hostdriver.StatusHostError, "has no consume")
+	wantStatus(t, inst.Consume(batch("t", "{}")), hostclient.StatusHostError, "has no consume")
 
 	// A newer host's longer table.
-	load(t, h, stubB, hostdriver.TableSize(200))
-	_, err := h.Load(stubB, hostdriver.TableSize(4))
-	wantStatus(t, err, hostdriver.StatusHostError, "out of range")
+	load(t, h, stubB, hosttest.TableSize(200))
+	_, err := h.Load(stubB, hosttest.TableSize(4))
+	wantStatus(t, err, hostclient.StatusHostError, "out of range")
 }
 
 func TestDescribeBufferTooSmall(t *testing.T) {
@@ -200,7 +201,7 @@ func TestDescribeBufferTooSmall(t *testing.T) {
 		cap, calls int
 	}{{64, 2}, {0, 2}, {1, 2}, {4096, 1}} {
 		var calls int
-		js, err := lib.Describe(hostdriver.OutCap(tc.cap), hostdriver.CallCount(&calls))
+		js, err := lib.Describe(hosttest.OutCap(tc.cap), hosttest.CallCount(&calls))
 		if err != nil {
 			t.Fatalf("OutCap(%d): %v", tc.cap, err)
 		}
@@ -219,7 +220,7 @@ func TestInstanceLifecycle(t *testing.T) {
 	lib := load(t, h, stubA)
 
 	_, err := lib.Open(`{"plugin_config":{"bad":1}}`)
-	wantStatus(t, err, hostdriver.StatusBadConfig, "plugin_config.bad")
+	wantStatus(t, err, hostclient.StatusBadConfig, "plugin_config.bad")
 
 	inst := open(t, lib, config)
 	if inst.Handle() == 0 {
@@ -228,8 +229,8 @@ func TestInstanceLifecycle(t *testing.T) {
 	if err := inst.Consume(batch("t", "{}", "{}", "{}")); err != nil {
 		t.Fatal(err)
 	}
-	wantStatus(t, inst.Consume(batch("retry", "{}", "{}")), hostdriver.StatusRetry, "retry: 2 records")
-	wantStatus(t, inst.Consume(batch("fatal")), hostdriver.StatusFatal, "fatal requested")
+	wantStatus(t, inst.Consume(batch("retry", "{}", "{}")), hostclient.StatusRetry, "retry: 2 records")
+	wantStatus(t, inst.Consume(batch("fatal")), hostclient.StatusFatal, "fatal requested")
 	if err := inst.Consume(batch("empty")); err != nil {
 		t.Fatal(err)
 	}
@@ -237,7 +238,7 @@ func TestInstanceLifecycle(t *testing.T) {
 		t.Errorf("metrics: %d batches, %d records; want 2, 3", b, r)
 	}
 	var calls int
-	if _, err := inst.Metrics(hostdriver.OutCap(8), hostdriver.CallCount(&calls)); err != nil || calls != 2 {
+	if _, err := inst.Metrics(hosttest.OutCap(8), hosttest.CallCount(&calls)); err != nil || calls != 2 {
 		t.Errorf("Metrics(OutCap(8)): %d calls, %v; want 2 calls", calls, err)
 	}
 	if err := inst.Close(); err != nil {
@@ -245,12 +246,12 @@ func TestInstanceLifecycle(t *testing.T) {
 	}
 
 	// The handle is invalid now: FATAL, never a crash.
-	wantStatus(t, inst.Consume(batch("t", "{}")), hostdriver.StatusFatal, "unknown instance")
+	wantStatus(t, inst.Consume(batch("t", "{}")), hostclient.StatusFatal, "unknown instance")
 	_, err = inst.Metrics()
-	wantStatus(t, err, hostdriver.StatusFatal, "metrics returned FATAL")
-	wantStatus(t, inst.Close(), hostdriver.StatusFatal, "unknown instance")
-	wantStatus(t, lib.Instance(12345).Consume(batch("t")), hostdriver.StatusFatal, "unknown instance 12345")
-	if got := hostdriver.CodeOf(inst.Close()); got != hostdriver.StatusFatal {
+	wantStatus(t, err, hostclient.StatusFatal, "metrics returned FATAL")
+	wantStatus(t, inst.Close(), hostclient.StatusFatal, "unknown instance")
+	wantStatus(t, lib.Instance(12345).Consume(batch("t")), hostclient.StatusFatal, "unknown instance 12345")
+	if got := hostclient.CodeOf(inst.Close()); got != hostclient.StatusFatal {
 		t.Errorf("CodeOf = %s, want FATAL", got)
 	}
 }
@@ -260,12 +261,12 @@ func TestInstanceLifecycle(t *testing.T) {
 func TestBatchEncoding(t *testing.T) {
 	h := start(t)
 	inst := open(t, load(t, h, stubA), config)
-	b := hostdriver.Batch{
+	b := hostclient.Batch{
 		Attempt: 3, Partition: 7, Topic: "echo", Schema: "avro",
-		Records: []hostdriver.Record{
+		Records: []hostclient.Record{
 			{Offset: 10, TimestampMs: -5, Payload: []byte("hello")},
 			{Offset: 11, TimestampMs: 1700000000000, Key: []byte{},
-				Headers: []hostdriver.Header{{Key: "k1", Value: []byte("v1")}, {Key: "", Value: nil}},
+				Headers: []hostclient.Header{{Key: "k1", Value: []byte("v1")}, {Key: "", Value: nil}},
 			},
 			{Offset: 1<<64 - 1, Key: []byte{0, 0xff}, Payload: []byte{0, 1, 2}},
 		},
@@ -274,9 +275,9 @@ func TestBatchEncoding(t *testing.T) {
 		"|off=10 ts=-5 key=- headers=[] payload=x68656c6c6f" +
 		"|off=11 ts=1700000000000 key=x headers=[x6b31:x7631,x:x] payload=x" +
 		"|off=18446744073709551615 ts=0 key=x00ff headers=[] payload=x000102"
-	wantStatus(t, inst.Consume(b, hostdriver.ErrCap(4096)), hostdriver.StatusRetry, want)
+	wantStatus(t, inst.Consume(b, hosttest.ErrCap(4096)), hostclient.StatusRetry, want)
 
-	wantStatus(t, inst.Consume(hostdriver.Batch{Topic: "echo"}), hostdriver.StatusRetry,
+	wantStatus(t, inst.Consume(hostclient.Batch{Topic: "echo"}), hostclient.StatusRetry,
 		"attempt=0 partition=0 topic=echo schema= records=0")
 }
 
@@ -287,9 +288,9 @@ func TestErrCap(t *testing.T) {
 		cap  int
 		want string
 	}{{8, "retry: "}, {1, ""}, {0, ""}, {1024, "retry: 1 records"}} {
-		err := inst.Consume(batch("retry", "{}"), hostdriver.ErrCap(tc.cap))
-		var se *hostdriver.StatusError
-		if !errors.As(err, &se) || se.Code != hostdriver.StatusRetry || se.Message != tc.want {
+		err := inst.Consume(batch("retry", "{}"), hosttest.ErrCap(tc.cap))
+		var se *hostclient.StatusError
+		if !errors.As(err, &se) || se.Code != hostclient.StatusRetry || se.Message != tc.want {
 			t.Errorf("ErrCap(%d): %v, want RETRY %q", tc.cap, err, tc.want)
 		}
 	}
@@ -298,8 +299,8 @@ func TestErrCap(t *testing.T) {
 func TestContractViolations(t *testing.T) {
 	h := start(t)
 	inst := open(t, load(t, h, stubA), config)
-	wantStatus(t, inst.Consume(batch("nonul")), hostdriver.StatusContract, "not NUL-terminated")
-	wantStatus(t, inst.Consume(batch("badutf8")), hostdriver.StatusContract, "not UTF-8")
+	wantStatus(t, inst.Consume(batch("nonul")), hostclient.StatusContract, "not NUL-terminated")
+	wantStatus(t, inst.Consume(batch("badutf8")), hostclient.StatusContract, "not UTF-8")
 }
 
 // A plugin that keeps a pointer into a batch reads poison afterwards.
@@ -309,13 +310,13 @@ func TestLentMemoryIsPoisoned(t *testing.T) {
 	if err := inst.Consume(batch("keep", "hello")); err != nil {
 		t.Fatal(err)
 	}
-	wantStatus(t, inst.Consume(batch("peek")), hostdriver.StatusRetry, "xa5a5a5a5a5")
+	wantStatus(t, inst.Consume(batch("peek")), hostclient.StatusRetry, "xa5a5a5a5a5")
 }
 
 func TestLogs(t *testing.T) {
 	var mu sync.Mutex
-	var seen []hostdriver.LogLine
-	h := start(t, hostdriver.OnLog(func(l hostdriver.LogLine) {
+	var seen []hostclient.LogLine
+	h := start(t, hostclient.OnLog(func(l hostclient.LogLine) {
 		mu.Lock()
 		seen = append(seen, l)
 		mu.Unlock()
@@ -358,7 +359,7 @@ func TestLogs(t *testing.T) {
 	mu.Unlock()
 
 	// log == NULL: the plugin logs to stderr.
-	quiet := open(t, lib, config, hostdriver.NoLog())
+	quiet := open(t, lib, config, hosttest.NoLog())
 	if n := len(quiet.Logs()); n != 0 {
 		t.Errorf("NoLog: %d lines captured", n)
 	}
@@ -379,7 +380,7 @@ func TestLateLogIsFlagged(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	l, err := h.WaitLog(ctx, func(l hostdriver.LogLine) bool { return l.Ctx == inst.Ctx() && l.Late })
+	l, err := h.WaitLog(ctx, func(l hostclient.LogLine) bool { return l.Ctx == inst.Ctx() && l.Late })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -392,9 +393,9 @@ func TestLateLogIsFlagged(t *testing.T) {
 // host workers.
 func TestConcurrency(t *testing.T) {
 	const workers = 8
-	h := start(t, hostdriver.Workers(workers))
-	libs := []*hostdriver.Lib{load(t, h, stubA), load(t, h, stubB)}
-	var insts []*hostdriver.Instance
+	h := start(t, hostclient.Workers(workers))
+	libs := []*hostclient.Lib{load(t, h, stubA), load(t, h, stubB)}
+	var insts []*hostclient.Instance
 	for _, lib := range libs {
 		for range workers / 2 {
 			insts = append(insts, open(t, lib, config))
@@ -433,7 +434,7 @@ func TestConcurrency(t *testing.T) {
 				switch c % 3 {
 				case 0:
 					err := insts[i].Consume(batch("retry", payloads...))
-					var se *hostdriver.StatusError
+					var se *hostclient.StatusError
 					if !errors.As(err, &se) || se.Message != fmt.Sprintf("retry: %d records", n) {
 						t.Errorf("retry with %d records: %v", n, err)
 						return
@@ -470,13 +471,13 @@ func TestConcurrency(t *testing.T) {
 // By default a call goes to an idle worker, so metrics does not queue behind
 // a consume that blocks.
 func TestCallsAvoidBusyWorkers(t *testing.T) {
-	h := start(t, hostdriver.Workers(2))
+	h := start(t, hostclient.Workers(2))
 	inst := open(t, load(t, h, stubA), config)
 	slow := make(chan error, 1)
 	go func() { slow <- inst.Consume(batch("sleep:1500")) }()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	if _, err := inst.Metrics(hostdriver.WithContext(ctx)); err != nil {
+	if _, err := inst.Metrics(hostclient.WithContext(ctx)); err != nil {
 		t.Errorf("metrics during a slow consume: %v", err)
 	}
 	if err := <-slow; err != nil {
@@ -489,12 +490,12 @@ func TestCallContext(t *testing.T) {
 	inst := open(t, load(t, h, stubA), config)
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
-	err := inst.Consume(batch("sleep:500"), hostdriver.WithContext(ctx))
+	err := inst.Consume(batch("sleep:500"), hostclient.WithContext(ctx))
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("got %v, want DeadlineExceeded", err)
 	}
-	if hostdriver.CodeOf(err) != hostdriver.StatusHostError {
-		t.Errorf("CodeOf(%v) = %s", err, hostdriver.CodeOf(err))
+	if hostclient.CodeOf(err) != hostclient.StatusHostError {
+		t.Errorf("CodeOf(%v) = %s", err, hostclient.CodeOf(err))
 	}
 	if b, _ := metrics(t, inst); b != 0 {
 		t.Errorf("%d batches before the abandoned call finished", b)
@@ -502,33 +503,33 @@ func TestCallContext(t *testing.T) {
 }
 
 func TestUnknownWorker(t *testing.T) {
-	h := start(t, hostdriver.Workers(2))
+	h := start(t, hostclient.Workers(2))
 	inst := open(t, load(t, h, stubA), config)
-	wantStatus(t, inst.ConsumeOn(99, batch("t")), hostdriver.StatusHostError, "no worker 99")
+	wantStatus(t, inst.ConsumeOn(99, batch("t")), hostclient.StatusHostError, "no worker 99")
 }
 
 // Setenv and Unsetenv change the host process's environment as the C
 // library sees it, for the plugin's next call on any worker.
 func TestSetenv(t *testing.T) {
-	h := start(t, hostdriver.Workers(2), hostdriver.Env("PICOMQ_STUB_VAR=from-start"))
+	h := start(t, hostclient.Workers(2), hostclient.Env("PICOMQ_STUB_VAR=from-start"))
 	inst := open(t, load(t, h, stubA), config)
 	get := func(worker int) error { return inst.ConsumeOn(worker, batch("getenv", "PICOMQ_STUB_VAR")) }
-	wantStatus(t, get(0), hostdriver.StatusRetry, "PICOMQ_STUB_VAR=from-start")
-	if err := h.Setenv("PICOMQ_STUB_VAR", "set later", hostdriver.OnWorker(0)); err != nil {
+	wantStatus(t, get(0), hostclient.StatusRetry, "PICOMQ_STUB_VAR=from-start")
+	if err := h.Setenv("PICOMQ_STUB_VAR", "set later", hostclient.OnWorker(0)); err != nil {
 		t.Fatal(err)
 	}
-	wantStatus(t, get(1), hostdriver.StatusRetry, "PICOMQ_STUB_VAR=set later")
+	wantStatus(t, get(1), hostclient.StatusRetry, "PICOMQ_STUB_VAR=set later")
 	if err := h.Setenv("PICOMQ_STUB_VAR", ""); err != nil {
 		t.Fatal(err)
 	}
-	wantStatus(t, get(0), hostdriver.StatusRetry, "PICOMQ_STUB_VAR=")
+	wantStatus(t, get(0), hostclient.StatusRetry, "PICOMQ_STUB_VAR=")
 	if err := h.Unsetenv("PICOMQ_STUB_VAR"); err != nil {
 		t.Fatal(err)
 	}
-	wantStatus(t, get(1), hostdriver.StatusRetry, "PICOMQ_STUB_VAR unset")
-	wantStatus(t, h.Setenv("A=B", "x"), hostdriver.StatusHostError, "bad name")
-	wantStatus(t, h.Setenv("", "x"), hostdriver.StatusHostError, "bad name")
-	wantStatus(t, h.Setenv("A", "x\x00y"), hostdriver.StatusHostError, "bad name or value")
+	wantStatus(t, get(1), hostclient.StatusRetry, "PICOMQ_STUB_VAR unset")
+	wantStatus(t, h.Setenv("A=B", "x"), hostclient.StatusHostError, "bad name")
+	wantStatus(t, h.Setenv("", "x"), hostclient.StatusHostError, "bad name")
+	wantStatus(t, h.Setenv("A", "x\x00y"), hostclient.StatusHostError, "bad name or value")
 }
 
 // A crash fails every pending and later call with the exit status and
@@ -543,7 +544,7 @@ func TestCrash(t *testing.T) {
 	time.Sleep(100 * time.Millisecond)
 
 	err := a.ConsumeOn(0, batch("abort"))
-	var ee *hostdriver.ExitError
+	var ee *hostclient.ExitError
 	if !errors.As(err, &ee) {
 		t.Fatalf("got %v, want an *ExitError", err)
 	}
@@ -579,7 +580,7 @@ func TestKill(t *testing.T) {
 	inst := open(t, load(t, h, stubA), config)
 	h.Kill()
 	err := inst.Consume(batch("t"))
-	var ee *hostdriver.ExitError
+	var ee *hostclient.ExitError
 	if !errors.As(err, &ee) || ee.Reason != "killed by Kill" || !strings.Contains(ee.State, "killed") {
 		t.Errorf("after Kill: %v", err)
 	}
@@ -588,7 +589,7 @@ func TestKill(t *testing.T) {
 // Close lets the host close what is still open and exit 0; calls after it
 // fail with ErrClosed.
 func TestCloseClosesLeftovers(t *testing.T) {
-	h, err := hostdriver.Start(context.Background(), hostBin, wrapper()...)
+	h, err := hostclient.Start(context.Background(), hostBin, wrapper()...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -606,7 +607,7 @@ func TestCloseClosesLeftovers(t *testing.T) {
 	if !strings.Contains(h.Stderr(), fmt.Sprintf("closed leftover instance %d of library 1: OK", inst.Handle())) {
 		t.Errorf("stderr %q", h.Stderr())
 	}
-	if err := inst.Consume(batch("t")); !errors.Is(err, hostdriver.ErrClosed) {
+	if err := inst.Consume(batch("t")); !errors.Is(err, hostclient.ErrClosed) {
 		t.Errorf("after Close: %v, want ErrClosed", err)
 	}
 	if err := h.Close(); err != nil {
@@ -618,30 +619,30 @@ func TestStart(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
 	// A "host" that never says HELLO.
-	_, err := hostdriver.Start(ctx, hostBin, hostdriver.Wrapper("sh", "-c", "sleep 10", "--"))
+	_, err := hostclient.Start(ctx, hostBin, hosttest.Wrapper("sh", "-c", "sleep 10", "--"))
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("silent host: %v, want DeadlineExceeded", err)
 	}
-	if _, err := hostdriver.Start(context.Background(), "/nonexistent/picomq_host"); err == nil {
+	if _, err := hostclient.Start(context.Background(), "/nonexistent/picomq_host"); err == nil {
 		t.Error("started a missing binary")
 	}
 	// A host that exits at once: its error carries the exit status and stderr.
-	_, err = hostdriver.Start(context.Background(), hostBin, hostdriver.Wrapper("sh", "-c", `echo oops >&2; exit 7`, "--"))
-	var ee *hostdriver.ExitError
+	_, err = hostclient.Start(context.Background(), hostBin, hosttest.Wrapper("sh", "-c", `echo oops >&2; exit 7`, "--"))
+	var ee *hostclient.ExitError
 	if !errors.As(err, &ee) || ee.State != "exit status 7" || !strings.Contains(ee.Stderr, "oops") {
 		t.Errorf("failing host: %v", err)
 	}
-	if _, err := hostdriver.Start(context.Background(), hostBin, hostdriver.Workers(0)); err == nil {
+	if _, err := hostclient.Start(context.Background(), hostBin, hostclient.Workers(0)); err == nil {
 		t.Error("Workers(0) accepted")
 	}
 }
 
 func TestBuildHost(t *testing.T) {
-	p1, p2 := hostdriver.BuildHost(t), hostdriver.BuildHost(t)
+	p1, p2 := hosttest.BuildHost(t), hosttest.BuildHost(t)
 	if p1 != p2 {
 		t.Errorf("BuildHost built twice: %s, %s", p1, p2)
 	}
-	h := hostdriver.StartTest(t, p1)
+	h := hosttest.StartTest(t, p1)
 	if major, minor := h.ABI(); major != 1 || minor != 2 {
 		t.Errorf("host ABI %d.%d", major, minor)
 	}
@@ -663,9 +664,9 @@ func TestRejections(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []hostdriver.Rejection{
-		{Index: 1, Reason: hostdriver.RejectValue, Message: "bad record at offset 1"},
-		{Index: 3, Reason: hostdriver.RejectValue, Message: "bad record at offset 7"},
+	want := []hostclient.Rejection{
+		{Index: 1, Reason: hostclient.RejectValue, Message: "bad record at offset 1"},
+		{Index: 3, Reason: hostclient.RejectValue, Message: "bad record at offset 7"},
 	}
 	if !reflect.DeepEqual(rej, want) {
 		t.Errorf("rejections %+v, want %+v", rej, want)
@@ -677,22 +678,22 @@ func TestRejections(t *testing.T) {
 
 	// A 1.0 host: the batch ends at record_count (the host poisons what
 	// follows), so the plugin cannot reject and fails as 1.0 says.
-	_, err = ia.ConsumeResult(rb, hostdriver.Batch1_0())
-	wantStatus(t, err, hostdriver.StatusFatal, "record at offset 1 is bad")
+	_, err = ia.ConsumeResult(rb, hosttest.Batch1_0())
+	wantStatus(t, err, hostclient.StatusFatal, "record at offset 1 is bad")
 	// A 1.1 host that did not ask for rejections.
 	rb.AcceptRejections = false
 	_, err = ia.ConsumeResult(rb)
-	wantStatus(t, err, hostdriver.StatusFatal, "record at offset 1 is bad")
+	wantStatus(t, err, hostclient.StatusFatal, "record at offset 1 is bad")
 	// A 1.0 plugin under a 1.1 host that asks: FATAL, as before.
 	rb.AcceptRejections = true
 	rej, err = ib.ConsumeResult(rb)
-	wantStatus(t, err, hostdriver.StatusFatal, "record at offset 1 is bad")
+	wantStatus(t, err, hostclient.StatusFatal, "record at offset 1 is bad")
 	if rej != nil {
 		t.Errorf("rejections with FATAL: %+v", rej)
 	}
 	// Both plugins still take a 1.0 host's good batch.
-	for _, inst := range []*hostdriver.Instance{ia, ib} {
-		if err := inst.Consume(batch("reject", "{}"), hostdriver.Batch1_0()); err != nil {
+	for _, inst := range []*hostclient.Instance{ia, ib} {
+		if err := inst.Consume(batch("reject", "{}"), hosttest.Batch1_0()); err != nil {
 			t.Errorf("1.0 batch: %v", err)
 		}
 	}
@@ -701,12 +702,12 @@ func TestRejections(t *testing.T) {
 	rr := batch("rejectretry", "{}", "{}")
 	rr.AcceptRejections = true
 	rej, err = ia.ConsumeResult(rr)
-	wantStatus(t, err, hostdriver.StatusRetry, "retry after a rejection")
+	wantStatus(t, err, hostclient.StatusRetry, "retry after a rejection")
 	if rej != nil {
 		t.Errorf("rejections with RETRY: %+v", rej)
 	}
 	// An index out of range breaks the contract.
 	rr.Topic = "rejectbad"
 	_, err = ia.ConsumeResult(rr)
-	wantStatus(t, err, hostdriver.StatusContract, "index out of range")
+	wantStatus(t, err, hostclient.StatusContract, "index out of range")
 }

@@ -1,10 +1,9 @@
-package hostdriver
+package hostclient
 
 import (
 	"fmt"
-	"slices"
 
-	"github.com/picomq/heavy-sinks/shared/sdk"
+	"github.com/picomq/heavy-sinks/shared/abi"
 )
 
 // Batch is a picomq_batch: records of one topic partition, in offset order.
@@ -26,12 +25,12 @@ type Batch struct {
 // RejectReason is a picomq_reject_reason: why a record was rejected.
 type RejectReason int32
 
-// The header's reasons; the SDK's values, checked against the header by
-// shared/sdk/cabi.
+// The header's reasons, from shared/abi (which shared/sdk/cabi checks
+// against the header).
 const (
-	RejectValue    = RejectReason(sdk.RejectValue)
-	RejectSize     = RejectReason(sdk.RejectSize)
-	RejectEncoding = RejectReason(sdk.RejectEncoding)
+	RejectValue    = RejectReason(abi.RejectValue)
+	RejectSize     = RejectReason(abi.RejectSize)
+	RejectEncoding = RejectReason(abi.RejectEncoding)
 )
 
 // String is the reason's name as the runtime's dead-letter headers carry
@@ -40,7 +39,7 @@ const (
 func (r RejectReason) String() string {
 	switch r {
 	case RejectValue, RejectSize, RejectEncoding:
-		return sdk.RejectReason(r).String()
+		return abi.RejectReason(r).String()
 	}
 	return fmt.Sprintf("unknown(%d)", int32(r))
 }
@@ -67,47 +66,4 @@ type Record struct {
 type Header struct {
 	Key   string
 	Value []byte
-}
-
-// encodedSize is how many bytes encode appends: the request buffer is
-// sized once instead of growing through a batch of payloads.
-func (b *Batch) encodedSize() int {
-	n := 4 + 4 + 4 + len(b.Topic) + 4 + len(b.Schema) + 4
-	for i := range b.Records {
-		r := &b.Records[i]
-		n += 8 + 8 + 1 + 4 + 4 + len(r.Payload)
-		if r.Key != nil {
-			n += 4 + len(r.Key)
-		}
-		for _, h := range r.Headers {
-			n += 4 + len(h.Key) + 4 + len(h.Value)
-		}
-	}
-	return n
-}
-
-func (b *Batch) encode(e *encoder) {
-	e.b = slices.Grow(e.b, b.encodedSize())
-	e.u32(b.Attempt)
-	e.u32(b.Partition)
-	e.str(b.Topic)
-	e.str(b.Schema)
-	e.size("record count", len(b.Records))
-	for i := range b.Records {
-		r := &b.Records[i]
-		e.u64(r.Offset)
-		e.u64(uint64(r.TimestampMs))
-		if r.Key == nil {
-			e.u8(0)
-		} else {
-			e.u8(1)
-			e.bytes(r.Key)
-		}
-		e.size("header count", len(r.Headers))
-		for _, h := range r.Headers {
-			e.str(h.Key)
-			e.bytes(h.Value)
-		}
-		e.bytes(r.Payload)
-	}
 }

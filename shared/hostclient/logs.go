@@ -1,4 +1,4 @@
-package hostdriver
+package hostclient
 
 import (
 	"context"
@@ -94,7 +94,7 @@ func (h *Host) WaitLog(ctx context.Context, match func(LogLine) bool) (LogLine, 
 		select {
 		case <-next:
 		case <-ctx.Done():
-			return LogLine{}, fmt.Errorf("hostdriver: waiting for a log line: %w", ctx.Err())
+			return LogLine{}, fmt.Errorf("hostclient: waiting for a log line: %w", ctx.Err())
 		case <-h.done:
 			if lines, _ := h.logs.snapshot(match); len(lines) > 0 {
 				return lines[0], nil

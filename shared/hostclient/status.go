@@ -1,4 +1,4 @@
-package hostdriver
+package hostclient
 
 import (
 	"errors"
@@ -6,23 +6,22 @@ import (
 	"os"
 	"strings"
 
-	"github.com/picomq/heavy-sinks/shared/sdk"
+	"github.com/picomq/heavy-sinks/shared/abi"
 )
 
 // Status is a result code: a picomq_status from include/picomq_sink.h, or
 // one of the host's own negative codes.
 type Status int32
 
-// The header's result codes. They are the SDK's values, which shared/sdk/cabi
-// checks against the header at compile time, so the host side keeps no copy
-// of its own.
+// The header's result codes, from shared/abi (which shared/sdk/cabi checks
+// against the header), so the host side keeps no copy of its own.
 const (
-	StatusOK             = Status(sdk.StatusOK)
-	StatusRetry          = Status(sdk.StatusRetry)
-	StatusFatal          = Status(sdk.StatusFatal)
-	StatusBadConfig      = Status(sdk.StatusBadConfig)
-	StatusABIMismatch    = Status(sdk.StatusABIMismatch)
-	StatusBufferTooSmall = Status(sdk.StatusBufferTooSmall)
+	StatusOK             = Status(abi.StatusOK)
+	StatusRetry          = Status(abi.StatusRetry)
+	StatusFatal          = Status(abi.StatusFatal)
+	StatusBadConfig      = Status(abi.StatusBadConfig)
+	StatusABIMismatch    = Status(abi.StatusABIMismatch)
+	StatusBufferTooSmall = Status(abi.StatusBufferTooSmall)
 )
 
 // The host's own codes, never returned by a plugin.
@@ -42,7 +41,7 @@ func (s Status) String() string {
 	case StatusContract:
 		return "CONTRACT"
 	}
-	return sdk.Status(s).String() // the header's names; Status(n) for others
+	return abi.Status(s).String() // the header's names; Status(n) for others
 }
 
 // StatusError is a call that returned a status other than StatusOK.
@@ -79,7 +78,7 @@ type ExitError struct {
 	// State is how the process ended: "exit status 3", "signal: aborted
 	// (core dumped)".
 	State string
-	// Reason is set when the driver ended the process itself: Kill, an exit
+	// Reason is set when the client ended the process itself: Kill, an exit
 	// timeout, a protocol error.
 	Reason string
 	// Stderr is the start and the end of what the host wrote to stderr.
@@ -90,7 +89,7 @@ type ExitError struct {
 
 func (e *ExitError) Error() string {
 	var b strings.Builder
-	b.WriteString("hostdriver: picomq host exited: ")
+	b.WriteString("hostclient: picomq host exited: ")
 	b.WriteString(e.State)
 	if e.Reason != "" {
 		b.WriteString(" (" + e.Reason + ")")
@@ -102,10 +101,10 @@ func (e *ExitError) Error() string {
 	return b.String()
 }
 
-// clean reports an exit with status 0 that the driver did not force.
+// clean reports an exit with status 0 that the client did not force.
 func (e *ExitError) clean() bool {
 	return e.Reason == "" && e.ProcessState != nil && e.ProcessState.Success()
 }
 
 // ErrClosed is returned by calls made after Host.Close began.
-var ErrClosed = errors.New("hostdriver: host closed")
+var ErrClosed = errors.New("hostclient: host closed")

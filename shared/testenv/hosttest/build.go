@@ -1,4 +1,4 @@
-package hostdriver
+package hosttest
 
 import (
 	"crypto/sha256"
@@ -27,8 +27,8 @@ const (
 var CFlags = []string{"-std=c11", "-Wall", "-Wextra", "-Werror", "-O2", "-g", "-pthread"}
 
 // sourceRoot returns the repository root that holds the host's source: the
-// working directory's (testenv.RepoRoot), or else the one this file was compiled
-// from, for a driver imported from another module.
+// working directory's (testenv.RepoRoot), or else the one this file was
+// compiled from, for a test imported from another module.
 func sourceRoot() (string, error) {
 	var tried []string
 	if root, err := testenv.RepoRoot(); err == nil {
@@ -38,18 +38,18 @@ func sourceRoot() (string, error) {
 		tried = append(tried, root)
 	}
 	if _, file, _, ok := runtime.Caller(0); ok && filepath.IsAbs(file) {
-		root := filepath.Dir(filepath.Dir(filepath.Dir(file)))
+		root := filepath.Dir(filepath.Dir(filepath.Dir(filepath.Dir(file)))) // shared/testenv/hosttest/build.go
 		if _, err := os.Stat(filepath.Join(root, hostSource)); err == nil {
 			return root, nil
 		}
 		tried = append(tried, root)
 	}
-	return "", fmt.Errorf("hostdriver: no %s under %q", hostSource, tried)
+	return "", fmt.Errorf("hosttest: no %s under %q", hostSource, tried)
 }
 
 // Build compiles the host with gcc into dir and returns the binary's path.
-// It finds the source under testenv.RepoRoot, or else where the driver's own source
-// is.
+// It finds the source under testenv.RepoRoot, or else where this package's
+// own source is.
 func Build(dir string) (string, error) {
 	root, err := sourceRoot()
 	if err != nil {
@@ -57,7 +57,7 @@ func Build(dir string) (string, error) {
 	}
 	cc, err := exec.LookPath("gcc")
 	if err != nil {
-		return "", fmt.Errorf("hostdriver: building the C host needs gcc: %w", err)
+		return "", fmt.Errorf("hosttest: building the C host needs gcc: %w", err)
 	}
 	return build(root, cc, dir)
 }
@@ -69,7 +69,7 @@ func build(root, cc, dir string) (string, error) {
 		"-o", out, filepath.Join(root, hostSource), "-ldl")
 	cmd := exec.Command(cc, args...)
 	if msg, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("hostdriver: %s %s: %w\n%s", cc, strings.Join(args, " "), err, msg)
+		return "", fmt.Errorf("hosttest: %s %s: %w\n%s", cc, strings.Join(args, " "), err, msg)
 	}
 	return out, nil
 }
@@ -100,13 +100,13 @@ func cachedBuild() (string, error) {
 	}
 	cc, err := exec.LookPath("gcc")
 	if err != nil {
-		return "", fmt.Errorf("hostdriver: building the C host needs gcc: %w", err)
+		return "", fmt.Errorf("hosttest: building the C host needs gcc: %w", err)
 	}
 	sum := sha256.New()
 	for _, f := range []string{hostSource, filepath.Join(includeDir, "picomq_sink.h")} {
 		b, err := os.ReadFile(filepath.Join(root, f))
 		if err != nil {
-			return "", fmt.Errorf("hostdriver: %w", err)
+			return "", fmt.Errorf("hosttest: %w", err)
 		}
 		fmt.Fprintf(sum, "%s %d\n", f, len(b))
 		sum.Write(b)
@@ -130,11 +130,11 @@ func cachedBuild() (string, error) {
 		// Build in a directory of our own and rename it into place, so that
 		// concurrent test processes never see a half-written binary.
 		if err := os.MkdirAll(base, 0o755); err != nil {
-			return "", fmt.Errorf("hostdriver: %w", err)
+			return "", fmt.Errorf("hosttest: %w", err)
 		}
 		tmp, err := os.MkdirTemp(base, "build-")
 		if err != nil {
-			return "", fmt.Errorf("hostdriver: %w", err)
+			return "", fmt.Errorf("hosttest: %w", err)
 		}
 		defer os.RemoveAll(tmp)
 		if _, err := build(root, cc, tmp); err != nil {
@@ -142,7 +142,7 @@ func cachedBuild() (string, error) {
 		}
 		if err := os.Rename(tmp, final); err != nil {
 			if _, serr := os.Stat(bin); serr != nil { // not another process's
-				return "", fmt.Errorf("hostdriver: %w", err)
+				return "", fmt.Errorf("hosttest: %w", err)
 			}
 		}
 	}

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package hostdriver
+package hostclient
 
 import "os"
 

@@ -1,9 +1,8 @@
-package hostdriver
+package hostclient
 
 import (
 	"os"
-
-	"golang.org/x/sys/unix"
+	"syscall"
 )
 
 // requestPipeSize is the capacity asked for the pipe that carries requests
@@ -13,8 +12,13 @@ import (
 // process may ask for.
 const requestPipeSize = 1 << 20
 
+// fSetPipeSize is F_SETPIPE_SZ (F_LINUX_SPECIFIC_BASE + 7, the same on every
+// Linux architecture), which package syscall does not name: spelled out
+// here so that the client imports only the standard library.
+const fSetPipeSize = 1031
+
 // growPipe asks for a larger pipe buffer, best effort: a smaller pipe only
 // costs more writes.
 func growPipe(f *os.File) {
-	_, _ = unix.FcntlInt(f.Fd(), unix.F_SETPIPE_SZ, requestPipeSize)
+	_, _, _ = syscall.Syscall(syscall.SYS_FCNTL, f.Fd(), fSetPipeSize, requestPipeSize)
 }

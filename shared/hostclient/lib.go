@@ -1,63 +1,36 @@
-package hostdriver
+package hostclient
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
+
+	"github.com/picomq/heavy-sinks/shared/internal/hostopt"
 )
 
-// CallOption configures one call.
+// CallOption configures one call. The options that make a request the
+// runtime never sends (another err_cap, table_size or ABI version, a 1.0
+// batch, no log callback), to exercise the host's contract checks, are in
+// shared/testenv/hosttest.
 type CallOption func(*callConfig)
 
-type callConfig struct {
-	ctx       context.Context
-	worker    int // -1: the least busy worker
-	errCap    int
-	outCap    int
-	tableSize int
-	noLog     bool
-	batch1_0  bool
-	calls     *int
-}
+// callConfig is the internal hostopt.Call so that hosttest can add options.
+type callConfig = hostopt.Call
 
 func newCallConfig(opts []CallOption) *callConfig {
-	cc := &callConfig{ctx: context.Background(), worker: -1, errCap: 1024, outCap: 64}
+	cc := hostopt.DefaultCall()
 	for _, o := range opts {
-		o(cc)
+		o(&cc)
 	}
-	return cc
+	return &cc
 }
 
 // OnWorker runs the call on host worker thread i (0 <= i < Host.Workers).
 // By default a call runs on the worker with the fewest requests in flight.
-func OnWorker(i int) CallOption { return func(c *callConfig) { c.worker = i } }
-
-// ErrCap sets err_cap, the size of the error buffer the host passes to
-// open, consume and close. Default 1024; 0 passes err == NULL, err_cap 0.
-func ErrCap(n int) CallOption { return func(c *callConfig) { c.errCap = n } }
-
-// OutCap sets the size of the first output buffer for describe and metrics;
-// the host grows it to *out_len + 1 on BUFFER_TOO_SMALL. Default 64.
-func OutCap(n int) CallOption { return func(c *callConfig) { c.outCap = n } }
-
-// CallCount stores in *n how many times describe or metrics was called:
-// 1, or more after BUFFER_TOO_SMALL.
-func CallCount(n *int) CallOption { return func(c *callConfig) { c.calls = n } }
-
-// TableSize sets the table_size Load passes to picomq_sink_plugin_init,
-// as an older or newer host would. Default sizeof(picomq_sink_api).
-func TableSize(n int) CallOption { return func(c *callConfig) { c.tableSize = n } }
-
-// Batch1_0 makes Consume pass the batch as a host built against ABI 1.0
-// would: struct_size PICOMQ_BATCH_SIZE_1_0, no reject callback.
-func Batch1_0() CallOption { return func(c *callConfig) { c.batch1_0 = true } }
-
-// NoLog makes Open pass log == NULL, so the plugin logs to stderr.
-func NoLog() CallOption { return func(c *callConfig) { c.noLog = true } }
+func OnWorker(i int) CallOption { return func(c *callConfig) { c.Worker = i } }
 
 // WithContext bounds the wait for the call's response. A call abandoned this
 // way still runs in the host.
-func WithContext(ctx context.Context) CallOption { return func(c *callConfig) { c.ctx = ctx } }
+func WithContext(ctx context.Context) CallOption { return func(c *callConfig) { c.Ctx = ctx } }
 
 // result turns a response into an error for any status but OK.
 func result(o op, r response) error {
@@ -80,18 +53,13 @@ type Lib struct {
 // returns a Lib with the same ID. A refusal by init is a *StatusError with
 // the code init returned; a failed dlopen has Code StatusHostError.
 func (h *Host) Load(path string, opts ...CallOption) (*Lib, error) {
-	return h.LoadWithABI(path, h.abiMajor, h.abiMinor, opts...)
-}
-
-// LoadWithABI is Load passing the given ABI version to init instead, as a
-// host built against another version of the header would.
-func (h *Host) LoadWithABI(path string, major, minor uint32, opts ...CallOption) (*Lib, error) {
 	cc := newCallConfig(opts)
+	major, minor := h.abiMajor, h.abiMinor
+	if cc.ABI != nil {
+		major, minor = cc.ABI[0], cc.ABI[1]
+	}
 	r, err := h.call(opLoad, cc, func(e *encoder, _ uint64) {
-		e.str(path)
-		e.u32(major)
-		e.u32(minor)
-		e.size("table size", cc.tableSize)
+		encodeLoad(e, path, major, minor, cc.TableSize)
 	})
 	if err != nil {
 		return nil, err
@@ -99,12 +67,9 @@ func (h *Host) LoadWithABI(path string, major, minor uint32, opts ...CallOption)
 	if err := result(opLoad, r); err != nil {
 		return nil, err
 	}
-	var v struct {
-		Major uint32 `json:"abi_major"`
-		Minor uint32 `json:"abi_minor"`
-	}
-	if err := json.Unmarshal([]byte(r.text), &v); err != nil {
-		return nil, fmt.Errorf("hostdriver: load: bad response %q: %w", r.text, err)
+	v, err := decodeLoadText(r.text)
+	if err != nil {
+		return nil, fmt.Errorf("hostclient: load: %w", err)
 	}
 	return &Lib{h: h, id: uint32(r.value), path: path, abiMajor: v.Major, abiMinor: v.Minor}, nil
 }
@@ -122,8 +87,7 @@ func (l *Lib) ABI() (major, minor uint32) { return l.abiMajor, l.abiMinor }
 func (l *Lib) Describe(opts ...CallOption) (string, error) {
 	cc := newCallConfig(opts)
 	r, err := l.h.call(opDescribe, cc, func(e *encoder, _ uint64) {
-		e.u32(l.id)
-		e.size("out cap", cc.outCap)
+		encodeDescribe(e, l.id, cc.OutCap)
 	})
 	return outText(opDescribe, cc, r, err)
 }
@@ -132,8 +96,8 @@ func outText(o op, cc *callConfig, r response, err error) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if cc.calls != nil {
-		*cc.calls = int(r.value)
+	if cc.Calls != nil {
+		*cc.Calls = int(r.value)
 	}
 	if err := result(o, r); err != nil {
 		return "", err
@@ -149,15 +113,7 @@ func (l *Lib) Open(config string, opts ...CallOption) (*Instance, error) {
 	var ctx uint64
 	r, err := l.h.call(opOpen, cc, func(e *encoder, id uint64) {
 		ctx = id
-		e.u32(l.id)
-		e.u64(ctx)
-		if cc.noLog {
-			e.u8(openNoLog)
-		} else {
-			e.u8(0)
-		}
-		e.size("err cap", cc.errCap)
-		e.str(config)
+		encodeOpen(e, l.id, ctx, cc.NoLog, cc.ErrCap, config)
 	})
 	if err != nil {
 		return nil, err
@@ -196,7 +152,7 @@ func (i *Instance) Ctx() uint64 { return i.ctx }
 func (i *Instance) Consume(b Batch, opts ...CallOption) error {
 	rej, err := i.ConsumeResult(b, opts...)
 	if err == nil && len(rej) > 0 {
-		return fmt.Errorf("hostdriver: consume: the plugin rejected %d record(s) (use ConsumeResult)", len(rej))
+		return fmt.Errorf("hostclient: consume: the plugin rejected %d record(s) (use ConsumeResult)", len(rej))
 	}
 	return err
 }
@@ -206,18 +162,7 @@ func (i *Instance) Consume(b Batch, opts ...CallOption) error {
 func (i *Instance) ConsumeResult(b Batch, opts ...CallOption) ([]Rejection, error) {
 	cc := newCallConfig(opts)
 	r, err := i.lib.h.call(opConsume, cc, func(e *encoder, _ uint64) {
-		e.u32(i.lib.id)
-		e.u64(i.handle)
-		e.size("err cap", cc.errCap)
-		var flags uint8
-		if b.AcceptRejections {
-			flags |= consumeRejects
-		}
-		if cc.batch1_0 {
-			flags |= consumeBatch1_0
-		}
-		e.u8(flags)
-		b.encode(e)
+		encodeConsume(e, i.lib.id, i.handle, cc.ErrCap, cc.Batch1_0, &b)
 	})
 	if err != nil {
 		return nil, err
@@ -234,9 +179,7 @@ func (i *Instance) ConsumeOn(worker int, b Batch) error {
 func (i *Instance) Metrics(opts ...CallOption) (string, error) {
 	cc := newCallConfig(opts)
 	r, err := i.lib.h.call(opMetrics, cc, func(e *encoder, _ uint64) {
-		e.u32(i.lib.id)
-		e.u64(i.handle)
-		e.size("out cap", cc.outCap)
+		encodeMetrics(e, i.lib.id, i.handle, cc.OutCap)
 	})
 	return outText(opMetrics, cc, r, err)
 }
@@ -245,9 +188,7 @@ func (i *Instance) Metrics(opts ...CallOption) (string, error) {
 func (i *Instance) Close(opts ...CallOption) error {
 	cc := newCallConfig(opts)
 	r, err := i.lib.h.call(opClose, cc, func(e *encoder, _ uint64) {
-		e.u32(i.lib.id)
-		e.u64(i.handle)
-		e.size("err cap", cc.errCap)
+		encodeClose(e, i.lib.id, i.handle, cc.ErrCap)
 	})
 	if err != nil {
 		return err
@@ -278,13 +219,7 @@ func (h *Host) Unsetenv(name string, opts ...CallOption) error {
 func (h *Host) setenv(name string, value *string, opts []CallOption) error {
 	cc := newCallConfig(opts)
 	r, err := h.call(opSetenv, cc, func(e *encoder, _ uint64) {
-		e.str(name)
-		if value == nil {
-			e.u8(0)
-		} else {
-			e.u8(1)
-			e.str(*value)
-		}
+		encodeSetenv(e, name, value)
 	})
 	if err != nil {
 		return err
