@@ -49,7 +49,7 @@ func TestDeltaMetricsDeclared(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(kf.Close)
-	lib := testenv.Library(t, "libpicomq_connector_delta_sink.so")
+	lib := testenv.E2ELibrary(t, "libpicomq_connector_delta_sink.so")
 	uri := "file://" + filepath.Join(t.TempDir(), "ids")
 	doc := fmt.Sprintf(`type = "sink"
 key = "dm"

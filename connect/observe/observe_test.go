@@ -22,19 +22,36 @@ import (
 
 	"github.com/picomq/heavy-sinks/connect/child"
 	"github.com/picomq/heavy-sinks/connect/definition"
+	"github.com/picomq/heavy-sinks/connect/internal/fakeplugin"
 	"github.com/picomq/heavy-sinks/connect/observe"
 	"github.com/picomq/heavy-sinks/connect/pipeline"
+	"github.com/picomq/heavy-sinks/shared/hostclient"
 	"github.com/picomq/heavy-sinks/shared/testenv"
 	"github.com/picomq/heavy-sinks/shared/testenv/hosttest"
 )
 
-// run starts a sink of the e2e test plugin (in a real C host child)
-// reading topic "a" of a fresh kfake broker, observed by m, and returns
-// the broker and the endpoint.
-func run(t *testing.T, m *observe.Metrics, block, pluginConfig string) (*kfake.Cluster, *httptest.Server, *pipeline.Sink) {
+// plug is the plugin a test's sink runs: the scripted fake, or (fake nil)
+// the e2e test plugin in a real C host child with config as its
+// plugin_config.
+type plug struct {
+	fake   *fakeplugin.Plugin
+	config string
+}
+
+// both runs body as two subtests: against the fake script makes, and
+// against the test plugin configured with pluginConfig in the real host
+// (skipped without $PICOMQ_DIST).
+func both(t *testing.T, script func() *fakeplugin.Plugin, pluginConfig string, body func(t *testing.T, p plug)) {
+	t.Run("fake", func(t *testing.T) { body(t, plug{fake: script()}) })
+	t.Run("host", func(t *testing.T) { body(t, plug{config: pluginConfig}) })
+}
+
+// run starts a sink of p reading topic "a" of a fresh kfake broker,
+// observed by m, and returns the broker and the endpoint.
+func run(t *testing.T, m *observe.Metrics, block string, p plug) (*kfake.Cluster, *httptest.Server, *pipeline.Sink) {
 	t.Helper()
 	kf := newCluster(t)
-	srv, s := runOn(t, kf, m, block, pluginConfig)
+	srv, s := runOn(t, kf, m, block, p)
 	return kf, srv, s
 }
 
@@ -50,37 +67,52 @@ func newCluster(t *testing.T) *kfake.Cluster {
 }
 
 // runOn is run on a broker the test prepared.
-func runOn(t *testing.T, kf *kfake.Cluster, m *observe.Metrics, block, pluginConfig string) (*httptest.Server, *pipeline.Sink) {
+func runOn(t *testing.T, kf *kfake.Cluster, m *observe.Metrics, block string, p plug) (*httptest.Server, *pipeline.Sink) {
 	t.Helper()
-	lib := testenv.Library(t, "test/libpicomq_connector_test_a_sink.so")
-	doc := fmt.Sprintf("type = \"sink\"\nkey = \"obs\"\npath = %q\n[[topics]]\ntopics = [\"a\"]\nschema = \"json\"\n%s\n[plugin_config]\nrecord_path = %q\n%s\n",
-		strings.TrimSuffix(lib, ".so"), block, filepath.Join(t.TempDir(), "records.jsonl"), pluginConfig)
+	lib, pluginConfig := "/nonexistent/libfake.so", ""
+	if p.fake == nil {
+		lib = testenv.E2ELibrary(t, "test/libpicomq_connector_test_a_sink.so")
+		pluginConfig = fmt.Sprintf("record_path = %q\n%s", filepath.Join(t.TempDir(), "records.jsonl"), p.config)
+	}
+	doc := fmt.Sprintf("type = \"sink\"\nkey = \"obs\"\npath = %q\n[[topics]]\ntopics = [\"a\"]\nschema = \"json\"\n%s\n[plugin_config]\n%s\n",
+		strings.TrimSuffix(lib, ".so"), block, pluginConfig)
 	def, err := definition.Parse("obs.toml", []byte(doc))
 	if err != nil {
 		t.Fatal(err)
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	proc := child.New(hosttest.BuildHost(t), def.LibraryPath(""), child.Options{Logger: log})
-	cfg, err := def.OpenConfig()
-	if err != nil {
-		t.Fatal(err)
+	var (
+		out    pipeline.Deliverer = p.fake
+		plugin observe.Plugin     = p.fake
+		closer                    = func() {}
+	)
+	if p.fake == nil {
+		proc := child.New(hosttest.BuildHost(t), def.LibraryPath(""), child.Options{Logger: log})
+		cfg, err := def.OpenConfig()
+		if err != nil {
+			t.Fatal(err)
+		}
+		inst, err := proc.Open(context.Background(), string(cfg), log)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, plugin = inst, inst
+		closer = func() {
+			inst.Close()
+			proc.Close()
+		}
 	}
-	inst, err := proc.Open(context.Background(), string(cfg), log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := pipeline.New(def, inst, pipeline.Config{Brokers: kf.ListenAddrs(), Logger: log, Observer: m,
+	s := pipeline.New(def, out, pipeline.Config{Brokers: kf.ListenAddrs(), Logger: log, Observer: m,
 		Backoff: func(int) time.Duration { return 10 * time.Millisecond }, LagRefresh: 100 * time.Millisecond,
 		ClientOpts: []kgo.Opt{kgo.FetchMaxWait(50 * time.Millisecond)}})
-	m.Add(s, inst)
+	m.Add(s, plugin)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- s.Run(ctx) }()
 	t.Cleanup(func() {
 		cancel()
 		<-done
-		inst.Close()
-		proc.Close()
+		closer()
 	})
 	srv := httptest.NewServer(observe.Handler(m))
 	t.Cleanup(srv.Close)
@@ -182,9 +214,23 @@ next:
 // Three batches, each RETRYed once: the counters, histograms, lag, state
 // and the plugin's metrics() fields, as a scraper parses them; /status
 // shows lag while the batches are in flight and 0 once committed.
+// With the fake, the plugin's own fields are its {"records": n}; the test
+// plugin's are checked with the real host.
 func TestMetricsAndStatus(t *testing.T) {
+	both(t, func() *fakeplugin.Plugin {
+		return &fakeplugin.Plugin{Decide: func(b hostclient.Batch, _ int) fakeplugin.Result {
+			r := fakeplugin.Result{Delay: 150 * time.Millisecond}
+			if b.Attempt == 1 {
+				r.Code, r.Message = hostclient.StatusRetry, "asked to fail"
+			}
+			return r
+		}}
+	}, "fail_mode = \"retry\"\nfail_attempts = 1\ndelay = \"150ms\"\n", testMetricsAndStatus)
+}
+
+func testMetricsAndStatus(t *testing.T, pl plug) {
 	m := observe.NewMetrics()
-	kf, srv, _ := run(t, m, "batch_length = 4\npoll_interval = \"500ms\"\n", "fail_mode = \"retry\"\nfail_attempts = 1\ndelay = \"150ms\"\n")
+	kf, srv, _ := run(t, m, "batch_length = 4\npoll_interval = \"500ms\"\n", pl)
 	produce(t, kf, 10)
 	var maxLag int64
 	var p observe.PartitionStatus
@@ -216,11 +262,19 @@ func TestMetricsAndStatus(t *testing.T) {
 
 	mfs := scrape(t, srv)
 	st := []string{"sink_key=obs", "topic=a"}
-	for _, c := range []struct {
+	type series struct {
 		name   string
 		labels []string
 		want   float64
-	}{
+	}
+	plugin := []series{{"picomq_plugin_records", []string{"sink_key=obs"}, 10}}
+	if pl.fake == nil {
+		plugin = []series{
+			{"picomq_plugin_sink_lines_written", []string{"sink_key=obs"}, 3},
+			{"picomq_plugin_records_written_total", []string{"sink_key=obs"}, 10},
+		}
+	}
+	for _, c := range append([]series{
 		{"picomq_connect_deliveries_total", append(st, "outcome=retry"), 3},
 		{"picomq_connect_deliveries_total", append(st, "outcome=ok"), 3},
 		{"picomq_connect_deliveries_total", append(st, "outcome=fatal"), 0},
@@ -231,9 +285,7 @@ func TestMetricsAndStatus(t *testing.T) {
 		{"picomq_connect_sink_state", []string{"sink_key=obs", "state=running"}, 1},
 		{"picomq_connect_sink_state", []string{"sink_key=obs", "state=error"}, 0},
 		{"picomq_connect_plugin_metrics_up", []string{"sink_key=obs"}, 1},
-		{"picomq_plugin_sink_lines_written", []string{"sink_key=obs"}, 3},
-		{"picomq_plugin_records_written_total", []string{"sink_key=obs"}, 10},
-	} {
+	}, plugin...) {
 		if got, _ := value(t, mfs, c.name, c.labels...); got != c.want {
 			t.Errorf("%s{%v} = %v, want %v", c.name, c.labels, got, c.want)
 		}
@@ -250,12 +302,16 @@ func TestMetricsAndStatus(t *testing.T) {
 		t.Errorf("last batch timestamp %v", last.Gauge.GetValue())
 	}
 	// The SDK declares its fields (ABI 1.2); the test plugin leaves its
-	// own undeclared, and they stay untyped.
-	if typ := mfs["picomq_plugin_records_written_total"].GetType(); typ != dto.MetricType_COUNTER {
-		t.Errorf("picomq_plugin_records_written_total is %v, want counter", typ)
-	}
-	if typ := mfs["picomq_plugin_sink_lines_written"].GetType(); typ != dto.MetricType_UNTYPED {
-		t.Errorf("picomq_plugin_sink_lines_written is %v, want untyped", typ)
+	// own undeclared, and they stay untyped, as the fake's do.
+	if pl.fake == nil {
+		if typ := mfs["picomq_plugin_records_written_total"].GetType(); typ != dto.MetricType_COUNTER {
+			t.Errorf("picomq_plugin_records_written_total is %v, want counter", typ)
+		}
+		if typ := mfs["picomq_plugin_sink_lines_written"].GetType(); typ != dto.MetricType_UNTYPED {
+			t.Errorf("picomq_plugin_sink_lines_written is %v, want untyped", typ)
+		}
+	} else if typ := mfs["picomq_plugin_records"].GetType(); typ != dto.MetricType_UNTYPED {
+		t.Errorf("picomq_plugin_records is %v, want untyped", typ)
 	}
 	for name, mf := range mfs {
 		if mf.GetType() == dto.MetricType_COUNTER && !strings.HasSuffix(name, "_total") {
@@ -273,8 +329,14 @@ func TestMetricsAndStatus(t *testing.T) {
 // A consume in flight does not hold up the plugin's metrics(): the ABI
 // says metrics never waits for a consume.
 func TestScrapeDuringConsume(t *testing.T) {
+	both(t, func() *fakeplugin.Plugin {
+		return &fakeplugin.Plugin{Decide: func(hostclient.Batch, int) fakeplugin.Result { return fakeplugin.Result{Delay: 4 * time.Second} }}
+	}, "delay = \"4s\"\n", testScrapeDuringConsume)
+}
+
+func testScrapeDuringConsume(t *testing.T, p plug) {
 	m := observe.NewMetrics()
-	kf, srv, _ := run(t, m, "batch_length = 1\n", "delay = \"4s\"\n")
+	kf, srv, _ := run(t, m, "batch_length = 1\n", p)
 	produce(t, kf, 1)
 	until := time.Now().Add(10 * time.Second)
 	// Listed from the assignment on; lag 1 once the record is known.
@@ -323,7 +385,7 @@ func TestQuietPartitionsListed(t *testing.T) {
 				commit(t, kf, "picomq-connect-sink-obs", "a", 5)
 			}
 			m := observe.NewMetrics()
-			srv, _ := runOn(t, kf, m, c.block+"poll_interval = \"50ms\"\n", "")
+			srv, _ := runOn(t, kf, m, c.block+"poll_interval = \"50ms\"\n", plug{fake: &fakeplugin.Plugin{}})
 			var p observe.PartitionStatus
 			for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 				if parts := status(t, srv).Sinks[0].Partitions; len(parts) == 1 {

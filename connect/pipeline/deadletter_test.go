@@ -17,7 +17,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 
+	"github.com/picomq/heavy-sinks/connect/internal/fakeplugin"
 	"github.com/picomq/heavy-sinks/connect/pipeline"
+	"github.com/picomq/heavy-sinks/shared/hostclient"
 	"github.com/picomq/heavy-sinks/shared/metadata"
 )
 
@@ -54,15 +56,18 @@ func header(r *kgo.Record, key string) string {
 // the other 7 are written; the offset moves past the batch once the
 // broker acknowledged the dead letters.
 func TestDeadLetters(t *testing.T) {
+	both(t, func() *fakeplugin.Plugin { return rejecting(`{"bad"`) }, "reject_prefix = '{\"bad\"'\n", testDeadLetters)
+}
+
+func testDeadLetters(t *testing.T, p plug) {
 	kf := cluster(t, "orders", "orders.dlq")
-	h := newHarness(t, kf, "[[topics]]\ntopics = [\"orders\"]\nschema = \"json\"\nbatch_length = 10\nerrors_tolerance = \"all\"\n",
-		"reject_prefix = '{\"bad\"'\n")
+	h := newHarness(t, kf, "[[topics]]\ntopics = [\"orders\"]\nschema = \"json\"\nbatch_length = 10\nerrors_tolerance = \"all\"\n", p)
 	payloads := jsonPayloads(0, 10)
 	payloads[2], payloads[5], payloads[7] = `{"bad":2}`, `{"n":`, `{"bad":7}`
 	produce(t, kf, "orders", payloads...)
 	h.start()
 	until(t, 15*time.Second, "commit at 10", func() bool { return committed(t, kf, group, "orders")["orders"] == 10 })
-	if got := offsets(readLines(t, h.records), "orders"); !slices.Equal(got, []uint64{0, 1, 3, 4, 6, 8, 9}) {
+	if got := offsets(h.lines(), "orders"); !slices.Equal(got, []uint64{0, 1, 3, 4, 6, 8, 9}) {
 		t.Fatalf("written offsets %v", got)
 	}
 	dlq := readTopic(t, kf.ListenAddrs(), "orders.dlq", 3)
@@ -102,7 +107,7 @@ func TestDeadLetters(t *testing.T) {
 // rejections and fails the batch FATAL, as the spec says; nothing commits.
 func TestToleranceNoneStopsOnABadRecord(t *testing.T) {
 	kf := cluster(t, "orders", "orders.dlq")
-	h := newHarness(t, kf, "[[topics]]\ntopics = [\"orders\"]\nschema = \"json\"\nbatch_length = 3\n", "reject_prefix = '{\"bad\"'\n")
+	h := newHarness(t, kf, "[[topics]]\ntopics = [\"orders\"]\nschema = \"json\"\nbatch_length = 3\n", fake(rejecting(`{"bad"`)))
 	produce(t, kf, "orders", `{"n":0}`, `{"bad":1}`, `{"n":2}`)
 	h.start()
 	err := h.wait(30 * time.Second)
@@ -113,7 +118,7 @@ func TestToleranceNoneStopsOnABadRecord(t *testing.T) {
 	if got := committed(t, kf, group, "orders")["orders"]; got != -1 {
 		t.Errorf("committed %d", got)
 	}
-	if n := len(readLines(t, h.records)); n != 0 {
+	if n := len(h.lines()); n != 0 {
 		t.Errorf("%d batches written", n)
 	}
 }
@@ -124,8 +129,7 @@ func TestToleranceNoneStopsOnABadRecord(t *testing.T) {
 // keeps running, and the plugin never sees it.
 func TestPatternDoesNotConsumeItsDeadLetters(t *testing.T) {
 	kf := cluster(t, "orders.eu", "orders.eu.dlq")
-	h := newHarness(t, kf, "[[topics]]\npattern = 'orders\\..*'\nschema = \"json\"\nbatch_length = 3\npoll_interval = \"50ms\"\nerrors_tolerance = \"all\"\n",
-		"reject_prefix = '{\"bad\"'\n")
+	h := newHarness(t, kf, "[[topics]]\npattern = 'orders\\..*'\nschema = \"json\"\nbatch_length = 3\npoll_interval = \"50ms\"\nerrors_tolerance = \"all\"\n", fake(rejecting(`{"bad"`)))
 	produce(t, kf, "orders.eu", `{"n":0}`, `{"bad":1}`, `{"n":2}`)
 	h.start()
 	until(t, 15*time.Second, "commit at 3", func() bool { return committed(t, kf, group, "orders.eu")["orders.eu"] == 3 })
@@ -134,7 +138,7 @@ func TestPatternDoesNotConsumeItsDeadLetters(t *testing.T) {
 	if dlq := readTopic(t, kf.ListenAddrs(), "orders.eu.dlq", 1); len(dlq) != 1 || string(dlq[0].Value) != `{"bad":1}` {
 		t.Fatalf("dead letters %d, want the one bad record", len(dlq))
 	}
-	for _, l := range readLines(t, h.records) {
+	for _, l := range h.lines() {
 		if l.Topic != "orders.eu" {
 			t.Errorf("the plugin got a batch of %s", l.Topic)
 		}
@@ -151,8 +155,23 @@ func TestPatternDoesNotConsumeItsDeadLetters(t *testing.T) {
 // (Invalid) and no sink could choose (Delta's skip_empty_payloads, Redshift
 // storing an empty value).
 func TestTombstonesReachThePlugin(t *testing.T) {
+	both(t, func() *fakeplugin.Plugin {
+		// The SDK's check, as the test plugin answers a batch with a
+		// tombstone.
+		return &fakeplugin.Plugin{Decide: func(b hostclient.Batch, _ int) fakeplugin.Result {
+			for _, r := range b.Records {
+				if len(r.Payload) == 0 {
+					return fakeplugin.Fatal(fmt.Sprintf("topic %q offset %d: payload is not a JSON value", b.Topic, r.Offset))
+				}
+			}
+			return fakeplugin.Result{}
+		}}
+	}, "", testTombstonesReachThePlugin)
+}
+
+func testTombstonesReachThePlugin(t *testing.T, p plug) {
 	kf := cluster(t, "orders")
-	h := newHarness(t, kf, "[[topics]]\ntopics = [\"orders\"]\nschema = \"json\"\nbatch_length = 3\n", "")
+	h := newHarness(t, kf, "[[topics]]\ntopics = [\"orders\"]\nschema = \"json\"\nbatch_length = 3\n", p)
 	produce(t, kf, "orders", `{"n":0}`, ``, `{"n":2}`)
 	h.start()
 	err := h.wait(30 * time.Second)
@@ -185,8 +204,7 @@ func topicExists(t *testing.T, opts []kgo.Opt, topic string) bool {
 // is dead-lettered; before, producing it failed and stopped the consumer.
 func TestDeadLetterTopicCreatedAtStart(t *testing.T) {
 	kf := cluster(t, "orders")
-	h := newHarness(t, kf, "[[topics]]\ntopics = [\"orders\"]\nschema = \"json\"\nbatch_length = 3\nerrors_tolerance = \"all\"\n",
-		"reject_prefix = '{\"bad\"'\n")
+	h := newHarness(t, kf, "[[topics]]\ntopics = [\"orders\"]\nschema = \"json\"\nbatch_length = 3\nerrors_tolerance = \"all\"\n", fake(rejecting(`{"bad"`)))
 	addrs := []kgo.Opt{kgo.SeedBrokers(kf.ListenAddrs()...)}
 	if topicExists(t, addrs, "orders.dlq") {
 		t.Fatal("orders.dlq exists before the sink starts")
@@ -277,8 +295,7 @@ func adminCommitted(t *testing.T, opts []kgo.Opt, topic string) int64 {
 func TestDeadLetterTopicThatCannotBeCreated(t *testing.T) {
 	kf, admin := aclCluster(t, "orders")
 	adminProduce(t, admin, "orders", `{"n":0}`, `{"bad":1}`, `{"n":2}`)
-	h := newHarness(t, kf, "[[topics]]\ntopics = [\"orders\"]\nschema = \"json\"\nbatch_length = 3\nerrors_tolerance = \"all\"\n"+sinkLogin,
-		"reject_prefix = '{\"bad\"'\n")
+	h := newHarness(t, kf, "[[topics]]\ntopics = [\"orders\"]\nschema = \"json\"\nbatch_length = 3\nerrors_tolerance = \"all\"\n"+sinkLogin, fake(rejecting(`{"bad"`)))
 	h.start()
 	err := h.wait(30 * time.Second)
 	var dte *pipeline.DeadLetterTopicError
@@ -286,7 +303,7 @@ func TestDeadLetterTopicThatCannotBeCreated(t *testing.T) {
 		!strings.Contains(err.Error(), `[[topics]] block 1: dead-letter topic "orders.dlq" (of topic "orders"): does not exist and the broker refused to create it`) {
 		t.Fatalf("Run = %v, want a refusal naming orders.dlq and block 1", err)
 	}
-	if n := len(readLines(t, h.records)); n != 0 {
+	if n := len(h.lines()); n != 0 {
 		t.Errorf("%d batches delivered", n)
 	}
 	if got := adminCommitted(t, admin, "orders"); got != -1 {
@@ -304,7 +321,7 @@ func TestDeadLetterTopicThatCannotBeCreated(t *testing.T) {
 // naming it before any record of orders.us reaches the plugin.
 func TestDeadLetterTopicOfAPatternTopic(t *testing.T) {
 	kf, admin := aclCluster(t, "orders.eu")
-	h := newHarness(t, kf, "[[topics]]\npattern = 'orders\\..*'\nschema = \"json\"\nbatch_length = 1\nerrors_tolerance = \"all\"\n"+sinkLogin, "")
+	h := newHarness(t, kf, "[[topics]]\npattern = 'orders\\..*'\nschema = \"json\"\nbatch_length = 1\nerrors_tolerance = \"all\"\n"+sinkLogin, fake(&fakeplugin.Plugin{}))
 	h.start()
 	until(t, 15*time.Second, "orders.eu.dlq created", func() bool { return topicExists(t, admin, "orders.eu.dlq") })
 	adminProduce(t, admin, "orders.eu", `{"n":0}`)
@@ -323,7 +340,7 @@ func TestDeadLetterTopicOfAPatternTopic(t *testing.T) {
 	if !errors.As(err, &dte) || dte.Topic != "orders.us.dlq" || dte.Source != "orders.us" || dte.Block != 1 {
 		t.Fatalf("Run = %v, want a refusal naming orders.us.dlq", err)
 	}
-	if got := offsets(readLines(t, h.records), "orders.us"); len(got) != 0 {
+	if got := offsets(h.lines(), "orders.us"); len(got) != 0 {
 		t.Errorf("orders.us offsets %v delivered", got)
 	}
 	if got := adminCommitted(t, admin, "orders.us"); got != -1 {
@@ -341,8 +358,7 @@ func TestDeadLetterCheckWaitsForTheBroker(t *testing.T) {
 	}
 	port := ln.Addr().(*net.TCPAddr).Port
 	ln.Close()
-	h := newHarness(t, nil, "[[topics]]\ntopics = [\"orders\"]\nschema = \"json\"\nbatch_length = 3\nerrors_tolerance = \"all\"\n",
-		"reject_prefix = '{\"bad\"'\n")
+	h := newHarness(t, nil, "[[topics]]\ntopics = [\"orders\"]\nschema = \"json\"\nbatch_length = 3\nerrors_tolerance = \"all\"\n", fake(rejecting(`{"bad"`)))
 	h.brokers = []string{fmt.Sprintf("127.0.0.1:%d", port)}
 	h.start()
 	until(t, 45*time.Second, "a retry logged", func() bool { return h.logs.has("event=dead_letter_check_retry") })

@@ -22,7 +22,10 @@
 // or when a pattern first assigns the topic.
 //
 // The package uses franz-go's kgo client, and reaches plugins through the
-// Deliverer interface (a child.Instance in the runtime, anything in tests).
+// Deliverer interface (a child.Instance in the runtime; in this package's
+// tests, and connect/observe's, mostly the scripted plugin of
+// connect/internal/fakeplugin, so that they run without a build and under
+// the race detector).
 //
 // Before its consumers start, a sink opens its plugin instance (an
 // Opener): RETRY at open, or a host that died, is retried with OpenBackoff

@@ -3,6 +3,7 @@ package pipeline_test
 import (
 	"bufio"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -23,17 +24,19 @@ import (
 
 	"github.com/picomq/heavy-sinks/connect/child"
 	"github.com/picomq/heavy-sinks/connect/definition"
+	"github.com/picomq/heavy-sinks/connect/internal/fakeplugin"
 	"github.com/picomq/heavy-sinks/connect/pipeline"
+	"github.com/picomq/heavy-sinks/shared/hostclient"
 	"github.com/picomq/heavy-sinks/shared/testenv"
 	"github.com/picomq/heavy-sinks/shared/testenv/hosttest"
 )
 
 // testLib is the e2e test plugin that buildscripts/build.sh put in
-// $PICOMQ_DIST or <repo>/dist. A missing build fails the test; it never
-// skips.
+// $PICOMQ_DIST: the cases through the real C host run in `make e2e`, and
+// skip in `make unit`, which builds nothing.
 func testLib(t testing.TB) string {
 	t.Helper()
-	return testenv.Library(t, "test/libpicomq_connector_test_a_sink.so")
+	return testenv.E2ELibrary(t, "test/libpicomq_connector_test_a_sink.so")
 }
 
 // cluster starts an in-process broker with topics of one partition.
@@ -103,16 +106,18 @@ func committed(t *testing.T, c *kfake.Cluster, group string, topics ...string) m
 
 // line is one batch the test plugin recorded.
 type line struct {
-	Topic     string `json:"topic"`
-	Partition uint32 `json:"partition"`
-	Schema    string `json:"schema"`
-	Attempt   uint32 `json:"attempt"`
-	Records   []struct {
-		Offset  uint64      `json:"offset"`
-		Key     *string     `json:"key"`
-		Headers [][2]string `json:"headers"`
-		Payload []byte      `json:"payload"`
-	} `json:"records"`
+	Topic     string       `json:"topic"`
+	Partition uint32       `json:"partition"`
+	Schema    string       `json:"schema"`
+	Attempt   uint32       `json:"attempt"`
+	Records   []lineRecord `json:"records"`
+}
+
+type lineRecord struct {
+	Offset  uint64      `json:"offset"`
+	Key     *string     `json:"key"` // base64
+	Headers [][2]string `json:"headers"`
+	Payload []byte      `json:"payload"`
 }
 
 func readLines(t *testing.T, path string) []line {
@@ -138,23 +143,29 @@ func readLines(t *testing.T, path string) []line {
 	return out
 }
 
-// harness runs one sink definition against the test plugin in a real C
-// host child process.
+// harness runs one sink definition against a plugin: the scripted fake
+// (connect/internal/fakeplugin), or the e2e test plugin in a real C host
+// child process.
 type harness struct {
 	t       *testing.T
 	kf      *kfake.Cluster
 	def     *definition.Definition
-	records string
+	fake    *fakeplugin.Plugin // nil with the real host
+	records string             // the test plugin's record file
 	proc    *child.Process
 	sink    *pipeline.Sink
 	cancel  context.CancelFunc
 	done    chan error
 	backoff backoffLog
-	seen    observed
+	// openBackoff logs the waits between open attempts.
+	openBackoff backoffLog
+	seen        observed
 	// brokers, when set, replace the cluster's addresses in the sink's
 	// configuration (a broker that is not there yet).
 	brokers []string
-	logs    logBuffer
+	// shutdownTimeout, when set, is the sink's Config.ShutdownTimeout.
+	shutdownTimeout time.Duration
+	logs            logBuffer
 }
 
 // logBuffer keeps the sink's log lines for a test to look for an event.
@@ -216,44 +227,105 @@ func (b *backoffLog) get() []int {
 	return append([]int(nil), b.attempts...)
 }
 
-// newHarness parses a definition whose [[topics]] blocks are given, with
-// plugin_config for the test plugin (record_path is added).
-func newHarness(t *testing.T, kf *kfake.Cluster, blocks, pluginConfig string) *harness {
+// plug is the plugin a harness runs: the fake, or (fake nil) the test
+// plugin in the real host with config as its plugin_config.
+type plug struct {
+	fake   *fakeplugin.Plugin
+	config string
+}
+
+// fake runs the sink against p.
+func fake(p *fakeplugin.Plugin) plug { return plug{fake: p} }
+
+// host runs the sink against the test plugin in the real C host, with
+// pluginConfig; the test skips without $PICOMQ_DIST.
+func host(pluginConfig string) plug { return plug{config: pluginConfig} }
+
+// both runs body as two subtests: against the fake script makes, and
+// against the test plugin configured with pluginConfig in the real host.
+// The two must behave alike to the runtime.
+func both(t *testing.T, script func() *fakeplugin.Plugin, pluginConfig string, body func(t *testing.T, p plug)) {
+	t.Run("fake", func(t *testing.T) { body(t, fake(script())) })
+	t.Run("host", func(t *testing.T) { body(t, host(pluginConfig)) })
+}
+
+// newHarness parses a definition whose [[topics]] blocks are given, for
+// the plugin p (with the real host, p.config plus record_path as its
+// plugin_config).
+func newHarness(t *testing.T, kf *kfake.Cluster, blocks string, p plug) *harness {
 	t.Helper()
 	records := filepath.Join(t.TempDir(), "records.jsonl")
-	doc := fmt.Sprintf("type = \"sink\"\nkey = \"test\"\nname = \"test sink\"\npath = %q\n%s\n[plugin_config]\nrecord_path = %q\n%s\n",
-		strings.TrimSuffix(testLib(t), ".so"), blocks, records, pluginConfig)
+	lib, pluginConfig := "/nonexistent/libfake.so", ""
+	if p.fake == nil {
+		lib, pluginConfig = testLib(t), fmt.Sprintf("record_path = %q\n%s", records, p.config)
+	}
+	doc := fmt.Sprintf("type = \"sink\"\nkey = \"test\"\nname = \"test sink\"\npath = %q\n%s\n[plugin_config]\n%s\n",
+		strings.TrimSuffix(lib, ".so"), blocks, pluginConfig)
 	def, err := definition.Parse("test.toml", []byte(doc))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &harness{t: t, kf: kf, def: def, records: records}
+	return &harness{t: t, kf: kf, def: def, fake: p.fake, records: records}
 }
 
+// start runs the sink. With the real host the instance is opened first,
+// as picomq-connect opened it before the sink opened its Opener itself;
+// the fake is opened by Run.
 func (h *harness) start() {
 	h.t.Helper()
 	w := newTestWriter(h.t)
 	log := slog.New(slog.NewTextHandler(io.MultiWriter(w, &h.logs), &slog.HandlerOptions{Level: slog.LevelDebug}))
-	h.proc = child.New(hosttest.BuildHost(h.t), h.def.LibraryPath(""), child.Options{Logger: log, Stderr: w})
-	cfg, err := h.def.OpenConfig()
-	if err != nil {
-		h.t.Fatal(err)
-	}
+	var out pipeline.Deliverer = h.fake
 	ctx := context.Background()
-	inst, err := h.proc.Open(ctx, string(cfg), log)
-	if err != nil {
-		h.t.Fatal(err)
+	if h.fake == nil {
+		h.proc = child.New(hosttest.BuildHost(h.t), h.def.LibraryPath(""), child.Options{Logger: log, Stderr: w})
+		cfg, err := h.def.OpenConfig()
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		inst, err := h.proc.Open(ctx, string(cfg), log)
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		out = inst
 	}
 	brokers := h.brokers
 	if brokers == nil {
 		brokers = h.kf.ListenAddrs()
 	}
-	h.sink = pipeline.New(h.def, inst, pipeline.Config{Brokers: brokers, Logger: log, Backoff: h.backoff.wait, Observer: &h.seen,
-		ClientOpts: []kgo.Opt{kgo.FetchMaxWait(50 * time.Millisecond)}})
+	h.sink = pipeline.New(h.def, out, pipeline.Config{Brokers: brokers, Logger: log, Backoff: h.backoff.wait, Observer: &h.seen,
+		OpenBackoff: h.openBackoff.wait, ShutdownTimeout: h.shutdownTimeout, ClientOpts: []kgo.Opt{kgo.FetchMaxWait(50 * time.Millisecond)}})
 	runCtx, cancel := context.WithCancel(ctx)
 	h.cancel, h.done = cancel, make(chan error, 1)
 	go func() { h.done <- h.sink.Run(runCtx) }()
 	h.t.Cleanup(func() { h.stop() })
+}
+
+// lines returns the batches the plugin wrote, in order: the test plugin's
+// record file, or what the fake kept, in the same form.
+func (h *harness) lines() []line {
+	h.t.Helper()
+	if h.fake == nil {
+		return readLines(h.t, h.records)
+	}
+	var out []line
+	for _, b := range h.fake.Written() {
+		l := line{Topic: b.Topic, Partition: b.Partition, Schema: b.Schema, Attempt: b.Attempt}
+		for _, r := range b.Records {
+			var rec lineRecord
+			rec.Offset, rec.Payload = r.Offset, r.Payload
+			if r.Key != nil {
+				k := base64.StdEncoding.EncodeToString(r.Key)
+				rec.Key = &k
+			}
+			for _, hd := range r.Headers {
+				rec.Headers = append(rec.Headers, [2]string{hd.Key, string(hd.Value)})
+			}
+			l.Records = append(l.Records, rec)
+		}
+		out = append(out, l)
+	}
+	return out
 }
 
 // stop is SIGTERM: it cancels Run, waits for it and closes the plugin.
@@ -264,7 +336,9 @@ func (h *harness) stop() error {
 	h.cancel()
 	h.cancel = nil
 	err := h.wait(30 * time.Second)
-	h.proc.Close()
+	if h.proc != nil {
+		h.proc.Close()
+	}
 	return err
 }
 
@@ -322,4 +396,33 @@ func (w testWriter) Write(p []byte) (int, error) {
 		w.t.Log(strings.TrimRight(string(p), "\n"))
 	}
 	return len(p), nil
+}
+
+// script is the fake's answer to the test plugin's fail_mode = "retry" or
+// "fatal" (code), fail_topic (topic, "" for all) and fail_attempts
+// (attempts, 0 for all), with its error text.
+func script(code hostclient.Status, topic string, attempts int) *fakeplugin.Plugin {
+	return &fakeplugin.Plugin{Decide: func(b hostclient.Batch, _ int) fakeplugin.Result {
+		if (topic != "" && b.Topic != topic) || (attempts > 0 && int(b.Attempt) > attempts) {
+			return fakeplugin.Result{}
+		}
+		return fakeplugin.Result{Code: code, Message: fmt.Sprintf("test plugin: asked to fail topic %s partition %d attempt %d with %s",
+			b.Topic, b.Partition, b.Attempt, code)}
+	}}
+}
+
+// rejecting is the fake's answer to the test plugin's reject_prefix: the
+// records whose payload starts with prefix are rejected (the batch fails
+// FATAL when it does not accept rejections), with the test plugin's text.
+func rejecting(prefix string) *fakeplugin.Plugin {
+	return &fakeplugin.Plugin{Decide: func(b hostclient.Batch, _ int) fakeplugin.Result {
+		var r fakeplugin.Result
+		for i, rec := range b.Records {
+			if strings.HasPrefix(string(rec.Payload), prefix) {
+				r.Reject = append(r.Reject, hostclient.Rejection{Index: i, Reason: hostclient.RejectValue,
+					Message: fmt.Sprintf("test plugin: record at topic %q offset %d starts with %q", b.Topic, rec.Offset, prefix)})
+			}
+		}
+		return r
+	}}
 }

@@ -9,7 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/picomq/heavy-sinks/connect/internal/fakeplugin"
 	"github.com/picomq/heavy-sinks/connect/pipeline"
+	"github.com/picomq/heavy-sinks/shared/hostclient"
 )
 
 func seq(from, n int) []uint64 {
@@ -25,20 +27,24 @@ const group = "picomq-connect-sink-test"
 // A bucket is flushed at batch_length; what is left waits (poll_interval
 // is long) until shutdown flushes it and commits once.
 func TestFlushBySizeAndShutdownFlush(t *testing.T) {
+	both(t, func() *fakeplugin.Plugin { return &fakeplugin.Plugin{} }, "", testFlushBySizeAndShutdownFlush)
+}
+
+func testFlushBySizeAndShutdownFlush(t *testing.T, p plug) {
 	kf := cluster(t, "a")
-	h := newHarness(t, kf, "[[topics]]\ntopics = [\"a\"]\nschema = \"json\"\nbatch_length = 10\npoll_interval = \"1h\"\n", "")
+	h := newHarness(t, kf, "[[topics]]\ntopics = [\"a\"]\nschema = \"json\"\nbatch_length = 10\npoll_interval = \"1h\"\n", p)
 	produce(t, kf, "a", jsonPayloads(0, 25)...)
 	h.start()
-	until(t, 10*time.Second, "two full batches", func() bool { return len(readLines(t, h.records)) == 2 })
+	until(t, 10*time.Second, "two full batches", func() bool { return len(h.lines()) == 2 })
 	until(t, 5*time.Second, "commit at 20", func() bool { return committed(t, kf, group, "a")["a"] == 20 })
 	time.Sleep(300 * time.Millisecond)
-	if n := len(readLines(t, h.records)); n != 2 {
+	if n := len(h.lines()); n != 2 {
 		t.Fatalf("%d batches before shutdown, want 2: the 5 left must wait", n)
 	}
 	if err := h.stop(); err != nil {
 		t.Fatal(err)
 	}
-	lines := readLines(t, h.records)
+	lines := h.lines()
 	var sizes []int
 	for _, l := range lines {
 		sizes = append(sizes, len(l.Records))
@@ -68,17 +74,17 @@ func TestFlushBySizeAndShutdownFlush(t *testing.T) {
 // bucket goes out short.
 func TestFlushByIdle(t *testing.T) {
 	kf := cluster(t, "a")
-	h := newHarness(t, kf, "[[topics]]\ntopics = [\"a\"]\nschema = \"text\"\nbatch_length = 1000\npoll_interval = \"300ms\"\n", "")
+	h := newHarness(t, kf, "[[topics]]\ntopics = [\"a\"]\nschema = \"text\"\nbatch_length = 1000\npoll_interval = \"300ms\"\n", fake(&fakeplugin.Plugin{}))
 	h.start()
 	time.Sleep(time.Second) // joined
 	sent := time.Now()
 	produce(t, kf, "a", "x", "y", "z")
-	until(t, 10*time.Second, "an idle flush", func() bool { return len(readLines(t, h.records)) == 1 })
+	until(t, 10*time.Second, "an idle flush", func() bool { return len(h.lines()) == 1 })
 	if d := time.Since(sent); d < 300*time.Millisecond {
 		t.Errorf("flushed %s after producing, before poll_interval", d)
 	}
 	until(t, 5*time.Second, "commit at 3", func() bool { return committed(t, kf, group, "a")["a"] == 3 })
-	if l := readLines(t, h.records)[0]; len(l.Records) != 3 || l.Schema != "text" {
+	if l := h.lines()[0]; len(l.Records) != 3 || l.Schema != "text" {
 		t.Errorf("batch %+v", l)
 	}
 }
@@ -86,12 +92,16 @@ func TestFlushByIdle(t *testing.T) {
 // RETRY twice, then OK: the same batch with attempts 1, 2, 3 and a backoff
 // after each failure; only then is the offset committed.
 func TestRetryThenOK(t *testing.T) {
+	both(t, func() *fakeplugin.Plugin { return script(hostclient.StatusRetry, "", 2) }, "fail_mode = \"retry\"\nfail_attempts = 2\n", testRetryThenOK)
+}
+
+func testRetryThenOK(t *testing.T, p plug) {
 	kf := cluster(t, "a")
-	h := newHarness(t, kf, "[[topics]]\ntopics = [\"a\"]\nschema = \"json\"\nbatch_length = 4\n", "fail_mode = \"retry\"\nfail_attempts = 2\n")
+	h := newHarness(t, kf, "[[topics]]\ntopics = [\"a\"]\nschema = \"json\"\nbatch_length = 4\n", p)
 	produce(t, kf, "a", jsonPayloads(0, 4)...)
 	h.start()
 	until(t, 10*time.Second, "commit at 4", func() bool { return committed(t, kf, group, "a")["a"] == 4 })
-	lines := readLines(t, h.records)
+	lines := h.lines()
 	if len(lines) != 1 || lines[0].Attempt != 3 || len(lines[0].Records) != 4 {
 		t.Fatalf("recorded %+v, want one batch of 4 at attempt 3", lines)
 	}
@@ -109,7 +119,7 @@ func TestRetryThenOK(t *testing.T) {
 func TestFifthFailureStops(t *testing.T) {
 	kf := cluster(t, "good", "bad")
 	blocks := "[[topics]]\ntopics = [\"good\", \"bad\"]\nschema = \"json\"\nbatch_length = 3\npoll_interval = \"100ms\"\n"
-	h := newHarness(t, kf, blocks, "fail_mode = \"retry\"\nfail_topic = \"bad\"\n")
+	h := newHarness(t, kf, blocks, fake(script(hostclient.StatusRetry, "bad", 0)))
 	produce(t, kf, "good", jsonPayloads(0, 3)...)
 	h.start()
 	until(t, 10*time.Second, "good committed", func() bool { return committed(t, kf, group, "good")["good"] == 3 })
@@ -134,10 +144,10 @@ func TestFifthFailureStops(t *testing.T) {
 	h.stop()
 
 	// Restart without the failure: bad@0..2 is the first thing delivered.
-	h2 := newHarness(t, kf, blocks, "")
+	h2 := newHarness(t, kf, blocks, fake(&fakeplugin.Plugin{}))
 	h2.start()
 	until(t, 10*time.Second, "bad committed", func() bool { return committed(t, kf, group, "bad")["bad"] == 3 })
-	lines := readLines(t, h2.records)
+	lines := h2.lines()
 	if len(lines) != 1 || lines[0].Topic != "bad" || !slices.Equal(offsets(lines, "bad"), seq(0, 3)) {
 		t.Errorf("after restart: %+v", lines)
 	}
@@ -146,7 +156,7 @@ func TestFifthFailureStops(t *testing.T) {
 // FATAL cannot succeed on retry: one attempt, then the consumer stops.
 func TestFatalStopsAtOnce(t *testing.T) {
 	kf := cluster(t, "a")
-	h := newHarness(t, kf, "[[topics]]\ntopics = [\"a\"]\nschema = \"json\"\nbatch_length = 2\n", "fail_mode = \"fatal\"\n")
+	h := newHarness(t, kf, "[[topics]]\ntopics = [\"a\"]\nschema = \"json\"\nbatch_length = 2\n", fake(script(hostclient.StatusFatal, "", 0)))
 	produce(t, kf, "a", jsonPayloads(0, 2)...)
 	h.start()
 	err := h.wait(30 * time.Second)
@@ -166,7 +176,7 @@ func TestFatalStopsAtOnce(t *testing.T) {
 // plugin; the consumer stops naming its offset.
 func TestInvalidJSONStops(t *testing.T) {
 	kf := cluster(t, "a")
-	h := newHarness(t, kf, "[[topics]]\ntopics = [\"a\"]\nschema = \"json\"\nbatch_length = 3\n", "")
+	h := newHarness(t, kf, "[[topics]]\ntopics = [\"a\"]\nschema = \"json\"\nbatch_length = 3\n", fake(&fakeplugin.Plugin{}))
 	produce(t, kf, "a", `{"ok":1}`, `{"bad"`, `{}`)
 	h.start()
 	err := h.wait(30 * time.Second)
@@ -174,7 +184,7 @@ func TestInvalidJSONStops(t *testing.T) {
 	if !errors.As(err, &se) || se.Outcome != pipeline.Invalid || !strings.Contains(err.Error(), "offset 1 is not valid JSON") {
 		t.Fatalf("Run = %v", err)
 	}
-	if n := len(readLines(t, h.records)); n != 0 {
+	if n := len(h.fake.Calls()); n != 0 {
 		t.Errorf("%d batches reached the plugin", n)
 	}
 }
@@ -182,19 +192,19 @@ func TestInvalidJSONStops(t *testing.T) {
 // A topic created while the sink runs is picked up by its pattern.
 func TestPatternPicksUpNewTopic(t *testing.T) {
 	kf := cluster(t, "orders.eu", "other")
-	h := newHarness(t, kf, "[[topics]]\npattern = 'orders\\..*'\nschema = \"json\"\nbatch_length = 2\n", "")
+	h := newHarness(t, kf, "[[topics]]\npattern = 'orders\\..*'\nschema = \"json\"\nbatch_length = 2\n", fake(&fakeplugin.Plugin{}))
 	produce(t, kf, "orders.eu", jsonPayloads(0, 2)...)
 	produce(t, kf, "other", jsonPayloads(0, 2)...)
 	h.start()
-	until(t, 10*time.Second, "orders.eu", func() bool { return len(offsets(readLines(t, h.records), "orders.eu")) == 2 })
+	until(t, 10*time.Second, "orders.eu", func() bool { return len(offsets(h.lines(), "orders.eu")) == 2 })
 	if err := kf.CreateTopic("orders.us", 1, nil); err != nil {
 		t.Fatal(err)
 	}
 	created := time.Now()
 	produce(t, kf, "orders.us", jsonPayloads(0, 2)...)
-	until(t, 15*time.Second, "orders.us", func() bool { return len(offsets(readLines(t, h.records), "orders.us")) == 2 })
+	until(t, 15*time.Second, "orders.us", func() bool { return len(offsets(h.lines(), "orders.us")) == 2 })
 	t.Logf("new topic picked up %s after creation", time.Since(created).Round(time.Millisecond))
-	if got := offsets(readLines(t, h.records), "other"); len(got) != 0 {
+	if got := offsets(h.lines(), "other"); len(got) != 0 {
 		t.Errorf("consumed the unmatched topic: %v", got)
 	}
 }
@@ -204,7 +214,7 @@ func TestPatternPicksUpNewTopic(t *testing.T) {
 func TestRestartResumes(t *testing.T) {
 	kf := cluster(t, "a")
 	blocks := "[[topics]]\ntopics = [\"a\"]\nschema = \"json\"\nbatch_length = 5\n"
-	h := newHarness(t, kf, blocks, "")
+	h := newHarness(t, kf, blocks, fake(&fakeplugin.Plugin{}))
 	produce(t, kf, "a", jsonPayloads(0, 10)...)
 	h.start()
 	until(t, 10*time.Second, "commit at 10", func() bool { return committed(t, kf, group, "a")["a"] == 10 })
@@ -212,12 +222,10 @@ func TestRestartResumes(t *testing.T) {
 		t.Fatal(err)
 	}
 	produce(t, kf, "a", jsonPayloads(10, 7)...)
-	h2 := newHarness(t, kf, blocks, "")
-	h2.records = h.records // one record file across both runs
-	h2.def.PluginConfig["record_path"] = h.records
+	h2 := newHarness(t, kf, blocks, fake(h.fake)) // one plugin, so one record of both runs
 	h2.start()
 	until(t, 10*time.Second, "commit at 17", func() bool { return committed(t, kf, group, "a")["a"] == 17 })
-	if got := offsets(readLines(t, h.records), "a"); !slices.Equal(got, seq(0, 17)) {
+	if got := offsets(h.lines(), "a"); !slices.Equal(got, seq(0, 17)) {
 		t.Errorf("offsets %v, want 0..16 once each", got)
 	}
 }
@@ -228,11 +236,11 @@ func TestRestartResumes(t *testing.T) {
 func TestHostKilledResumes(t *testing.T) {
 	kf := cluster(t, "a")
 	const total, batch, kills = 300, 10, 3
-	h := newHarness(t, kf, "[[topics]]\ntopics = [\"a\"]\nschema = \"json\"\nbatch_length = 10\npoll_interval = \"50ms\"\n", "delay = \"30ms\"\n")
+	h := newHarness(t, kf, "[[topics]]\ntopics = [\"a\"]\nschema = \"json\"\nbatch_length = 10\npoll_interval = \"50ms\"\n", host("delay = \"30ms\"\n"))
 	produce(t, kf, "a", jsonPayloads(0, total)...)
 	h.start()
 	for k := 0; k < kills; k++ {
-		until(t, 20*time.Second, "progress", func() bool { return len(readLines(t, h.records)) >= (k+1)*5 })
+		until(t, 20*time.Second, "progress", func() bool { return len(h.lines()) >= (k+1)*5 })
 		pid := h.proc.Pid()
 		if pid == 0 {
 			t.Fatal("no child process")
@@ -247,7 +255,7 @@ func TestHostKilledResumes(t *testing.T) {
 		t.Errorf("%d restarts, want %d", got, kills)
 	}
 	count := map[uint64]int{}
-	for _, o := range offsets(readLines(t, h.records), "a") {
+	for _, o := range offsets(h.lines(), "a") {
 		count[o]++
 	}
 	dups := 0
@@ -268,7 +276,7 @@ func TestHostKilledResumes(t *testing.T) {
 	// A death counts as a failed attempt: the batch in flight comes back
 	// as attempt 2.
 	second := 0
-	for _, l := range readLines(t, h.records) {
+	for _, l := range h.lines() {
 		if l.Attempt == 2 {
 			second++
 		}
@@ -298,19 +306,19 @@ func TestBackoff(t *testing.T) {
 // group's offsets at the end.
 func TestRevokedPartitionNotCommitted(t *testing.T) {
 	kf := cluster(t, "a", "b")
-	a := newHarness(t, kf, "[[topics]]\ntopics = [\"a\", \"b\"]\nschema = \"json\"\npoll_interval = \"1h\"\n", "")
+	a := newHarness(t, kf, "[[topics]]\ntopics = [\"a\", \"b\"]\nschema = \"json\"\npoll_interval = \"1h\"\n", fake(&fakeplugin.Plugin{}))
 	produce(t, kf, "a", jsonPayloads(0, 5)...)
 	produce(t, kf, "b", jsonPayloads(0, 5)...)
 	a.start()
 	time.Sleep(1500 * time.Millisecond) // both buckets buffered, none due
-	if n := len(readLines(t, a.records)); n != 0 {
+	if n := len(a.lines()); n != 0 {
 		t.Fatalf("%d batches before the rebalance", n)
 	}
-	b := newHarness(t, kf, "[[topics]]\ntopics = [\"a\", \"b\"]\nschema = \"json\"\npoll_interval = \"100ms\"\n", "")
+	b := newHarness(t, kf, "[[topics]]\ntopics = [\"a\", \"b\"]\nschema = \"json\"\npoll_interval = \"100ms\"\n", fake(&fakeplugin.Plugin{}))
 	b.start()
 	var taken string
 	until(t, 30*time.Second, "the new member to deliver a partition", func() bool {
-		for _, l := range readLines(t, b.records) {
+		for _, l := range b.lines() {
 			taken = l.Topic
 			return true
 		}
@@ -325,7 +333,7 @@ func TestRevokedPartitionNotCommitted(t *testing.T) {
 	}
 	count := map[string]int{}
 	for _, h := range []*harness{a, b} {
-		for _, l := range readLines(t, h.records) {
+		for _, l := range h.lines() {
 			for _, r := range l.Records {
 				count[fmt.Sprintf("%s@%d", l.Topic, r.Offset)]++
 			}

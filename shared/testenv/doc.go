@@ -14,7 +14,11 @@
 //
 // Every helper that takes a testing.TB fails the test when what it looks
 // for is missing, with a message saying how to provide it; none skips,
-// because in CI a missing build, service or fixture is a broken build.
+// because in CI a missing build, service or fixture is a broken build. The
+// one exception is E2ELibrary, for the real-host cases of packages that
+// `make unit` runs before anything is built (the runtime's): it skips while
+// $PICOMQ_DIST is unset, and `make e2e`, which sets it, runs those cases
+// and fails them when the build is missing.
 //
 // # Delta conformance tables
 //
@@ -24,5 +28,6 @@
 // unpacked and large ones as .tar.zst, catalogued in its README.md. Set
 // PICOMQ_DELTA_TABLES to use a copy elsewhere.
 //
-// Files: testenv.go (RepoRoot, DistDir, Library, DeltaTables).
+// Files: testenv.go (RepoRoot, DistDir, Library, DeltaTables), e2e.go
+// (E2ELibrary).
 package testenv

@@ -1,0 +1,350 @@
+package child_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/picomq/heavy-sinks/connect/child"
+	"github.com/picomq/heavy-sinks/shared/hostclient"
+	"github.com/picomq/heavy-sinks/shared/testenv"
+	"github.com/picomq/heavy-sinks/shared/testenv/hosttest"
+)
+
+// The restarts of a Process, with the real C host (built from source by
+// hosttest.BuildHost) and the e2e test plugin from $PICOMQ_DIST: these
+// cases run in `make e2e` and skip in `make unit`.
+
+// logs keeps the lines of the process's and its instances' loggers.
+type logs struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *logs) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+// count is how many lines contain s.
+func (l *logs) count(s string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.Count(l.b.String(), s)
+}
+
+// fixture is a Process of the test plugin and the file its instances
+// record their batches to.
+type fixture struct {
+	t    *testing.T
+	p    *child.Process
+	log  *slog.Logger
+	logs *logs
+	dir  string
+}
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	lib := testenv.E2ELibrary(t, "test/libpicomq_connector_test_a_sink.so")
+	l := &logs{}
+	log := slog.New(slog.NewTextHandler(l, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	p := child.New(hosttest.BuildHost(t), lib, child.Options{Logger: log, Workers: 2})
+	t.Cleanup(func() { p.Close() })
+	return &fixture{t: t, p: p, log: log, logs: l, dir: t.TempDir()}
+}
+
+// config is an instance's open() JSON: the test plugin recording to
+// <dir>/<name>.jsonl, with more plugin_config keys.
+func (f *fixture) config(name string, more map[string]any) string {
+	pc := map[string]any{"record_path": filepath.Join(f.dir, name+".jsonl")}
+	for k, v := range more {
+		pc[k] = v
+	}
+	b, err := json.Marshal(map[string]any{"key": name, "name": name, "version": 1, "plugin_config": pc})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return string(b)
+}
+
+// recorded is the offsets of the batches instance name wrote, one entry
+// per batch.
+func (f *fixture) recorded(name string) []uint64 {
+	f.t.Helper()
+	file, err := os.Open(filepath.Join(f.dir, name+".jsonl"))
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	defer file.Close()
+	var out []uint64
+	sc := bufio.NewScanner(file)
+	for sc.Scan() {
+		var l struct {
+			Records []struct {
+				Offset uint64 `json:"offset"`
+			} `json:"records"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
+			f.t.Fatal(err)
+		}
+		for _, r := range l.Records {
+			out = append(out, r.Offset)
+		}
+	}
+	return out
+}
+
+func batch(offset uint64) hostclient.Batch {
+	return hostclient.Batch{Attempt: 1, Topic: "a", Schema: "json",
+		Records: []hostclient.Record{{Offset: offset, Payload: fmt.Appendf(nil, `{"n":%d}`, offset)}}}
+}
+
+// kill SIGKILLs the running child and waits until the Process sees it
+// gone.
+func (f *fixture) kill() int {
+	f.t.Helper()
+	pid := f.p.Pid()
+	if pid == 0 {
+		f.t.Fatal("no child runs")
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		f.t.Fatal(err)
+	}
+	until(f.t, 10*time.Second, "the child's exit seen", func() bool { return f.p.Pid() == 0 })
+	return pid
+}
+
+// waitLog waits for a line containing s, the count-th.
+func (f *fixture) waitLog(s string, count int) {
+	f.t.Helper()
+	until(f.t, 20*time.Second, fmt.Sprintf("%d× %q logged", count, s), func() bool { return f.logs.count(s) >= count })
+}
+
+func until(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(d); !cond(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", d, what)
+		}
+	}
+}
+
+// A child killed between calls is started again by the next call, which
+// reopens every instance that calls in it: both instances write again,
+// each opened twice, and Restarts counts the one death. Metrics does not
+// restart a dead child: it answers ErrNotOpen until a call has.
+func TestRestartAfterKillReopensInstances(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	a, err := f.p.Open(ctx, f.config("a", nil), f.log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := f.p.Open(ctx, f.config("b", nil), f.log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, i := range []*child.Instance{a, b} {
+		if _, err := i.Consume(ctx, batch(0)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	old := f.kill()
+	if _, err := b.Metrics(ctx); !errors.Is(err, child.ErrNotOpen) {
+		t.Errorf("Metrics of a dead child's instance: %v, want ErrNotOpen", err)
+	}
+	if f.p.Pid() != 0 || f.p.Restarts() != 0 {
+		t.Errorf("Metrics started a child: pid %d, %d restarts", f.p.Pid(), f.p.Restarts())
+	}
+	if _, err := a.Consume(ctx, batch(1)); err != nil {
+		t.Fatalf("the call after the death: %v", err)
+	}
+	pid := f.p.Pid()
+	if pid == 0 || pid == old || f.p.Restarts() != 1 {
+		t.Fatalf("pid %d (was %d), %d restarts", pid, old, f.p.Restarts())
+	}
+	if _, err := b.Consume(ctx, batch(1)); err != nil {
+		t.Fatalf("b after the restart: %v", err)
+	}
+	if f.p.Pid() != pid || f.p.Restarts() != 1 {
+		t.Errorf("b's call started another child: pid %d, %d restarts", f.p.Pid(), f.p.Restarts())
+	}
+	for _, name := range []string{"a", "b"} {
+		if got := f.recorded(name); fmt.Sprint(got) != "[0 1]" {
+			t.Errorf("%s recorded %v, want [0 1]", name, got)
+		}
+	}
+	if n := f.logs.count("test sink opened"); n != 4 {
+		t.Errorf("%d opens logged, want 2 instances × 2 children", n)
+	}
+	if n := f.logs.count("event=host_exited"); n != 1 {
+		t.Errorf("%d host_exited lines", n)
+	}
+	if _, err := b.Metrics(ctx); err != nil {
+		t.Errorf("Metrics after the reopen: %v", err)
+	}
+	for _, i := range []*child.Instance{a, b} {
+		if err := i.Close(); err != nil {
+			t.Errorf("close: %v", err)
+		}
+	}
+}
+
+// A call in flight when the child dies returns an error matching ErrExited
+// that wraps the driver's *hostclient.ExitError (how it ended, its
+// stderr); the next call runs in a new child.
+func TestCallInFlightWhenChildDies(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	inst, err := f.p.Open(ctx, f.config("a", map[string]any{"delay": "10s"}), f.log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := inst.Consume(ctx, batch(0))
+		done <- err
+	}()
+	f.waitLog("consume delayed", 1)
+	f.kill()
+	var err2 error
+	select {
+	case err2 = <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the call in flight did not return after its child died")
+	}
+	var ee *hostclient.ExitError
+	if !errors.Is(err2, child.ErrExited) || !errors.As(err2, &ee) || !strings.Contains(ee.State, "killed") {
+		t.Fatalf("Consume = %v, want ErrExited wrapping the ExitError of a kill", err2)
+	}
+	if hostclient.CodeOf(err2) != hostclient.StatusHostError {
+		t.Errorf("code %v: a death is no plugin status", hostclient.CodeOf(err2))
+	}
+	// The next call starts a new child; its wait shows it is the plugin
+	// again, not an error.
+	callCtx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	go func() {
+		_, err := inst.Consume(callCtx, batch(1))
+		done <- err
+	}()
+	f.waitLog("consume delayed", 2)
+	if f.p.Restarts() != 1 || f.p.Pid() == 0 {
+		t.Errorf("%d restarts, pid %d", f.p.Restarts(), f.p.Pid())
+	}
+	f.kill() // no 10 s wait: the death is the subject here
+	if err := <-done; !errors.Is(err, child.ErrExited) {
+		t.Errorf("second call: %v", err)
+	}
+}
+
+// A Consume whose context ends first kills its child before it returns
+// the context's error, so the plugin stops writing the batch; the next
+// call starts a new child.
+func TestAbandonedConsumeKillsTheChild(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	inst, err := f.p.Open(ctx, f.config("a", map[string]any{"delay": "3s"}), f.log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid := f.p.Pid()
+	callCtx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() {
+		_, err := inst.Consume(callCtx, batch(0))
+		done <- err
+	}()
+	f.waitLog("consume delayed", 1)
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) || errors.Is(err, child.ErrExited) {
+		t.Fatalf("Consume = %v, want the context's error", err)
+	}
+	if f.logs.count("event=host_killed") != 1 {
+		t.Error("no host_killed line")
+	}
+	until(t, 10*time.Second, "the child gone", func() bool { return f.p.Pid() == 0 })
+	if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
+		t.Errorf("child %d still there: %v", pid, err)
+	}
+	if got := f.recorded("a"); len(got) != 0 {
+		t.Errorf("the abandoned batch was written: %v", got)
+	}
+	if _, err := inst.Consume(ctx, batch(1)); err != nil || f.p.Restarts() != 1 {
+		t.Fatalf("the next call: %v, %d restarts", err, f.p.Restarts())
+	}
+}
+
+// Close during a call lets the call finish (the host finishes the calls it
+// has, then closes its instances and exits); no child starts after it.
+// Shutdown whose context ends during a call kills the child: the call
+// returns ErrExited and Shutdown says it killed the child.
+func TestCloseDuringACall(t *testing.T) {
+	t.Run("close", func(t *testing.T) {
+		f := newFixture(t)
+		ctx := context.Background()
+		inst, err := f.p.Open(ctx, f.config("a", map[string]any{"delay": "500ms"}), f.log)
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() {
+			_, err := inst.Consume(ctx, batch(0))
+			done <- err
+		}()
+		f.waitLog("consume delayed", 1)
+		if err := f.p.Close(); err != nil {
+			t.Fatalf("Close: %v", err)
+		}
+		if err := <-done; err != nil {
+			t.Fatalf("the call Close waited for: %v", err)
+		}
+		if got := f.recorded("a"); fmt.Sprint(got) != "[0]" {
+			t.Errorf("recorded %v", got)
+		}
+		if _, err := inst.Consume(ctx, batch(1)); err == nil || !strings.Contains(err.Error(), "closed") {
+			t.Errorf("a call after Close: %v", err)
+		}
+		if f.p.Pid() != 0 || f.p.Restarts() != 0 {
+			t.Errorf("a child after Close: pid %d, %d restarts", f.p.Pid(), f.p.Restarts())
+		}
+	})
+	t.Run("shutdown timeout", func(t *testing.T) {
+		f := newFixture(t)
+		ctx := context.Background()
+		inst, err := f.p.Open(ctx, f.config("a", map[string]any{"delay": "30s"}), f.log)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pid := f.p.Pid()
+		done := make(chan error, 1)
+		go func() {
+			_, err := inst.Consume(ctx, batch(0))
+			done <- err
+		}()
+		f.waitLog("consume delayed", 1)
+		sctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+		defer cancel()
+		err = f.p.Shutdown(sctx)
+		if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("plugin host %d killed", pid)) || !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("Shutdown = %v", err)
+		}
+		if err := <-done; !errors.Is(err, child.ErrExited) {
+			t.Errorf("the call in flight: %v, want ErrExited", err)
+		}
+		if got := f.recorded("a"); len(got) != 0 {
+			t.Errorf("recorded %v", got)
+		}
+	})
+}
