@@ -5,7 +5,7 @@ GO ?= go
 # runtime's (connect/...) run against a scripted plugin (connect/internal/fakeplugin)
 # and kfake; their cases through the built C host and test plugin skip without
 # PICOMQ_DIST, which unit clears, and run in e2e.
-UNIT_PKGS := ./shared/... ./plugins/... ./connect/...
+UNIT_PKGS := ./shared/... ./plugins/... ./connect/... ./internal/...
 
 .PHONY: all build release release-check test unit e2e demo demo-delta bench bench-delta bench-redshift bench-pipeline services services-stop pyenv fmt-check vet clean
 

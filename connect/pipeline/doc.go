@@ -36,6 +36,7 @@
 // backoff), consumer.go (the poll and bucket loop, commits, assignments,
 // revocations), deliver.go (decoding, attempts, backoff, outcomes),
 // deadletter.go (the dead-letter producer, the check that its topics
-// exist), client.go (kgo options from a definition), status.go (committed
+// exist), jsonvalid.go (the runtime's check of a json payload),
+// client.go (kgo options from a definition), status.go (committed
 // offset, high watermark and lag per assigned topic-partition).
 package pipeline

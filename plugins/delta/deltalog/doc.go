@@ -70,6 +70,11 @@
 //	                   one's encoded add row groups and encodes only what
 //	                   changed; the Parquet framing (footer) of the file
 //	cleanup.go         CleanupLog: expired-log cleanup behind a checkpoint
+//	checkpoint_v2.go   V2 checkpoints: sidecars that later checkpoints
+//	                   reference again, delta.checkpointPolicy
+//	create.go          creating a table with its first append (version 0)
+//	parquet_decimal.go the signed FIXED_LEN_BYTE_ARRAY type of wide decimals
+//	                   (statistics ordered as numbers, not bytes)
 //
 // # One log, two projections
 //

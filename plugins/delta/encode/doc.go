@@ -116,4 +116,5 @@
 //	derive.go   Derivation, ParseDerivations, UTC calendar fields
 //	stats.go    feeding deltalog's StatsCollector from the buffers
 //	errors.go   RecordError, ErrorKind
+//	unknown.go  top-level fields that name no column: Unknown, NewColumns
 package encode
