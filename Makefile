@@ -53,7 +53,7 @@ services-stop:
 # and PostgreSQL instances of its own (services.StartPrivate), never these.
 e2e: build services pyenv
 	set -a; source .services.env; set +a; \
-	PICOMQ_DIST=$(CURDIR)/dist $(GO) test -count=1 -timeout 25m ./e2e/... ./connect/... ./cmd/...
+	PICOMQ_DIST=$(CURDIR)/dist $(GO) test -count=1 -timeout 25m ./e2e/... ./connect/... ./cmd/... ./tools/...
 
 pyenv:
 	buildscripts/pyenv.sh >/dev/null
@@ -64,11 +64,11 @@ test: fmt-check vet unit e2e
 # examples/definitions/, the Delta tables read back by delta-rs. The Redshift half runs when
 # `make services` is up (PostgreSQL + MinIO; the emulator starts in-process). Under a minute.
 demo: build pyenv
-	$(GO) run ./cmd/pipelinedemo
+	$(GO) run ./tools/pipelinedemo
 
 # The Delta sink alone in the C host, batch by batch, including a replay.
 demo-delta: build pyenv
-	$(GO) run ./cmd/deltademo
+	$(GO) run ./tools/deltademo
 
 bench: bench-delta bench-redshift
 
@@ -80,18 +80,18 @@ FILE_SYNC ?=
 
 # records/s, MB/s, consume() p50/p99 and peak RSS, file:// and MinIO, and the ratio to delta-rs.
 bench-delta: build services pyenv
-	$(GO) run ./cmd/deltabench -batches 200 $(if $(BENCH_DIR),-dir $(BENCH_DIR)) $(if $(FILE_SYNC),-file-sync $(FILE_SYNC))
+	$(GO) run ./tools/deltabench -batches 200 $(if $(BENCH_DIR),-dir $(BENCH_DIR)) $(if $(FILE_SYNC),-file-sync $(FILE_SYNC))
 
 # records/s, p99 produce-to-commit latency, runtime and child CPU per record vs the plugin alone,
 # lag at a fixed rate: the Delta sink through picomq-connect, file:// and MinIO. Broker:
 # $PICOMQ_KAFKA_BROKERS (a real Kafka, from services.sh) or else an in-process kfake.
 bench-pipeline: build services pyenv
 	set -a; source .services.env; set +a; \
-	$(GO) run ./cmd/pipelinebench -batches 100 $(if $(BENCH_DIR),-dir $(BENCH_DIR))
+	$(GO) run ./tools/pipelinebench -batches 100 $(if $(BENCH_DIR),-dir $(BENCH_DIR))
 
 # rows/s through the emulator for batch_size 100/1000/10000, CPU per row, SQL round trips, statements and S3 requests per chunk, peak RSS.
 bench-redshift: build services
-	$(GO) run ./cmd/rsbench
+	$(GO) run ./tools/rsbench
 
 clean:
 	rm -rf dist

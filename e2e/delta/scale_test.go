@@ -14,7 +14,7 @@ import (
 // skipped, never off-interval), delta-rs opens the table from them and
 // reads every record once, and a new sink instance opens it from the
 // newest checkpoint and carries on. The latency, memory and open-time
-// figures at 100/1,000/10,000 versions come from `go run ./cmd/deltascale`.
+// figures at 100/1,000/10,000 versions come from `go run ./tools/deltascale`.
 func TestTenThousandVersions(t *testing.T) {
 	const versions, per = 10000, 2
 	dir := filepath.Join(t.TempDir(), "events")

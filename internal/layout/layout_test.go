@@ -149,3 +149,25 @@ func TestFileMapsNameTheirFiles(t *testing.T) {
 		t.Fatal("found no file map: the test looks in the wrong place")
 	}
 }
+
+// TestCmdHoldsWhatShips: every program under cmd/ is built into the release
+// by buildscripts/release.sh; developer programs live under tools/.
+func TestCmdHoldsWhatShips(t *testing.T) {
+	root := repoRoot(t)
+	script, err := os.ReadFile(filepath.Join(root, "buildscripts", "release.sh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ents, err := os.ReadDir(filepath.Join(root, "cmd"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		if e.IsDir() && !strings.Contains(string(script), "cmd/"+e.Name()) {
+			t.Errorf("cmd/%s is not built by buildscripts/release.sh: a developer program belongs under tools/", e.Name())
+		}
+	}
+	if len(ents) == 0 {
+		t.Fatal("cmd/ is empty: the test looks in the wrong place")
+	}
+}

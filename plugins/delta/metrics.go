@@ -4,7 +4,7 @@ import "github.com/picomq/heavy-sinks/shared/sdk"
 
 // metrics declares every number of Sink.Metrics for describe() (ABI 1.2):
 // Prometheus type, base unit and name. The JSON keeps its names and units
-// (cmd/deltabench and cmd/deltascale read checkpoint_cpu_ms); Scale turns
+// (tools/deltabench and tools/deltascale read checkpoint_cpu_ms); Scale turns
 // milliseconds into seconds for the exporter.
 var metrics = []sdk.Metric{
 	{Field: "tables", Name: "sink_tables", Type: sdk.Gauge, Help: "Delta tables the instance has opened."},

@@ -26,7 +26,7 @@
 //	conn, _ := pgx.Connect(ctx, emu.DSN(db.Name))
 //	emu.FailNext(`(?i)^COPY`, 1, rsemu.SerializableViolation(100167))
 //
-// or by hand with the cmd/rsemu command. README.md lists what is and is
+// or by hand with the tools/rsemu command. README.md lists what is and is
 // not emulated.
 //
 // Files:

@@ -1,6 +1,6 @@
 // Package workload generates the Delta benchmark workload, shared by
-// `make bench-delta` (cmd/deltabench, the plugin alone in the C host) and
-// `make bench-pipeline` (cmd/pipelinebench, through picomq-connect), so the
+// `make bench-delta` (tools/deltabench, the plugin alone in the C host) and
+// `make bench-pipeline` (tools/pipelinebench, through picomq-connect), so the
 // two measure the same records in the same batches.
 package workload
 

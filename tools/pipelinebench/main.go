@@ -18,7 +18,7 @@
 // this process (it prints which). The target figures are against a
 // real broker; kfake's own CPU is in this process, never in the runtime's.
 //
-//	go run ./cmd/pipelinebench -batches 100
+//	go run ./tools/pipelinebench -batches 100
 package main
 
 import (

@@ -6,7 +6,7 @@
 // batches with delta-rs (write_deltalake, mode append, table kept open,
 // JSON parsed by pyarrow) and prints our throughput as a ratio to it.
 //
-//	go run ./cmd/deltabench -batches 200            (make bench-delta)
+//	go run ./tools/deltabench -batches 200            (make bench-delta)
 //
 // For file:// it also prints the host process's CPU (user+sys from
 // /proc/<pid>/stat, open to close) per record and records per CPU-second,
@@ -25,7 +25,7 @@
 // (file list load, every add encoded) out of the measurement, and
 // -checkpoint-interval 1000000 is the same run without checkpoints:
 //
-//	go run ./cmd/deltabench -targets file -delta-rs=false -batches 300 -warmup 20 -preload-files 150000
+//	go run ./tools/deltabench -targets file -delta-rs=false -batches 300 -warmup 20 -preload-files 150000
 //
 // Needs dist/ (make build; or $PICOMQ_DIST), the Python env (buildscripts/pyenv.sh) and, for
 // the s3 target, the services (.services.env from buildscripts/services.sh).

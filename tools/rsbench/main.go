@@ -25,8 +25,8 @@
 //
 //   - peak RSS of the host process (VmHWM), one fresh host per batch_size.
 //
-//     go run ./cmd/rsbench                      (make bench-redshift)
-//     go run ./cmd/rsbench -batches 5 -sizes 100,10000
+//     go run ./tools/rsbench                      (make bench-redshift)
+//     go run ./tools/rsbench -batches 5 -sizes 100,10000
 //
 // Needs dist/ (make build; or $PICOMQ_DIST) and the services (.services.env from
 // buildscripts/services.sh start).

@@ -12,7 +12,7 @@
 // runs when the services are up (`make services`: PostgreSQL and MinIO);
 // the Redshift emulator (plugins/redshift/rsemu) is started in-process.
 //
-//	go run ./cmd/pipelinedemo          (make demo)
+//	go run ./tools/pipelinedemo          (make demo)
 package main
 
 import (

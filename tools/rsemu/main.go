@@ -1,7 +1,7 @@
 // Command rsemu runs the Redshift emulator by hand, in front of a PostgreSQL
 // and an S3 endpoint, until interrupted.
 //
-//	go run ./cmd/rsemu -listen 127.0.0.1:5439
+//	go run ./tools/rsemu -listen 127.0.0.1:5439
 //
 // Without flags it reads the services from PICOMQ_TEST_* or .services.env
 // (see buildscripts/services.sh). Connect with the backend's credentials:

@@ -18,8 +18,8 @@
 // checkpointer needs: every add), the checkpoint write, and both loads again
 // from that checkpoint.
 //
-//	go run ./cmd/deltascale                  (10,000 versions)
-//	go run ./cmd/deltascale -versions 2000
+//	go run ./tools/deltascale                  (10,000 versions)
+//	go run ./tools/deltascale -versions 2000
 //
 // Needs dist/ (buildscripts/build.sh; or -dist / PICOMQ_DIST) and the
 // Python env (buildscripts/pyenv.sh).
