@@ -386,11 +386,3 @@ func (c *checkpointer) checkpoint(ctx context.Context, v int64) error {
 	}
 	return nil
 }
-
-// newCheckpointer returns the checkpointer of a table the sink just opened
-// at snap, scheduling a missed checkpoint.
-func (s *Sink) newCheckpointer(uri string, store objstore.Store, snap *deltalog.Snapshot) *checkpointer {
-	c := newCheckpointer(uri, store, s.host.Logger, s.ckpt, s.host.Go)
-	c.opened(snap)
-	return c
-}
