@@ -289,34 +289,9 @@ func (c *checkpointer) checkpoint(ctx context.Context, v int64) error {
 	if c.state != nil && c.state.Version > v {
 		return nil // a later checkpoint was written already
 	}
-	loadStart := time.Now()
-	loaded := false
-	if c.state != nil && c.state.Version < v {
-		if err := c.advance(ctx, c.state, v); err != nil {
-			var gap *deltalog.LogGapError
-			if !errors.As(err, &gap) {
-				return err
-			}
-			c.state = nil // the log moved on behind a newer checkpoint
-		}
-	}
-	if c.state == nil {
-		opts := &deltalog.LoadOptions{Logger: c.log, Now: c.now}
-		st, err := deltalog.LoadStateAt(ctx, c.store, v, opts)
-		if err != nil && ctx.Err() == nil && !deltalog.IsTransient(err) {
-			// Version v may be gone behind a newer checkpoint: use the latest.
-			st, err = deltalog.LoadState(ctx, c.store, opts)
-		}
-		if err != nil {
-			return err
-		}
-		c.state, loaded = st, true
-		c.take(st.Version) // the state holds these already
-	}
-	st := c.state
-	if loaded {
-		c.log.Info("loaded the Delta table's file list for checkpoints", "table", c.uri, "version", st.Version,
-			"from_checkpoint", st.CheckpointVersion, "files", st.NumFiles(), "duration_ms", time.Since(loadStart).Milliseconds())
+	st, err := c.stateAt(ctx, v)
+	if err != nil {
+		return err
 	}
 
 	writeStart := time.Now()
@@ -356,13 +331,56 @@ func (c *checkpointer) checkpoint(ctx context.Context, v int64) error {
 		"bytes", res.SizeInBytes, "already_existed", res.Existed,
 		"last_checkpoint_updated", res.LastCheckpointWritten, "duration_ms", ms)
 
+	return c.cleanup(ctx, st, res.Version)
+}
+
+// stateAt returns the table state a checkpoint at v is written from: the
+// one kept since the last checkpoint, advanced to v, or loaded afresh.
+func (c *checkpointer) stateAt(ctx context.Context, v int64) (*deltalog.State, error) {
+	loadStart := time.Now()
+	loaded := false
+	if c.state != nil && c.state.Version < v {
+		if err := c.advance(ctx, c.state, v); err != nil {
+			var gap *deltalog.LogGapError
+			if !errors.As(err, &gap) {
+				return nil, err
+			}
+			c.state = nil // the log moved on behind a newer checkpoint
+		}
+	}
+	if c.state == nil {
+		opts := &deltalog.LoadOptions{Logger: c.log, Now: c.now}
+		st, err := deltalog.LoadStateAt(ctx, c.store, v, opts)
+		if err != nil && ctx.Err() == nil && !deltalog.IsTransient(err) {
+			// Version v may be gone behind a newer checkpoint: use the latest.
+			st, err = deltalog.LoadState(ctx, c.store, opts)
+		}
+		if err != nil {
+			return nil, err
+		}
+		c.state, loaded = st, true
+		c.take(st.Version) // the state holds these already
+	}
+	st := c.state
+	if loaded {
+		c.log.Info("loaded the Delta table's file list for checkpoints", "table", c.uri, "version", st.Version,
+			"from_checkpoint", st.CheckpointVersion, "files", st.NumFiles(), "duration_ms", time.Since(loadStart).Milliseconds())
+	}
+	return st, nil
+}
+
+// cleanup deletes the log files that expired behind the checkpoint at
+// version, unless nothing can have expired since the last look. A failure
+// is logged, not returned (unless the checkpointer is stopping): the next
+// checkpoint tries again.
+func (c *checkpointer) cleanup(ctx context.Context, st *deltalog.State, version int64) error {
 	conf := st.Metadata.Configuration
 	cleanupConf := conf["delta.logRetentionDuration"] + "\x00" + conf["delta.enableExpiredLogCleanup"] + "\x00" +
 		conf["delta.requireCheckpointProtectionBeforeVersion"]
 	if cleanupConf == c.cleanupConf && c.now().Before(c.cleanupAfter) {
 		return nil // nothing can have expired yet: skip listing the log
 	}
-	cl, err := deltalog.CleanupLog(ctx, c.store, res.Version, deltalog.CleanupOptions{
+	cl, err := deltalog.CleanupLog(ctx, c.store, version, deltalog.CleanupOptions{
 		Protocol: st.Protocol, Metadata: st.Metadata, Now: c.now, Logger: c.log})
 	if cl != nil {
 		c.stats.deleted.Add(int64(len(cl.Deleted)))
@@ -385,12 +403,4 @@ func (c *checkpointer) checkpoint(ctx context.Context, v int64) error {
 		c.log.Info("cleaned up the Delta log", "table", c.uri, "deleted", len(cl.Deleted), "kept_from_checkpoint", cl.Boundary)
 	}
 	return nil
-}
-
-// newCheckpointer returns the checkpointer of a table the sink just opened
-// at snap, scheduling a missed checkpoint.
-func (s *Sink) newCheckpointer(uri string, store objstore.Store, snap *deltalog.Snapshot) *checkpointer {
-	c := newCheckpointer(uri, store, s.host.Logger, s.ckpt, s.host.Go)
-	c.opened(snap)
-	return c
 }

@@ -11,8 +11,12 @@
 //     are rendered here with config key names (config.go).
 //   - encode    JSON records → Parquet data files for a table schema, with
 //     the spec's coercions and per-file stats.
-//   - this package: the sink (config.go, sink.go, table.go) that the
-//     SDK drives, its metric declarations (metrics.go) and the report of
-//     truncated timestamps (timestamps.go), and cmd/sink, the c-shared
-//     library's main.
+//   - this package: the sink (config.go, sink.go) that the SDK drives;
+//     one table per resolved URI (table.go), given what it needs in a
+//     tableEnv; each batch's commit in steps — plan, write the data files,
+//     build the actions, put, re-base on a conflict (commit.go) — and its
+//     outcome, landed, not landed or unknown, decided once and mapped to
+//     OK or RETRY once (outcome.go); its metric declarations (metrics.go)
+//     and the report of truncated timestamps (timestamps.go); and cmd/sink,
+//     the c-shared library's main.
 package delta

@@ -42,7 +42,7 @@ func (t *table) add(enc *encode.Encoder, b *sdk.Batch, records []sdk.Record, bas
 			// the second (against the new schema) keeps that answer.
 			continue
 		}
-		if len(r.Payload) == 0 && t.sink.cfg.SkipEmptyPayloads {
+		if len(r.Payload) == 0 && t.env.opts.skipEmpty {
 			// A tombstone carries nothing to write. The txn action still
 			// records the batch's last offset, so a replay skips it too.
 			n.empty++
@@ -104,8 +104,8 @@ func (t *table) added(ev *evolution, topic string, version int64) {
 	for i, c := range ev.cols {
 		cols[i] = c.Name + " " + c.Type.String()
 	}
-	t.sink.stats.added.Add(int64(len(cols)))
-	t.sink.host.Logger.Info("added columns to the Delta table", "table", t.uri, "topic", topic, "version", version,
+	t.env.stats.added.Add(int64(len(cols)))
+	t.env.log.Info("added columns to the Delta table", "table", t.uri, "topic", topic, "version", version,
 		"columns", strings.Join(cols, ", "))
 }
 
@@ -113,7 +113,7 @@ func (t *table) added(ev *evolution, topic string, version int64) {
 // no column, and logs each name once per table: a producer's renamed or
 // new field would otherwise vanish without a trace.
 func (t *table) ignored(fields []encode.UnknownField, topic string) {
-	st := &t.sink.stats
+	st := t.env.stats
 	for _, f := range fields {
 		st.ignored.Add(int64(f.Count))
 		if st.nIgnoredNames.Load() >= maxIgnoredNames {
@@ -123,14 +123,14 @@ func (t *table) ignored(fields []encode.UnknownField, topic string) {
 			continue
 		}
 		if n := st.nIgnoredNames.Add(1); n == maxIgnoredNames {
-			t.sink.host.Logger.Warn(fmt.Sprintf("%d ignored field names logged; further ones are only counted in fields_ignored", n),
+			t.env.log.Warn(fmt.Sprintf("%d ignored field names logged; further ones are only counted in fields_ignored", n),
 				"table", t.uri)
 		}
 		why := "the Delta table has no column of that name (names match case-sensitively); set schema_evolution = \"add_columns\" to add such fields as columns"
-		if t.sink.cfg.SchemaEvolution == evolveAddColumns {
+		if t.env.opts.addColumns {
 			why = "the field was only null so far; its column is added by the first batch that gives it a value"
 		}
-		t.sink.host.Logger.Warn("a field of the records is not written: "+why,
+		t.env.log.Warn("a field of the records is not written: "+why,
 			"table", t.uri, "topic", topic, "field", f.Name, "offset", f.FirstOffset, "records", f.Count)
 	}
 }

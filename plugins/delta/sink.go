@@ -34,12 +34,9 @@ func Plugin() sdk.Plugin[Config] {
 // table_uri template resolves to; batches for one table are written one at
 // a time, batches for different tables concurrently.
 type Sink struct {
-	cfg     Config
-	host    *sdk.Host
-	uri     *template.Template
-	storage objstore.Options
-	create  *definition         // the tables create_table makes; nil when off
-	derive  []encode.Derivation // derived_columns, parsed
+	host *sdk.Host
+	uri  *template.Template
+	env  *tableEnv // what each table is given
 
 	mu     sync.Mutex
 	tables map[string]*table // by resolved URI, for the life of the instance
@@ -105,9 +102,18 @@ func (s *Sink) Open(ctx context.Context, cfg *Config, host *sdk.Host) error {
 	if err := authenticate(ctx, &storage); err != nil {
 		return err
 	}
-	s.cfg, s.host, s.uri, s.storage, s.create, s.derive = *cfg, host, tmpl, storage, create, derive
+	s.host, s.uri = host, tmpl
 	s.tables = map[string]*table{}
 	s.ckpt = newCheckpointStats()
+	s.env = &tableEnv{
+		open: func(ctx context.Context, loc objstore.Location) (objstore.Store, error) {
+			return objstore.Open(ctx, loc, storage)
+		},
+		log: host.Logger, spawn: host.Go,
+		opts: tableOptions{exactlyOnce: cfg.ExactlyOnce, skipEmpty: cfg.SkipEmptyPayloads, metadataColumns: cfg.MetadataColumns,
+			addColumns: cfg.SchemaEvolution == evolveAddColumns, derive: derive, create: create},
+		stats: &s.stats, ckpt: s.ckpt, requests: &s.requests,
+	}
 	if !tmpl.IsStatic() {
 		return nil
 	}
@@ -169,7 +175,7 @@ func (s *Sink) table(ctx context.Context, uri string) (*table, error) {
 	s.mu.Lock()
 	t, ok := s.tables[uri]
 	if !ok {
-		t = &table{uri: uri, sink: s}
+		t = newTable(uri, s.env)
 		s.tables[uri] = t
 	}
 	s.mu.Unlock()
@@ -216,19 +222,7 @@ func (s *Sink) Close(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for uri, t := range s.tables {
-		t.mu.Lock()
-		if t.enc != nil {
-			t.enc.Reset()
-		}
-		if t.ckpt != nil {
-			t.ckpt.stop()
-		}
-		if t.local != nil {
-			// A checkpoint still running fails its put rather than
-			// use a closed root (file_sync = "filesystem").
-			t.local.Close()
-		}
-		t.mu.Unlock()
+		t.close()
 		delete(s.tables, uri)
 	}
 	return nil

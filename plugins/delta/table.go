@@ -4,10 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/picomq/heavy-sinks/plugins/delta/deltalog"
 	"github.com/picomq/heavy-sinks/plugins/delta/encode"
@@ -16,14 +16,15 @@ import (
 )
 
 // table is one open Delta table. mu is the per-table lock: batches for one
-// table are encoded and committed one at a time.
+// table are encoded and committed one at a time. A table knows nothing of
+// the sink that opened it: what it needs comes in its tableEnv.
 type table struct {
-	mu   sync.Mutex
-	uri  string
-	sink *Sink
+	mu  sync.Mutex
+	uri string
+	env *tableEnv
 
 	store objstore.Store
-	local *objstore.Local // the store when the table is file://, closed with the sink
+	local *objstore.Local // the store when the table is file://, closed by close
 	snap  *deltalog.Snapshot
 	// stale is set after any failed write: the next batch reads the log
 	// again before deciding what is already committed.
@@ -40,6 +41,38 @@ type table struct {
 	ckpt *checkpointer // checkpoints and log cleanup (checkpointer.go)
 }
 
+// tableEnv is what a table needs from the sink that opened it, given at
+// creation and shared by every table of the sink. It holds no pointer back
+// to the sink: a table can be built, written and closed on its own (the
+// tests in outcome_internal_test.go do so with a store that fails on cue).
+type tableEnv struct {
+	// open opens the object store at a table's location: objstore.Open
+	// with the sink's storage settings.
+	open func(context.Context, objstore.Location) (objstore.Store, error)
+	log  *slog.Logger
+	// spawn starts a goroutine that lives until the instance closes
+	// (sdk.Host.Go): each table's checkpointer.
+	spawn func(func(context.Context))
+	opts  tableOptions
+
+	// The sink's metrics, which every table adds to.
+	stats    *counters
+	ckpt     *checkpointStats
+	requests *objstore.Requests // every table's store operations (objstore.Counted)
+}
+
+// tableOptions are the plugin_config settings a table writes by.
+type tableOptions struct {
+	exactlyOnce     bool
+	skipEmpty       bool // skip_empty_payloads
+	metadataColumns bool
+	addColumns      bool                // schema_evolution = "add_columns"
+	derive          []encode.Derivation // derived_columns, parsed
+	create          *definition         // the table create_table makes; nil when off
+}
+
+func newTable(uri string, env *tableEnv) *table { return &table{uri: uri, env: env} }
+
 // load opens the table on first use. Callers hold t.mu.
 func (t *table) load(ctx context.Context) error {
 	if t.snap != nil {
@@ -49,7 +82,7 @@ func (t *table) load(ctx context.Context) error {
 	if err != nil {
 		return uriError(err)
 	}
-	store, err := objstore.Open(ctx, loc, t.sink.storage)
+	store, err := t.env.open(ctx, loc)
 	if err != nil {
 		if ue := uriError(err); ue != nil {
 			return ue
@@ -57,28 +90,55 @@ func (t *table) load(ctx context.Context) error {
 		return fmt.Errorf("Failed to load Delta table %s: %w", t.uri, err)
 	}
 	if l, ok := store.(*objstore.Local); ok {
-		l.CountSyncs(&t.sink.stats.fsyncs)
+		l.CountSyncs(&t.env.stats.fsyncs)
 		t.local = l
 	}
-	store = objstore.Counted(store, &t.sink.requests)
+	store = objstore.Counted(store, t.env.requests)
 	snap, err := t.open(ctx, store)
 	if err != nil {
 		return err
 	}
 	t.store, t.snap = store, snap
-	t.ckpt = t.sink.newCheckpointer(t.uri, store, snap)
+	t.ckpt = t.newCheckpointer(snap)
 	return nil
+}
+
+// newCheckpointer returns the checkpointer of the table just opened (or
+// found replaced) at snap, scheduling a missed checkpoint.
+func (t *table) newCheckpointer(snap *deltalog.Snapshot) *checkpointer {
+	c := newCheckpointer(t.uri, t.store, t.env.log, t.env.ckpt, t.env.spawn)
+	c.opened(snap)
+	return c
+}
+
+// close releases what the table holds: the encoder's buffers, the
+// checkpointer, and a file:// table's root. Every write commits before it
+// returns, so there is nothing to flush.
+func (t *table) close() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.enc != nil {
+		t.enc.Reset()
+	}
+	if t.ckpt != nil {
+		t.ckpt.stop()
+	}
+	if t.local != nil {
+		// A checkpoint still running fails its put rather than use a
+		// closed root (file_sync = "filesystem").
+		t.local.Close()
+	}
 }
 
 // open reads the table, or with create_table returns the table to create
 // when there is none (its first commit creates it, create.go).
 func (t *table) open(ctx context.Context, store objstore.Store) (*deltalog.Snapshot, error) {
-	snap, err := deltalog.Load(ctx, store, &deltalog.LoadOptions{Logger: t.sink.host.Logger})
-	if errors.Is(err, deltalog.ErrNoTable) && t.sink.create != nil {
-		if snap, err = t.sink.create.newTable(); err != nil {
+	snap, err := deltalog.Load(ctx, store, &deltalog.LoadOptions{Logger: t.env.log})
+	if errors.Is(err, deltalog.ErrNoTable) && t.env.opts.create != nil {
+		if snap, err = t.env.opts.create.newTable(); err != nil {
 			return nil, fmt.Errorf("Delta table %s cannot be created: %w", t.uri, err)
 		}
-		t.sink.host.Logger.Info("no Delta table yet; the first batch creates it", "table", t.uri,
+		t.env.log.Info("no Delta table yet; the first batch creates it", "table", t.uri,
 			"partition_columns", strings.Join(snap.PartitionColumns, ","),
 			"min_reader_version", snap.Protocol.MinReaderVersion, "min_writer_version", snap.Protocol.MinWriterVersion)
 		return snap, nil
@@ -89,7 +149,7 @@ func (t *table) open(ctx context.Context, store objstore.Store) (*deltalog.Snaps
 	if err := snap.Writable(); err != nil {
 		return nil, fmt.Errorf("Delta table %s cannot be written by this sink: %w", t.uri, err)
 	}
-	t.sink.host.Logger.Info("opened Delta table", "table", t.uri, "version", snap.Version,
+	t.env.log.Info("opened Delta table", "table", t.uri, "version", snap.Version,
 		"partition_columns", strings.Join(snap.PartitionColumns, ","))
 	t.existingWins(snap)
 	return snap, nil
@@ -98,15 +158,15 @@ func (t *table) open(ctx context.Context, store objstore.Store) (*deltalog.Snaps
 // existingWins logs, at info, that an existing table is written as it is
 // when create_table would have made it differently.
 func (t *table) existingWins(snap *deltalog.Snapshot) {
-	if t.sink.create == nil {
+	if t.env.opts.create == nil {
 		return
 	}
-	want, err := t.sink.create.newTable()
+	want, err := t.env.opts.create.newTable()
 	if err != nil {
 		return
 	}
 	if d := deltalog.DefinitionDiff(want, snap); d != "" {
-		t.sink.host.Logger.Info("the Delta table exists with another definition than table_schema and partition_by; it is written as it is",
+		t.env.log.Info("the Delta table exists with another definition than table_schema and partition_by; it is written as it is",
 			"table", t.uri, "difference", d)
 	}
 }
@@ -153,7 +213,7 @@ func (t *table) replaced(ctx context.Context, r *deltalog.TableReplacedError) er
 	snap := r.Snapshot
 	if snap == nil { // a winning commit showed the new id: read the table
 		var err error
-		snap, err = deltalog.Load(ctx, t.store, &deltalog.LoadOptions{Logger: t.sink.host.Logger})
+		snap, err = deltalog.Load(ctx, t.store, &deltalog.LoadOptions{Logger: t.env.log})
 		if err != nil {
 			t.stale = true
 			return sdk.Retry(fmt.Errorf("Delta table %s was replaced (table id %s became %s at version %d) and could not be reloaded: %w",
@@ -162,14 +222,14 @@ func (t *table) replaced(ctx context.Context, r *deltalog.TableReplacedError) er
 	}
 	msg := fmt.Sprintf("Delta table %s was replaced: table id %s (version %d) is now table id %s (version %d)",
 		t.uri, r.OldID, r.OldVersion, snap.Metadata.ID, snap.Version)
-	t.sink.host.Logger.Warn(msg+"; reloaded it, the batch is retried against the new table and nothing is copied from the old one",
+	t.env.log.Warn(msg+"; reloaded it, the batch is retried against the new table and nothing is copied from the old one",
 		"table", t.uri, "old_table_id", r.OldID, "new_table_id", snap.Metadata.ID)
 	if t.enc != nil {
 		t.enc.Reset()
 	}
 	t.ckpt.stop() // its file list is the old table's
 	t.snap, t.stale = snap, false
-	t.ckpt = t.sink.newCheckpointer(t.uri, t.store, snap)
+	t.ckpt = t.newCheckpointer(snap)
 	return sdk.Retry(fmt.Errorf("%s; the batch is retried against the new table", msg))
 }
 
@@ -181,7 +241,7 @@ func (t *table) createdElsewhere(c *deltalog.CreateConflictError) error {
 	t.snap, t.stale = c.Existing, true
 	msg := fmt.Sprintf("Delta table %s was created by another writer (table id %s) with another definition than %s and %s: %s",
 		t.uri, c.Existing.Metadata.ID, keyTableSchema, keyPartitionBy, c.Detail)
-	t.sink.host.Logger.Info(msg+"; the existing table wins and the batch is retried against it", "table", t.uri)
+	t.env.log.Info(msg+"; the existing table wins and the batch is retried against it", "table", t.uri)
 	return sdk.Retry(fmt.Errorf("%s; the batch is retried against the existing table", msg))
 }
 
@@ -201,8 +261,8 @@ func (t *table) encoderFor(m *deltalog.Metadata, schema *deltalog.StructType) (*
 		return t.enc, nil
 	}
 	enc, err := encode.New(schema, m.PartitionColumns, encode.Options{Configuration: m.Configuration, CreatedBy: engineInfo(),
-		InferUnknown: t.sink.cfg.SchemaEvolution == evolveAddColumns,
-		Metadata:     t.sink.cfg.MetadataColumns, Derive: t.sink.derive})
+		InferUnknown: t.env.opts.addColumns,
+		Metadata:     t.env.opts.metadataColumns, Derive: t.env.opts.derive})
 	var ce *encode.ConfigError
 	if errors.As(err, &ce) {
 		key := keyMetadataColumns
@@ -223,7 +283,7 @@ func (t *table) encoderFor(m *deltalog.Metadata, schema *deltalog.StructType) (*
 // reason the encoder cannot be built is left for the first batch, as
 // without those keys.
 func (t *table) checkFills() error {
-	if !t.sink.cfg.MetadataColumns && len(t.sink.derive) == 0 {
+	if !t.env.opts.metadataColumns && len(t.env.opts.derive) == 0 {
 		return nil
 	}
 	t.mu.Lock()
@@ -241,7 +301,7 @@ func (t *table) checkFills() error {
 func (t *table) addRecord(enc *encode.Encoder, b *sdk.Batch, r *sdk.Record) error {
 	m := &t.meta
 	*m = encode.Meta{Topic: b.Topic, Partition: b.Partition, Offset: r.Offset, Timestamp: r.Timestamp, Key: r.Key}
-	if t.sink.cfg.MetadataColumns && len(r.Headers) > 0 {
+	if t.env.opts.metadataColumns && len(r.Headers) > 0 {
 		for _, h := range r.Headers {
 			t.hdrs = append(t.hdrs, encode.Header(h))
 		}
@@ -255,14 +315,11 @@ func (t *table) addRecord(enc *encode.Encoder, b *sdk.Batch, r *sdk.Record) erro
 	return err
 }
 
-// rebuilds bounds how often one batch is rebuilt against a newer snapshot
-// after another writer changed the table's definition under it.
-const rebuilds = 3
-
-// write appends the batch as one commit. When another writer changes the
-// table (schema, protocol, or our own transaction) while the batch is in
-// flight, the batch is filtered and encoded again against the new snapshot,
-// so a column added by ALTER TABLE is picked up without failing the batch.
+// write appends the batch as one commit (commit.go). When another writer
+// changes the table (schema, protocol, or our own transaction) while the
+// batch is in flight, the batch is filtered and encoded again against the
+// new snapshot, so a column added by ALTER TABLE is picked up without
+// failing the batch.
 func (t *table) write(ctx context.Context, b *sdk.Batch, appID string) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -290,9 +347,12 @@ func (t *table) write(ctx context.Context, b *sdk.Batch, appID string) error {
 			b.Skipped(notRejected(b, skip))
 			return nil
 		}
-		already, err := t.commit(ctx, b, records, appID)
+		r, err := t.commit(ctx, b, records, appID)
 		if err == nil {
-			if already {
+			err = r.answer(t.uri)
+		}
+		if err == nil {
+			if r.already {
 				skip = len(b.Records)
 			}
 			b.Skipped(notRejected(b, skip))
@@ -302,19 +362,13 @@ func (t *table) write(ctx context.Context, b *sdk.Batch, appID string) error {
 		if t.enc != nil {
 			t.enc.Reset()
 		}
-		var replaced *deltalog.TableReplacedError
-		if errors.As(err, &replaced) {
-			return t.replaced(ctx, replaced)
+		if r.outcome != notLanded {
+			return err // failed before the put, or may have landed
 		}
-		var created *deltalog.CreateConflictError
-		if errors.As(err, &created) {
-			return t.createdElsewhere(created)
-		}
-		if !errors.Is(err, deltalog.ErrConcurrentModification) || round == rebuilds {
+		again, err := t.rebase(ctx, b, r, round)
+		if !again {
 			return err
 		}
-		t.sink.host.Logger.Info("the Delta table changed while the batch was written; rebuilding it against the new snapshot",
-			"table", t.uri, "topic", b.Topic, "reason", err)
 	}
 }
 
@@ -322,7 +376,7 @@ func (t *table) write(ctx context.Context, b *sdk.Batch, appID string) error {
 // exactly-once, those above the offset the table records for appID.
 func (t *table) pending(b *sdk.Batch, appID string) ([]sdk.Record, error) {
 	records := b.Records
-	if !t.sink.cfg.ExactlyOnce {
+	if !t.env.opts.exactlyOnce {
 		return records, nil
 	}
 	if b.LastOffset() > math.MaxInt64 {
@@ -337,9 +391,9 @@ func (t *table) pending(b *sdk.Batch, appID string) ([]sdk.Record, error) {
 		skip++
 	}
 	if skip > 0 {
-		t.sink.stats.skipped.Add(int64(skip))
-		t.sink.stats.replays.Add(1)
-		t.sink.host.Logger.Info("skipping records already committed to the Delta table", "table", t.uri, "topic", b.Topic,
+		t.env.stats.skipped.Add(int64(skip))
+		t.env.stats.replays.Add(1)
+		t.env.log.Info("skipping records already committed to the Delta table", "table", t.uri, "topic", b.Topic,
 			"skipped", skip, "remaining", len(records)-skip, "committed_offset", done, "table_version", t.snap.Version)
 	}
 	return records[skip:], nil
@@ -375,14 +429,14 @@ func (t *table) recheck(ctx context.Context, b *sdk.Batch, appID string, skip in
 	}
 	defer enc.Reset()
 	var prior map[uint64]priorRejection
-	recorded := t.sink.cfg.ExactlyOnce
+	recorded := t.env.opts.exactlyOnce
 	if recorded {
 		found, ok, err := t.findRejections(ctx, appID, b.Records[0].Offset)
 		if err != nil {
 			return sdk.Retry(fmt.Errorf("Failed to load Delta table %s: reading the commits of a replayed batch: %w", t.uri, err))
 		}
 		if !ok {
-			t.sink.host.Logger.Warn("the commits that hold a replayed batch are gone from the Delta log or too far back; its rejections are decided again against the table's schema now",
+			t.env.log.Warn("the commits that hold a replayed batch are gone from the Delta log or too far back; its rejections are decided again against the table's schema now",
 				"table", t.uri, "topic", b.Topic, "first_offset", b.Records[0].Offset, "walk_limit", rejectionWalkLimit)
 		}
 		prior, recorded = found, ok
@@ -406,7 +460,7 @@ func (t *table) recheck(ctx context.Context, b *sdk.Batch, appID string, skip in
 			b.Reject(i, p.reason, rerr)
 			continue
 		}
-		if len(r.Payload) == 0 && t.sink.cfg.SkipEmptyPayloads {
+		if len(r.Payload) == 0 && t.env.opts.skipEmpty {
 			continue
 		}
 		if err := t.addRecord(enc, b, r); err != nil {
@@ -416,151 +470,6 @@ func (t *table) recheck(ctx context.Context, b *sdk.Batch, appID string, skip in
 		}
 	}
 	return nil
-}
-
-// commit encodes records (b.Records from some index on) and commits them.
-// already reports a commit that found the batch committed by an earlier
-// attempt: the table had every record.
-func (t *table) commit(ctx context.Context, b *sdk.Batch, records []sdk.Record, appID string) (already bool, err error) {
-	enc, err := t.encoder()
-	if err != nil {
-		return false, err
-	}
-	base := len(b.Records) - len(records) // records is b.Records[base:]
-	n, err := t.add(enc, b, records, base)
-	if err != nil {
-		return false, err
-	}
-	var ev *evolution
-	if t.sink.cfg.SchemaEvolution == evolveAddColumns {
-		if ev, err = t.evolve(enc, b); err != nil {
-			enc.Reset()
-			return false, err
-		}
-		if ev != nil {
-			// Encode the batch again against the evolved schema. The
-			// records the first pass rejected stay rejected (add skips
-			// them): new columns take every value of the records that
-			// fitted, and refuse none the old schema accepted.
-			enc.Reset()
-			if enc, err = t.encoderFor(ev.md, ev.schema); err != nil {
-				return false, err
-			}
-			if n, err = t.add(enc, b, records, base); err != nil {
-				return false, err
-			}
-		}
-	}
-	empty, unmatched, firstUnmatched := n.empty, n.unmatched, n.firstUnmatched
-	ignored, truncated := enc.Unknown(), enc.Truncated() // read before Flush empties the encoder
-	if empty > 0 {
-		t.sink.host.Logger.Info("skipped records with an empty payload", "table", t.uri, "topic", b.Topic, "skipped", empty)
-	}
-	if enc.Len() == 0 {
-		// Only tombstones: nothing to commit, and nothing a replay could
-		// write twice.
-		t.sink.stats.empty.Add(empty)
-		return false, nil
-	}
-	// Each file starts uploading as soon as it is encoded. The check that
-	// the log still holds our snapshot's head (a table replaced under us)
-	// comes after them, in CommitAppend: run alongside, it proved only
-	// that the log was ours when the batch began, and a table replaced
-	// while the files uploaded got our commit past its end
-	// (TestTableReplacedWhileABatchUploadsIsNoticed).
-	now := time.Now()
-	up := newUploads(ctx, t.store)
-	files, err := enc.Flush(up.open)
-	written, uerr := up.wait()
-	if err == nil && uerr != nil {
-		err = uerr
-	}
-	if err != nil {
-		t.discard(written, "upload failed")
-		if uerr == nil {
-			return false, sdk.Retry(fmt.Errorf("Storage error: Failed to write to Delta writer: %w", err))
-		}
-		return false, sdk.Retry(fmt.Errorf("Storage error: Failed to flush and commit to %s: %w", t.uri, err))
-	}
-
-	add := deltalog.AppendCommit{EngineInfo: engineInfo(), Now: now}
-	if ev != nil {
-		add.Metadata = ev.md
-	}
-	var nrec int64
-	var nbytes int64
-	for _, f := range files {
-		add.Files = append(add.Files, deltalog.DataFile{Path: f.Path, PartitionValues: f.PartitionValues, Size: f.Size,
-			ModificationTime: now.UnixMilli(), Stats: f.Stats})
-		nrec += f.NumRecords
-		nbytes += f.Size
-	}
-	if t.sink.cfg.ExactlyOnce {
-		add.AppID, add.AppVersion = appID, int64(b.LastOffset())
-		// A replay learns from the commit what it rejected (rejections.go).
-		if add.Info, err = recordedRejections(b, base); err != nil {
-			return false, err
-		}
-	}
-	res, err := deltalog.CommitAppend(ctx, t.store, t.snap, add, &deltalog.CommitOptions{
-		LostRace: func(int64) { t.sink.stats.conflicts.Add(1) }, SkipCatchUp: t.alone})
-	// Catch up with other writers' commits before the put only while there
-	// are any: alone, that read always answers not-found.
-	t.alone = err == nil && !res.AlreadyCommitted && res.Attempts == 1 && res.Version == t.snap.Version+1
-	if err != nil {
-		if errors.Is(err, deltalog.ErrConcurrentModification) || errors.Is(err, deltalog.ErrTableReplaced) ||
-			errors.Is(err, deltalog.ErrNoTable) || errors.Is(err, deltalog.ErrCreateConflict) ||
-			errors.Is(err, deltalog.ErrNotWritable) { // a table created by another writer, refused before the put
-			// The commit certainly did not land: our files are garbage.
-			t.discard(written, "commit aborted")
-		} else {
-			// The outcome may be unknown (a timeout after the store took the
-			// commit): keep the files, a landed commit may reference them.
-			t.sink.host.Logger.Warn("commit failed; data files left in place in case the commit landed", "table", t.uri, "files", len(written))
-		}
-		return false, sdk.Retry(fmt.Errorf("Storage error: Failed to flush and commit to %s: %w", t.uri, err))
-	}
-	t.snap = res.Snapshot
-	if res.AlreadyCommitted {
-		// Another attempt of this batch committed first (e.g. one whose
-		// answer was lost): the table has the records, ours are spare.
-		t.discard(written, "batch already committed")
-		t.sink.stats.replays.Add(1)
-		t.sink.stats.skipped.Add(int64(len(records)))
-		t.sink.host.Logger.Info("batch already committed to the Delta table", "table", t.uri, "topic", b.Topic,
-			"last_offset", b.LastOffset(), "version", res.Version)
-		return true, nil
-	}
-	t.ckpt.committed(res.Snapshot, res.Actions)
-	t.sink.stats.commits.Add(1)
-	t.sink.stats.files.Add(int64(len(files)))
-	t.sink.stats.bytes.Add(nbytes)
-	t.sink.stats.records.Add(nrec)
-	t.sink.stats.empty.Add(empty)
-	if unmatched > 0 {
-		t.sink.stats.unmatched.Add(unmatched)
-		if _, seen := t.sink.stats.warned.LoadOrStore(b.Topic, true); !seen {
-			t.sink.host.Logger.Warn("records whose fields match no column of the Delta table were written as rows of nulls; field names match column names case-sensitively",
-				"table", t.uri, "topic", b.Topic, "offset", firstUnmatched, "records", unmatched)
-		}
-	}
-	if ev != nil {
-		t.added(ev, b.Topic, res.Version)
-	}
-	t.ignored(ignored, b.Topic)
-	t.truncated(truncated, b.Topic)
-	t.sink.host.Logger.Debug("committed Delta table version", "table", t.uri, "version", res.Version, "topic", b.Topic,
-		"records", nrec, "files", len(files), "bytes", nbytes, "attempts", res.Attempts)
-	return false, nil
-}
-
-// discard deletes data files that no commit references, best effort.
-func (t *table) discard(paths []string, why string) {
-	for _, p := range paths {
-		if err := t.store.Delete(context.Background(), p); err != nil {
-			t.sink.host.Logger.Warn("could not delete an uncommitted data file", "table", t.uri, "file", p, "reason", why, "error", err)
-		}
-	}
 }
 
 // recordError turns an encoder error into the batch's error. A record that

@@ -15,7 +15,7 @@ const maxTruncatedNames = 1000
 // producer sending nanoseconds (Java's Instant does) sends them in every
 // record, and a line per record would drown the log. Nothing is refused.
 func (t *table) truncated(cols []encode.TruncatedTimestamps, topic string) {
-	st := &t.sink.stats
+	st := t.env.stats
 	for _, c := range cols {
 		st.truncated.Add(int64(c.Count))
 		if st.nTruncatedNames.Load() >= maxTruncatedNames {
@@ -25,10 +25,10 @@ func (t *table) truncated(cols []encode.TruncatedTimestamps, topic string) {
 			continue
 		}
 		if n := st.nTruncatedNames.Add(1); n == maxTruncatedNames {
-			t.sink.host.Logger.Warn(fmt.Sprintf("%d columns with truncated timestamps logged; further ones are only counted in timestamps_truncated", n),
+			t.env.log.Warn(fmt.Sprintf("%d columns with truncated timestamps logged; further ones are only counted in timestamps_truncated", n),
 				"table", t.uri)
 		}
-		t.sink.host.Logger.Warn("timestamps with digits beyond the microsecond were truncated to microseconds, the precision of Delta timestamps; counted in timestamps_truncated, logged once per topic and column",
+		t.env.log.Warn("timestamps with digits beyond the microsecond were truncated to microseconds, the precision of Delta timestamps; counted in timestamps_truncated, logged once per topic and column",
 			"table", t.uri, "topic", topic, "column", c.Column, "offset", c.FirstOffset, "values", c.Count)
 	}
 }
