@@ -19,4 +19,16 @@
 //     OK or RETRY once (outcome.go); its metric declarations (metrics.go)
 //     and the report of truncated timestamps (timestamps.go); and cmd/sink,
 //     the c-shared library's main.
+//
+// File map: sink.go (the SDK's Sink: open, consume, close), config.go (the
+// plugin_config keys), table.go (one table: its environment, snapshot,
+// write loop, close), commit.go (a batch's commit in steps), outcome.go
+// (landed / not landed / unknown, and OK or RETRY), upload.go (data files
+// in flight), create.go (create_table with the first batch), evolve.go
+// (schema_evolution and fields the table lacks), rejections.go (rejected
+// offsets recorded in commitInfo so a replay rejects them again),
+// checkpointer.go (checkpoints and log cleanup off the commit path),
+// cpu_linux.go and cpu_other.go (the checkpointer's thread CPU),
+// metrics.go (metric declarations), timestamps.go (timestamps cut to
+// microseconds, counted and warned once).
 package delta
