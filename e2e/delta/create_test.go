@@ -1,7 +1,6 @@
 package delta_test
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -9,88 +8,24 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/picomq/heavy-sinks/plugins/delta/deltatest"
 	"github.com/picomq/heavy-sinks/shared/hostclient"
 	"github.com/picomq/heavy-sinks/shared/testenv/services"
 )
 
-// eventsSchema is table_schema for the events batches (id, body) plus a
-// region to partition by.
-const eventsSchema = `{"type":"struct","fields":[{"name":"id","type":"long","nullable":true,"metadata":{}},
-	{"name":"body","type":"string","nullable":true,"metadata":{}},{"name":"region","type":"string","nullable":true,"metadata":{}}]}`
+const eventsSchema = deltatest.EventsSchema
 
 func creating(cfg map[string]any, uri string, kv ...any) map[string]any {
 	return with(with(cfg, "table_uri", uri, "create_table", true, "table_schema", eventsSchema), kv...)
 }
 
-// tableFacts is what delta-rs says of a created table.
-type createdFacts struct {
-	Reader, Writer int
-	ReaderFeatures []string `json:"reader_features"`
-	WriterFeatures []string `json:"writer_features"`
-	Partitions     []string
-	Columns        []string // "name type"
-	Versions       []int
-	Operations     []string
-}
-
-func created(t *testing.T, uri string) createdFacts {
+func created(t *testing.T, uri string) deltatest.TableFacts {
 	t.Helper()
-	out := py(t, `
-dt = DeltaTable(uri, storage_options=opts)
-p, m = dt.protocol(), dt.metadata()
-h = sorted(dt.history(), key=lambda c: c["version"])
-dump({"Reader": p.min_reader_version, "Writer": p.min_writer_version,
-      "reader_features": p.reader_features, "writer_features": p.writer_features,
-      "Partitions": m.partition_columns,
-      "Columns": [f.name + " " + str(f.type.type if hasattr(f.type, "type") else f.type) for f in dt.schema().fields],
-      "Versions": [c["version"] for c in h], "Operations": [c.get("operation") for c in h]})
-`, uri)
-	var f createdFacts
-	if err := json.Unmarshal([]byte(out), &f); err != nil {
-		t.Fatalf("%v: %s", err, out)
-	}
-	return f
+	return deltatest.Facts(t, uri)
 }
 
 func regionEventsBatch(topic string, first, n int) hostclient.Batch {
-	var p []string
-	for i := first; i < first+n; i++ {
-		p = append(p, fmt.Sprintf(`{"id":%d,"body":"event %d","region":"r%d"}`, i, i, i%2))
-	}
-	return jsonBatch(topic, uint64(first), p...)
-}
-
-// The first batch creates the table in one commit (version 0: protocol,
-// metaData and the batch), with the lowest protocol and the partition
-// columns asked for; replays and later batches append as usual.
-func createOnFirstBatch(t *testing.T, cfg map[string]any, uri string) {
-	t.Helper()
-	inst := newHarness(t).open("ev", creating(cfg, uri, "partition_by", "region"))
-	consume(t, inst, regionEventsBatch("events", 0, 6))
-	f := created(t, uri)
-	if f.Reader != 1 || f.Writer != 2 || len(f.WriterFeatures) != 0 || strings.Join(f.Partitions, ",") != "region" ||
-		fmt.Sprint(f.Versions) != "[0]" || f.Operations[0] != "CREATE TABLE AS SELECT" {
-		t.Fatalf("created table: %+v", f)
-	}
-	wantIDs(t, uri, span(0, 5))
-	consume(t, inst, regionEventsBatch("events", 3, 6)) // a replay of 3..5, then 6..8
-	wantIDs(t, uri, span(0, 8))
-	if f := created(t, uri); fmt.Sprint(f.Versions) != "[0 1]" {
-		t.Fatalf("versions %v", f.Versions)
-	}
-	rows := readRows(t, uri, "id")
-	if rows[7]["region"] != "r1" || rows[7]["body"] != "event 7" {
-		t.Fatalf("row 7: %v", rows[7])
-	}
-}
-
-func TestCreateTableOnFirstBatch(t *testing.T) {
-	createOnFirstBatch(t, map[string]any{}, fileURI(filepath.Join(t.TempDir(), "events")))
-}
-
-func TestS3CreateTableOnFirstBatch(t *testing.T) {
-	svc := services.Require(t)
-	createOnFirstBatch(t, minio(t, svc), "s3://"+svc.NewBucket(t)+"/events")
+	return deltatest.RegionEvents(topic, first, n)
 }
 
 // timestamp_ntz is the one type that needs more than reader 1 / writer 2.

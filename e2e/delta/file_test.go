@@ -4,19 +4,11 @@ import (
 	"encoding/json"
 	"path/filepath"
 	"testing"
+
+	"github.com/picomq/heavy-sinks/plugins/delta/deltatest"
 )
 
-// createOrders makes a partitioned table with delta-rs: the layout of the
-// spec's examples, a timestamp needing coercion and a nested struct.
-const createOrders = `
-schema = pa.schema([
-    ("id", pa.int64()), ("customer", pa.string()), ("amount", pa.float64()), ("paid", pa.bool_()),
-    ("created_at", pa.timestamp("us", tz="UTC")), ("attrs", pa.string()),
-    ("address", pa.struct([("city", pa.string()), ("zip", pa.int32())])),
-    ("tags", pa.list_(pa.string())), ("region", pa.string()),
-])
-write_deltalake(uri, pa.Table.from_pylist([], schema=schema), partition_by=["region"], storage_options=opts)
-`
+const createOrders = deltatest.CreateOrders
 
 func TestFileTableAppendReadBackByDeltaRS(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "orders")

@@ -2,10 +2,9 @@ package delta_test
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -13,6 +12,7 @@ import (
 	"github.com/picomq/heavy-sinks/shared/hostclient"
 	"github.com/picomq/heavy-sinks/shared/testenv"
 	"github.com/picomq/heavy-sinks/shared/testenv/hosttest"
+	"github.com/picomq/heavy-sinks/shared/testenv/services"
 )
 
 // harness is one C host with the Delta sink library loaded.
@@ -47,6 +47,9 @@ func (h *harness) open(key string, cfg map[string]any) *hostclient.Instance {
 	return inst
 }
 
+// with is a copy of cfg with kv (key, value, ...) set.
+func with(cfg map[string]any, kv ...any) map[string]any { return deltatest.With(cfg, kv...) }
+
 func (h *harness) openErr(key string, cfg map[string]any) error {
 	h.t.Helper()
 	inst, err := h.lib.Open(definition(key, cfg))
@@ -59,15 +62,7 @@ func (h *harness) openErr(key string, cfg map[string]any) error {
 
 func wantStatus(t *testing.T, err error, code hostclient.Status, contains ...string) {
 	t.Helper()
-	var se *hostclient.StatusError
-	if !errors.As(err, &se) || se.Code != code {
-		t.Fatalf("got %v, want status %v", err, code)
-	}
-	for _, c := range contains {
-		if !strings.Contains(se.Message, c) {
-			t.Fatalf("message %q does not contain %q", se.Message, c)
-		}
-	}
+	deltatest.WantStatus(t, err, code, contains...)
 }
 
 // jsonBatch builds a batch of JSON records with consecutive offsets.
@@ -97,18 +92,7 @@ func readRows(t *testing.T, uri, sortBy string) []map[string]any {
 }
 
 // history returns the table's versions, newest first, with their operation.
-func history(t *testing.T, uri string) []map[string]any {
-	t.Helper()
-	out := py(t, `
-dt = DeltaTable(uri, storage_options=opts)
-dump([{"version": h.get("version"), "operation": h.get("operation")} for h in dt.history()])
-`, uri)
-	var h []map[string]any
-	if err := json.Unmarshal([]byte(out), &h); err != nil {
-		t.Fatalf("%v: %s", err, out)
-	}
-	return h
-}
+func history(t *testing.T, uri string) []map[string]any { t.Helper(); return deltatest.History(t, uri) }
 
 // sinkMetrics returns the sink's own metrics of an instance.
 func sinkMetrics(t *testing.T, inst *hostclient.Instance) map[string]any {
@@ -145,36 +129,45 @@ func fileURI(dir string) string { return "file://" + dir }
 
 func sprintf(format string, a ...any) string { return fmt.Sprintf(format, a...) }
 
-// writeConcurrently has `writers` sink instances (distinct keys, so distinct
-// application transactions) append `batches` batches of `per` records each
-// to the table of cfg at the same time, from several host threads, and
-// returns the ids the table must then hold, in order.
-func writeConcurrently(t *testing.T, cfg map[string]any, writers, batches, per int) string {
+// noSecret fails when secret shows in the instance's logs or metrics.
+func noSecret(t *testing.T, inst *hostclient.Instance, secret string) {
 	t.Helper()
-	h := newHarness(t, hostclient.Workers(4))
-	var wg sync.WaitGroup
-	errs := make(chan error, writers)
-	for w := range writers {
-		inst := h.open(fmt.Sprintf("w%d", w), cfg)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for n := range batches {
-				if err := inst.Consume(events(fmt.Sprintf("t%d", w), w*1000+n*per, per)); err != nil {
-					errs <- fmt.Errorf("writer %d batch %d: %w", w, n, err)
-					return
-				}
-			}
-		}()
+	for _, l := range inst.Logs() {
+		if strings.Contains(l.Message, secret) || strings.Contains(fmt.Sprint(l), secret) {
+			t.Fatalf("secret in logs: %v", l)
+		}
 	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
+	m, _ := inst.Metrics()
+	if strings.Contains(m, secret) {
+		t.Fatalf("secret in metrics: %s", m)
 	}
-	var want []string
-	for w := range writers {
-		want = append(want, span(w*1000, w*1000+batches*per-1))
-	}
-	return strings.Join(want, ",")
+}
+
+// azurite points the delta-rs helper scripts at the test Azurite and returns
+// the quick-start plugin_config for container c.
+func azurite(t *testing.T, svc services.Services, c string) map[string]any {
+	t.Helper()
+	t.Setenv("PICOMQ_DELTA_STORAGE_OPTIONS", deltatest.AzureReaderOptions(svc))
+	return deltatest.AzureConfig(svc, c)
+}
+
+// fakeGCS points the delta-rs helper scripts at the test fake-gcs-server and
+// returns the quick-start plugin_config and the marker that the service
+// account key's private key is.
+func fakeGCS(t *testing.T, svc services.Services) (map[string]any, string) {
+	t.Helper()
+	cfg, marker := deltatest.GCSConfig(svc)
+	t.Setenv("PICOMQ_DELTA_STORAGE_OPTIONS", deltatest.GCSReaderOptions(cfg))
+	return cfg, marker
+}
+
+// createInGCS creates a table with a delta-rs script in a local directory
+// and uploads it to gs://bucket/prefix (delta-rs cannot write gs:// tables
+// to the emulator: see deltatest.Store.Create).
+func createInGCS(t *testing.T, svc services.Services, script, bucket, prefix string) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "table")
+	py(t, script, fileURI(dir))
+	deltatest.UploadGCS(t, svc, dir, bucket, prefix)
+	return "gs://" + bucket + "/" + prefix
 }

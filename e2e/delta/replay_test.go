@@ -1,8 +1,6 @@
 package delta_test
 
 import (
-	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -19,13 +17,7 @@ func ids(t *testing.T, uri string) []int { t.Helper(); return deltatest.IDs(t, u
 
 func wantIDs(t *testing.T, uri string, want string) { t.Helper(); deltatest.WantIDs(t, uri, want) }
 
-func span(from, to int) string {
-	var s []string
-	for i := from; i <= to; i++ {
-		s = append(s, fmt.Sprint(i))
-	}
-	return strings.Join(s, ",")
-}
+func span(from, to int) string { return deltatest.Span(from, to) }
 
 func TestReplayAfterCrashAddsNothing(t *testing.T) {
 	uri := fileURI(filepath.Join(t.TempDir(), "events"))
@@ -93,26 +85,4 @@ func TestTemplatedTableURIs(t *testing.T) {
 	wantIDs(t, fileURI(filepath.Join(root, "us")), "0,1,2")
 	err := inst.Consume(events("orders.missing", 0, 1))
 	wantStatus(t, err, hostclient.StatusRetry, "Failed to load Delta table "+fileURI(root)+"/missing")
-}
-
-// Two sinks (different keys, so different application transactions) write
-// one table at the same time: every commit lands, none is lost to a race.
-func TestConcurrentWritersLoseNothing(t *testing.T) {
-	uri := fileURI(filepath.Join(t.TempDir(), "events"))
-	py(t, createEvents, uri)
-	const writers, batches, per = 3, 15, 4
-	wantIDs(t, uri, writeConcurrently(t, map[string]any{"table_uri": uri}, writers, batches, per))
-	if n := len(history(t, uri)); n != 1+writers*batches {
-		t.Fatalf("%d versions, want %d", n, 1+writers*batches)
-	}
-	entries, _ := os.ReadDir(strings.TrimPrefix(uri, "file://"))
-	parquet := 0
-	for _, e := range entries {
-		if strings.HasSuffix(e.Name(), ".parquet") {
-			parquet++
-		}
-	}
-	if parquet != writers*batches {
-		t.Fatalf("%d data files, want %d (an aborted attempt left garbage or a commit lost its file)", parquet, writers*batches)
-	}
 }

@@ -1,7 +1,15 @@
-// Package deltatest holds Delta sink behaviour tests written once against a
-// sinkdriver.Driver, run in-process by plugins/delta and through the built
-// .so in the C host by e2e/delta, and the delta-rs readers they (and the rest
-// of e2e/delta) check tables with. The suite is small so far: it is the
-// in-process layer the Redshift suite (plugins/redshift/redshifttest) has,
-// with one test to show it; more of e2e/delta can move here the same way.
+// Package deltatest holds the Delta sink's behaviour suite, written once
+// against a sinkdriver.Driver and run on every store (Backends: a local
+// directory, MinIO, Azurite, fake-gcs-server): in-process by plugins/delta
+// and through the built .so in the C host by e2e/delta, as the Redshift
+// suite (plugins/redshift/redshifttest) is. It also holds the delta-rs
+// readers the suite and the rest of e2e/delta check tables with.
+//
+//   - suite.go: the test table (Tests, Run), batches, the tests that are no
+//     store's business.
+//   - store.go: Store, one test's bucket (container, directory) on one
+//     backend, with its plugin_config, its delta-rs options and a listing.
+//   - stores.go: the tests about stores: quick start, concurrent writers,
+//     creation, templates, missing tables and buckets, credentials.
+//   - read.go: the delta-rs scripts (Py, ReadRows, History, Facts).
 package deltatest

@@ -14,7 +14,13 @@ import (
 // when set, or from PICOMQ_DELTA_STORAGE_OPTIONS (JSON) for another store.
 func Py(t *testing.T, script string, args ...string) string {
 	t.Helper()
-	return pyenv.Run(t, Prelude+script, args...)
+	return py(t, nil, script, args...)
+}
+
+// py is Py with env added to the script's environment (Store.Py).
+func py(t *testing.T, env []string, script string, args ...string) string {
+	t.Helper()
+	return pyenv.RunEnv(t, env, Prelude+script, args...)
 }
 
 // Prelude gives scripts `uri`, `opts` (storage options) and `dump`.
@@ -43,7 +49,12 @@ def dump(x): print(json.dumps(x, default=default, sort_keys=True))
 // reads them.
 func ReadRows(t *testing.T, uri, sortBy string) []map[string]any {
 	t.Helper()
-	out := Py(t, `
+	return readRows(t, nil, uri, sortBy)
+}
+
+func readRows(t *testing.T, env []string, uri, sortBy string) []map[string]any {
+	t.Helper()
+	out := py(t, env, `
 dt = DeltaTable(uri, storage_options=opts)
 rows = dt.to_pyarrow_table().to_pylist()
 rows.sort(key=lambda r: (r[sys.argv[2]] is None, r[sys.argv[2]]))
@@ -66,8 +77,13 @@ write_deltalake(uri, pa.Table.from_pylist([], schema=schema), storage_options=op
 // IDs returns the id column of an events table, sorted.
 func IDs(t *testing.T, uri string) []int {
 	t.Helper()
+	return ids(t, nil, uri)
+}
+
+func ids(t *testing.T, env []string, uri string) []int {
+	t.Helper()
 	var out []int
-	for _, r := range ReadRows(t, uri, "id") {
+	for _, r := range readRows(t, env, uri, "id") {
 		out = append(out, int(r["id"].(float64)))
 	}
 	return out
@@ -76,8 +92,79 @@ func IDs(t *testing.T, uri string) []int {
 // WantIDs checks the events table holds exactly the ids of want ("0,1,2").
 func WantIDs(t *testing.T, uri string, want string) {
 	t.Helper()
-	got := strings.Trim(strings.Join(strings.Fields(fmt.Sprint(IDs(t, uri))), ","), "[]")
+	wantIDs(t, nil, uri, want)
+}
+
+func wantIDs(t *testing.T, env []string, uri string, want string) {
+	t.Helper()
+	got := strings.Trim(strings.Join(strings.Fields(fmt.Sprint(ids(t, env, uri))), ","), "[]")
 	if got != want {
 		t.Fatalf("ids %s, want %s", got, want)
 	}
+}
+
+// History returns the table's versions, newest first, with their
+// operation, as delta-rs lists them.
+func History(t *testing.T, uri string) []map[string]any {
+	t.Helper()
+	return history(t, nil, uri)
+}
+
+func history(t *testing.T, env []string, uri string) []map[string]any {
+	t.Helper()
+	out := py(t, env, `
+dt = DeltaTable(uri, storage_options=opts)
+dump([{"version": h.get("version"), "operation": h.get("operation")} for h in dt.history()])
+`, uri)
+	var h []map[string]any
+	if err := json.Unmarshal([]byte(out), &h); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	return h
+}
+
+// Span is the ids from through to, as WantIDs takes them ("3,4,5").
+func Span(from, to int) string {
+	var s []string
+	for i := from; i <= to; i++ {
+		s = append(s, fmt.Sprint(i))
+	}
+	return strings.Join(s, ",")
+}
+
+// TableFacts is what delta-rs says of a table's protocol, metadata and
+// history.
+type TableFacts struct {
+	Reader, Writer int
+	ReaderFeatures []string `json:"reader_features"`
+	WriterFeatures []string `json:"writer_features"`
+	Partitions     []string
+	Columns        []string // "name type"
+	Versions       []int    // oldest first
+	Operations     []string // of Versions
+}
+
+// Facts returns what delta-rs says of the table at uri.
+func Facts(t *testing.T, uri string) TableFacts {
+	t.Helper()
+	return facts(t, nil, uri)
+}
+
+func facts(t *testing.T, env []string, uri string) TableFacts {
+	t.Helper()
+	out := py(t, env, `
+dt = DeltaTable(uri, storage_options=opts)
+p, m = dt.protocol(), dt.metadata()
+h = sorted(dt.history(), key=lambda c: c["version"])
+dump({"Reader": p.min_reader_version, "Writer": p.min_writer_version,
+      "reader_features": p.reader_features, "writer_features": p.writer_features,
+      "Partitions": m.partition_columns,
+      "Columns": [f.name + " " + str(f.type.type if hasattr(f.type, "type") else f.type) for f in dt.schema().fields],
+      "Versions": [c["version"] for c in h], "Operations": [c.get("operation") for c in h]})
+`, uri)
+	var f TableFacts
+	if err := json.Unmarshal([]byte(out), &f); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	return f
 }

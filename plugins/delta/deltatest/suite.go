@@ -10,23 +10,52 @@ import (
 	"github.com/picomq/heavy-sinks/shared/testenv/sinkdriver"
 )
 
-// Tests is the suite, in the order Run runs it.
-var Tests = []struct {
+// Test is one behaviour test of the suite.
+type Test struct {
 	Name string
-	Run  func(t *testing.T, d sinkdriver.Driver)
-}{
-	{"TopicsAndPartitionsAreTrackedSeparately", TopicsAndPartitionsAreTrackedSeparately},
-	{"FileSyncFilesystemSyncsTwicePerBatch", FileSyncFilesystemSyncsTwicePerBatch},
-	{"ReplayIsSkippedNotWritten", ReplayIsSkippedNotWritten},
-	{"NanosecondTimestampsAreTruncatedCountedAndLoggedOnce", NanosecondTimestampsAreTruncatedCountedAndLoggedOnce},
+	Run  func(t *testing.T, d sinkdriver.Driver, s *Store)
+	// Backends are the backends the test runs on; nil: every one of
+	// Backends. A test names fewer when what it checks is one store's
+	// (its credentials, syncfs) or when the store plays no part in it.
+	Backends []string
 }
 
-// Run runs every test of the suite through d, each as a parallel subtest.
+// Tests is the suite, in the order Run runs it.
+var Tests = []Test{
+	{Name: "QuickStart", Run: QuickStart},
+	{Name: "ConcurrentWritersLoseNothing", Run: ConcurrentWritersLoseNothing},
+	{Name: "CreateTableOnFirstBatch", Run: CreateTableOnFirstBatch},
+	{Name: "TopicCannotLeaveTemplateDirectory", Run: TopicCannotLeaveTemplateDirectory},
+	{Name: "MissingTableIsBadConfig", Run: MissingTableIsBadConfig},
+	{Name: "MissingBucketIsBadConfig", Run: MissingBucketIsBadConfig, Backends: []string{S3, Azure, GCS}},
+	{Name: "TopicsAndPartitionsAreTrackedSeparately", Run: TopicsAndPartitionsAreTrackedSeparately},
+	{Name: "ReplayIsSkippedNotWritten", Run: ReplayIsSkippedNotWritten},
+	{Name: "S3RefusedKeysAreBadConfig", Run: S3RefusedKeysAreBadConfig, Backends: []string{S3}},
+	{Name: "AzureCredentialsAndContainer", Run: AzureCredentialsAndContainer, Backends: []string{Azure}},
+	{Name: "AzureSASTokenAndABFSSURI", Run: AzureSASTokenAndABFSSURI, Backends: []string{Azure}},
+	{Name: "GCSKeyIsChecked", Run: GCSKeyIsChecked, Backends: []string{GCS}},
+	// syncfs is a local filesystem's.
+	{Name: "FileSyncFilesystemSyncsTwicePerBatch", Run: FileSyncFilesystemSyncsTwicePerBatch, Backends: []string{File}},
+	// The encoder's: the store plays no part.
+	{Name: "NanosecondTimestampsAreTruncatedCountedAndLoggedOnce", Run: NanosecondTimestampsAreTruncatedCountedAndLoggedOnce, Backends: []string{File}},
+}
+
+// Run runs every test of the suite through d on each of its backends, each
+// as a parallel subtest (Test/backend) with a store of its own.
 func Run(t *testing.T, d sinkdriver.Driver) {
 	for _, tc := range Tests {
 		t.Run(tc.Name, func(t *testing.T) {
 			t.Parallel()
-			tc.Run(t, d)
+			backends := tc.Backends
+			if backends == nil {
+				backends = Backends
+			}
+			for _, b := range backends {
+				t.Run(b, func(t *testing.T) {
+					t.Parallel()
+					tc.Run(t, d, NewStore(t, b))
+				})
+			}
 		})
 	}
 }
@@ -52,6 +81,21 @@ func JSONBatch(topic string, first uint64, payloads ...string) sinkdriver.Batch 
 	return b
 }
 
+// EventsSchema is table_schema for the events batches (id, body) plus a
+// region to partition by.
+const EventsSchema = `{"type":"struct","fields":[{"name":"id","type":"long","nullable":true,"metadata":{}},
+	{"name":"body","type":"string","nullable":true,"metadata":{}},{"name":"region","type":"string","nullable":true,"metadata":{}}]}`
+
+// RegionEvents is n records of EventsSchema from offset (and id) first, in
+// regions r0 and r1.
+func RegionEvents(topic string, first, n int) sinkdriver.Batch {
+	var p []string
+	for i := first; i < first+n; i++ {
+		p = append(p, fmt.Sprintf(`{"id":%d,"body":"event %d","region":"r%d"}`, i, i, i%2))
+	}
+	return JSONBatch(topic, uint64(first), p...)
+}
+
 // Events is n records of the events table from offset (and id) first.
 func Events(topic string, first, n int) sinkdriver.Batch {
 	var p []string
@@ -70,24 +114,23 @@ func consume(t *testing.T, inst sinkdriver.Instance, b sinkdriver.Batch) {
 
 // TopicsAndPartitionsAreTrackedSeparately: the same offsets of another
 // topic are not a replay.
-func TopicsAndPartitionsAreTrackedSeparately(t *testing.T, d sinkdriver.Driver) {
-	uri := "file://" + filepath.Join(t.TempDir(), "events")
-	Py(t, CreateEvents, uri)
-	inst := Open(t, d.Start(t), "ev", map[string]any{"table_uri": uri})
+func TopicsAndPartitionsAreTrackedSeparately(t *testing.T, d sinkdriver.Driver, s *Store) {
+	uri := s.Create(CreateEvents, "events")
+	inst := Open(t, d.Start(t, s.Secrets...), "ev", s.Config(uri))
 	consume(t, inst, Events("a", 0, 3))
 	b := Events("b", 0, 3) // same offsets, other topic: not a replay
 	for i := range b.Records {
 		b.Records[i].Payload = []byte(fmt.Sprintf(`{"id":%d}`, 100+i))
 	}
 	consume(t, inst, b)
-	WantIDs(t, uri, "0,1,2,100,101,102")
+	s.WantIDs(uri, "0,1,2,100,101,102")
 }
 
 // FileSyncFilesystemSyncsTwicePerBatch: with file_sync = "filesystem" a
 // batch over three partitions makes two syncs (the syncfs before the
 // commit, the log directory after it) instead of eight, and delta-rs reads
 // every record back.
-func FileSyncFilesystemSyncsTwicePerBatch(t *testing.T, d sinkdriver.Driver) {
+func FileSyncFilesystemSyncsTwicePerBatch(t *testing.T, d sinkdriver.Driver, _ *Store) {
 	dir := t.TempDir()
 	if !objstore.SyncfsCovers(dir) {
 		t.Skip("syncfs does not cover this temporary directory's filesystem, or this kernel is older than 5.8")
@@ -131,15 +174,14 @@ func metrics(t *testing.T, inst sinkdriver.Instance) map[string]float64 {
 // ReplayIsSkippedNotWritten: a batch delivered again after it was
 // committed (exactly_once) writes nothing; metrics() counts its records as
 // skipped, not as records (written).
-func ReplayIsSkippedNotWritten(t *testing.T, d sinkdriver.Driver) {
-	uri := "file://" + filepath.Join(t.TempDir(), "events")
-	Py(t, CreateEvents, uri)
-	inst := Open(t, d.Start(t), "replay", map[string]any{"table_uri": uri})
+func ReplayIsSkippedNotWritten(t *testing.T, d sinkdriver.Driver, s *Store) {
+	uri := s.Create(CreateEvents, "events")
+	inst := Open(t, d.Start(t, s.Secrets...), "replay", s.Config(uri))
 	consume(t, inst, Events("a", 0, 2))
 	replay := Events("a", 0, 2)
 	replay.Attempt = 2 // the runtime did not learn of the first answer
 	consume(t, inst, replay)
-	WantIDs(t, uri, "0,1")
+	s.WantIDs(uri, "0,1")
 	m := metrics(t, inst)
 	for k, want := range map[string]float64{"batches": 2, "records": 2, "skipped": 2, "sink.records_written": 2, "sink.records_skipped": 2} {
 		if m[k] != want {
@@ -148,7 +190,7 @@ func ReplayIsSkippedNotWritten(t *testing.T, d sinkdriver.Driver) {
 	}
 	// Half a replay: two records skipped, two written.
 	consume(t, inst, Events("a", 0, 4))
-	WantIDs(t, uri, "0,1,2,3")
+	s.WantIDs(uri, "0,1,2,3")
 	if m := metrics(t, inst); m["records"] != 4 || m["skipped"] != 4 {
 		t.Errorf("after a partial replay records = %v, skipped = %v; want 4 and 4", m["records"], m["skipped"])
 	}
@@ -159,12 +201,10 @@ func ReplayIsSkippedNotWritten(t *testing.T, d sinkdriver.Driver) {
 // timestamps_truncated, and logged once per topic and column however many
 // records carry one. Trailing zeros beyond the microsecond lose nothing and
 // are not counted.
-func NanosecondTimestampsAreTruncatedCountedAndLoggedOnce(t *testing.T, d sinkdriver.Driver) {
-	uri := "file://" + filepath.Join(t.TempDir(), "times")
-	inst := Open(t, d.Start(t), "nanos", map[string]any{
-		"table_uri": uri, "create_table": true,
-		"table_schema": `{"type":"struct","fields":[{"name":"id","type":"long","nullable":true,"metadata":{}},{"name":"ts","type":"timestamp","nullable":true,"metadata":{}}]}`,
-	})
+func NanosecondTimestampsAreTruncatedCountedAndLoggedOnce(t *testing.T, d sinkdriver.Driver, s *Store) {
+	uri := s.URI("times")
+	inst := Open(t, d.Start(t, s.Secrets...), "nanos", s.Config(uri, "create_table", true,
+		"table_schema", `{"type":"struct","fields":[{"name":"id","type":"long","nullable":true,"metadata":{}},{"name":"ts","type":"timestamp","nullable":true,"metadata":{}}]}`))
 	consume(t, inst, JSONBatch("a", 0,
 		`{"id":0,"ts":"2026-03-04T05:06:07.123456789Z"}`,
 		`{"id":1,"ts":"2026-03-04T05:06:07.123456000Z"}`))
@@ -185,7 +225,7 @@ func NanosecondTimestampsAreTruncatedCountedAndLoggedOnce(t *testing.T, d sinkdr
 		t.Errorf("want one warning naming topic a and column ts, got %q", warned)
 	}
 	want := []string{"2026-03-04T05:06:07.123456+00:00", "2026-03-04T05:06:07.123456+00:00", "2026-03-04T05:06:08+00:00"}
-	rows := ReadRows(t, uri, "id")
+	rows := s.ReadRows(uri, "id")
 	if len(rows) != 3 {
 		t.Fatalf("rows %v", rows)
 	}

@@ -5,6 +5,7 @@ package pyenv
 
 import (
 	"bytes"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -52,7 +53,19 @@ const exitNow = "\nimport os as _os, sys as _sys\n_sys.stdout.flush(); _sys.stde
 // fails the test with stderr.
 func Run(tb testing.TB, script string, args ...string) string {
 	tb.Helper()
+	return RunEnv(tb, nil, script, args...)
+}
+
+// RunEnv is Run with "NAME=value" entries added to the script's
+// environment (they win over the test process's): parallel tests point
+// their scripts at different stores this way, where t.Setenv would be
+// refused.
+func RunEnv(tb testing.TB, env []string, script string, args ...string) string {
+	tb.Helper()
 	cmd := exec.Command(Python(tb), append([]string{"-c", script + exitNow}, args...)...)
+	if len(env) > 0 {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()

@@ -68,6 +68,24 @@ type Instance interface {
 	Close() error
 }
 
+// WithEnv returns d with "NAME=value" entries added to the environment each
+// of its runtimes opens instances with (for instance the
+// PICOMQ_CONNECTORS_SINK_<KEY>_PLUGIN_CONFIG_<FIELD> overrides): the C
+// host's process environment, or the one the in-process driver passes to
+// sdk.OpenEnv. They win over the test process's own; the test process's
+// environment is not changed, so parallel tests may differ.
+func WithEnv(d Driver, kv ...string) Driver {
+	switch d := d.(type) {
+	case inProcess:
+		d.env = append(append([]string(nil), d.env...), kv...)
+		return d
+	case cHost:
+		d.opts = append(append([]hostclient.Option(nil), d.opts...), hostclient.Env(kv...))
+		return d
+	}
+	panic(fmt.Sprintf("sinkdriver: WithEnv does not know driver %T", d))
+}
+
 // SinkMetrics returns the "sink" section of inst's metrics, the plugin's own
 // counters.
 func SinkMetrics(t testing.TB, inst Instance) map[string]float64 {

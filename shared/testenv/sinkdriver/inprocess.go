@@ -2,6 +2,7 @@ package sinkdriver
 
 import (
 	"fmt"
+	"os"
 	"sync"
 	"testing"
 
@@ -14,12 +15,14 @@ import (
 // API, the calls the C shim makes.
 func InProcess() Driver { return inProcess{} }
 
-type inProcess struct{}
+type inProcess struct {
+	env []string // added before os.Environ, so they win (WithEnv)
+}
 
 func (inProcess) Name() string { return "in-process" }
 
-func (inProcess) Start(t *testing.T, secrets ...string) Runtime {
-	rt := &inProcessRuntime{}
+func (d inProcess) Start(t *testing.T, secrets ...string) Runtime {
+	rt := &inProcessRuntime{env: d.env}
 	t.Cleanup(func() {
 		rt.mu.Lock()
 		defer rt.mu.Unlock()
@@ -31,6 +34,7 @@ func (inProcess) Start(t *testing.T, secrets ...string) Runtime {
 }
 
 type inProcessRuntime struct {
+	env  []string
 	mu   sync.Mutex
 	logs []*sdktest.Logs
 }
@@ -40,7 +44,8 @@ func (rt *inProcessRuntime) Open(def Definition) (Instance, error) {
 	rt.mu.Lock()
 	rt.logs = append(rt.logs, logs)
 	rt.mu.Unlock()
-	h, err := sdk.Open(def.JSON(), logs.Log)
+	// The first entry of a name wins (sdk.EnvFrom), as with getenv(3).
+	h, err := sdk.OpenEnv(def.JSON(), logs.Log, append(append([]string(nil), rt.env...), os.Environ()...))
 	if err != nil {
 		return nil, status("open", err)
 	}
