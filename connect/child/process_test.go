@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -19,30 +18,12 @@ import (
 	"github.com/picomq/heavy-sinks/shared/hostclient"
 	"github.com/picomq/heavy-sinks/shared/testenv"
 	"github.com/picomq/heavy-sinks/shared/testenv/hosttest"
+	"github.com/picomq/heavy-sinks/shared/testenv/logbuf"
 )
 
 // The restarts of a Process, with the real C host (built from source by
 // hosttest.BuildHost) and the e2e test plugin from $PICOMQ_DIST: these
 // cases run in `make e2e` and skip in `make unit`.
-
-// logs keeps the lines of the process's and its instances' loggers.
-type logs struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *logs) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-// count is how many lines contain s.
-func (l *logs) count(s string) int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return strings.Count(l.b.String(), s)
-}
 
 // fixture is a Process of the test plugin and the file its instances
 // record their batches to.
@@ -50,14 +31,14 @@ type fixture struct {
 	t    *testing.T
 	p    *child.Process
 	log  *slog.Logger
-	logs *logs
+	logs *logbuf.Buffer // the lines of the process's and its instances' loggers
 	dir  string
 }
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	lib := testenv.E2ELibrary(t, "test/libpicomq_connector_test_a_sink.so")
-	l := &logs{}
+	l := &logbuf.Buffer{}
 	log := slog.New(slog.NewTextHandler(l, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	p := child.New(hosttest.BuildHost(t), lib, child.Options{Logger: log, Workers: 2})
 	t.Cleanup(func() { p.Close() })
@@ -125,10 +106,13 @@ func (f *fixture) kill() int {
 	return pid
 }
 
+// logged is how many times s occurs in the log.
+func (f *fixture) logged(s string) int { return strings.Count(f.logs.String(), s) }
+
 // waitLog waits for a line containing s, the count-th.
 func (f *fixture) waitLog(s string, count int) {
 	f.t.Helper()
-	until(f.t, 20*time.Second, fmt.Sprintf("%d× %q logged", count, s), func() bool { return f.logs.count(s) >= count })
+	until(f.t, 20*time.Second, fmt.Sprintf("%d× %q logged", count, s), func() bool { return f.logged(s) >= count })
 }
 
 func until(t *testing.T, d time.Duration, what string, cond func() bool) {
@@ -185,10 +169,10 @@ func TestRestartAfterKillReopensInstances(t *testing.T) {
 			t.Errorf("%s recorded %v, want [0 1]", name, got)
 		}
 	}
-	if n := f.logs.count("test sink opened"); n != 4 {
+	if n := f.logged("test sink opened"); n != 4 {
 		t.Errorf("%d opens logged, want 2 instances × 2 children", n)
 	}
-	if n := f.logs.count("event=host_exited"); n != 1 {
+	if n := f.logged("event=host_exited"); n != 1 {
 		t.Errorf("%d host_exited lines", n)
 	}
 	if _, err := b.Metrics(ctx); err != nil {
@@ -271,7 +255,7 @@ func TestAbandonedConsumeKillsTheChild(t *testing.T) {
 	if err := <-done; !errors.Is(err, context.Canceled) || errors.Is(err, child.ErrExited) {
 		t.Fatalf("Consume = %v, want the context's error", err)
 	}
-	if f.logs.count("event=host_killed") != 1 {
+	if f.logged("event=host_killed") != 1 {
 		t.Error("no host_killed line")
 	}
 	until(t, 10*time.Second, "the child gone", func() bool { return f.p.Pid() == 0 })

@@ -211,7 +211,7 @@ func TestDeadLetterTopicCreatedAtStart(t *testing.T) {
 	}
 	h.start()
 	until(t, 15*time.Second, "orders.dlq created", func() bool { return topicExists(t, addrs, "orders.dlq") })
-	if !h.logs.has("event=dead_letter_topic_created") {
+	if !h.logged("event=dead_letter_topic_created") {
 		t.Error("no dead_letter_topic_created line")
 	}
 	produce(t, kf, "orders", `{"n":0}`, `{"bad":1}`, `{"n":2}`)
@@ -361,7 +361,7 @@ func TestDeadLetterCheckWaitsForTheBroker(t *testing.T) {
 	h := newHarness(t, nil, "[[topics]]\ntopics = [\"orders\"]\nschema = \"json\"\nbatch_length = 3\nerrors_tolerance = \"all\"\n", fake(rejecting(`{"bad"`)))
 	h.brokers = []string{fmt.Sprintf("127.0.0.1:%d", port)}
 	h.start()
-	until(t, 45*time.Second, "a retry logged", func() bool { return h.logs.has("event=dead_letter_check_retry") })
+	until(t, 45*time.Second, "a retry logged", func() bool { return h.logged("event=dead_letter_check_retry") })
 	select {
 	case err := <-h.done:
 		t.Fatalf("Run returned %v while the broker was down", err)

@@ -82,7 +82,7 @@ func TestHostDiesResumes(t *testing.T) {
 	if got := p.Opens(); got != 4 {
 		t.Errorf("%d opens, want 4", got)
 	}
-	if !h.logs.has("event=rewind") {
+	if !h.logged("event=rewind") {
 		t.Error("no rewind logged")
 	}
 }
@@ -147,7 +147,7 @@ func TestOpenRetried(t *testing.T) {
 	if got := p.Opens(); got != 3 {
 		t.Errorf("%d opens, want 3", got)
 	}
-	if !h.logs.has("event=open_retry") || !h.logs.has("event=sink_opened attempt=3") {
+	if !h.logged("event=open_retry") || !h.logged("event=sink_opened attempt=3") {
 		t.Error("the open retries and the open not logged")
 	}
 	if st, _ := h.sink.State(); st != pipeline.StateRunning {

@@ -29,6 +29,7 @@ import (
 	"github.com/picomq/heavy-sinks/shared/hostclient"
 	"github.com/picomq/heavy-sinks/shared/testenv"
 	"github.com/picomq/heavy-sinks/shared/testenv/hosttest"
+	"github.com/picomq/heavy-sinks/shared/testenv/logbuf"
 )
 
 // testLib is the e2e test plugin that buildscripts/build.sh put in
@@ -165,27 +166,11 @@ type harness struct {
 	brokers []string
 	// shutdownTimeout, when set, is the sink's Config.ShutdownTimeout.
 	shutdownTimeout time.Duration
-	logs            logBuffer
+	logs            logbuf.Buffer // the sink's log lines, for a test to look for an event
 }
 
-// logBuffer keeps the sink's log lines for a test to look for an event.
-type logBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-// has reports whether a logged line contains s.
-func (l *logBuffer) has(s string) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return strings.Contains(l.b.String(), s)
-}
+// logged reports whether a logged line contains s.
+func (h *harness) logged(s string) bool { return strings.Contains(h.logs.String(), s) }
 
 // observed is an Observer that keeps every delivery.
 type observed struct {
