@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -96,6 +97,7 @@ func sigterm(t *testing.T) {
 	}
 }
 
+// get returns the status code and body of a GET of url.
 func get(t *testing.T, url string) (int, string) {
 	t.Helper()
 	resp, err := http.Get(url)
@@ -103,9 +105,11 @@ func get(t *testing.T, url string) (int, string) {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	var b bytes.Buffer
-	b.ReadFrom(resp.Body)
-	return resp.StatusCode, b.String()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, string(b)
 }
 
 // A destination down at start is waited for: the sink stays starting,
