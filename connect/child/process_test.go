@@ -115,6 +115,31 @@ func (f *fixture) waitLog(s string, count int) {
 	until(f.t, 20*time.Second, fmt.Sprintf("%d× %q logged", count, s), func() bool { return f.logged(s) >= count })
 }
 
+// inCall opens instance "a" with the plugin's consume delay and starts a
+// Consume of batch(0) on ctx; it returns once the plugin logs that it is
+// in the call, with the channel the call's error arrives on.
+func (f *fixture) inCall(ctx context.Context, delay string) (*child.Instance, chan error) {
+	f.t.Helper()
+	inst, err := f.p.Open(context.Background(), f.config("a", map[string]any{"delay": delay}), f.log)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	done := consumeAsync(ctx, inst, 0)
+	f.waitLog("consume delayed", 1)
+	return inst, done
+}
+
+// consumeAsync starts a Consume of batch(offset) on ctx; its error
+// arrives on the channel.
+func consumeAsync(ctx context.Context, inst *child.Instance, offset uint64) chan error {
+	done := make(chan error, 1)
+	go func() {
+		_, err := inst.Consume(ctx, batch(offset))
+		done <- err
+	}()
+	return done
+}
+
 func until(t *testing.T, d time.Duration, what string, cond func() bool) {
 	t.Helper()
 	for deadline := time.Now().Add(d); !cond(); time.Sleep(10 * time.Millisecond) {
@@ -191,16 +216,7 @@ func TestRestartAfterKillReopensInstances(t *testing.T) {
 func TestCallInFlightWhenChildDies(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	inst, err := f.p.Open(ctx, f.config("a", map[string]any{"delay": "10s"}), f.log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() {
-		_, err := inst.Consume(ctx, batch(0))
-		done <- err
-	}()
-	f.waitLog("consume delayed", 1)
+	inst, done := f.inCall(ctx, "10s")
 	f.kill()
 	var err2 error
 	select {
@@ -219,10 +235,7 @@ func TestCallInFlightWhenChildDies(t *testing.T) {
 	// again, not an error.
 	callCtx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	go func() {
-		_, err := inst.Consume(callCtx, batch(1))
-		done <- err
-	}()
+	done = consumeAsync(callCtx, inst, 1)
 	f.waitLog("consume delayed", 2)
 	if f.p.Restarts() != 1 || f.p.Pid() == 0 {
 		t.Errorf("%d restarts, pid %d", f.p.Restarts(), f.p.Pid())
@@ -239,18 +252,9 @@ func TestCallInFlightWhenChildDies(t *testing.T) {
 func TestAbandonedConsumeKillsTheChild(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	inst, err := f.p.Open(ctx, f.config("a", map[string]any{"delay": "3s"}), f.log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pid := f.p.Pid()
 	callCtx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() {
-		_, err := inst.Consume(callCtx, batch(0))
-		done <- err
-	}()
-	f.waitLog("consume delayed", 1)
+	inst, done := f.inCall(callCtx, "3s")
+	pid := f.p.Pid()
 	cancel()
 	if err := <-done; !errors.Is(err, context.Canceled) || errors.Is(err, child.ErrExited) {
 		t.Fatalf("Consume = %v, want the context's error", err)
@@ -278,16 +282,7 @@ func TestCloseDuringACall(t *testing.T) {
 	t.Run("close", func(t *testing.T) {
 		f := newFixture(t)
 		ctx := context.Background()
-		inst, err := f.p.Open(ctx, f.config("a", map[string]any{"delay": "500ms"}), f.log)
-		if err != nil {
-			t.Fatal(err)
-		}
-		done := make(chan error, 1)
-		go func() {
-			_, err := inst.Consume(ctx, batch(0))
-			done <- err
-		}()
-		f.waitLog("consume delayed", 1)
+		inst, done := f.inCall(ctx, "500ms")
 		if err := f.p.Close(); err != nil {
 			t.Fatalf("Close: %v", err)
 		}
@@ -307,20 +302,11 @@ func TestCloseDuringACall(t *testing.T) {
 	t.Run("shutdown timeout", func(t *testing.T) {
 		f := newFixture(t)
 		ctx := context.Background()
-		inst, err := f.p.Open(ctx, f.config("a", map[string]any{"delay": "30s"}), f.log)
-		if err != nil {
-			t.Fatal(err)
-		}
+		_, done := f.inCall(ctx, "30s")
 		pid := f.p.Pid()
-		done := make(chan error, 1)
-		go func() {
-			_, err := inst.Consume(ctx, batch(0))
-			done <- err
-		}()
-		f.waitLog("consume delayed", 1)
 		sctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
 		defer cancel()
-		err = f.p.Shutdown(sctx)
+		err := f.p.Shutdown(sctx)
 		if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("plugin host %d killed", pid)) || !errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("Shutdown = %v", err)
 		}
