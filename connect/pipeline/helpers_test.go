@@ -363,6 +363,37 @@ func offsets(lines []line, topic string) []uint64 {
 	return out
 }
 
+// duplicates counts the records of topic in lines for offsets 0 to
+// total-1: each offset missing fails the test as lost, and it returns how
+// many records were delivered more than once.
+func duplicates(t *testing.T, lines []line, topic string, total int) int {
+	t.Helper()
+	count := map[uint64]int{}
+	for _, o := range offsets(lines, topic) {
+		count[o]++
+	}
+	dups := 0
+	for o := range uint64(total) {
+		switch n := count[o]; {
+		case n == 0:
+			t.Errorf("offset %d lost", o)
+		case n > 1:
+			dups += n - 1
+		}
+	}
+	return dups
+}
+
+// oneBatch is a harness of p on topic "a" of a new cluster, with
+// batch_length n and n records in "a": one batch due at once. Not started.
+func oneBatch(t *testing.T, p plug, n int) (*kfake.Cluster, *harness) {
+	t.Helper()
+	kf := cluster(t, "a")
+	h := newHarness(t, kf, fmt.Sprintf("[[topics]]\ntopics = [\"a\"]\nschema = \"json\"\nbatch_length = %d\n", n), p)
+	produce(t, kf, "a", jsonPayloads(0, n)...)
+	return kf, h
+}
+
 // testWriter logs to t until the test ends; the child's stderr copy may
 // outlive it.
 type testWriter struct {

@@ -96,9 +96,7 @@ func TestRetryThenOK(t *testing.T) {
 }
 
 func testRetryThenOK(t *testing.T, p plug) {
-	kf := cluster(t, "a")
-	h := newHarness(t, kf, "[[topics]]\ntopics = [\"a\"]\nschema = \"json\"\nbatch_length = 4\n", p)
-	produce(t, kf, "a", jsonPayloads(0, 4)...)
+	kf, h := oneBatch(t, p, 4)
 	h.start()
 	until(t, 10*time.Second, "commit at 4", func() bool { return committed(t, kf, group, "a")["a"] == 4 })
 	lines := h.lines()
@@ -155,9 +153,7 @@ func TestFifthFailureStops(t *testing.T) {
 
 // FATAL cannot succeed on retry: one attempt, then the consumer stops.
 func TestFatalStopsAtOnce(t *testing.T) {
-	kf := cluster(t, "a")
-	h := newHarness(t, kf, "[[topics]]\ntopics = [\"a\"]\nschema = \"json\"\nbatch_length = 2\n", fake(script(hostclient.StatusFatal, "", 0)))
-	produce(t, kf, "a", jsonPayloads(0, 2)...)
+	kf, h := oneBatch(t, fake(script(hostclient.StatusFatal, "", 0)), 2)
 	h.start()
 	err := h.wait(30 * time.Second)
 	var se *pipeline.StopError
@@ -254,19 +250,7 @@ func TestHostKilledResumes(t *testing.T) {
 	if got := h.proc.Restarts(); got != kills {
 		t.Errorf("%d restarts, want %d", got, kills)
 	}
-	count := map[uint64]int{}
-	for _, o := range offsets(h.lines(), "a") {
-		count[o]++
-	}
-	dups := 0
-	for o := range uint64(total) {
-		switch n := count[o]; {
-		case n == 0:
-			t.Errorf("offset %d lost", o)
-		case n > 1:
-			dups += n - 1
-		}
-	}
+	dups := duplicates(t, h.lines(), "a", total)
 	// A kill can land after the plugin wrote a batch and before its OK
 	// reached the runtime: that batch is delivered again, once.
 	if dups > kills*batch {
