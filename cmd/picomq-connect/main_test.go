@@ -110,6 +110,18 @@ func listened(t *testing.T) chan *observe.Server {
 	return servers
 }
 
+// endpoint waits for the server --http started and returns its URL.
+func endpoint(t *testing.T, servers chan *observe.Server) string {
+	t.Helper()
+	select {
+	case s := <-servers:
+		return "http://" + s.Addr()
+	case <-time.After(20 * time.Second):
+		t.Fatal("--http started no endpoint")
+		return ""
+	}
+}
+
 // SIGTERM while a plugin is still opening is a shutdown, not a refused
 // configuration: exit 0, nothing consumed.
 func TestSIGTERMDuringOpen(t *testing.T) {
@@ -158,13 +170,7 @@ func TestHTTPEndpoint(t *testing.T) {
 	servers := listened(t)
 	done := make(chan int, 1)
 	go func() { done <- run(append([]string{"--http", "127.0.0.1:0"}, args(t, kf, defDir)...)) }()
-	var url string
-	select {
-	case s := <-servers:
-		url = "http://" + s.Addr()
-	case <-time.After(20 * time.Second):
-		t.Fatal("--http started no endpoint")
-	}
+	url := endpoint(t, servers)
 	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
 		var st observe.Status
 		if _, body := get(t, url+"/status"); json.Unmarshal([]byte(body), &st) == nil && len(st.Sinks) == 1 &&

@@ -128,13 +128,7 @@ func TestDestinationDownAtStart(t *testing.T) {
 	a := append([]string{"--log-format", "json", "--http", "127.0.0.1:0"}, args(t, kf, defDir)...)
 	done := make(chan int, 1)
 	go func() { done <- run(a) }()
-	var url string
-	select {
-	case s := <-servers:
-		url = "http://" + s.Addr()
-	case <-time.After(20 * time.Second):
-		t.Fatal("--http started no endpoint")
-	}
+	url := endpoint(t, servers)
 
 	retry := logs.WaitJSON(t, "open_retry attempt 2 of cli", func(m map[string]any) bool {
 		return m["event"] == "open_retry" && m["sink_key"] == "cli" && m["attempt"] == 2.0
