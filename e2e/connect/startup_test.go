@@ -16,8 +16,6 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kfake"
-	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/picomq/heavy-sinks/shared/testenv/hosttest"
 	"github.com/picomq/heavy-sinks/shared/testenv/logbuf"
@@ -69,16 +67,7 @@ schema = pa.schema([("id", pa.int64()), ("customer", pa.string())])
 write_deltalake(sys.argv[2], pa.Table.from_pylist([], schema=schema), storage_options=json.loads(sys.argv[1]))
 `, string(storage), uri)
 
-	kf, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "orders.eu"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer kf.Close()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(kf.ListenAddrs()...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
+	kf, cl := fakeKafka(t, "orders.eu")
 	produce(t, cl, "orders.eu", 0, 10)
 
 	// The sink's S3 endpoint: a port where nothing listens yet.
