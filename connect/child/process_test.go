@@ -19,6 +19,7 @@ import (
 	"github.com/picomq/heavy-sinks/shared/testenv"
 	"github.com/picomq/heavy-sinks/shared/testenv/hosttest"
 	"github.com/picomq/heavy-sinks/shared/testenv/logbuf"
+	"github.com/picomq/heavy-sinks/shared/testenv/poll"
 )
 
 // The restarts of a Process, with the real C host (built from source by
@@ -102,7 +103,7 @@ func (f *fixture) kill() int {
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		f.t.Fatal(err)
 	}
-	until(f.t, 10*time.Second, "the child's exit seen", func() bool { return f.p.Pid() == 0 })
+	poll.Until(f.t, 10*time.Second, "the child's exit seen", func() bool { return f.p.Pid() == 0 })
 	return pid
 }
 
@@ -112,7 +113,7 @@ func (f *fixture) logged(s string) int { return strings.Count(f.logs.String(), s
 // waitLog waits for a line containing s, the count-th.
 func (f *fixture) waitLog(s string, count int) {
 	f.t.Helper()
-	until(f.t, 20*time.Second, fmt.Sprintf("%d× %q logged", count, s), func() bool { return f.logged(s) >= count })
+	poll.Until(f.t, 20*time.Second, fmt.Sprintf("%d× %q logged", count, s), func() bool { return f.logged(s) >= count })
 }
 
 // inCall opens instance "a" with the plugin's consume delay and starts a
@@ -138,15 +139,6 @@ func consumeAsync(ctx context.Context, inst *child.Instance, offset uint64) chan
 		done <- err
 	}()
 	return done
-}
-
-func until(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(d); !cond(); time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", d, what)
-		}
-	}
 }
 
 // A child killed between calls is started again by the next call, which
@@ -262,7 +254,7 @@ func TestAbandonedConsumeKillsTheChild(t *testing.T) {
 	if f.logged("event=host_killed") != 1 {
 		t.Error("no host_killed line")
 	}
-	until(t, 10*time.Second, "the child gone", func() bool { return f.p.Pid() == 0 })
+	poll.Until(t, 10*time.Second, "the child gone", func() bool { return f.p.Pid() == 0 })
 	if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
 		t.Errorf("child %d still there: %v", pid, err)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/picomq/heavy-sinks/connect/internal/fakeplugin"
 	"github.com/picomq/heavy-sinks/connect/pipeline"
 	"github.com/picomq/heavy-sinks/shared/hostclient"
+	"github.com/picomq/heavy-sinks/shared/testenv/poll"
 )
 
 // What the runtime does when the plugin's host dies, and when opening the
@@ -31,7 +32,7 @@ func TestHostDiesResumes(t *testing.T) {
 	h := newHarness(t, kf, "[[topics]]\ntopics = [\"a\"]\nschema = \"json\"\nbatch_length = 10\npoll_interval = \"50ms\"\n", fake(p))
 	produce(t, kf, "a", jsonPayloads(0, total)...)
 	h.start()
-	until(t, 60*time.Second, "everything committed", func() bool { return committed(t, kf, group, "a")["a"] == total })
+	poll.Until(t, 60*time.Second, "everything committed", func() bool { return committed(t, kf, group, "a")["a"] == total })
 	if err := h.stop(); err != nil {
 		t.Fatal(err)
 	}
@@ -122,7 +123,7 @@ func TestOpenRetried(t *testing.T) {
 	p.QueueOpen(fakeplugin.OpenError(hostclient.StatusRetry, "connection refused"), fakeplugin.OpenExit(), nil)
 	kf, h := oneBatch(t, fake(p), 2)
 	h.start()
-	until(t, 10*time.Second, "commit at 2", func() bool { return committed(t, kf, group, "a")["a"] == 2 })
+	poll.Until(t, 10*time.Second, "commit at 2", func() bool { return committed(t, kf, group, "a")["a"] == 2 })
 	if got := h.openBackoff.get(); !slices.Equal(got, []int{1, 2}) {
 		t.Errorf("open backoff after attempts %v, want [1 2]", got)
 	}

@@ -340,16 +340,6 @@ func (h *harness) wait(d time.Duration) error {
 	}
 }
 
-// until polls cond for up to d.
-func until(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(d); !cond(); time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", d, what)
-		}
-	}
-}
-
 // offsets lists every record offset recorded for topic, in file order.
 func offsets(lines []line, topic string) []uint64 {
 	var out []uint64

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/picomq/heavy-sinks/shared/testenv/poll"
 )
 
 // Buffer is safe for one writer and readers at the same time. The zero
@@ -37,14 +39,16 @@ func (l *Buffer) String() string {
 // naming the line by what.
 func (l *Buffer) WaitJSON(tb testing.TB, what string, match func(map[string]any) bool) map[string]any {
 	tb.Helper()
-	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+	var found map[string]any
+	poll.Until(tb, time.Minute, "log line "+what, func() bool {
 		for _, line := range strings.Split(l.String(), "\n") {
 			var m map[string]any
 			if json.Unmarshal([]byte(line), &m) == nil && match(m) {
-				return m
+				found = m
+				return true
 			}
 		}
-	}
-	tb.Fatalf("no log line %s", what)
-	return nil
+		return false
+	})
+	return found
 }
