@@ -11,6 +11,7 @@ import (
 
 	"github.com/picomq/heavy-sinks/shared/testenv"
 	"github.com/picomq/heavy-sinks/shared/testenv/hosttest"
+	"github.com/picomq/heavy-sinks/shared/testenv/logbuf"
 )
 
 // runCheck runs picomq-connect --check on paths with the real host and the
@@ -18,7 +19,7 @@ import (
 func runCheck(t *testing.T, paths ...string) (int, string) {
 	t.Helper()
 	a := append([]string{"--check", "--plugin-dir", distDir(t), "--host", hosttest.BuildHost(t)}, paths...)
-	lb := &logBuf{}
+	lb := &logbuf.Buffer{}
 	stderr = lb
 	code := run(a)
 	stderr = os.Stderr

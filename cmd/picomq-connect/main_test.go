@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -12,11 +11,9 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -91,31 +88,10 @@ func TestRunUntilSIGTERM(t *testing.T) {
 	kf, defDir, _ := setup(t, "")
 	done := make(chan int, 1)
 	go func() { done <- run(args(t, kf, defDir)) }()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(kf.ListenAddrs()...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	adm := kadm.NewClient(cl)
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		resp, err := adm.FetchOffsets(context.Background(), "picomq-connect-sink-cli")
-		if o, ok := resp.Lookup("a", 0); err == nil && ok && o.At == 7 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("offset 7 never committed")
-		}
-	}
-	if err := syscall.Kill(os.Getpid(), syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case code := <-done:
-		if code != exitOK {
-			t.Errorf("exit code %d, want 0", code)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("no exit after SIGTERM")
+	waitCommitted(t, kf, "picomq-connect-sink-cli", 7)
+	sigterm(t)
+	if code := waitExit(t, done, 30*time.Second); code != exitOK {
+		t.Errorf("exit code %d, want 0", code)
 	}
 }
 
@@ -132,6 +108,18 @@ func listened(t *testing.T) chan *observe.Server {
 		return s, err
 	}
 	return servers
+}
+
+// endpoint waits for the server --http started and returns its URL.
+func endpoint(t *testing.T, servers chan *observe.Server) string {
+	t.Helper()
+	select {
+	case s := <-servers:
+		return "http://" + s.Addr()
+	case <-time.After(20 * time.Second):
+		t.Fatal("--http started no endpoint")
+		return ""
+	}
 }
 
 // SIGTERM while a plugin is still opening is a shutdown, not a refused
@@ -151,16 +139,9 @@ func TestSIGTERMDuringOpen(t *testing.T) {
 			t.Fatal("the plugin's open never began")
 		}
 	}
-	if err := syscall.Kill(os.Getpid(), syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case code := <-done:
-		if code != exitOK {
-			t.Errorf("exit code %d, want 0", code)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("no exit after SIGTERM")
+	sigterm(t)
+	if code := waitExit(t, done, 30*time.Second); code != exitOK {
+		t.Errorf("exit code %d, want 0", code)
 	}
 	if b, _ := os.ReadFile(records); len(b) > 0 { // open creates the file
 		t.Errorf("batches were delivered: %s", b)
@@ -174,13 +155,8 @@ func TestExitCodeOnSinkError(t *testing.T) {
 	servers := listened(t)
 	done := make(chan int, 1)
 	go func() { done <- run(args(t, kf, defDir)) }()
-	select {
-	case code := <-done:
-		if code != exitSinkError {
-			t.Errorf("exit code %d, want %d", code, exitSinkError)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("no exit after FATAL")
+	if code := waitExit(t, done, 30*time.Second); code != exitSinkError {
+		t.Errorf("exit code %d, want %d", code, exitSinkError)
 	}
 	if len(servers) != 0 {
 		t.Errorf("an HTTP endpoint listened on %s without --http", (<-servers).Addr())
@@ -194,16 +170,10 @@ func TestHTTPEndpoint(t *testing.T) {
 	servers := listened(t)
 	done := make(chan int, 1)
 	go func() { done <- run(append([]string{"--http", "127.0.0.1:0"}, args(t, kf, defDir)...)) }()
-	var url string
-	select {
-	case s := <-servers:
-		url = "http://" + s.Addr()
-	case <-time.After(20 * time.Second):
-		t.Fatal("--http started no endpoint")
-	}
+	url := endpoint(t, servers)
 	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
 		var st observe.Status
-		if body := httpGet(t, url+"/status"); json.Unmarshal([]byte(body), &st) == nil && len(st.Sinks) == 1 &&
+		if _, body := get(t, url+"/status"); json.Unmarshal([]byte(body), &st) == nil && len(st.Sinks) == 1 &&
 			len(st.Sinks[0].Partitions) == 1 && st.Sinks[0].Partitions[0].CommittedOffset != nil &&
 			*st.Sinks[0].Partitions[0].CommittedOffset == 7 && st.Sinks[0].Lag == 0 {
 			break
@@ -212,19 +182,12 @@ func TestHTTPEndpoint(t *testing.T) {
 			t.Fatal("/status never showed offset 7 committed with lag 0")
 		}
 	}
-	if body := httpGet(t, url+"/metrics"); !strings.Contains(body, `picomq_connect_records_delivered_total{sink_key="cli",topic="a"} 7`) {
+	if _, body := get(t, url+"/metrics"); !strings.Contains(body, `picomq_connect_records_delivered_total{sink_key="cli",topic="a"} 7`) {
 		t.Errorf("/metrics:\n%s", body)
 	}
-	if err := syscall.Kill(os.Getpid(), syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case code := <-done:
-		if code != exitOK {
-			t.Errorf("exit code %d, want 0", code)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("no exit after SIGTERM")
+	sigterm(t)
+	if code := waitExit(t, done, 30*time.Second); code != exitOK {
+		t.Errorf("exit code %d, want 0", code)
 	}
 	if _, err := http.Get(url + "/healthz"); err == nil {
 		t.Error("the endpoint still serves after the command returned")
@@ -238,20 +201,6 @@ func TestHTTPEndpoint(t *testing.T) {
 	if code := run(append([]string{"--http", ln.Addr().String()}, args(t, kf, defDir)...)); code != exitUsage {
 		t.Errorf("--http on a taken address: exit %d, want %d", code, exitUsage)
 	}
-}
-
-func httpGet(t *testing.T, url string) string {
-	t.Helper()
-	resp, err := http.Get(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
 }
 
 // Bad definitions and refused plugin configs exit 2 before consuming.

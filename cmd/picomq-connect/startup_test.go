@@ -6,11 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -22,31 +22,14 @@ import (
 
 	"github.com/picomq/heavy-sinks/connect/observe"
 	"github.com/picomq/heavy-sinks/shared/testenv/hosttest"
+	"github.com/picomq/heavy-sinks/shared/testenv/logbuf"
 )
 
-// logBuf collects what run writes to stderr.
-type logBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuf) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuf) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
-// captured sends run's stderr to a logBuf for one test, and prints it when
-// the test fails.
-func captured(t *testing.T) *logBuf {
+// captured sends run's stderr to a buffer for one test, and prints it
+// when the test fails.
+func captured(t *testing.T) *logbuf.Buffer {
 	t.Helper()
-	lb := &logBuf{}
+	lb := &logbuf.Buffer{}
 	stderr = lb
 	t.Cleanup(func() {
 		stderr = os.Stderr
@@ -70,21 +53,6 @@ func lines(t *testing.T, s string) []map[string]any {
 		out = append(out, m)
 	}
 	return out
-}
-
-// waitLog waits for a JSON log line that match accepts.
-func waitLog(t *testing.T, lb *logBuf, what string, match func(map[string]any) bool) map[string]any {
-	t.Helper()
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		for _, l := range strings.Split(lb.String(), "\n") {
-			var m map[string]any
-			if json.Unmarshal([]byte(l), &m) == nil && match(m) {
-				return m
-			}
-		}
-	}
-	t.Fatalf("no log line %s", what)
-	return nil
 }
 
 func event(name string) func(map[string]any) bool {
@@ -129,6 +97,7 @@ func sigterm(t *testing.T) {
 	}
 }
 
+// get returns the status code and body of a GET of url.
 func get(t *testing.T, url string) (int, string) {
 	t.Helper()
 	resp, err := http.Get(url)
@@ -136,9 +105,11 @@ func get(t *testing.T, url string) (int, string) {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	var b bytes.Buffer
-	b.ReadFrom(resp.Body)
-	return resp.StatusCode, b.String()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, string(b)
 }
 
 // A destination down at start is waited for: the sink stays starting,
@@ -157,15 +128,9 @@ func TestDestinationDownAtStart(t *testing.T) {
 	a := append([]string{"--log-format", "json", "--http", "127.0.0.1:0"}, args(t, kf, defDir)...)
 	done := make(chan int, 1)
 	go func() { done <- run(a) }()
-	var url string
-	select {
-	case s := <-servers:
-		url = "http://" + s.Addr()
-	case <-time.After(20 * time.Second):
-		t.Fatal("--http started no endpoint")
-	}
+	url := endpoint(t, servers)
 
-	retry := waitLog(t, logs, "open_retry attempt 2 of cli", func(m map[string]any) bool {
+	retry := logs.WaitJSON(t, "open_retry attempt 2 of cli", func(m map[string]any) bool {
 		return m["event"] == "open_retry" && m["sink_key"] == "cli" && m["attempt"] == 2.0
 	})
 	if retry["backoff_seconds"] != 0.4 || retry["level"] != "WARN" ||
@@ -195,7 +160,7 @@ func TestDestinationDownAtStart(t *testing.T) {
 	if code, body := get(t, url+"/readyz"); code != http.StatusOK {
 		t.Errorf("/readyz once both run: %d %q", code, body)
 	}
-	opened := waitLog(t, logs, "sink_opened of cli", func(m map[string]any) bool {
+	opened := logs.WaitJSON(t, "sink_opened of cli", func(m map[string]any) bool {
 		return m["event"] == "sink_opened" && m["sink_key"] == "cli"
 	})
 	if opened["attempt"].(float64) < 3 {
@@ -222,7 +187,7 @@ func TestSIGTERMWhileDestinationDown(t *testing.T) {
 	a := append([]string{"--log-format", "json"}, args(t, kf, defDir)...)
 	done := make(chan int, 1)
 	go func() { done <- run(a) }()
-	waitLog(t, logs, "open_retry", event("open_retry"))
+	logs.WaitJSON(t, "open_retry", event("open_retry"))
 	sigterm(t)
 	if code := waitExit(t, done, 30*time.Second); code != exitOK {
 		t.Errorf("exit code %d, want 0", code)
@@ -247,7 +212,7 @@ func TestFatalAtOpen(t *testing.T) {
 	if code := waitExit(t, done, 30*time.Second); code != exitSinkError {
 		t.Errorf("exit code %d, want %d", code, exitSinkError)
 	}
-	failed := waitLog(t, logs, "sink_failed", event("sink_failed"))
+	failed := logs.WaitJSON(t, "sink_failed", event("sink_failed"))
 	if !strings.HasPrefix(failed["err"].(string), "open: FATAL: ") {
 		t.Errorf("sink_failed line: %v", failed)
 	}
@@ -262,8 +227,8 @@ func TestShutdownTimeoutKillsStalledHost(t *testing.T) {
 	a := append([]string{"--log-format", "json", "--shutdown-timeout", "2s"}, args(t, kf, defDir)...)
 	done := make(chan int, 1)
 	go func() { done <- run(a) }()
-	pid := int(waitLog(t, logs, "host_started", event("host_started"))["pid"].(float64))
-	waitLog(t, logs, "consume delayed", func(m map[string]any) bool {
+	pid := int(logs.WaitJSON(t, "host_started", event("host_started"))["pid"].(float64))
+	logs.WaitJSON(t, "consume delayed", func(m map[string]any) bool {
 		msg, _ := m["msg"].(string)
 		return m["source"] == "plugin" && strings.HasPrefix(msg, "consume delayed ")
 	})
@@ -383,8 +348,8 @@ func TestShutdownTimeoutBoundsLeave(t *testing.T) {
 	if code := waitExit(t, done, 12*time.Second); code != exitSinkError {
 		t.Errorf("exit code %d, want %d", code, exitSinkError)
 	}
-	waitLog(t, logs, "leave_group_timeout", event("leave_group_timeout"))
-	waitLog(t, logs, "shutdown_timeout", event("shutdown_timeout"))
+	logs.WaitJSON(t, "leave_group_timeout", event("leave_group_timeout"))
+	logs.WaitJSON(t, "shutdown_timeout", event("shutdown_timeout"))
 }
 
 // A sink refused at open after waiting (its destination came back and
@@ -401,7 +366,7 @@ func TestRefusedAfterWaitStopsEverySink(t *testing.T) {
 	a := append([]string{"--log-format", "json"}, args(t, kf, defDir)...)
 	done := make(chan int, 1)
 	go func() { done <- run(a) }()
-	waitLog(t, logs, "open_retry", event("open_retry"))
+	logs.WaitJSON(t, "open_retry", event("open_retry"))
 	waitCommitted(t, kf, "picomq-connect-sink-up", 7)
 	if err := os.WriteFile(down, []byte("refuse"), 0o644); err != nil {
 		t.Fatal(err)
@@ -409,11 +374,11 @@ func TestRefusedAfterWaitStopsEverySink(t *testing.T) {
 	if code := waitExit(t, done, 30*time.Second); code != exitUsage {
 		t.Errorf("exit code %d, want %d", code, exitUsage)
 	}
-	refused := waitLog(t, logs, "sink_refused", event("sink_refused"))
+	refused := logs.WaitJSON(t, "sink_refused", event("sink_refused"))
 	if refused["sink_key"] != "cli" || !strings.HasPrefix(refused["err"].(string), "open: BAD_CONFIG: ") {
 		t.Errorf("sink_refused line: %v", refused)
 	}
-	waitLog(t, logs, "consumer_stopped of up", func(m map[string]any) bool {
+	logs.WaitJSON(t, "consumer_stopped of up", func(m map[string]any) bool {
 		return m["event"] == "consumer_stopped" && m["sink_key"] == "up"
 	})
 }

@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -19,30 +18,13 @@ import (
 	"github.com/picomq/heavy-sinks/shared/hostclient"
 	"github.com/picomq/heavy-sinks/shared/testenv"
 	"github.com/picomq/heavy-sinks/shared/testenv/hosttest"
+	"github.com/picomq/heavy-sinks/shared/testenv/logbuf"
+	"github.com/picomq/heavy-sinks/shared/testenv/poll"
 )
 
 // The restarts of a Process, with the real C host (built from source by
 // hosttest.BuildHost) and the e2e test plugin from $PICOMQ_DIST: these
 // cases run in `make e2e` and skip in `make unit`.
-
-// logs keeps the lines of the process's and its instances' loggers.
-type logs struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *logs) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-// count is how many lines contain s.
-func (l *logs) count(s string) int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return strings.Count(l.b.String(), s)
-}
 
 // fixture is a Process of the test plugin and the file its instances
 // record their batches to.
@@ -50,14 +32,14 @@ type fixture struct {
 	t    *testing.T
 	p    *child.Process
 	log  *slog.Logger
-	logs *logs
+	logs *logbuf.Buffer // the lines of the process's and its instances' loggers
 	dir  string
 }
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	lib := testenv.E2ELibrary(t, "test/libpicomq_connector_test_a_sink.so")
-	l := &logs{}
+	l := &logbuf.Buffer{}
 	log := slog.New(slog.NewTextHandler(l, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	p := child.New(hosttest.BuildHost(t), lib, child.Options{Logger: log, Workers: 2})
 	t.Cleanup(func() { p.Close() })
@@ -121,23 +103,42 @@ func (f *fixture) kill() int {
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		f.t.Fatal(err)
 	}
-	until(f.t, 10*time.Second, "the child's exit seen", func() bool { return f.p.Pid() == 0 })
+	poll.Until(f.t, 10*time.Second, "the child's exit seen", func() bool { return f.p.Pid() == 0 })
 	return pid
 }
+
+// logged is how many times s occurs in the log.
+func (f *fixture) logged(s string) int { return strings.Count(f.logs.String(), s) }
 
 // waitLog waits for a line containing s, the count-th.
 func (f *fixture) waitLog(s string, count int) {
 	f.t.Helper()
-	until(f.t, 20*time.Second, fmt.Sprintf("%d× %q logged", count, s), func() bool { return f.logs.count(s) >= count })
+	poll.Until(f.t, 20*time.Second, fmt.Sprintf("%d× %q logged", count, s), func() bool { return f.logged(s) >= count })
 }
 
-func until(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(d); !cond(); time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", d, what)
-		}
+// inCall opens instance "a" with the plugin's consume delay and starts a
+// Consume of batch(0) on ctx; it returns once the plugin logs that it is
+// in the call, with the channel the call's error arrives on.
+func (f *fixture) inCall(ctx context.Context, delay string) (*child.Instance, chan error) {
+	f.t.Helper()
+	inst, err := f.p.Open(context.Background(), f.config("a", map[string]any{"delay": delay}), f.log)
+	if err != nil {
+		f.t.Fatal(err)
 	}
+	done := consumeAsync(ctx, inst, 0)
+	f.waitLog("consume delayed", 1)
+	return inst, done
+}
+
+// consumeAsync starts a Consume of batch(offset) on ctx; its error
+// arrives on the channel.
+func consumeAsync(ctx context.Context, inst *child.Instance, offset uint64) chan error {
+	done := make(chan error, 1)
+	go func() {
+		_, err := inst.Consume(ctx, batch(offset))
+		done <- err
+	}()
+	return done
 }
 
 // A child killed between calls is started again by the next call, which
@@ -185,10 +186,10 @@ func TestRestartAfterKillReopensInstances(t *testing.T) {
 			t.Errorf("%s recorded %v, want [0 1]", name, got)
 		}
 	}
-	if n := f.logs.count("test sink opened"); n != 4 {
+	if n := f.logged("test sink opened"); n != 4 {
 		t.Errorf("%d opens logged, want 2 instances × 2 children", n)
 	}
-	if n := f.logs.count("event=host_exited"); n != 1 {
+	if n := f.logged("event=host_exited"); n != 1 {
 		t.Errorf("%d host_exited lines", n)
 	}
 	if _, err := b.Metrics(ctx); err != nil {
@@ -207,16 +208,7 @@ func TestRestartAfterKillReopensInstances(t *testing.T) {
 func TestCallInFlightWhenChildDies(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	inst, err := f.p.Open(ctx, f.config("a", map[string]any{"delay": "10s"}), f.log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() {
-		_, err := inst.Consume(ctx, batch(0))
-		done <- err
-	}()
-	f.waitLog("consume delayed", 1)
+	inst, done := f.inCall(ctx, "10s")
 	f.kill()
 	var err2 error
 	select {
@@ -235,10 +227,7 @@ func TestCallInFlightWhenChildDies(t *testing.T) {
 	// again, not an error.
 	callCtx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	go func() {
-		_, err := inst.Consume(callCtx, batch(1))
-		done <- err
-	}()
+	done = consumeAsync(callCtx, inst, 1)
 	f.waitLog("consume delayed", 2)
 	if f.p.Restarts() != 1 || f.p.Pid() == 0 {
 		t.Errorf("%d restarts, pid %d", f.p.Restarts(), f.p.Pid())
@@ -255,26 +244,17 @@ func TestCallInFlightWhenChildDies(t *testing.T) {
 func TestAbandonedConsumeKillsTheChild(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	inst, err := f.p.Open(ctx, f.config("a", map[string]any{"delay": "3s"}), f.log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pid := f.p.Pid()
 	callCtx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() {
-		_, err := inst.Consume(callCtx, batch(0))
-		done <- err
-	}()
-	f.waitLog("consume delayed", 1)
+	inst, done := f.inCall(callCtx, "3s")
+	pid := f.p.Pid()
 	cancel()
 	if err := <-done; !errors.Is(err, context.Canceled) || errors.Is(err, child.ErrExited) {
 		t.Fatalf("Consume = %v, want the context's error", err)
 	}
-	if f.logs.count("event=host_killed") != 1 {
+	if f.logged("event=host_killed") != 1 {
 		t.Error("no host_killed line")
 	}
-	until(t, 10*time.Second, "the child gone", func() bool { return f.p.Pid() == 0 })
+	poll.Until(t, 10*time.Second, "the child gone", func() bool { return f.p.Pid() == 0 })
 	if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
 		t.Errorf("child %d still there: %v", pid, err)
 	}
@@ -294,16 +274,7 @@ func TestCloseDuringACall(t *testing.T) {
 	t.Run("close", func(t *testing.T) {
 		f := newFixture(t)
 		ctx := context.Background()
-		inst, err := f.p.Open(ctx, f.config("a", map[string]any{"delay": "500ms"}), f.log)
-		if err != nil {
-			t.Fatal(err)
-		}
-		done := make(chan error, 1)
-		go func() {
-			_, err := inst.Consume(ctx, batch(0))
-			done <- err
-		}()
-		f.waitLog("consume delayed", 1)
+		inst, done := f.inCall(ctx, "500ms")
 		if err := f.p.Close(); err != nil {
 			t.Fatalf("Close: %v", err)
 		}
@@ -323,20 +294,11 @@ func TestCloseDuringACall(t *testing.T) {
 	t.Run("shutdown timeout", func(t *testing.T) {
 		f := newFixture(t)
 		ctx := context.Background()
-		inst, err := f.p.Open(ctx, f.config("a", map[string]any{"delay": "30s"}), f.log)
-		if err != nil {
-			t.Fatal(err)
-		}
+		_, done := f.inCall(ctx, "30s")
 		pid := f.p.Pid()
-		done := make(chan error, 1)
-		go func() {
-			_, err := inst.Consume(ctx, batch(0))
-			done <- err
-		}()
-		f.waitLog("consume delayed", 1)
 		sctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
 		defer cancel()
-		err = f.p.Shutdown(sctx)
+		err := f.p.Shutdown(sctx)
 		if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("plugin host %d killed", pid)) || !errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("Shutdown = %v", err)
 		}

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/picomq/heavy-sinks/connect/child"
@@ -21,7 +20,6 @@ import (
 	"github.com/picomq/heavy-sinks/connect/observe"
 	"github.com/picomq/heavy-sinks/connect/pipeline"
 	"github.com/picomq/heavy-sinks/shared/testenv"
-	"github.com/picomq/heavy-sinks/shared/testenv/hosttest"
 )
 
 // olderPlugin is the instance as a plugin before ABI 1.2 presents itself:
@@ -44,11 +42,7 @@ func (o olderPlugin) Description() string {
 // instance presented as an older plugin (describe() without declarations)
 // is exported untyped under the names of before.
 func TestDeltaMetricsDeclared(t *testing.T) {
-	kf, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "a"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(kf.Close)
+	kf := newCluster(t)
 	lib := testenv.E2ELibrary(t, "libpicomq_connector_delta_sink.so")
 	uri := "file://" + filepath.Join(t.TempDir(), "ids")
 	doc := fmt.Sprintf(`type = "sink"
@@ -68,15 +62,7 @@ table_schema = '{"type":"struct","fields":[{"name":"id","type":"long","nullable"
 		t.Fatal(err)
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	proc := child.New(hosttest.BuildHost(t), def.LibraryPath(""), child.Options{Logger: log})
-	cfg, err := def.OpenConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
-	inst, err := proc.Open(context.Background(), string(cfg), log)
-	if err != nil {
-		t.Fatal(err)
-	}
+	inst, closeInst := openInHost(t, def, log)
 	m, older := observe.NewMetrics(), observe.NewMetrics()
 	s := pipeline.New(def, inst, pipeline.Config{Brokers: kf.ListenAddrs(), Logger: log, Observer: m,
 		ClientOpts: []kgo.Opt{kgo.FetchMaxWait(50 * time.Millisecond)}})
@@ -88,8 +74,7 @@ table_schema = '{"type":"struct","fields":[{"name":"id","type":"long","nullable"
 	t.Cleanup(func() {
 		cancel()
 		<-done
-		inst.Close()
-		proc.Close()
+		closeInst()
 	})
 	srv := httptest.NewServer(observe.Handler(m))
 	t.Cleanup(srv.Close)

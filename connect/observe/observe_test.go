@@ -87,20 +87,9 @@ func runOn(t *testing.T, kf *kfake.Cluster, m *observe.Metrics, block string, p 
 		closer                    = func() {}
 	)
 	if p.fake == nil {
-		proc := child.New(hosttest.BuildHost(t), def.LibraryPath(""), child.Options{Logger: log})
-		cfg, err := def.OpenConfig()
-		if err != nil {
-			t.Fatal(err)
-		}
-		inst, err := proc.Open(context.Background(), string(cfg), log)
-		if err != nil {
-			t.Fatal(err)
-		}
+		var inst *child.Instance
+		inst, closer = openInHost(t, def, log)
 		out, plugin = inst, inst
-		closer = func() {
-			inst.Close()
-			proc.Close()
-		}
 	}
 	s := pipeline.New(def, out, pipeline.Config{Brokers: kf.ListenAddrs(), Logger: log, Observer: m,
 		Backoff: func(int) time.Duration { return 10 * time.Millisecond }, LagRefresh: 100 * time.Millisecond,
@@ -117,6 +106,25 @@ func runOn(t *testing.T, kf *kfake.Cluster, m *observe.Metrics, block string, p 
 	srv := httptest.NewServer(observe.Handler(m))
 	t.Cleanup(srv.Close)
 	return srv, s
+}
+
+// openInHost opens def's plugin in a C host child, as picomq-connect
+// does; closer closes the instance, then the child.
+func openInHost(t *testing.T, def *definition.Definition, log *slog.Logger) (inst *child.Instance, closer func()) {
+	t.Helper()
+	proc := child.New(hosttest.BuildHost(t), def.LibraryPath(""), child.Options{Logger: log})
+	cfg, err := def.OpenConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	inst, err = proc.Open(context.Background(), string(cfg), log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return inst, func() {
+		inst.Close()
+		proc.Close()
+	}
 }
 
 func produce(t *testing.T, kf *kfake.Cluster, n int) {

@@ -21,6 +21,7 @@ import (
 	"github.com/picomq/heavy-sinks/connect/pipeline"
 	"github.com/picomq/heavy-sinks/shared/hostclient"
 	"github.com/picomq/heavy-sinks/shared/metadata"
+	"github.com/picomq/heavy-sinks/shared/testenv/poll"
 )
 
 // readTopic reads every record of topic (partition 0) from the start.
@@ -66,7 +67,7 @@ func testDeadLetters(t *testing.T, p plug) {
 	payloads[2], payloads[5], payloads[7] = `{"bad":2}`, `{"n":`, `{"bad":7}`
 	produce(t, kf, "orders", payloads...)
 	h.start()
-	until(t, 15*time.Second, "commit at 10", func() bool { return committed(t, kf, group, "orders")["orders"] == 10 })
+	poll.Until(t, 15*time.Second, "commit at 10", func() bool { return committed(t, kf, group, "orders")["orders"] == 10 })
 	if got := offsets(h.lines(), "orders"); !slices.Equal(got, []uint64{0, 1, 3, 4, 6, 8, 9}) {
 		t.Fatalf("written offsets %v", got)
 	}
@@ -132,9 +133,9 @@ func TestPatternDoesNotConsumeItsDeadLetters(t *testing.T) {
 	h := newHarness(t, kf, "[[topics]]\npattern = 'orders\\..*'\nschema = \"json\"\nbatch_length = 3\npoll_interval = \"50ms\"\nerrors_tolerance = \"all\"\n", fake(rejecting(`{"bad"`)))
 	produce(t, kf, "orders.eu", `{"n":0}`, `{"bad":1}`, `{"n":2}`)
 	h.start()
-	until(t, 15*time.Second, "commit at 3", func() bool { return committed(t, kf, group, "orders.eu")["orders.eu"] == 3 })
+	poll.Until(t, 15*time.Second, "commit at 3", func() bool { return committed(t, kf, group, "orders.eu")["orders.eu"] == 3 })
 	produce(t, kf, "orders.eu", `{"n":3}`)
-	until(t, 15*time.Second, "commit at 4", func() bool { return committed(t, kf, group, "orders.eu")["orders.eu"] == 4 })
+	poll.Until(t, 15*time.Second, "commit at 4", func() bool { return committed(t, kf, group, "orders.eu")["orders.eu"] == 4 })
 	if dlq := readTopic(t, kf.ListenAddrs(), "orders.eu.dlq", 1); len(dlq) != 1 || string(dlq[0].Value) != `{"bad":1}` {
 		t.Fatalf("dead letters %d, want the one bad record", len(dlq))
 	}
@@ -210,12 +211,12 @@ func TestDeadLetterTopicCreatedAtStart(t *testing.T) {
 		t.Fatal("orders.dlq exists before the sink starts")
 	}
 	h.start()
-	until(t, 15*time.Second, "orders.dlq created", func() bool { return topicExists(t, addrs, "orders.dlq") })
-	if !h.logs.has("event=dead_letter_topic_created") {
+	poll.Until(t, 15*time.Second, "orders.dlq created", func() bool { return topicExists(t, addrs, "orders.dlq") })
+	if !h.logged("event=dead_letter_topic_created") {
 		t.Error("no dead_letter_topic_created line")
 	}
 	produce(t, kf, "orders", `{"n":0}`, `{"bad":1}`, `{"n":2}`)
-	until(t, 15*time.Second, "commit at 3", func() bool { return committed(t, kf, group, "orders")["orders"] == 3 })
+	poll.Until(t, 15*time.Second, "commit at 3", func() bool { return committed(t, kf, group, "orders")["orders"] == 3 })
 	if dlq := readTopic(t, kf.ListenAddrs(), "orders.dlq", 1); len(dlq) != 1 || string(dlq[0].Value) != `{"bad":1}` {
 		t.Fatalf("%d dead letters, want the bad record", len(dlq))
 	}
@@ -323,9 +324,9 @@ func TestDeadLetterTopicOfAPatternTopic(t *testing.T) {
 	kf, admin := aclCluster(t, "orders.eu")
 	h := newHarness(t, kf, "[[topics]]\npattern = 'orders\\..*'\nschema = \"json\"\nbatch_length = 1\nerrors_tolerance = \"all\"\n"+sinkLogin, fake(&fakeplugin.Plugin{}))
 	h.start()
-	until(t, 15*time.Second, "orders.eu.dlq created", func() bool { return topicExists(t, admin, "orders.eu.dlq") })
+	poll.Until(t, 15*time.Second, "orders.eu.dlq created", func() bool { return topicExists(t, admin, "orders.eu.dlq") })
 	adminProduce(t, admin, "orders.eu", `{"n":0}`)
-	until(t, 15*time.Second, "orders.eu committed", func() bool { return adminCommitted(t, admin, "orders.eu") == 1 })
+	poll.Until(t, 15*time.Second, "orders.eu committed", func() bool { return adminCommitted(t, admin, "orders.eu") == 1 })
 	cl, err := kgo.NewClient(admin...)
 	if err != nil {
 		t.Fatal(err)
@@ -361,7 +362,7 @@ func TestDeadLetterCheckWaitsForTheBroker(t *testing.T) {
 	h := newHarness(t, nil, "[[topics]]\ntopics = [\"orders\"]\nschema = \"json\"\nbatch_length = 3\nerrors_tolerance = \"all\"\n", fake(rejecting(`{"bad"`)))
 	h.brokers = []string{fmt.Sprintf("127.0.0.1:%d", port)}
 	h.start()
-	until(t, 45*time.Second, "a retry logged", func() bool { return h.logs.has("event=dead_letter_check_retry") })
+	poll.Until(t, 45*time.Second, "a retry logged", func() bool { return h.logged("event=dead_letter_check_retry") })
 	select {
 	case err := <-h.done:
 		t.Fatalf("Run returned %v while the broker was down", err)
@@ -373,7 +374,7 @@ func TestDeadLetterCheckWaitsForTheBroker(t *testing.T) {
 	}
 	t.Cleanup(kf.Close)
 	produce(t, kf, "orders", `{"n":0}`, `{"bad":1}`, `{"n":2}`)
-	until(t, 45*time.Second, "commit at 3", func() bool { return committed(t, kf, group, "orders")["orders"] == 3 })
+	poll.Until(t, 45*time.Second, "commit at 3", func() bool { return committed(t, kf, group, "orders")["orders"] == 3 })
 	if dlq := readTopic(t, kf.ListenAddrs(), "orders.dlq", 1); len(dlq) != 1 {
 		t.Fatalf("%d dead letters, want 1", len(dlq))
 	}

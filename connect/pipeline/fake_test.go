@@ -12,6 +12,7 @@ import (
 	"github.com/picomq/heavy-sinks/connect/internal/fakeplugin"
 	"github.com/picomq/heavy-sinks/connect/pipeline"
 	"github.com/picomq/heavy-sinks/shared/hostclient"
+	"github.com/picomq/heavy-sinks/shared/testenv/poll"
 )
 
 // What the runtime does when the plugin's host dies, and when opening the
@@ -31,23 +32,11 @@ func TestHostDiesResumes(t *testing.T) {
 	h := newHarness(t, kf, "[[topics]]\ntopics = [\"a\"]\nschema = \"json\"\nbatch_length = 10\npoll_interval = \"50ms\"\n", fake(p))
 	produce(t, kf, "a", jsonPayloads(0, total)...)
 	h.start()
-	until(t, 60*time.Second, "everything committed", func() bool { return committed(t, kf, group, "a")["a"] == total })
+	poll.Until(t, 60*time.Second, "everything committed", func() bool { return committed(t, kf, group, "a")["a"] == total })
 	if err := h.stop(); err != nil {
 		t.Fatal(err)
 	}
-	count := map[uint64]int{}
-	for _, o := range offsets(h.lines(), "a") {
-		count[o]++
-	}
-	dups := 0
-	for o := range uint64(total) {
-		switch n := count[o]; {
-		case n == 0:
-			t.Errorf("offset %d lost", o)
-		case n > 1:
-			dups += n - 1
-		}
-	}
+	dups := duplicates(t, h.lines(), "a", total)
 	written := 0 // the batch written before its death: delivered again whole
 	for _, c := range p.Calls() {
 		if c.Result.Written {
@@ -82,7 +71,7 @@ func TestHostDiesResumes(t *testing.T) {
 	if got := p.Opens(); got != 4 {
 		t.Errorf("%d opens, want 4", got)
 	}
-	if !h.logs.has("event=rewind") {
+	if !h.logged("event=rewind") {
 		t.Error("no rewind logged")
 	}
 }
@@ -91,9 +80,7 @@ func TestHostDiesResumes(t *testing.T) {
 // RETRYs do: the deaths count as attempts across the rewinds.
 func TestFifthDeathStops(t *testing.T) {
 	p := &fakeplugin.Plugin{Decide: func(hostclient.Batch, int) fakeplugin.Result { return fakeplugin.Exit() }}
-	kf := cluster(t, "a")
-	h := newHarness(t, kf, "[[topics]]\ntopics = [\"a\"]\nschema = \"json\"\nbatch_length = 2\n", fake(p))
-	produce(t, kf, "a", jsonPayloads(0, 2)...)
+	kf, h := oneBatch(t, fake(p), 2)
 	h.start()
 	err := h.wait(30 * time.Second)
 	var se *pipeline.StopError
@@ -120,9 +107,7 @@ func TestFifthDeathStops(t *testing.T) {
 func TestContractBreachStops(t *testing.T) {
 	p := &fakeplugin.Plugin{}
 	p.Queue(fakeplugin.Result{Code: hostclient.StatusContract, Message: "consume returned status 7"})
-	kf := cluster(t, "a")
-	h := newHarness(t, kf, "[[topics]]\ntopics = [\"a\"]\nschema = \"json\"\nbatch_length = 2\n", fake(p))
-	produce(t, kf, "a", jsonPayloads(0, 2)...)
+	_, h := oneBatch(t, fake(p), 2)
 	h.start()
 	err := h.wait(30 * time.Second)
 	var se *pipeline.StopError
@@ -136,18 +121,16 @@ func TestContractBreachStops(t *testing.T) {
 func TestOpenRetried(t *testing.T) {
 	p := &fakeplugin.Plugin{}
 	p.QueueOpen(fakeplugin.OpenError(hostclient.StatusRetry, "connection refused"), fakeplugin.OpenExit(), nil)
-	kf := cluster(t, "a")
-	h := newHarness(t, kf, "[[topics]]\ntopics = [\"a\"]\nschema = \"json\"\nbatch_length = 2\n", fake(p))
-	produce(t, kf, "a", jsonPayloads(0, 2)...)
+	kf, h := oneBatch(t, fake(p), 2)
 	h.start()
-	until(t, 10*time.Second, "commit at 2", func() bool { return committed(t, kf, group, "a")["a"] == 2 })
+	poll.Until(t, 10*time.Second, "commit at 2", func() bool { return committed(t, kf, group, "a")["a"] == 2 })
 	if got := h.openBackoff.get(); !slices.Equal(got, []int{1, 2}) {
 		t.Errorf("open backoff after attempts %v, want [1 2]", got)
 	}
 	if got := p.Opens(); got != 3 {
 		t.Errorf("%d opens, want 3", got)
 	}
-	if !h.logs.has("event=open_retry") || !h.logs.has("event=sink_opened attempt=3") {
+	if !h.logged("event=open_retry") || !h.logged("event=sink_opened attempt=3") {
 		t.Error("the open retries and the open not logged")
 	}
 	if st, _ := h.sink.State(); st != pipeline.StateRunning {
@@ -166,9 +149,7 @@ func TestOpenRefused(t *testing.T) {
 		t.Run(c.code.String(), func(t *testing.T) {
 			p := &fakeplugin.Plugin{}
 			p.QueueOpen(fakeplugin.OpenError(c.code, "no"))
-			kf := cluster(t, "a")
-			h := newHarness(t, kf, "[[topics]]\ntopics = [\"a\"]\nschema = \"json\"\nbatch_length = 1\n", fake(p))
-			produce(t, kf, "a", jsonPayloads(0, 1)...)
+			_, h := oneBatch(t, fake(p), 1)
 			h.start()
 			err := h.wait(30 * time.Second)
 			var re *pipeline.RefusedError
@@ -190,10 +171,8 @@ func TestOpenRefused(t *testing.T) {
 func TestShutdownTimeoutAbandonsConsume(t *testing.T) {
 	p := &fakeplugin.Plugin{}
 	p.Queue(fakeplugin.Result{Delay: time.Hour})
-	kf := cluster(t, "a")
-	h := newHarness(t, kf, "[[topics]]\ntopics = [\"a\"]\nschema = \"json\"\nbatch_length = 1\n", fake(p))
+	kf, h := oneBatch(t, fake(p), 1)
 	h.shutdownTimeout = 200 * time.Millisecond
-	produce(t, kf, "a", jsonPayloads(0, 1)...)
 	h.start()
 	if !p.Wait(10*time.Second, func(s fakeplugin.State) bool { return s.Started == 1 }) {
 		t.Fatal("no consume began")

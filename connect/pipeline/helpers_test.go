@@ -29,6 +29,7 @@ import (
 	"github.com/picomq/heavy-sinks/shared/hostclient"
 	"github.com/picomq/heavy-sinks/shared/testenv"
 	"github.com/picomq/heavy-sinks/shared/testenv/hosttest"
+	"github.com/picomq/heavy-sinks/shared/testenv/logbuf"
 )
 
 // testLib is the e2e test plugin that buildscripts/build.sh put in
@@ -165,27 +166,11 @@ type harness struct {
 	brokers []string
 	// shutdownTimeout, when set, is the sink's Config.ShutdownTimeout.
 	shutdownTimeout time.Duration
-	logs            logBuffer
+	logs            logbuf.Buffer // the sink's log lines, for a test to look for an event
 }
 
-// logBuffer keeps the sink's log lines for a test to look for an event.
-type logBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-// has reports whether a logged line contains s.
-func (l *logBuffer) has(s string) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return strings.Contains(l.b.String(), s)
-}
+// logged reports whether a logged line contains s.
+func (h *harness) logged(s string) bool { return strings.Contains(h.logs.String(), s) }
 
 // observed is an Observer that keeps every delivery.
 type observed struct {
@@ -355,16 +340,6 @@ func (h *harness) wait(d time.Duration) error {
 	}
 }
 
-// until polls cond for up to d.
-func until(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(d); !cond(); time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", d, what)
-		}
-	}
-}
-
 // offsets lists every record offset recorded for topic, in file order.
 func offsets(lines []line, topic string) []uint64 {
 	var out []uint64
@@ -376,6 +351,37 @@ func offsets(lines []line, topic string) []uint64 {
 		}
 	}
 	return out
+}
+
+// duplicates counts the records of topic in lines for offsets 0 to
+// total-1: each offset missing fails the test as lost, and it returns how
+// many records were delivered more than once.
+func duplicates(t *testing.T, lines []line, topic string, total int) int {
+	t.Helper()
+	count := map[uint64]int{}
+	for _, o := range offsets(lines, topic) {
+		count[o]++
+	}
+	dups := 0
+	for o := range uint64(total) {
+		switch n := count[o]; {
+		case n == 0:
+			t.Errorf("offset %d lost", o)
+		case n > 1:
+			dups += n - 1
+		}
+	}
+	return dups
+}
+
+// oneBatch is a harness of p on topic "a" of a new cluster, with
+// batch_length n and n records in "a": one batch due at once. Not started.
+func oneBatch(t *testing.T, p plug, n int) (*kfake.Cluster, *harness) {
+	t.Helper()
+	kf := cluster(t, "a")
+	h := newHarness(t, kf, fmt.Sprintf("[[topics]]\ntopics = [\"a\"]\nschema = \"json\"\nbatch_length = %d\n", n), p)
+	produce(t, kf, "a", jsonPayloads(0, n)...)
+	return kf, h
 }
 
 // testWriter logs to t until the test ends; the child's stderr copy may

@@ -12,6 +12,7 @@ import (
 	"github.com/picomq/heavy-sinks/connect/internal/fakeplugin"
 	"github.com/picomq/heavy-sinks/connect/pipeline"
 	"github.com/picomq/heavy-sinks/shared/hostclient"
+	"github.com/picomq/heavy-sinks/shared/testenv/poll"
 )
 
 func seq(from, n int) []uint64 {
@@ -35,8 +36,8 @@ func testFlushBySizeAndShutdownFlush(t *testing.T, p plug) {
 	h := newHarness(t, kf, "[[topics]]\ntopics = [\"a\"]\nschema = \"json\"\nbatch_length = 10\npoll_interval = \"1h\"\n", p)
 	produce(t, kf, "a", jsonPayloads(0, 25)...)
 	h.start()
-	until(t, 10*time.Second, "two full batches", func() bool { return len(h.lines()) == 2 })
-	until(t, 5*time.Second, "commit at 20", func() bool { return committed(t, kf, group, "a")["a"] == 20 })
+	poll.Until(t, 10*time.Second, "two full batches", func() bool { return len(h.lines()) == 2 })
+	poll.Until(t, 5*time.Second, "commit at 20", func() bool { return committed(t, kf, group, "a")["a"] == 20 })
 	time.Sleep(300 * time.Millisecond)
 	if n := len(h.lines()); n != 2 {
 		t.Fatalf("%d batches before shutdown, want 2: the 5 left must wait", n)
@@ -79,11 +80,11 @@ func TestFlushByIdle(t *testing.T) {
 	time.Sleep(time.Second) // joined
 	sent := time.Now()
 	produce(t, kf, "a", "x", "y", "z")
-	until(t, 10*time.Second, "an idle flush", func() bool { return len(h.lines()) == 1 })
+	poll.Until(t, 10*time.Second, "an idle flush", func() bool { return len(h.lines()) == 1 })
 	if d := time.Since(sent); d < 300*time.Millisecond {
 		t.Errorf("flushed %s after producing, before poll_interval", d)
 	}
-	until(t, 5*time.Second, "commit at 3", func() bool { return committed(t, kf, group, "a")["a"] == 3 })
+	poll.Until(t, 5*time.Second, "commit at 3", func() bool { return committed(t, kf, group, "a")["a"] == 3 })
 	if l := h.lines()[0]; len(l.Records) != 3 || l.Schema != "text" {
 		t.Errorf("batch %+v", l)
 	}
@@ -96,11 +97,9 @@ func TestRetryThenOK(t *testing.T) {
 }
 
 func testRetryThenOK(t *testing.T, p plug) {
-	kf := cluster(t, "a")
-	h := newHarness(t, kf, "[[topics]]\ntopics = [\"a\"]\nschema = \"json\"\nbatch_length = 4\n", p)
-	produce(t, kf, "a", jsonPayloads(0, 4)...)
+	kf, h := oneBatch(t, p, 4)
 	h.start()
-	until(t, 10*time.Second, "commit at 4", func() bool { return committed(t, kf, group, "a")["a"] == 4 })
+	poll.Until(t, 10*time.Second, "commit at 4", func() bool { return committed(t, kf, group, "a")["a"] == 4 })
 	lines := h.lines()
 	if len(lines) != 1 || lines[0].Attempt != 3 || len(lines[0].Records) != 4 {
 		t.Fatalf("recorded %+v, want one batch of 4 at attempt 3", lines)
@@ -122,7 +121,7 @@ func TestFifthFailureStops(t *testing.T) {
 	h := newHarness(t, kf, blocks, fake(script(hostclient.StatusRetry, "bad", 0)))
 	produce(t, kf, "good", jsonPayloads(0, 3)...)
 	h.start()
-	until(t, 10*time.Second, "good committed", func() bool { return committed(t, kf, group, "good")["good"] == 3 })
+	poll.Until(t, 10*time.Second, "good committed", func() bool { return committed(t, kf, group, "good")["good"] == 3 })
 	produce(t, kf, "bad", jsonPayloads(0, 3)...)
 	err := h.wait(30 * time.Second)
 	var se *pipeline.StopError
@@ -146,7 +145,7 @@ func TestFifthFailureStops(t *testing.T) {
 	// Restart without the failure: bad@0..2 is the first thing delivered.
 	h2 := newHarness(t, kf, blocks, fake(&fakeplugin.Plugin{}))
 	h2.start()
-	until(t, 10*time.Second, "bad committed", func() bool { return committed(t, kf, group, "bad")["bad"] == 3 })
+	poll.Until(t, 10*time.Second, "bad committed", func() bool { return committed(t, kf, group, "bad")["bad"] == 3 })
 	lines := h2.lines()
 	if len(lines) != 1 || lines[0].Topic != "bad" || !slices.Equal(offsets(lines, "bad"), seq(0, 3)) {
 		t.Errorf("after restart: %+v", lines)
@@ -155,9 +154,7 @@ func TestFifthFailureStops(t *testing.T) {
 
 // FATAL cannot succeed on retry: one attempt, then the consumer stops.
 func TestFatalStopsAtOnce(t *testing.T) {
-	kf := cluster(t, "a")
-	h := newHarness(t, kf, "[[topics]]\ntopics = [\"a\"]\nschema = \"json\"\nbatch_length = 2\n", fake(script(hostclient.StatusFatal, "", 0)))
-	produce(t, kf, "a", jsonPayloads(0, 2)...)
+	kf, h := oneBatch(t, fake(script(hostclient.StatusFatal, "", 0)), 2)
 	h.start()
 	err := h.wait(30 * time.Second)
 	var se *pipeline.StopError
@@ -196,13 +193,13 @@ func TestPatternPicksUpNewTopic(t *testing.T) {
 	produce(t, kf, "orders.eu", jsonPayloads(0, 2)...)
 	produce(t, kf, "other", jsonPayloads(0, 2)...)
 	h.start()
-	until(t, 10*time.Second, "orders.eu", func() bool { return len(offsets(h.lines(), "orders.eu")) == 2 })
+	poll.Until(t, 10*time.Second, "orders.eu", func() bool { return len(offsets(h.lines(), "orders.eu")) == 2 })
 	if err := kf.CreateTopic("orders.us", 1, nil); err != nil {
 		t.Fatal(err)
 	}
 	created := time.Now()
 	produce(t, kf, "orders.us", jsonPayloads(0, 2)...)
-	until(t, 15*time.Second, "orders.us", func() bool { return len(offsets(h.lines(), "orders.us")) == 2 })
+	poll.Until(t, 15*time.Second, "orders.us", func() bool { return len(offsets(h.lines(), "orders.us")) == 2 })
 	t.Logf("new topic picked up %s after creation", time.Since(created).Round(time.Millisecond))
 	if got := offsets(h.lines(), "other"); len(got) != 0 {
 		t.Errorf("consumed the unmatched topic: %v", got)
@@ -217,14 +214,14 @@ func TestRestartResumes(t *testing.T) {
 	h := newHarness(t, kf, blocks, fake(&fakeplugin.Plugin{}))
 	produce(t, kf, "a", jsonPayloads(0, 10)...)
 	h.start()
-	until(t, 10*time.Second, "commit at 10", func() bool { return committed(t, kf, group, "a")["a"] == 10 })
+	poll.Until(t, 10*time.Second, "commit at 10", func() bool { return committed(t, kf, group, "a")["a"] == 10 })
 	if err := h.stop(); err != nil {
 		t.Fatal(err)
 	}
 	produce(t, kf, "a", jsonPayloads(10, 7)...)
 	h2 := newHarness(t, kf, blocks, fake(h.fake)) // one plugin, so one record of both runs
 	h2.start()
-	until(t, 10*time.Second, "commit at 17", func() bool { return committed(t, kf, group, "a")["a"] == 17 })
+	poll.Until(t, 10*time.Second, "commit at 17", func() bool { return committed(t, kf, group, "a")["a"] == 17 })
 	if got := offsets(h.lines(), "a"); !slices.Equal(got, seq(0, 17)) {
 		t.Errorf("offsets %v, want 0..16 once each", got)
 	}
@@ -240,7 +237,7 @@ func TestHostKilledResumes(t *testing.T) {
 	produce(t, kf, "a", jsonPayloads(0, total)...)
 	h.start()
 	for k := 0; k < kills; k++ {
-		until(t, 20*time.Second, "progress", func() bool { return len(h.lines()) >= (k+1)*5 })
+		poll.Until(t, 20*time.Second, "progress", func() bool { return len(h.lines()) >= (k+1)*5 })
 		pid := h.proc.Pid()
 		if pid == 0 {
 			t.Fatal("no child process")
@@ -248,25 +245,13 @@ func TestHostKilledResumes(t *testing.T) {
 		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 			t.Fatal(err)
 		}
-		until(t, 20*time.Second, "a new child", func() bool { return h.proc.Pid() != 0 && h.proc.Pid() != pid })
+		poll.Until(t, 20*time.Second, "a new child", func() bool { return h.proc.Pid() != 0 && h.proc.Pid() != pid })
 	}
-	until(t, 60*time.Second, "everything committed", func() bool { return committed(t, kf, group, "a")["a"] == total })
+	poll.Until(t, 60*time.Second, "everything committed", func() bool { return committed(t, kf, group, "a")["a"] == total })
 	if got := h.proc.Restarts(); got != kills {
 		t.Errorf("%d restarts, want %d", got, kills)
 	}
-	count := map[uint64]int{}
-	for _, o := range offsets(h.lines(), "a") {
-		count[o]++
-	}
-	dups := 0
-	for o := range uint64(total) {
-		switch n := count[o]; {
-		case n == 0:
-			t.Errorf("offset %d lost", o)
-		case n > 1:
-			dups += n - 1
-		}
-	}
+	dups := duplicates(t, h.lines(), "a", total)
 	// A kill can land after the plugin wrote a batch and before its OK
 	// reached the runtime: that batch is delivered again, once.
 	if dups > kills*batch {
@@ -317,14 +302,14 @@ func TestRevokedPartitionNotCommitted(t *testing.T) {
 	b := newHarness(t, kf, "[[topics]]\ntopics = [\"a\", \"b\"]\nschema = \"json\"\npoll_interval = \"100ms\"\n", fake(&fakeplugin.Plugin{}))
 	b.start()
 	var taken string
-	until(t, 30*time.Second, "the new member to deliver a partition", func() bool {
+	poll.Until(t, 30*time.Second, "the new member to deliver a partition", func() bool {
 		for _, l := range b.lines() {
 			taken = l.Topic
 			return true
 		}
 		return false
 	})
-	until(t, 10*time.Second, "its commit", func() bool { return committed(t, kf, group, taken)[taken] == 5 })
+	poll.Until(t, 10*time.Second, "its commit", func() bool { return committed(t, kf, group, taken)[taken] == 5 })
 	if err := a.stop(); err != nil {
 		t.Fatal(err)
 	}

@@ -75,6 +75,23 @@ func errorsJoin(errs ...error) error {
 	return fmt.Errorf("%s", strings.Join(msgs, "; "))
 }
 
+// fakeKafka is an in-process broker holding topic and a client of it,
+// both closed when the test ends.
+func fakeKafka(t *testing.T, topic string) (*kfake.Cluster, *kgo.Client) {
+	t.Helper()
+	kf, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, topic))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(kf.Close)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(kf.ListenAddrs()...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	return kf, cl
+}
+
 func produce(t *testing.T, cl *kgo.Client, topic string, from, n int) {
 	t.Helper()
 	var recs []*kgo.Record
@@ -130,16 +147,7 @@ schema = pa.schema([("id", pa.int64()), ("customer", pa.string())])
 write_deltalake(sys.argv[1], pa.Table.from_pylist([], schema=schema))
 `, uri)
 
-	kf, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "orders.eu"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer kf.Close()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(kf.ListenAddrs()...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
+	kf, cl := fakeKafka(t, "orders.eu")
 	adm := kadm.NewClient(cl)
 
 	def, err := definition.Parse("orders.toml", fmt.Appendf(nil, `type = "sink"

@@ -1,7 +1,6 @@
 package connect_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,52 +11,17 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kfake"
-	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/picomq/heavy-sinks/shared/testenv/hosttest"
+	"github.com/picomq/heavy-sinks/shared/testenv/logbuf"
 	"github.com/picomq/heavy-sinks/shared/testenv/pyenv"
 	"github.com/picomq/heavy-sinks/shared/testenv/services"
 )
-
-// syncBuf is a process's stderr, read while it runs.
-type syncBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuf) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuf) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-// waitJSONLine waits for a JSON log line that match accepts.
-func waitJSONLine(t *testing.T, b *syncBuf, what string, match func(map[string]any) bool) map[string]any {
-	t.Helper()
-	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		for _, l := range strings.Split(b.String(), "\n") {
-			var m map[string]any
-			if json.Unmarshal([]byte(l), &m) == nil && match(m) {
-				return m
-			}
-		}
-	}
-	t.Fatalf("no log line %s", what)
-	return nil
-}
 
 // proxy forwards every connection to addr until the test ends.
 func proxy(t *testing.T, ln net.Listener, addr string) {
@@ -103,16 +67,7 @@ schema = pa.schema([("id", pa.int64()), ("customer", pa.string())])
 write_deltalake(sys.argv[2], pa.Table.from_pylist([], schema=schema), storage_options=json.loads(sys.argv[1]))
 `, string(storage), uri)
 
-	kf, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "orders.eu"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer kf.Close()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(kf.ListenAddrs()...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
+	kf, cl := fakeKafka(t, "orders.eu")
 	produce(t, cl, "orders.eu", 0, 10)
 
 	// The sink's S3 endpoint: a port where nothing listens yet.
@@ -143,7 +98,7 @@ aws_s3_endpoint_url = %q
 aws_s3_allow_http = true
 `, uri, svc.S3AccessKey, svc.S3SecretKey, svc.S3Region, "http://"+down))
 
-	var logs syncBuf
+	var logs logbuf.Buffer
 	cmd := exec.Command(buildConnect(t), "--brokers", strings.Join(kf.ListenAddrs(), ","), "--plugin-dir", distDir(t),
 		"--host", hosttest.BuildHost(t), "--log-format", "json", "--http", "127.0.0.1:0", defs)
 	cmd.Stderr = &logs
@@ -159,8 +114,8 @@ aws_s3_allow_http = true
 		}
 	})
 
-	addr := waitJSONLine(t, &logs, "http_listening", func(m map[string]any) bool { return m["event"] == "http_listening" })["addr"].(string)
-	retry := waitJSONLine(t, &logs, "open_retry attempt 2", func(m map[string]any) bool {
+	addr := logs.WaitJSON(t, "http_listening", func(m map[string]any) bool { return m["event"] == "http_listening" })["addr"].(string)
+	retry := logs.WaitJSON(t, "open_retry attempt 2", func(m map[string]any) bool {
 		return m["event"] == "open_retry" && m["attempt"] == 2.0
 	})
 	if err, _ := retry["err"].(string); !strings.HasPrefix(err, "open: RETRY: ") {

@@ -7,7 +7,7 @@
 // host built from source, with the options that test its contract checks).
 //
 // These are test-only helpers, for unit tests under plugins/ and shared/,
-// for the suites under e2e/ and for the developer programs under cmd/
+// for the suites under e2e/ and for the developer programs under tools/
 // (benchmarks, demo). Nothing that ships in a plugin library imports them,
 // and they import no plugin, so any test can use them without an upward
 // import.

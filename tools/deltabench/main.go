@@ -42,7 +42,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -52,10 +51,10 @@ import (
 	"github.com/picomq/heavy-sinks/plugins/delta/deltalog"
 	"github.com/picomq/heavy-sinks/plugins/delta/objstore"
 	"github.com/picomq/heavy-sinks/shared/hostclient"
-	"github.com/picomq/heavy-sinks/shared/testenv"
 	"github.com/picomq/heavy-sinks/shared/testenv/hosttest"
 	"github.com/picomq/heavy-sinks/shared/testenv/services"
 	"github.com/picomq/heavy-sinks/shared/testenv/workload"
+	"github.com/picomq/heavy-sinks/tools/internal/bench"
 )
 
 var (
@@ -96,28 +95,14 @@ print(json.dumps({"seconds": total, "latencies": lat, "max_rss_kb": resource.get
 sys.stdout.flush(); os._exit(0)
 `
 
-func main() {
-	flag.Parse()
-	if err := run(); err != nil {
-		fmt.Fprintln(os.Stderr, "deltabench:", err)
-		os.Exit(1)
-	}
-}
+func main() { bench.Main("deltabench", run) }
 
 func run() error {
-	root, err := testenv.RepoRoot()
+	env, err := bench.Setup("")
 	if err != nil {
 		return err
 	}
-	dist, err := testenv.DistDir()
-	if err != nil {
-		return err
-	}
-	py, err := exec.Command(filepath.Join(root, "buildscripts", "pyenv.sh")).Output()
-	if err != nil {
-		return fmt.Errorf("pyenv: %w", err)
-	}
-	python := strings.TrimSpace(string(py))
+	dist, python := env.Dist, env.Python
 	work, err := workload.WorkDir(*workDir, "deltabench")
 	if err != nil {
 		return err
@@ -264,13 +249,9 @@ type result struct {
 }
 
 func (r result) print(who, target string, rawBytes int) {
-	slices.Sort(r.latencies)
-	pct := func(p float64) time.Duration {
-		return r.latencies[min(len(r.latencies)-1, int(p*float64(len(r.latencies))))]
-	}
 	fmt.Printf("%-26s %-4s %9.0f records/s %7.1f MB/s  p50 %7.2f ms  p99 %7.2f ms  peak RSS %6.1f MiB\n",
 		who, target, float64(r.records)/r.elapsed.Seconds(), float64(rawBytes)/r.elapsed.Seconds()/1e6,
-		ms(pct(0.50)), ms(pct(0.99)), float64(r.rssKB)/1024)
+		bench.MS(bench.Percentile(r.latencies, 0.50)), bench.MS(bench.Percentile(r.latencies, 0.99)), float64(r.rssKB)/1024)
 }
 
 // printCPU prints the host process's CPU per record and, where the store
@@ -279,7 +260,7 @@ func (r result) printCPU(target string) {
 	if r.hostCPU <= 0 {
 		return
 	}
-	perRecord := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 / float64(r.records) }
+	perRecord := func(d time.Duration) float64 { return bench.US(d) / float64(r.records) }
 	fmt.Printf("  host CPU (%s): %.2f µs/record (user %.2f, system %.2f), %.0f records per CPU-second", target,
 		perRecord(r.hostCPU), perRecord(r.hostUser), perRecord(r.hostSys), float64(r.records)/r.hostCPU.Seconds())
 	if r.fsyncs >= 0 {
@@ -288,11 +269,8 @@ func (r result) printCPU(target string) {
 	fmt.Println()
 }
 
-func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
-
 func runOurs(dist string, cfg map[string]any, warm, data [][]hostclient.Record, base int64, server int, opts ...hostclient.Option) (result, error) {
-	ctx := context.Background()
-	h, err := hostclient.Start(ctx, filepath.Join(dist, "picomq-host"), append([]hostclient.Option{hostclient.Workers(1), hosttest.Quarantine(0)}, opts...)...)
+	h, err := bench.StartHost(dist, 1, opts...)
 	if err != nil {
 		return result{}, err
 	}
@@ -301,8 +279,7 @@ func runOurs(dist string, cfg map[string]any, warm, data [][]hostclient.Record, 
 	if err != nil {
 		return result{}, err
 	}
-	def, _ := json.Marshal(map[string]any{"key": "bench", "name": "bench", "version": 0, "plugin_config": cfg})
-	inst, err := lib.Open(string(def))
+	inst, err := lib.Open(bench.Definition("bench", cfg))
 	if err != nil {
 		return result{}, err
 	}
@@ -315,7 +292,7 @@ func runOurs(dist string, cfg map[string]any, warm, data [][]hostclient.Record, 
 	if err := settleCheckpoints(inst, base, len(warm)); err != nil {
 		return r, err
 	}
-	before, err := metrics(inst)
+	before, err := bench.SinkMetrics(inst)
 	if err != nil {
 		return r, err
 	}
@@ -340,7 +317,7 @@ func runOurs(dist string, cfg map[string]any, warm, data [][]hostclient.Record, 
 		return r, err
 	}
 	r.serverCPU = serverCPU()
-	after, err := metrics(inst)
+	after, err := bench.SinkMetrics(inst)
 	if err != nil {
 		return r, err
 	}
@@ -375,27 +352,6 @@ func runOurs(dist string, cfg map[string]any, warm, data [][]hostclient.Record, 
 	return r, nil
 }
 
-// metrics returns the sink's own numeric metrics.
-func metrics(inst *hostclient.Instance) (map[string]float64, error) {
-	text, err := inst.Metrics()
-	if err != nil {
-		return nil, err
-	}
-	var m struct {
-		Sink map[string]any `json:"sink"`
-	}
-	if err := json.Unmarshal([]byte(text), &m); err != nil {
-		return nil, fmt.Errorf("metrics %q: %w", text, err)
-	}
-	out := map[string]float64{}
-	for k, v := range m.Sink {
-		if f, ok := v.(float64); ok {
-			out[k] = f
-		}
-	}
-	return out, nil
-}
-
 // printRequests prints the store requests per batch by kind: the puts
 // split into data files, commits and the rest (checkpoints).
 func (r result) printRequests() {
@@ -414,7 +370,7 @@ func (r result) printServerCPU() {
 		return
 	}
 	n := float64(r.batches)
-	fmt.Printf("  MinIO server CPU: %.2f ms/batch", ms(r.serverCPU)/n)
+	fmt.Printf("  MinIO server CPU: %.2f ms/batch", bench.MS(r.serverCPU)/n)
 	if r.hostCPU > 0 {
 		both := (r.hostCPU + r.serverCPU).Seconds() / float64(r.records)
 		fmt.Printf("; host + server %.2f µs/record, at most %.0f records/s on %d cores", both*1e6, float64(runtime.NumCPU())/both, runtime.NumCPU())
@@ -505,7 +461,7 @@ func settleCheckpoints(inst *hostclient.Instance, base int64, consumed int) erro
 	}
 	deadline := time.Now().Add(2 * time.Minute)
 	for time.Now().Before(deadline) {
-		m, err := metrics(inst)
+		m, err := bench.SinkMetrics(inst)
 		if err != nil {
 			return err
 		}

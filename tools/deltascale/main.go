@@ -52,6 +52,7 @@ import (
 	"github.com/picomq/heavy-sinks/shared/sdk"
 	"github.com/picomq/heavy-sinks/shared/testenv"
 	"github.com/picomq/heavy-sinks/shared/testenv/hosttest"
+	"github.com/picomq/heavy-sinks/tools/internal/bench"
 )
 
 const sdkLogLevel = sdk.LogLevelEnv
@@ -75,16 +76,10 @@ var (
 func main() {
 	flag.Parse()
 	if *probe != "" {
-		if err := runProbe(); err != nil {
-			fmt.Fprintln(os.Stderr, "deltascale probe:", err)
-			os.Exit(1)
-		}
+		bench.Exit("deltascale probe", runProbe())
 		return
 	}
-	if err := run(); err != nil {
-		fmt.Fprintln(os.Stderr, "deltascale:", err)
-		os.Exit(1)
-	}
+	bench.Exit("deltascale", run())
 }
 
 const createTable = `
@@ -140,21 +135,10 @@ func (c *checkpointLog) since(from int64) []int64 {
 }
 
 func run() error {
-	root, err := testenv.RepoRoot()
+	env, err := bench.Setup(*distFlag)
 	if err != nil {
 		return err
 	}
-	dist := *distFlag
-	if dist == "" {
-		if dist, err = testenv.DistDir(); err != nil {
-			return err
-		}
-	}
-	pyOut, err := exec.Command(filepath.Join(root, "buildscripts", "pyenv.sh")).Output()
-	if err != nil {
-		return fmt.Errorf("pyenv: %w", err)
-	}
-	python := strings.TrimSpace(string(pyOut))
 	work, err := os.MkdirTemp("", "deltascale")
 	if err != nil {
 		return err
@@ -167,7 +151,7 @@ func run() error {
 
 	fmt.Printf("deltascale: %d versions, %d records per batch, %s, file://, GOMAXPROCS %d\n", *versions, *batchSize,
 		map[bool]string{true: "partitioned by region (3 files per commit)", false: "unpartitioned (1 file per commit)"}[*partitioned], runtime.GOMAXPROCS(0))
-	if err := driveTable(dist, python, work); err != nil {
+	if err := driveTable(env.Dist, env.Python, work); err != nil {
 		return err
 	}
 	if *skip300k {
@@ -195,7 +179,7 @@ func driveTable(dist, python, work string) error {
 		}
 		first = 1
 	}
-	h, err := hostclient.Start(ctx, filepath.Join(dist, "picomq-host"), hostclient.Workers(2), hosttest.Quarantine(0),
+	h, err := bench.StartHost(dist, 2,
 		hostclient.OnLog(ckpts.onLog), hostclient.KeepLogs(1000),
 		// "wrote Delta checkpoint" lines, with their duration, are debug.
 		hostclient.Env(sdkLogLevel+"=debug"))
@@ -207,11 +191,8 @@ func driveTable(dist, python, work string) error {
 	if err != nil {
 		return err
 	}
-	def := func(key string) string {
-		b, _ := json.Marshal(map[string]any{"key": key, "name": key, "version": 0, "plugin_config": map[string]any{"table_uri": uri}})
-		return string(b)
-	}
-	inst, err := lib.Open(def("scale"))
+	cfg := map[string]any{"table_uri": uri}
+	inst, err := lib.Open(bench.Definition("scale", cfg))
 	if err != nil {
 		return err
 	}
@@ -258,14 +239,14 @@ func driveTable(dist, python, work string) error {
 		}
 		cpuRows = append(cpuRows, segEnd.since(segStart, prevMilestone, int64(v)))
 		last := lat[max(0, len(lat)-*window):]
-		p50, p99 := percentile(last, 0.50), percentile(last, 0.99)
+		p50, p99 := bench.Percentile(last, 0.50), bench.Percentile(last, 0.99)
 		rss, peak := hosttest.ProcessMemory(h.Pid())
 		t0 = time.Now()
-		probeInst, err := lib.Open(def(fmt.Sprintf("probe-%d", v)))
+		probeInst, err := lib.Open(bench.Definition(fmt.Sprintf("probe-%d", v), cfg))
 		if err != nil {
 			return fmt.Errorf("open at %d: %w", v, err)
 		}
-		openMS := ms(time.Since(t0))
+		openMS := bench.MS(time.Since(t0))
 		_ = probeInst.Close()
 		ck := ckpts.since(prevMilestone)
 		var sum, mx int64
@@ -288,7 +269,7 @@ func driveTable(dist, python, work string) error {
 		if err := json.Unmarshal(out, &rs); err != nil || rs.Version != first+v {
 			return fmt.Errorf("delta-rs open: %s (%v)", out, err)
 		}
-		fmt.Printf("%8d %9.1f %9.2f %9.2f %9.1f %9.1f %12.1f %10d %9d %11.1f\n", v, openMS, ms(p50), ms(p99),
+		fmt.Printf("%8d %9.1f %9.2f %9.2f %9.1f %9.1f %12.1f %10d %9d %11.1f\n", v, openMS, bench.MS(p50), bench.MS(p99),
 			float64(rss)/1024, float64(peak)/1024, avg, mx, countCheckpoints(dir), rs.MS)
 		prevMilestone = int64(v)
 		if segStart, err = cpuMark(h.Pid(), inst); err != nil {
@@ -348,22 +329,15 @@ type cpuPoint struct {
 }
 
 func cpuMark(pid int, inst *hostclient.Instance) (cpuPoint, error) {
-	raw, err := inst.Metrics()
+	m, err := bench.SinkMetrics(inst)
 	if err != nil {
 		return cpuPoint{}, err
-	}
-	var m struct {
-		Sink map[string]any `json:"sink"`
-	}
-	if err := json.Unmarshal([]byte(raw), &m); err != nil {
-		return cpuPoint{}, fmt.Errorf("metrics %q: %w", raw, err)
 	}
 	user, sys, err := hosttest.ProcessUserSys(pid)
 	if err != nil {
 		return cpuPoint{}, err
 	}
-	f := func(k string) float64 { x, _ := m.Sink[k].(float64); return x }
-	return cpuPoint{host: user + sys, ckptMs: f("checkpoint_cpu_ms"), written: f("checkpoints_written")}, nil
+	return cpuPoint{host: user + sys, ckptMs: m["checkpoint_cpu_ms"], written: m["checkpoints_written"]}, nil
 }
 
 // since describes the window from p0 (at version from) to p (at to).
@@ -400,14 +374,6 @@ func countCheckpoints(dir string) int {
 	}
 	return n
 }
-
-func percentile(d []time.Duration, p float64) time.Duration {
-	s := slices.Clone(d)
-	slices.Sort(s)
-	return s[min(len(s)-1, int(p*float64(len(s))))]
-}
-
-func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 // ---- the 300k-file table ---------------------------------------------------
 
@@ -514,7 +480,7 @@ func runProbe() error {
 		if err != nil {
 			return err
 		}
-		r.MS = ms(time.Since(t0))
+		r.MS = bench.MS(time.Since(t0))
 		r.Files = -1
 		_ = snap
 	case "state", "checkpoint":
@@ -522,7 +488,7 @@ func runProbe() error {
 		if err != nil {
 			return err
 		}
-		r.MS, r.Files = ms(time.Since(t0)), st.NumFiles()
+		r.MS, r.Files = bench.MS(time.Since(t0)), st.NumFiles()
 		if *probe == "checkpoint" {
 			_ = local.Delete(ctx, deltalog.CheckpointPath(st.Version))
 			_ = local.Delete(ctx, deltalog.LastCheckpointPath)
@@ -531,8 +497,8 @@ func runProbe() error {
 			if err != nil {
 				return err
 			}
-			r.WriteMS, r.Bytes = ms(time.Since(t1)), res.SizeInBytes
-			r.MS = ms(time.Since(t0))
+			r.WriteMS, r.Bytes = bench.MS(time.Since(t1)), res.SizeInBytes
+			r.MS = bench.MS(time.Since(t0))
 		}
 	default:
 		return fmt.Errorf("unknown probe %q", *probe)

@@ -45,10 +45,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/picomq/heavy-sinks/shared/hostclient"
-	"github.com/picomq/heavy-sinks/shared/testenv"
 	"github.com/picomq/heavy-sinks/shared/testenv/hosttest"
 	"github.com/picomq/heavy-sinks/shared/testenv/services"
 	"github.com/picomq/heavy-sinks/shared/testenv/workload"
+	"github.com/picomq/heavy-sinks/tools/internal/bench"
 )
 
 var (
@@ -64,36 +64,20 @@ var (
 	cpuProfile  = flag.String("cpuprofile", "", "directory for a pprof CPU profile of each picomq-connect run (<target>-<phase>.pprof)")
 )
 
-func main() {
-	flag.Parse()
-	if err := run(); err != nil {
-		fmt.Fprintln(os.Stderr, "pipelinebench:", err)
-		os.Exit(1)
-	}
-}
+func main() { bench.Main("pipelinebench", run) }
 
 func run() error {
-	root, err := testenv.RepoRoot()
+	env, err := bench.Setup("")
 	if err != nil {
 		return err
 	}
-	dist, err := testenv.DistDir()
-	if err != nil {
-		return err
-	}
+	dist, python := env.Dist, env.Python
 	if *connectBin == "" {
 		*connectBin = filepath.Join(dist, "picomq-connect")
 	}
-	for _, p := range []string{*connectBin, filepath.Join(dist, "picomq-host")} {
-		if _, err := os.Stat(p); err != nil {
-			return fmt.Errorf("%v: run `make build` first", err)
-		}
+	if err := bench.Built(*connectBin, filepath.Join(dist, "picomq-host")); err != nil {
+		return err
 	}
-	py, err := exec.Command(filepath.Join(root, "buildscripts", "pyenv.sh")).Output()
-	if err != nil {
-		return fmt.Errorf("pyenv: %w", err)
-	}
-	python := strings.TrimSpace(string(py))
 	work, err := workload.WorkDir(*workDir, "pipelinebench")
 	if err != nil {
 		return err
@@ -146,7 +130,7 @@ func run() error {
 			return fmt.Errorf("%s plugin-only: %w", target, err)
 		}
 		fmt.Printf("plugin only (C host):    %8.0f records/s   host CPU %6.2f µs/record\n",
-			float64(plugin.records)/plugin.elapsed.Seconds(), us(plugin.hostCPU)/float64(plugin.records))
+			float64(plugin.records)/plugin.elapsed.Seconds(), bench.US(plugin.hostCPU)/float64(plugin.records))
 
 		topic := "bench." + target + "." + run
 		resp, err := adm.CreateTopics(context.Background(), 1, -1, nil, topic, topic+".steady")
@@ -160,13 +144,13 @@ func run() error {
 		if err != nil {
 			return fmt.Errorf("%s pipeline: %w", target, err)
 		}
-		rcpu, ccpu := us(p.runtimeCPU)/float64(p.records), us(p.hostCPU)/float64(p.records)
-		pcpu := us(plugin.hostCPU) / float64(plugin.records)
+		rcpu, ccpu := bench.US(p.runtimeCPU)/float64(p.records), bench.US(p.hostCPU)/float64(p.records)
+		pcpu := bench.US(plugin.hostCPU) / float64(plugin.records)
 		fmt.Printf("through picomq-connect:  %8.0f records/s   runtime CPU %6.2f µs/record   child host CPU %6.2f µs/record\n",
 			float64(p.records)/p.elapsed.Seconds(), rcpu, ccpu)
 		fmt.Printf("  runtime overhead: %.1f %% of the plugin-only CPU per record (target ≤ 15 %%); runtime+child %.2f µs vs plugin-only %.2f µs (%+.1f %%)\n",
 			100*rcpu/pcpu, rcpu+ccpu, pcpu, 100*(rcpu+ccpu-pcpu)/pcpu)
-		fmt.Printf("  end-to-end latency with the backlog (all produced at once): p50 %.0f ms, p99 %.0f ms\n", ms(p.pct(0.5)), ms(p.pct(0.99)))
+		fmt.Printf("  end-to-end latency with the backlog (all produced at once): p50 %.0f ms, p99 %.0f ms\n", bench.MS(bench.Percentile(p.latencies, 0.5)), bench.MS(bench.Percentile(p.latencies, 0.99)))
 
 		if *steady > 0 {
 			rate := *rateShare * float64(p.records) / p.elapsed.Seconds()
@@ -175,7 +159,7 @@ func run() error {
 				return fmt.Errorf("%s steady: %w", target, err)
 			}
 			fmt.Printf("steady %.0f records/s for %v (%.0f %% of capacity): e2e latency p50 %.0f ms, p99 %.0f ms; lag sampled each second: %s; lag at end of producing %d\n",
-				rate, *steady, 100**rateShare, ms(s.pct(0.5)), ms(s.pct(0.99)), lagTrend(s.lags), s.endLag)
+				rate, *steady, 100**rateShare, bench.MS(bench.Percentile(s.latencies, 0.5)), bench.MS(bench.Percentile(s.latencies, 0.99)), lagTrend(s.lags), s.endLag)
 		}
 	}
 	fmt.Println("\nruntime CPU: utime+stime of the picomq-connect process; child host CPU: of its picomq-host child; both from /proc, from the first produce to the last commit.")
@@ -224,7 +208,7 @@ type pluginResult struct {
 // the plugin in the C host, with the host's CPU.
 func pluginOnly(dist string, t *target, data [][]hostclient.Record) (pluginResult, error) {
 	var r pluginResult
-	h, err := hostclient.Start(context.Background(), filepath.Join(dist, "picomq-host"), hostclient.Workers(1), hosttest.Quarantine(0))
+	h, err := bench.StartHost(dist, 1)
 	if err != nil {
 		return r, err
 	}
@@ -241,8 +225,7 @@ func pluginOnly(dist string, t *target, data [][]hostclient.Record) (pluginResul
 		k, v, _ := strings.Cut(kv, "=")
 		cfg[strings.ToLower(k)] = v
 	}
-	def, _ := json.Marshal(map[string]any{"key": "bench", "name": "bench", "version": 0, "plugin_config": cfg})
-	inst, err := lib.Open(string(def))
+	inst, err := lib.Open(bench.Definition("bench", cfg))
 	if err != nil {
 		return r, err
 	}
@@ -273,13 +256,6 @@ type pipeResult struct {
 	latencies           []time.Duration
 	lags                []int64 // sampled each second while producing
 	endLag              int64   // when the producer stopped
-}
-
-func (p pipeResult) pct(q float64) time.Duration {
-	if len(p.latencies) == 0 {
-		return 0
-	}
-	return p.latencies[min(len(p.latencies)-1, int(q*float64(len(p.latencies))))]
 }
 
 // pipeline runs dist/picomq-connect on a definition for topic into table
@@ -481,7 +457,6 @@ func pipeline(cl *kgo.Client, adm *kadm.Client, brokers []string, dist, work str
 		}
 		r.latencies = append(r.latencies, commits[c].at.Sub(at))
 	}
-	slices.Sort(r.latencies)
 	return r, nil
 }
 
@@ -572,9 +547,6 @@ func splitList(s string) []string {
 	}
 	return out
 }
-
-func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
-func us(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1000 }
 
 // compressionCodec maps -compression to the producer's codec.
 func compressionCodec(name string) (kgo.CompressionCodec, error) {

@@ -36,7 +36,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -46,7 +45,6 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -64,6 +62,7 @@ import (
 	"github.com/picomq/heavy-sinks/shared/testenv"
 	"github.com/picomq/heavy-sinks/shared/testenv/hosttest"
 	"github.com/picomq/heavy-sinks/shared/testenv/services"
+	"github.com/picomq/heavy-sinks/tools/internal/bench"
 )
 
 var (
@@ -73,13 +72,7 @@ var (
 	format  = flag.String("payload-format", "varbyte", "payload_format: varbyte or text")
 )
 
-func main() {
-	flag.Parse()
-	if err := run(); err != nil {
-		fmt.Fprintln(os.Stderr, "rsbench:", err)
-		os.Exit(1)
-	}
-}
+func main() { bench.Main("rsbench", run) }
 
 type result struct {
 	size       int
@@ -114,10 +107,8 @@ func run() error {
 	}
 	hostBin := filepath.Join(dist, "picomq-host")
 	lib := filepath.Join(dist, "libpicomq_connector_redshift_sink.so")
-	for _, p := range []string{hostBin, lib} {
-		if _, err := os.Stat(p); err != nil {
-			return fmt.Errorf("%v: run `make build` first", err)
-		}
+	if err := bench.Built(hostBin, lib); err != nil {
+		return err
 	}
 	svc, err := services.Lookup()
 	if err != nil {
@@ -163,7 +154,7 @@ func run() error {
 
 	var results []result
 	for _, size := range sizeList {
-		r, err := runSize(ctx, hostBin, lib, size, svc, bucket, proxy, emu, dbName, dsn, data)
+		r, err := runSize(ctx, dist, lib, size, svc, bucket, proxy, emu, dbName, dsn, data)
 		if err != nil {
 			return fmt.Errorf("batch_size %d: %w", size, err)
 		}
@@ -173,10 +164,10 @@ func run() error {
 	return nil
 }
 
-func runSize(ctx context.Context, hostBin, lib string, size int, svc services.Services, bucket string, proxy *countingProxy,
+func runSize(ctx context.Context, dist, lib string, size int, svc services.Services, bucket string, proxy *countingProxy,
 	emu *rsemu.Server, dbName, dsn string, data [][]hostclient.Record) (result, error) {
 	r := result{size: size}
-	h, err := hostclient.Start(ctx, hostBin, hostclient.Workers(1), hosttest.Quarantine(0))
+	h, err := bench.StartHost(dist, 1)
 	if err != nil {
 		return r, err
 	}
@@ -200,8 +191,7 @@ func runSize(ctx context.Context, hostBin, lib string, size int, svc services.Se
 		"payload_format":        *format,
 		"retry_delay":           "100ms",
 	}
-	def, _ := json.Marshal(map[string]any{"key": "rsbench", "name": "rsbench", "version": 0, "plugin_config": cfg})
-	inst, err := l.Open(string(def))
+	inst, err := l.Open(bench.Definition("rsbench", cfg))
 	if err != nil {
 		return r, err
 	}
@@ -214,7 +204,7 @@ func runSize(ctx context.Context, hostBin, lib string, size int, svc services.Se
 	if err := consume(data[0]); err != nil {
 		return r, err
 	}
-	before, err := metricsOf(inst)
+	before, err := bench.SinkMetrics(inst)
 	if err != nil {
 		return r, err
 	}
@@ -249,7 +239,7 @@ func runSize(ctx context.Context, hostBin, lib string, size int, svc services.Se
 		}
 	}
 	r.s3 = proxy.snapshot()
-	after, err := metricsOf(inst)
+	after, err := bench.SinkMetrics(inst)
 	if err != nil {
 		return r, err
 	}
@@ -315,7 +305,6 @@ func printResults(rs []result) {
 	fmt.Printf("%-10s %6s %9s %10s %10s %13s %13s %11s %8s %9s %8s %10s\n",
 		"batch_size", "chunks", "rows/s", "batch p50", "batch max", "host CPU/row", "encode/row", "CPU/chunk", "SQL rt/ck", "stmts/ck", "S3/ck", "peak RSS")
 	for _, r := range rs {
-		slices.Sort(r.latencies)
 		stmts, s3n := 0, 0
 		for _, n := range r.statements {
 			stmts += n
@@ -325,8 +314,8 @@ func printResults(rs []result) {
 		}
 		fmt.Printf("%-10d %6d %9.0f %8.1fms %8.1fms %11.1fµs %11.1fµs %9.2fms %9.2f %9.2f %8.2f %7.1f MiB\n",
 			r.size, r.chunks, float64(r.rows)/r.elapsed.Seconds(),
-			ms(r.latencies[len(r.latencies)/2]), ms(r.latencies[len(r.latencies)-1]),
-			us(r.cpu)/float64(r.rows), us(r.encodeCPU)/float64(r.rows), ms(r.cpu)/float64(r.chunks),
+			bench.MS(bench.Percentile(r.latencies, 0.5)), bench.MS(bench.Percentile(r.latencies, 1)),
+			bench.US(r.cpu)/float64(r.rows), bench.US(r.encodeCPU)/float64(r.rows), bench.MS(r.cpu)/float64(r.chunks),
 			float64(r.roundTrips)/float64(r.chunks), float64(stmts)/float64(r.chunks), float64(s3n)/float64(r.chunks), float64(r.rssKB)/1024)
 	}
 	fmt.Println()
@@ -363,24 +352,6 @@ func perChunk(m map[string]int, chunks int) string {
 		return "none"
 	}
 	return strings.Join(parts, ", ")
-}
-
-func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
-func us(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1000 }
-
-// metricsOf returns the sink's own counters of an instance.
-func metricsOf(inst *hostclient.Instance) (map[string]float64, error) {
-	raw, err := inst.Metrics()
-	if err != nil {
-		return nil, err
-	}
-	var m struct {
-		Sink map[string]float64 `json:"sink"`
-	}
-	if err := json.Unmarshal([]byte(raw), &m); err != nil {
-		return nil, fmt.Errorf("metrics %q: %w", raw, err)
-	}
-	return m.Sink, nil
 }
 
 // countingProxy is a reverse proxy in front of S3 that counts the requests

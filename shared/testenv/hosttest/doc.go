@@ -3,7 +3,7 @@
 // the call and start options that make requests the runtime never sends
 // (to exercise the host's contract checks), and reads a process's CPU time
 // and memory for the benchmarks. The e2e suites, the benchmarks and the
-// demos under cmd/ use it with hostclient:
+// demos under tools/ use it with hostclient:
 //
 //	bin := hosttest.BuildHost(t)
 //	h := hosttest.StartTest(t, bin, hostclient.Workers(8))
