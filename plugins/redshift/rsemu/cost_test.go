@@ -158,7 +158,10 @@ func TestCommitQueueCountsWritingCommits(t *testing.T) {
 		{"failed", "INSERT INTO t VALUES ('x')", nil, 0},
 	} {
 		skip := len(log.String())
-		_, _ = conn.Exec(e.ctx, c.sql, c.args...)
+		_, err := conn.Exec(e.ctx, c.sql, c.args...)
+		if fails := c.name == "failed"; (err != nil) != fails {
+			t.Fatalf("%s: error %v, want one: %v", c.name, err, fails)
+		}
 		if n := len(turns(t, log, skip)); n != 2*c.turns {
 			t.Errorf("%s: %d commit queue records, want %d", c.name, n, 2*c.turns)
 		}
