@@ -27,6 +27,11 @@
 //
 //     go run ./tools/rsbench                      (make bench-redshift)
 //     go run ./tools/rsbench -batches 5 -sizes 100,10000
+//     go run ./tools/rsbench -copy-latency 1s -commit-latency 600ms
+//
+// The last gives the emulator a real cluster's cost per COPY and per commit
+// (plugins/redshift/rsemu/README.md, "Cost model"); without it the loads
+// cost what PostgreSQL on this machine costs, and small batches look cheap.
 //
 // Needs dist/ (make build; or $PICOMQ_DIST) and the services (.services.env from
 // buildscripts/services.sh start).
@@ -70,6 +75,8 @@ var (
 	records = flag.Int("records", 10000, "records per batch, as the runtime delivers them")
 	sizes   = flag.String("sizes", "100,1000,10000", "comma-separated batch_size values")
 	format  = flag.String("payload-format", "varbyte", "payload_format: varbyte or text")
+	copyLat = flag.Duration("copy-latency", 0, "the emulator's fixed cost per COPY (rsemu.Config.CopyLatency; a cluster: 1s)")
+	commLat = flag.Duration("commit-latency", 0, "the emulator's commit queue turn per commit (rsemu.Config.CommitLatency; a cluster: 600ms)")
 )
 
 func main() { bench.Main("rsbench", run) }
@@ -140,7 +147,7 @@ func run() error {
 	defer proxy.close()
 
 	emu, err := rsemu.New(rsemu.Config{BackendDSN: dsn, S3Endpoint: svc.S3Endpoint, S3AccessKey: svc.S3AccessKey,
-		S3SecretKey: svc.S3SecretKey, S3Region: svc.S3Region})
+		S3SecretKey: svc.S3SecretKey, S3Region: svc.S3Region, CopyLatency: *copyLat, CommitLatency: *commLat})
 	if err != nil {
 		return err
 	}
@@ -149,8 +156,9 @@ func run() error {
 	data, payloadBytes := generate(*batches+1, *records)
 	fmt.Printf("rsbench: %s in %s -> rsemu -> PostgreSQL, Parquet files via a counting proxy -> MinIO\n",
 		filepath.Base(lib), filepath.Base(hostBin))
-	fmt.Printf("workload: per batch_size 1 warm-up + %d measured batches x %d records, %.0f-byte JSON payloads (avg), 16-byte keys, payload_format %s, 1 host worker\n\n",
+	fmt.Printf("workload: per batch_size 1 warm-up + %d measured batches x %d records, %.0f-byte JSON payloads (avg), 16-byte keys, payload_format %s, 1 host worker\n",
 		*batches, *records, float64(payloadBytes)/float64(len(data)*len(data[0])), *format)
+	fmt.Printf("emulated cluster cost: COPY %s, commit %s (commit queue)\n\n", *copyLat, *commLat)
 
 	var results []result
 	for _, size := range sizeList {

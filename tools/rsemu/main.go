@@ -7,6 +7,9 @@
 // (see buildscripts/services.sh). Connect with the backend's credentials:
 //
 //	psql "postgres://picomq:picomq-secret-pw@127.0.0.1:5439/picomq?sslmode=disable"
+//
+// For benchmarks, model a cluster's cost (plugins/redshift/rsemu/README.md,
+// "Cost model"): -copy-latency 1s -commit-latency 600ms.
 package main
 
 import (
@@ -36,7 +39,9 @@ func main() {
 	caseSensitive := flag.Bool("case-sensitive-identifiers", false, "initial enable_case_sensitive_identifier")
 	tlsCert := flag.String("tls-cert", "", "PEM certificate (chain) to serve TLS with; with -tls-key. Default: no TLS, SSLRequest answered N")
 	tlsKey := flag.String("tls-key", "", "PEM private key of -tls-cert")
-	verbose := flag.Bool("v", false, "log connection events")
+	copyLatency := flag.Duration("copy-latency", 0, "fixed time every COPY waits before it loads (benchmarks: 1s)")
+	commitLatency := flag.Duration("commit-latency", 0, "time every commit that wrote holds the cluster-wide commit queue (benchmarks: 600ms)")
+	verbose := flag.Bool("v", false, "log connection events and commit queue turns")
 	flag.Parse()
 
 	if *dsn == "" {
@@ -75,12 +80,15 @@ func main() {
 		CaseSensitiveIdentifiers: *caseSensitive,
 		TLS:                      tlsConfig,
 		Logger:                   logger,
+		CopyLatency:              *copyLatency,
+		CommitLatency:            *commitLatency,
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	logger.Info("rsemu listening", "addr", emu.Addr(), "roles", attached, "tls", tlsConfig != nil)
+	logger.Info("rsemu listening", "addr", emu.Addr(), "roles", attached, "tls", tlsConfig != nil,
+		"copy_latency", *copyLatency, "commit_latency", *commitLatency)
 
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)

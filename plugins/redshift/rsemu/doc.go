@@ -13,7 +13,11 @@
 // It is the Redshift test peer, as kfake is for Kafka: besides the protocol
 // it has hooks for tests (Fault: fail, delay or drop the connection on
 // statements matching a regular expression) and a log of every statement
-// received.
+// received. Config.CopyLatency and Config.CommitLatency model a real
+// cluster's cost for benchmarks: a fixed time per COPY, and commits that
+// wrote serialised through one cluster-wide commit queue (cost.go; README.md
+// gives the values to use, 1s and 600ms, and where they come from). Both
+// are 0 by default: nothing waits.
 //
 // Use it from a test:
 //
@@ -33,6 +37,7 @@
 //
 //	server.go      Config, Server, listening, statement log, cancel forwarding
 //	fault.go       fault hooks
+//	cost.go        cost model: COPY latency, the commit queue, which statements write
 //	session.go     one client connection: startup, simple and extended protocol, emulated statements
 //	lexer.go       SQL tokenizer and statement splitter
 //	plan.go        per-statement decision: pass through, rewrite, emulate or refuse

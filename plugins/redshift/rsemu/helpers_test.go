@@ -45,6 +45,13 @@ type env struct {
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
+	return newEnvWith(t, nil)
+}
+
+// newEnvWith is newEnv with the emulator's Config changed by tweak (unused
+// against a real Redshift).
+func newEnvWith(t *testing.T, tweak func(*rsemu.Config)) *env {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
 	if dsn := os.Getenv(envRedshiftDSN); dsn != "" {
@@ -52,13 +59,17 @@ func newEnv(t *testing.T) *env {
 	}
 	svc := services.Require(t)
 	db := svc.NewDatabase(t)
-	emu := rsemu.NewTest(t, rsemu.Config{
+	cfg := rsemu.Config{
 		BackendDSN:  db.DSN,
 		S3Endpoint:  svc.S3Endpoint,
 		S3AccessKey: svc.S3AccessKey,
 		S3SecretKey: svc.S3SecretKey,
 		S3Region:    svc.S3Region,
-	})
+	}
+	if tweak != nil {
+		tweak(&cfg)
+	}
+	emu := rsemu.NewTest(t, cfg)
 	return &env{
 		t:      t,
 		emu:    emu,

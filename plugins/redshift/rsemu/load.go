@@ -56,6 +56,7 @@ func (s *session) copy(cs *copyStmt) (*result, *Error, error) {
 	if s.srv.s3 == nil {
 		return nil, &Error{Code: CodeInternal, Message: "rsemu: COPY needs Config.S3Endpoint"}, nil
 	}
+	s.srv.copyCost()
 	table, targets, relid, e, err := s.copyTargets(cs)
 	if err != nil || e != nil {
 		return nil, e, err

@@ -58,6 +58,14 @@ type Config struct {
 	TLS *tls.Config
 	// Logger receives connection-level events. Default: discarded.
 	Logger *slog.Logger
+	// CopyLatency is a fixed time every COPY spends before it loads, and
+	// CommitLatency the time every commit that wrote spends in the
+	// cluster-wide commit queue, one commit at a time (cost.go; README.md
+	// says which statements count). They model a real cluster's cost for
+	// benchmarks; README.md gives the values to use and where they come
+	// from. Default 0: no statement waits.
+	CopyLatency   time.Duration
+	CommitLatency time.Duration
 }
 
 // Server is a running Redshift emulator: a PostgreSQL wire-protocol proxy
@@ -81,6 +89,8 @@ type Server struct {
 	password string   // what clients must present; the backend's unless SetPassword changed it
 	issued   []issued // temporary credentials from IssueCredentials
 	tlsConns int      // client connections that completed a TLS handshake
+
+	commitMu sync.Mutex // the cluster's commit queue (commitTurn)
 
 	wg sync.WaitGroup
 }

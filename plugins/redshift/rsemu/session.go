@@ -49,8 +49,11 @@ type session struct {
 	// implicit: the emulator opened the backend transaction of a
 	// multi-statement simple query's implicit transaction block.
 	implicit bool
-	stmts    map[string]*prepared
-	portals  map[string]*portal
+	// wrote: the open backend transaction has written, so its commit
+	// takes a turn of the cluster's commit queue (commitTurn).
+	wrote   bool
+	stmts   map[string]*prepared
+	portals map[string]*portal
 	// skipping: an error happened in an extended-protocol batch; discard
 	// messages until Sync, as PostgreSQL does.
 	skipping bool
@@ -347,7 +350,18 @@ func (s *session) simpleQuery(text string) error {
 		if !ok || s.tx != 'T' {
 			end = "ROLLBACK"
 		}
-		_, e, err := s.mustInternal(end)
+		var e *pgproto3.ErrorResponse
+		run := func() (err error) {
+			_, e, err = s.mustInternal(end)
+			return err
+		}
+		var err error
+		if end == "COMMIT" && s.wrote {
+			err = s.srv.commitTurn(s.id, run)
+		} else {
+			err = run()
+		}
+		s.wrote = false
 		if err != nil {
 			return err
 		}
@@ -419,10 +433,34 @@ func (s *session) simpleStatement(sql string) (bool, error) {
 		s.implicit = false
 		s.sendResult(&result{tag: "BEGIN"}, true)
 	} else {
+		run := func() (err error) {
+			ok, err = s.passSimple(p.sql)
+			return err
+		}
 		var err error
-		if ok, err = s.passSimple(p.sql); err != nil {
+		if s.wrote && s.tx == 'T' && txControl(sql) == "commit" {
+			err = s.srv.commitTurn(s.id, run)
+		} else {
+			err = run()
+		}
+		if err != nil {
 			return false, err
 		}
+	}
+	if ok && writes(p, sql) {
+		if s.tx == 'I' {
+			// It committed by itself: an autocommit statement, or a
+			// TRUNCATE, which also committed the block it was in. Its
+			// reply waits for its turn (the backend already committed).
+			if err := s.srv.commitTurn(s.id, nil); err != nil {
+				return false, err
+			}
+		} else {
+			s.wrote = true
+		}
+	}
+	if s.tx == 'I' {
+		s.wrote = false
 	}
 	if act.dropAfter {
 		return false, errDrop
@@ -677,8 +715,28 @@ func (s *session) execute(m *pgproto3.Execute) error {
 			return s.failExtended(e)
 		}
 		s.sendResult(res, false)
-	} else if _, err := s.forward(m, isExecuteDone); err != nil {
-		return err
+	} else {
+		run := func() error {
+			_, err := s.forward(m, isExecuteDone)
+			return err
+		}
+		var err error
+		if s.wrote && txControl(sql) == "commit" {
+			err = s.srv.commitTurn(s.id, run)
+		} else {
+			err = run()
+		}
+		if err != nil {
+			return err
+		}
+	}
+	// The backend's transaction status is known only at Sync: a write
+	// commits there (implicit transaction) or at a later COMMIT.
+	switch {
+	case txControl(sql) == "commit" || txControl(sql) == "rollback":
+		s.wrote = false
+	case !s.skipping && writes(po.stmt.plan, sql):
+		s.wrote = true
 	}
 	if act.dropAfter {
 		return errDrop
@@ -712,6 +770,7 @@ func (s *session) closeMsg(m *pgproto3.Close) error {
 
 func (s *session) sync() error {
 	s.srv.countRequest()
+	failed := s.skipping // the batch's implicit transaction rolls back
 	s.skipping = false
 	s.fe.Send(&pgproto3.Sync{})
 	if err := s.fe.Flush(); err != nil {
@@ -724,6 +783,16 @@ func (s *session) sync() error {
 		}
 		if rfq, ok := msg.(*pgproto3.ReadyForQuery); ok {
 			s.tx = rfq.TxStatus
+			if s.tx == 'I' {
+				if s.wrote && !failed {
+					// The batch's implicit transaction wrote and
+					// committed: its Sync waits for its turn.
+					if err := s.srv.commitTurn(s.id, nil); err != nil {
+						return err
+					}
+				}
+				s.wrote = false
+			}
 			s.cb.Send(rfq)
 			return s.cb.Flush()
 		}
