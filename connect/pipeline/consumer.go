@@ -31,8 +31,17 @@ type mark struct {
 }
 
 type bucket struct {
-	recs []*kgo.Record
-	last time.Time // when a record last arrived
+	recs  []*kgo.Record
+	last  time.Time // when a record last arrived
+	first time.Time // when the oldest record in recs arrived
+}
+
+// due reports whether b flushes a batch smaller than batch_length now:
+// poll_interval passed without a new record, or (max_batch_latency set)
+// its oldest record has waited that long.
+func (c *consumer) due(b *bucket, now time.Time) bool {
+	return len(b.recs) > 0 && (now.Sub(b.last) >= c.t.PollInterval ||
+		c.t.MaxBatchLatency > 0 && now.Sub(b.first) >= c.t.MaxBatchLatency)
 }
 
 // consumer is one [[topics]] block: one kgo client in one group. Batches
@@ -193,6 +202,9 @@ func (c *consumer) session(ctx, work context.Context) error {
 					b = &bucket{}
 					c.buckets[bk] = b
 				}
+				if len(b.recs) == 0 {
+					b.first = now
+				}
 				b.last = now
 			}
 			b.recs = append(b.recs, r)
@@ -226,15 +238,22 @@ func (c *consumer) session(ctx, work context.Context) error {
 	}
 }
 
-// nextIdleFlush is when the earliest bucket has gone poll_interval without
-// a new record.
+// nextIdleFlush is when the earliest bucket is due: it has gone
+// poll_interval without a new record or, with max_batch_latency, its oldest
+// record has waited that long.
 func (c *consumer) nextIdleFlush() (time.Time, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var at time.Time
 	for _, b := range c.buckets {
 		if len(b.recs) > 0 {
-			if t := b.last.Add(c.t.PollInterval); at.IsZero() || t.Before(at) {
+			t := b.last.Add(c.t.PollInterval)
+			if c.t.MaxBatchLatency > 0 {
+				if l := b.first.Add(c.t.MaxBatchLatency); l.Before(t) {
+					t = l
+				}
+			}
+			if at.IsZero() || t.Before(at) {
 				at = t
 			}
 		}
@@ -254,12 +273,13 @@ func (c *consumer) sortedKeys() []tp {
 	return keys
 }
 
-// flush delivers and commits every full batch, and every bucket idle for
-// poll_interval. On a stop, *failed names the partition that stopped.
+// flush delivers and commits every full batch, and every bucket due (idle
+// for poll_interval, or held max_batch_latency). On a stop, *failed names
+// the partition that stopped.
 func (c *consumer) flush(work context.Context, now time.Time, failed **tp) error {
 	for _, k := range c.sortedKeys() {
 		b := c.buckets[k]
-		for len(b.recs) >= c.t.BatchLength || len(b.recs) > 0 && now.Sub(b.last) >= c.t.PollInterval {
+		for len(b.recs) >= c.t.BatchLength || c.due(b, now) {
 			n := min(len(b.recs), c.t.BatchLength)
 			if err := c.deliver(work, b.recs[:n]); err != nil {
 				var se *StopError
@@ -277,6 +297,11 @@ func (c *consumer) flush(work context.Context, now time.Time, failed **tp) error
 			}
 			clear(b.recs[:n])
 			b.recs = b.recs[n:]
+			// Before this poll every bucket held fewer than batch_length
+			// records (each poll is flushed down to that, and a poll
+			// returns at most batch_length), so the first batch took
+			// all the older ones: what is left arrived in this poll.
+			b.first = b.last
 		}
 		if len(b.recs) == 0 {
 			delete(c.buckets, k)
