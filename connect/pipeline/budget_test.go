@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/picomq/heavy-sinks/connect/internal/fakeplugin"
@@ -83,5 +84,59 @@ func testMemoryBudget(t *testing.T, p *fakeplugin.Plugin) {
 	}
 	if u := b.Used(); u != 0 {
 		t.Errorf("%d bytes still counted with nothing buffered", u)
+	}
+}
+
+// A partition revoked in a rebalance gives its buffered bytes back: once a
+// second member takes one of two partitions, the first counts only what
+// it still holds.
+func TestMemoryBudgetRevocation(t *testing.T) {
+	const perPartition = 20
+	kf, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, "a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(kf.Close)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(kf.ListenAddrs()...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	var recs []*kgo.Record
+	var size int64
+	for p := range int32(2) {
+		for i := range perPartition {
+			r := &kgo.Record{Topic: "a", Partition: p, Key: []byte("k"), Value: fmt.Appendf(nil, `{"n":%d}`, 100+i)}
+			size = int64(len(r.Key) + len(r.Value)) // the same for every record
+			recs = append(recs, r)
+		}
+	}
+	if err := cl.ProduceSync(context.Background(), recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	// Nothing is due: the buckets hold every record until shutdown.
+	block := "[[topics]]\ntopics = [\"a\"]\nschema = \"json\"\nbatch_length = 1000\npoll_interval = \"1h\"\n"
+	h1 := newHarness(t, kf, block, fake(&fakeplugin.Plugin{}))
+	b1 := pipeline.NewBudget(0)
+	h1.budget = b1
+	h1.start()
+	poll.Until(t, 20*time.Second, "both partitions buffered", func() bool { return b1.Used() == 2*perPartition*size })
+	h2 := newHarness(t, kf, block, fake(&fakeplugin.Plugin{}))
+	h2.budget = pipeline.NewBudget(0)
+	h2.start()
+	poll.Until(t, 30*time.Second, "one partition moved to the second member", func() bool {
+		return h1.logged("event=partition_revoked") && h2.budget.Used() == perPartition*size
+	})
+	if u := b1.Used(); u != perPartition*size {
+		t.Errorf("the first member counts %d bytes after the revocation, want the %d of the partition it kept", u, perPartition*size)
+	}
+	if err := h2.stop(); err != nil {
+		t.Fatal(err)
+	}
+	if err := h1.stop(); err != nil {
+		t.Fatal(err)
+	}
+	if u1, u2 := b1.Used(), h2.budget.Used(); u1 != 0 || u2 != 0 {
+		t.Errorf("%d and %d bytes counted after both stopped", u1, u2)
 	}
 }
