@@ -74,6 +74,7 @@ func run(args []string) (code int) {
 	pluginDir := fs.String("plugin-dir", "dist", "directory a definition's relative path is resolved against")
 	hostBin := fs.String("host", "", "picomq-host binary (default: picomq-host in --plugin-dir, next to this executable, or on PATH)")
 	workers := fs.Int("workers", 4, "host threads per plugin library")
+	maxBuffered := fs.Int64("max-buffered-bytes", 0, "cap on the bytes of records buffered by every sink together; past it the largest buckets flush early (0: no cap)")
 	shutdown := fs.Duration("shutdown-timeout", 30*time.Second, "bound on the whole shutdown: flush, final commit, closing the plugins; plugin hosts still running then are killed")
 	level := fs.String("log-level", "info", "debug, info, warn or error")
 	format := fs.String("log-format", "text", "text or json")
@@ -97,6 +98,9 @@ func run(args []string) (code int) {
 	// From here every way out, refusals at start included, ends with this
 	// line, in the format asked for.
 	defer func() { log.Info("picomq-connect stopped", "event", "runtime_stopped", "exit_code", code) }()
+	if *maxBuffered < 0 {
+		return startupFailed(log, "--max-buffered-bytes", fmt.Errorf("%d: want 0 (no cap) or a number of bytes", *maxBuffered))
+	}
 	if fs.NArg() == 0 {
 		if *format == "text" {
 			fs.Usage()
@@ -160,7 +164,10 @@ func run(args []string) (code int) {
 	var sinks []*pipeline.Sink
 	var insts []*child.Instance
 	metrics := observe.NewMetrics()
-	cfg := pipeline.Config{Brokers: splitList(*brokers), Logger: log, ShutdownTimeout: *shutdown, Observer: metrics}
+	// One budget for every sink: the process is what runs out of memory.
+	budget := pipeline.NewBudget(*maxBuffered)
+	metrics.Watch(budget)
+	cfg := pipeline.Config{Brokers: splitList(*brokers), Logger: log, ShutdownTimeout: *shutdown, Observer: metrics, Budget: budget}
 	for _, d := range enabled {
 		lib := d.LibraryPath(*pluginDir)
 		p := procs[lib]

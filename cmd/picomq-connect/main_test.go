@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime/debug"
 	"strings"
 	"testing"
@@ -231,5 +232,38 @@ func TestGCPercent(t *testing.T) {
 	setGCPercent(func(k string) string { return map[string]string{"GOGC": "100"}[k] })
 	if got := debug.SetGCPercent(100); got != 100 {
 		t.Errorf("GC percent %d with GOGC=100, want it left alone", got)
+	}
+}
+
+// --max-buffered-bytes below what one poll buffers flushes early: the
+// flushes are counted on /metrics, every record is committed, and the
+// buffered bytes return to 0. A negative cap is refused at start.
+func TestMaxBufferedBytes(t *testing.T) {
+	kf, defDir, _ := setup(t, "")
+	if code := run(append([]string{"--max-buffered-bytes", "-1"}, args(t, kf, defDir)...)); code != exitUsage {
+		t.Errorf("--max-buffered-bytes -1: exit %d, want %d", code, exitUsage)
+	}
+	servers := listened(t)
+	done := make(chan int, 1)
+	// The 7 records are 7 bytes each; batch_length is 5: a cap of 10
+	// bytes flushes the 2 left after the first full batch at once.
+	go func() {
+		done <- run(append([]string{"--http", "127.0.0.1:0", "--max-buffered-bytes", "10"}, args(t, kf, defDir)...))
+	}()
+	url := endpoint(t, servers)
+	waitCommitted(t, kf, "picomq-connect-sink-cli", 7)
+	flushes := regexp.MustCompile(`(?m)^picomq_connect_memory_flushes_total ([1-9][0-9]*)$`)
+	var body string
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if _, body = get(t, url+"/metrics"); flushes.MatchString(body) && strings.Contains(body, "\npicomq_connect_buffered_bytes 0\n") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("/metrics never showed an early flush with nothing left buffered:\n%s", body)
+		}
+	}
+	sigterm(t)
+	if code := waitExit(t, done, 30*time.Second); code != exitOK {
+		t.Errorf("exit code %d, want 0", code)
 	}
 }

@@ -43,6 +43,9 @@ type Topic struct {
 	Schema       Schema
 	BatchLength  int
 	PollInterval time.Duration
+	// MaxBatchLatency bounds how long a record waits in its bucket after
+	// it was fetched; 0 is off (the spec: batch_length or poll_interval).
+	MaxBatchLatency time.Duration
 	// ConsumerGroup is the group id: consumer_group, or
 	// picomq-connect-sink-<key> for the first block and
 	// picomq-connect-sink-<key>-<Index> for the others.

@@ -77,6 +77,7 @@ pattern = '^c\d+'
 schema = "text"
 batch_length = 5
 poll_interval = "2s"
+max_batch_latency = "5s"
 consumer_group = "g2"
 auto_offset_reset = "latest"
 [topics.properties]
@@ -93,10 +94,10 @@ auto_offset_reset = "latest"
 	}
 	a, b := d.Topics[0], d.Topics[1]
 	if a.BatchLength != definition.DefaultBatchLength || a.PollInterval != definition.DefaultPollInterval ||
-		a.ConsumerGroup != "picomq-connect-sink-k" || a.Pattern != "" || a.Schema != definition.SchemaRaw {
+		a.ConsumerGroup != "picomq-connect-sink-k" || a.Pattern != "" || a.Schema != definition.SchemaRaw || a.MaxBatchLatency != 0 {
 		t.Errorf("block 1: %+v", a)
 	}
-	if b.Pattern != `^c\d+` || b.BatchLength != 5 || b.PollInterval != 2*time.Second || b.ConsumerGroup != "g2" ||
+	if b.Pattern != `^c\d+` || b.BatchLength != 5 || b.PollInterval != 2*time.Second || b.MaxBatchLatency != 5*time.Second || b.ConsumerGroup != "g2" ||
 		b.OffsetReset != definition.Latest || b.Index != 2 {
 		t.Errorf("block 2: %+v", b)
 	}
@@ -124,6 +125,7 @@ func TestRefused(t *testing.T) {
 		{"float version", "type = \"sink\"\nkey = \"k\"\nversion = 1.5\npath = \"p\"\n" + block, "f.toml:3:11: version: cannot decode TOML float"},
 		{"bad duration", head + block + "poll_interval = \"soon\"\n", "f.toml:7:17: topics.poll_interval"},
 		{"zero duration", head + block + "poll_interval = \"0s\"\n", "must be above zero"},
+		{"negative latency", head + block + "max_batch_latency = \"-1s\"\n", "f.toml:7:21: topics.max_batch_latency: duration \"-1s\" must be above zero"},
 		{"avro", head + "[[topics]]\ntopics = [\"a\"]\nschema = \"avro\"\n", `f.toml:6:1: topics[1].schema: schema "avro" is not supported`},
 		{"proto", head + "[[topics]]\ntopics = [\"a\"]\nschema = \"proto\"\n", `schema "proto" is not supported`},
 		{"unknown schema", head + "[[topics]]\ntopics = [\"a\"]\nschema = \"xml\"\n", `unknown schema "xml"`},

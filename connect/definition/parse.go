@@ -170,9 +170,14 @@ func (p *parsed) topic(sinkKey string, i int, r *rawTopic) Topic {
 				p.errorf(blockKey(i, ""), "[[topics]] block %d names neither topics nor pattern", i+1)
 			}
 		},
-		"schema":            func(report) { t.Schema = Schema(*r.Schema) },
-		"batch_length":      func(report) { t.BatchLength = int(*r.BatchLength) },
-		"poll_interval":     func(report) { t.PollInterval = time.Duration(*r.PollInterval) },
+		"schema":        func(report) { t.Schema = Schema(*r.Schema) },
+		"batch_length":  func(report) { t.BatchLength = int(*r.BatchLength) },
+		"poll_interval": func(report) { t.PollInterval = time.Duration(*r.PollInterval) },
+		"max_batch_latency": func(report) {
+			if r.MaxBatchLatency != nil {
+				t.MaxBatchLatency = time.Duration(*r.MaxBatchLatency)
+			}
+		},
 		"auto_offset_reset": func(report) { t.OffsetReset = OffsetReset(*r.AutoOffsetReset) },
 		"errors_tolerance":  func(report) { t.ErrorsTolerance = Tolerance(*r.ErrorsTolerance) },
 		"consumer_group": func(errorf report) {

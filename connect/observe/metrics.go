@@ -102,6 +102,21 @@ func NewMetrics() *Metrics {
 	return m
 }
 
+// Watch exports the runtime's Budget of buffered bytes (shared by every
+// sink): the bytes buffered now and the early flushes its cap caused.
+// Called once, before serving.
+func (m *Metrics) Watch(b *pipeline.Budget) {
+	m.reg.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "picomq_connect_buffered_bytes",
+			Help: "Bytes (key, value and headers) of the records every consumer holds in its buckets, not yet committed.",
+		}, func() float64 { return float64(b.Used()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "picomq_connect_memory_flushes_total",
+			Help: "Batches flushed before batch_length or their deadline because the buffered bytes passed --max-buffered-bytes.",
+		}, func() float64 { return float64(b.EarlyFlushes()) }))
+}
+
 // Registry is where every metric is registered; /metrics serves it.
 func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
 

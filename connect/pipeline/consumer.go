@@ -31,8 +31,18 @@ type mark struct {
 }
 
 type bucket struct {
-	recs []*kgo.Record
-	last time.Time // when a record last arrived
+	recs  []*kgo.Record
+	last  time.Time // when a record last arrived
+	first time.Time // when the oldest record in recs arrived
+	bytes int64     // what recs count against the Budget
+}
+
+// due reports whether b flushes a batch smaller than batch_length now:
+// poll_interval passed without a new record, or (max_batch_latency set)
+// its oldest record has waited that long.
+func (c *consumer) due(b *bucket, now time.Time) bool {
+	return len(b.recs) > 0 && (now.Sub(b.last) >= c.t.PollInterval ||
+		c.t.MaxBatchLatency > 0 && now.Sub(b.first) >= c.t.MaxBatchLatency)
 }
 
 // consumer is one [[topics]] block: one kgo client in one group. Batches
@@ -115,8 +125,12 @@ func (c *consumer) session(ctx, work context.Context) error {
 		defer c.mu.Unlock()
 		for topic, ps := range parts {
 			for _, p := range ps {
-				if b := c.buckets[tp{topic, p}]; b != nil && len(b.recs) > 0 {
-					c.log.Info("partition revoked; dropping its buffered records", "event", "partition_revoked", "topic", topic, "partition", p, "records", len(b.recs))
+				if b := c.buckets[tp{topic, p}]; b != nil {
+					if len(b.recs) > 0 {
+						c.log.Info("partition revoked; dropping its buffered records", "event", "partition_revoked", "topic", topic, "partition", p, "records", len(b.recs))
+					}
+					c.s.cfg.Budget.add(-b.bytes)
+					b.bytes = 0
 				}
 				delete(c.buckets, tp{topic, p})
 				c.s.forget(tp{topic, p})
@@ -161,6 +175,7 @@ func (c *consumer) session(ctx, work context.Context) error {
 				"event", "leave_group_timeout", "err", err)
 		}
 		cl.Close()
+		c.release()
 	}()
 	c.cl = cl
 	go c.s.refreshEnds(sctx, cl)
@@ -186,6 +201,7 @@ func (c *consumer) session(ctx, work context.Context) error {
 		// once per run of records, not once per record.
 		var b *bucket
 		var bk tp
+		var polled int64
 		fs.EachRecord(func(r *kgo.Record) {
 			if b == nil || r.Partition != bk.partition || r.Topic != bk.topic {
 				bk = tp{r.Topic, r.Partition}
@@ -193,10 +209,19 @@ func (c *consumer) session(ctx, work context.Context) error {
 					b = &bucket{}
 					c.buckets[bk] = b
 				}
+				if len(b.recs) == 0 {
+					b.first = now
+				}
 				b.last = now
 			}
 			b.recs = append(b.recs, r)
+			n := recordBytes(r)
+			b.bytes += n
+			polled += n
 		})
+		if polled != 0 {
+			c.s.cfg.Budget.add(polled)
+		}
 		if sctx.Err() != nil {
 			c.mu.Unlock()
 			if ctx.Err() != nil {
@@ -226,15 +251,34 @@ func (c *consumer) session(ctx, work context.Context) error {
 	}
 }
 
-// nextIdleFlush is when the earliest bucket has gone poll_interval without
-// a new record.
+// release gives back to the Budget what the session's buckets still count:
+// those a shutdown flushed, and those a stop or rewind left (fetched again
+// by the next session or owner).
+func (c *consumer) release() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, b := range c.buckets {
+		c.s.cfg.Budget.add(-b.bytes)
+		b.bytes = 0
+	}
+}
+
+// nextIdleFlush is when the earliest bucket is due: it has gone
+// poll_interval without a new record or, with max_batch_latency, its oldest
+// record has waited that long.
 func (c *consumer) nextIdleFlush() (time.Time, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var at time.Time
 	for _, b := range c.buckets {
 		if len(b.recs) > 0 {
-			if t := b.last.Add(c.t.PollInterval); at.IsZero() || t.Before(at) {
+			t := b.last.Add(c.t.PollInterval)
+			if c.t.MaxBatchLatency > 0 {
+				if l := b.first.Add(c.t.MaxBatchLatency); l.Before(t) {
+					t = l
+				}
+			}
+			if at.IsZero() || t.Before(at) {
 				at = t
 			}
 		}
@@ -254,34 +298,79 @@ func (c *consumer) sortedKeys() []tp {
 	return keys
 }
 
-// flush delivers and commits every full batch, and every bucket idle for
-// poll_interval. On a stop, *failed names the partition that stopped.
+// flush delivers and commits every full batch, and every bucket due (idle
+// for poll_interval, or held max_batch_latency); then, while the runtime's
+// buffered bytes are over --max-buffered-bytes, this block's largest
+// buckets early. On a stop, *failed names the partition that stopped.
 func (c *consumer) flush(work context.Context, now time.Time, failed **tp) error {
 	for _, k := range c.sortedKeys() {
 		b := c.buckets[k]
-		for len(b.recs) >= c.t.BatchLength || len(b.recs) > 0 && now.Sub(b.last) >= c.t.PollInterval {
-			n := min(len(b.recs), c.t.BatchLength)
-			if err := c.deliver(work, b.recs[:n]); err != nil {
-				var se *StopError
-				if errors.As(err, &se) {
-					*failed = &k
-				}
+		for len(b.recs) >= c.t.BatchLength || c.due(b, now) {
+			if err := c.flushHead(work, k, b, failed); err != nil {
 				return err
 			}
-			c.commit(work, b.recs[n-1])
-			// Committed: nothing holds these records any more (the
-			// plugin's frame and the dead letters are written), so
-			// kgo may decode the next fetch into them.
-			for _, r := range b.recs[:n] {
-				r.Recycle()
-			}
-			clear(b.recs[:n])
-			b.recs = b.recs[n:]
 		}
 		if len(b.recs) == 0 {
 			delete(c.buckets, k)
 		}
 	}
+	// Only this block's buckets: another block's are delivered by its own
+	// loop, one batch at a time. Every poll of every block ends here, so
+	// the total stays within the cap plus the polls in flight.
+	budget := c.s.cfg.Budget
+	for budget.over() {
+		var k tp
+		var b *bucket
+		for bk, bb := range c.buckets {
+			if b == nil || bb.bytes > b.bytes || bb.bytes == b.bytes && (bk.topic < k.topic || bk.topic == k.topic && bk.partition < k.partition) {
+				k, b = bk, bb
+			}
+		}
+		if b == nil {
+			break
+		}
+		c.log.Debug("buffered bytes over the budget; flushing the largest bucket early", "event", "memory_flush",
+			"topic", k.topic, "partition", k.partition, "records", len(b.recs), "bytes", b.bytes, "buffered_bytes", budget.Used())
+		budget.flushes.Add(1)
+		if err := c.flushHead(work, k, b, failed); err != nil {
+			return err
+		}
+		if len(b.recs) == 0 {
+			delete(c.buckets, k)
+		}
+	}
+	return nil
+}
+
+// flushHead delivers and commits the first batch of bucket k (at most
+// batch_length records) and takes it off the bucket and the budget.
+func (c *consumer) flushHead(work context.Context, k tp, b *bucket, failed **tp) error {
+	n := min(len(b.recs), c.t.BatchLength)
+	if err := c.deliver(work, b.recs[:n]); err != nil {
+		var se *StopError
+		if errors.As(err, &se) {
+			*failed = &k
+		}
+		return err
+	}
+	c.commit(work, b.recs[n-1])
+	// Committed: nothing holds these records any more (the plugin's
+	// frame and the dead letters are written), so kgo may decode the
+	// next fetch into them.
+	var freed int64
+	for _, r := range b.recs[:n] {
+		freed += recordBytes(r)
+		r.Recycle()
+	}
+	clear(b.recs[:n])
+	b.recs = b.recs[n:]
+	b.bytes -= freed
+	c.s.cfg.Budget.add(-freed)
+	// Before this poll every bucket held fewer than batch_length records
+	// (each poll is flushed down to that, and a poll returns at most
+	// batch_length), so the first batch took all the older ones: what is
+	// left arrived in this poll.
+	b.first = b.last
 	return nil
 }
 

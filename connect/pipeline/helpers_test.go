@@ -166,7 +166,9 @@ type harness struct {
 	brokers []string
 	// shutdownTimeout, when set, is the sink's Config.ShutdownTimeout.
 	shutdownTimeout time.Duration
-	logs            logbuf.Buffer // the sink's log lines, for a test to look for an event
+	// budget, when set, is the sink's Config.Budget.
+	budget *pipeline.Budget
+	logs   logbuf.Buffer // the sink's log lines, for a test to look for an event
 }
 
 // logged reports whether a logged line contains s.
@@ -279,7 +281,7 @@ func (h *harness) start() {
 		brokers = h.kf.ListenAddrs()
 	}
 	h.sink = pipeline.New(h.def, out, pipeline.Config{Brokers: brokers, Logger: log, Backoff: h.backoff.wait, Observer: &h.seen,
-		OpenBackoff: h.openBackoff.wait, ShutdownTimeout: h.shutdownTimeout, ClientOpts: []kgo.Opt{kgo.FetchMaxWait(50 * time.Millisecond)}})
+		OpenBackoff: h.openBackoff.wait, ShutdownTimeout: h.shutdownTimeout, Budget: h.budget, ClientOpts: []kgo.Opt{kgo.FetchMaxWait(50 * time.Millisecond)}})
 	runCtx, cancel := context.WithCancel(ctx)
 	h.cancel, h.done = cancel, make(chan error, 1)
 	go func() { h.done <- h.sink.Run(runCtx) }()

@@ -67,6 +67,9 @@ type Config struct {
 	// LagRefresh is how often each consumer lists its topics' end offsets
 	// for the lag it reports (fetches update it in between); default 5s.
 	LagRefresh time.Duration
+	// Budget counts (and, with a limit, caps) the bytes buffered by
+	// every sink sharing it; default one of this sink's own, uncapped.
+	Budget *Budget
 }
 
 // MaxAttempts is how many times one batch is delivered before its
@@ -111,6 +114,9 @@ func New(def *definition.Definition, out Deliverer, cfg Config) *Sink {
 	}
 	if cfg.LagRefresh <= 0 {
 		cfg.LagRefresh = 5 * time.Second
+	}
+	if cfg.Budget == nil {
+		cfg.Budget = NewBudget(0)
 	}
 	return &Sink{def: def, out: out, cfg: cfg, log: cfg.Logger.With("sink_key", def.Key), state: StateStarting}
 }
