@@ -36,7 +36,8 @@
 // backoff), consumer.go (the poll and bucket loop, commits, assignments,
 // revocations), deliver.go (decoding, attempts, backoff, outcomes),
 // deadletter.go (the dead-letter producer, the check that its topics
-// exist), jsonvalid.go (the runtime's check of a json payload),
+// exist), jsonvalid.go (the runtime's check of a json payload), budget.go
+// (the runtime-wide cap on buffered bytes),
 // client.go (kgo options from a definition), status.go (committed
 // offset, high watermark and lag per assigned topic-partition).
 package pipeline
