@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -23,6 +24,7 @@ import (
 	"github.com/picomq/heavy-sinks/connect/observe"
 	"github.com/picomq/heavy-sinks/shared/testenv/hosttest"
 	"github.com/picomq/heavy-sinks/shared/testenv/logbuf"
+	"github.com/picomq/heavy-sinks/shared/testenv/poll"
 )
 
 // captured sends run's stderr to a buffer for one test, and prints it
@@ -381,4 +383,47 @@ func TestRefusedAfterWaitStopsEverySink(t *testing.T) {
 	logs.WaitJSON(t, "consumer_stopped of up", func(m map[string]any) bool {
 		return m["event"] == "consumer_stopped" && m["sink_key"] == "up"
 	})
+}
+
+// A library whose loading never answers does not hold the runtime: SIGTERM
+// while its host loads it ends the start-up (exit 0, nothing consumed) and
+// its host is killed. The load waited with the process lock held, and every
+// later caller, the shutdown included, waited behind it for ever.
+func TestSIGTERMWhileALibraryLoads(t *testing.T) {
+	t.Setenv("PICOMQ_TEST_PLUGIN_LOAD_DELAY", "1h")
+	kf, defDir, _ := setup(t, "")
+	logs := captured(t)
+	a := append([]string{"--log-format", "json", "--shutdown-timeout", "2s"}, args(t, kf, defDir)...)
+	done := make(chan int, 1)
+	go func() { done <- run(a) }()
+	logs.WaitJSON(t, "sink_started", event("sink_started"))
+	// The host is started and loading: a child of ours that has not said
+	// host_started.
+	hosts := func() []int {
+		var pids []int
+		ents, _ := os.ReadDir("/proc")
+		for _, e := range ents {
+			pid, err := strconv.Atoi(e.Name())
+			if err != nil {
+				continue
+			}
+			stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+			if err != nil {
+				continue
+			}
+			// pid (comm) state ppid ...
+			_, rest, _ := strings.Cut(string(stat), ") ")
+			f := strings.Fields(rest)
+			if len(f) > 1 && f[1] == strconv.Itoa(os.Getpid()) && strings.Contains(string(stat), "(picomq_host)") {
+				pids = append(pids, pid)
+			}
+		}
+		return pids
+	}
+	poll.Until(t, 30*time.Second, "a picomq-host child", func() bool { return len(hosts()) > 0 })
+	sigterm(t)
+	if code := waitExit(t, done, 12*time.Second); code != exitOK {
+		t.Errorf("exit code %d, want %d", code, exitOK)
+	}
+	poll.Until(t, 5*time.Second, "no picomq-host child left", func() bool { return len(hosts()) == 0 })
 }

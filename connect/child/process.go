@@ -87,13 +87,22 @@ func (p *Process) current(ctx context.Context) (*hostclient.Host, *hostclient.Li
 	if err != nil {
 		return nil, nil, 0, fmt.Errorf("starting plugin host %s: %w", p.bin, err)
 	}
-	l, err := h.Load(p.lib)
+	// Loading runs the library's initialisation and describe() runs its
+	// code: both are bounded by ctx, since p.mu is held meanwhile and a
+	// library that never answers would otherwise hold every caller, and the
+	// shutdown, forever.
+	l, err := h.Load(p.lib, hostclient.WithContext(ctx))
 	if err != nil {
 		h.Kill()
 		return nil, nil, 0, fmt.Errorf("%s: %w", p.lib, err) // the error says "load: "
 	}
+	checks, desc, err := payloadChecks(ctx, l, p.log)
+	if err != nil {
+		h.Kill()
+		return nil, nil, 0, fmt.Errorf("%s: describe: %w", p.lib, err)
+	}
 	p.h, p.l = h, l
-	p.checks, p.desc = payloadChecks(l, p.log)
+	p.checks, p.desc = checks, desc
 	p.gen++
 	p.log.Info("plugin host process started", "event", "host_started", "pid", h.Pid(), "generation", p.gen)
 	return h, l, p.gen, nil
@@ -102,21 +111,25 @@ func (p *Process) current(ctx context.Context) (*hostclient.Host, *hostclient.Li
 // payloadChecks reads the schemas whose payloads the library checks itself
 // (describe()'s payload_checks). A library that does not say, or whose
 // description cannot be read, checks none: the runtime checks them all.
-// It returns the description too ("" when describe failed).
-func payloadChecks(l *hostclient.Lib, log *slog.Logger) ([]string, string) {
-	js, err := l.Describe()
+// It returns the description too ("" when describe failed), and an error
+// only when ctx ended first.
+func payloadChecks(ctx context.Context, l *hostclient.Lib, log *slog.Logger) ([]string, string, error) {
+	js, err := l.Describe(hostclient.WithContext(ctx))
+	if err != nil && ctx.Err() != nil {
+		return nil, "", err
+	}
 	if err != nil {
 		log.Warn("describe failed; the runtime checks every payload itself", "err", err)
-		return nil, ""
+		return nil, "", nil
 	}
 	var d struct {
 		PayloadChecks []string `json:"payload_checks"`
 	}
 	if err := json.Unmarshal([]byte(js), &d); err != nil {
 		log.Warn("describe returned no JSON object; the runtime checks every payload itself", "err", err)
-		return nil, js
+		return nil, js, nil
 	}
-	return d.PayloadChecks, js
+	return d.PayloadChecks, js, nil
 }
 
 // Description returns the library's describe() document as read when its

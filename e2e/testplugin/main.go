@@ -45,6 +45,12 @@ type Config struct {
 func main() {}
 
 func init() {
+	// A library whose loading never ends, for the runtime's tests that a
+	// stuck load does not hold the shutdown: Go runs this before any export
+	// of the library answers, so picomq_sink_plugin_init waits for it.
+	if d, err := time.ParseDuration(os.Getenv("PICOMQ_TEST_PLUGIN_LOAD_DELAY")); err == nil {
+		time.Sleep(d)
+	}
 	sdk.Register(sdk.Plugin[Config]{Name: "test_sink", New: func() sdk.Sink[Config] { return &sink{} }})
 }
 
