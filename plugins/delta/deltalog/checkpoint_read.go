@@ -8,6 +8,7 @@ import (
 	"io"
 	"slices"
 	"sort"
+	"strings"
 
 	"github.com/parquet-go/parquet-go"
 )
@@ -104,13 +105,14 @@ func readParquetCheckpoint(ctx context.Context, store Store, path string, size i
 	if err != nil {
 		return fmt.Errorf("open checkpoint %s: %w", path, err)
 	}
+	lookup := columnLookup{root: pf.Root()}
 	var cols *checkpointColumns
 	if want.nonFile {
-		cols = lookupCheckpointColumns(pf.Root())
+		cols = lookupCheckpointColumns(&lookup)
 	}
 	var fc *fileColumns
 	if want.files {
-		fc = lookupFileColumns(pf.Root())
+		fc = lookupFileColumns(&lookup)
 	}
 	if ranged != nil {
 		if err := ranged.prefetch(pf, cols.leafIndexes()); err != nil {
@@ -138,10 +140,105 @@ func readParquetCheckpoint(ctx context.Context, store Store, path string, size i
 // leaf is a resolved leaf column (nil when the file does not have it).
 type leaf = *parquet.Column
 
-// listLeaf/mapLeaves descend through whatever the writer called the
-// repeated groups ("list/element", "bag/array", "key_value", "entries").
+// mapLeaves are the key and value leaves of a map<string,string> column.
 type mapLeaves struct{ key, value leaf }
 
+// columnLookup is the one column lookup of checkpoint reading: columns are
+// found by name, and a leaf is served only at the repetition depth its
+// decoder reads — 0 for a scalar (one value per row), 1 for a list element
+// or a map key (readCells counts rows at repetition level 0 and pairs map
+// keys with values by position, which is only sound one level deep). The
+// checkpoint schema puts every action at the top level as an optional
+// struct, so in any Delta checkpoint (ours, Spark's, delta-rs's, the
+// kernel's) the scalars are at depth 0 and the lists and maps at depth 1;
+// a column present at another depth is not one the reader knows how to
+// decode and reads as missing. refused names such columns (tests assert
+// there are none in real checkpoints).
+type columnLookup struct {
+	root    *parquet.Column
+	refused []string
+}
+
+// childColumn is root/names, or nil.
+func childColumn(col *parquet.Column, names ...string) *parquet.Column {
+	for _, n := range names {
+		if col == nil {
+			return nil
+		}
+		col = col.Column(n)
+	}
+	return col
+}
+
+func (l *columnLookup) refuse(names []string) {
+	l.refused = append(l.refused, strings.Join(names, "."))
+}
+
+// scalar is the non-repeated leaf at root/names, or nil.
+func (l *columnLookup) scalar(names ...string) leaf {
+	col := childColumn(l.root, names...)
+	if col == nil {
+		return nil
+	}
+	if !col.Leaf() || col.MaxRepetitionLevel() != 0 {
+		l.refuse(names)
+		return nil
+	}
+	return col
+}
+
+// list is the element leaf of the list<string> at root/names, whatever
+// the writer called its repeated group ("list/element", "bag/array", or a
+// legacy two-level list), or nil.
+func (l *columnLookup) list(names ...string) leaf {
+	col := childColumn(l.root, names...)
+	if col == nil {
+		return nil
+	}
+	for !col.Leaf() {
+		cs := col.Columns()
+		if len(cs) != 1 {
+			l.refuse(names)
+			return nil
+		}
+		col = cs[0]
+	}
+	if col.MaxRepetitionLevel() != 1 {
+		l.refuse(names)
+		return nil
+	}
+	return col
+}
+
+// mapOf finds the key and value leaves of the map<string,string> at
+// root/names whatever the repeated group is called ("key_value",
+// "entries", ...).
+func (l *columnLookup) mapOf(names ...string) mapLeaves {
+	col := childColumn(l.root, names...)
+	if col == nil {
+		return mapLeaves{}
+	}
+	if col.Leaf() || len(col.Columns()) != 1 {
+		l.refuse(names)
+		return mapLeaves{}
+	}
+	kv := col.Columns()[0]
+	if kv.Leaf() || len(kv.Columns()) != 2 {
+		l.refuse(names)
+		return mapLeaves{}
+	}
+	k, v := kv.Column("key"), kv.Column("value")
+	if k == nil || v == nil {
+		k, v = kv.Columns()[0], kv.Columns()[1]
+	}
+	if !k.Leaf() || !v.Leaf() || k.MaxRepetitionLevel() != 1 {
+		l.refuse(names)
+		return mapLeaves{}
+	}
+	return mapLeaves{k, v}
+}
+
+// checkpointColumns are the leaves of the non-file actions.
 type checkpointColumns struct {
 	protoReader, protoWriter     leaf
 	protoReaderFeatures          leaf
@@ -157,69 +254,29 @@ type checkpointColumns struct {
 	cpmVersion                   leaf
 }
 
-func lookupCheckpointColumns(root *parquet.Column) *checkpointColumns {
-	c := &checkpointColumns{}
-	child := childColumn
-	scalar := func(names ...string) leaf {
-		col := child(root, names...)
-		if col == nil || !col.Leaf() {
-			return nil
-		}
-		return col
+func lookupCheckpointColumns(l *columnLookup) *checkpointColumns {
+	return &checkpointColumns{
+		protoReader:         l.scalar("protocol", "minReaderVersion"),
+		protoWriter:         l.scalar("protocol", "minWriterVersion"),
+		protoReaderFeatures: l.list("protocol", "readerFeatures"),
+		protoWriterFeatures: l.list("protocol", "writerFeatures"),
+		mdID:                l.scalar("metaData", "id"),
+		mdName:              l.scalar("metaData", "name"),
+		mdDescription:       l.scalar("metaData", "description"),
+		mdSchema:            l.scalar("metaData", "schemaString"),
+		mdCreated:           l.scalar("metaData", "createdTime"),
+		mdPartitionColumns:  l.list("metaData", "partitionColumns"),
+		mdConfiguration:     l.mapOf("metaData", "configuration"),
+		mdProvider:          l.scalar("metaData", "format", "provider"),
+		mdOptions:           l.mapOf("metaData", "format", "options"),
+		txnAppID:            l.scalar("txn", "appId"),
+		txnVersion:          l.scalar("txn", "version"),
+		txnLU:               l.scalar("txn", "lastUpdated"),
+		dmDomain:            l.scalar("domainMetadata", "domain"),
+		dmConfig:            l.scalar("domainMetadata", "configuration"),
+		dmRemove:            l.scalar("domainMetadata", "removed"),
+		cpmVersion:          l.scalar("checkpointMetadata", "version"),
 	}
-	list := func(names ...string) leaf {
-		col := child(root, names...)
-		for col != nil && !col.Leaf() {
-			cs := col.Columns()
-			if len(cs) != 1 {
-				return nil
-			}
-			col = cs[0]
-		}
-		if col == nil || col.MaxRepetitionLevel() == 0 {
-			return nil
-		}
-		return col
-	}
-	mapOf := func(names ...string) mapLeaves {
-		col := child(root, names...)
-		if col == nil || col.Leaf() || len(col.Columns()) != 1 {
-			return mapLeaves{}
-		}
-		kv := col.Columns()[0]
-		if kv.Leaf() || len(kv.Columns()) != 2 {
-			return mapLeaves{}
-		}
-		k, v := kv.Column("key"), kv.Column("value")
-		if k == nil || v == nil {
-			k, v = kv.Columns()[0], kv.Columns()[1]
-		}
-		if !k.Leaf() || !v.Leaf() || k.MaxRepetitionLevel() == 0 {
-			return mapLeaves{}
-		}
-		return mapLeaves{k, v}
-	}
-	c.protoReader = scalar("protocol", "minReaderVersion")
-	c.protoWriter = scalar("protocol", "minWriterVersion")
-	c.protoReaderFeatures = list("protocol", "readerFeatures")
-	c.protoWriterFeatures = list("protocol", "writerFeatures")
-	c.mdID = scalar("metaData", "id")
-	c.mdName = scalar("metaData", "name")
-	c.mdDescription = scalar("metaData", "description")
-	c.mdSchema = scalar("metaData", "schemaString")
-	c.mdCreated = scalar("metaData", "createdTime")
-	c.mdPartitionColumns = list("metaData", "partitionColumns")
-	c.mdConfiguration = mapOf("metaData", "configuration")
-	c.mdProvider = scalar("metaData", "format", "provider")
-	c.mdOptions = mapOf("metaData", "format", "options")
-	c.txnAppID = scalar("txn", "appId")
-	c.txnVersion = scalar("txn", "version")
-	c.txnLU = scalar("txn", "lastUpdated")
-	c.dmDomain = scalar("domainMetadata", "domain")
-	c.dmConfig = scalar("domainMetadata", "configuration")
-	c.dmRemove = scalar("domainMetadata", "removed")
-	c.cpmVersion = scalar("checkpointMetadata", "version")
-	return c
 }
 
 func (c *checkpointColumns) leaves() []leaf {

@@ -40,86 +40,46 @@ type fileColumns struct {
 	scPath, scSize, scModTime leaf
 }
 
-func childColumn(col *parquet.Column, names ...string) *parquet.Column {
-	for _, n := range names {
-		if col == nil {
-			return nil
-		}
-		col = col.Column(n)
-	}
-	return col
-}
-
-// scalarLeaf is a non-repeated leaf at root/names, or nil.
-func scalarLeaf(root *parquet.Column, names ...string) leaf {
-	col := childColumn(root, names...)
-	if col == nil || !col.Leaf() || col.MaxRepetitionLevel() != 0 {
-		return nil
-	}
-	return col
-}
-
-// mapLeavesAt finds the key and value leaves of a map<string,string> at
-// root/names whatever the repeated group is called.
-func mapLeavesAt(root *parquet.Column, names ...string) mapLeaves {
-	col := childColumn(root, names...)
-	if col == nil || col.Leaf() || len(col.Columns()) != 1 {
-		return mapLeaves{}
-	}
-	kv := col.Columns()[0]
-	if kv.Leaf() || len(kv.Columns()) != 2 {
-		return mapLeaves{}
-	}
-	k, v := kv.Column("key"), kv.Column("value")
-	if k == nil || v == nil {
-		k, v = kv.Columns()[0], kv.Columns()[1]
-	}
-	if !k.Leaf() || !v.Leaf() || k.MaxRepetitionLevel() != 1 {
-		return mapLeaves{}
-	}
-	return mapLeaves{k, v}
-}
-
-func dvLeavesAt(root *parquet.Column, action string) dvLeaves {
+func dvLeavesAt(l *columnLookup, action string) dvLeaves {
 	return dvLeaves{
-		storageType:  scalarLeaf(root, action, "deletionVector", "storageType"),
-		pathOrInline: scalarLeaf(root, action, "deletionVector", "pathOrInlineDv"),
-		offset:       scalarLeaf(root, action, "deletionVector", "offset"),
-		size:         scalarLeaf(root, action, "deletionVector", "sizeInBytes"),
-		cardinality:  scalarLeaf(root, action, "deletionVector", "cardinality"),
-		maxRowIndex:  scalarLeaf(root, action, "deletionVector", "maxRowIndex"),
+		storageType:  l.scalar(action, "deletionVector", "storageType"),
+		pathOrInline: l.scalar(action, "deletionVector", "pathOrInlineDv"),
+		offset:       l.scalar(action, "deletionVector", "offset"),
+		size:         l.scalar(action, "deletionVector", "sizeInBytes"),
+		cardinality:  l.scalar(action, "deletionVector", "cardinality"),
+		maxRowIndex:  l.scalar(action, "deletionVector", "maxRowIndex"),
 	}
 }
 
-func lookupFileColumns(root *parquet.Column) *fileColumns {
+func lookupFileColumns(l *columnLookup) *fileColumns {
 	c := &fileColumns{
-		addPath:       scalarLeaf(root, "add", "path"),
-		addSize:       scalarLeaf(root, "add", "size"),
-		addModTime:    scalarLeaf(root, "add", "modificationTime"),
-		addDataChange: scalarLeaf(root, "add", "dataChange"),
-		addStats:      scalarLeaf(root, "add", "stats"),
-		addPV:         mapLeavesAt(root, "add", "partitionValues"),
-		addTags:       mapLeavesAt(root, "add", "tags"),
-		addDV:         dvLeavesAt(root, "add"),
-		addBaseRowID:  scalarLeaf(root, "add", "baseRowId"),
-		addDefaultRCV: scalarLeaf(root, "add", "defaultRowCommitVersion"),
-		addClustering: scalarLeaf(root, "add", "clusteringProvider"),
+		addPath:       l.scalar("add", "path"),
+		addSize:       l.scalar("add", "size"),
+		addModTime:    l.scalar("add", "modificationTime"),
+		addDataChange: l.scalar("add", "dataChange"),
+		addStats:      l.scalar("add", "stats"),
+		addPV:         l.mapOf("add", "partitionValues"),
+		addTags:       l.mapOf("add", "tags"),
+		addDV:         dvLeavesAt(l, "add"),
+		addBaseRowID:  l.scalar("add", "baseRowId"),
+		addDefaultRCV: l.scalar("add", "defaultRowCommitVersion"),
+		addClustering: l.scalar("add", "clusteringProvider"),
 
-		rmPath:       scalarLeaf(root, "remove", "path"),
-		rmDelTS:      scalarLeaf(root, "remove", "deletionTimestamp"),
-		rmDataChange: scalarLeaf(root, "remove", "dataChange"),
-		rmExt:        scalarLeaf(root, "remove", "extendedFileMetadata"),
-		rmSize:       scalarLeaf(root, "remove", "size"),
-		rmPV:         mapLeavesAt(root, "remove", "partitionValues"),
-		rmDV:         dvLeavesAt(root, "remove"),
-		rmBaseRowID:  scalarLeaf(root, "remove", "baseRowId"),
-		rmDefaultRCV: scalarLeaf(root, "remove", "defaultRowCommitVersion"),
+		rmPath:       l.scalar("remove", "path"),
+		rmDelTS:      l.scalar("remove", "deletionTimestamp"),
+		rmDataChange: l.scalar("remove", "dataChange"),
+		rmExt:        l.scalar("remove", "extendedFileMetadata"),
+		rmSize:       l.scalar("remove", "size"),
+		rmPV:         l.mapOf("remove", "partitionValues"),
+		rmDV:         dvLeavesAt(l, "remove"),
+		rmBaseRowID:  l.scalar("remove", "baseRowId"),
+		rmDefaultRCV: l.scalar("remove", "defaultRowCommitVersion"),
 
-		scPath:    scalarLeaf(root, "sidecar", "path"),
-		scSize:    scalarLeaf(root, "sidecar", "sizeInBytes"),
-		scModTime: scalarLeaf(root, "sidecar", "modificationTime"),
+		scPath:    l.scalar("sidecar", "path"),
+		scSize:    l.scalar("sidecar", "sizeInBytes"),
+		scModTime: l.scalar("sidecar", "modificationTime"),
 	}
-	if sp := childColumn(root, "add", "stats_parsed"); sp != nil && !sp.Leaf() {
+	if sp := childColumn(l.root, "add", "stats_parsed"); sp != nil && !sp.Leaf() {
 		c.addStatsParsed = sp
 	}
 	return c
