@@ -296,279 +296,141 @@ func (c *checkpointColumns) leafIndexes() []int {
 	return idx
 }
 
-// cell is one non-null leaf value: the row it belongs to, its position in
-// the column chunk's value stream (to pair map keys with values), and the
-// value itself.
-type cell struct {
-	row int32
-	pos int32
-	val parquet.Value // ByteArray values are cloned, so cells outlive pages
-}
-
-func (c cell) str() string { return string(c.val.ByteArray()) }
-
-func (c cell) int64() int64 {
-	switch c.val.Kind() {
-	case parquet.Int32:
-		return int64(c.val.Int32())
-	default:
-		return c.val.Int64()
-	}
-}
-
-// readCells returns the non-null values of one leaf column in a row group.
-// Nulls (the vast majority in checkpoint rows that hold other actions) cost
-// a level decode and nothing else.
-func readCells(rg parquet.RowGroup, col leaf) ([]cell, error) {
-	if col == nil {
-		return nil, nil
-	}
-	chunk := rg.ColumnChunks()[col.Index()]
-	pages := chunk.Pages()
-	defer pages.Close()
-	maxDef := col.MaxDefinitionLevel()
-	var (
-		out  []cell
-		buf  = make([]parquet.Value, 1024)
-		row  = int32(-1)
-		pos  = int32(-1)
-		page parquet.Page
-		err  error
-	)
-	for {
-		page, err = pages.ReadPage()
-		if err == io.EOF {
-			return out, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-		vr := page.Values()
-		for {
-			n, rerr := vr.ReadValues(buf)
-			for _, v := range buf[:n] {
-				pos++
-				if v.RepetitionLevel() == 0 {
-					row++
-				}
-				if v.DefinitionLevel() == maxDef && !v.IsNull() {
-					out = append(out, cell{row: row, pos: pos, val: v.Clone()})
-				}
-			}
-			if rerr == io.EOF {
-				break
-			}
-			if rerr != nil {
-				parquet.Release(page)
-				return nil, rerr
-			}
-		}
-		parquet.Release(page)
-	}
-}
-
 func (c *checkpointColumns) readRowGroup(rg parquet.RowGroup, fn func(Action) error) error {
-	read := func(l leaf) ([]cell, error) { return readCells(rg, l) }
-	byRow := func(cells []cell) map[int32][]cell {
-		if len(cells) == 0 {
-			return nil
-		}
-		m := make(map[int32][]cell)
-		for _, c := range cells {
-			m[c.row] = append(m[c.row], c)
-		}
-		return m
-	}
-	first := func(m map[int32][]cell, row int32) (cell, bool) {
-		if cs := m[row]; len(cs) > 0 {
-			return cs[0], true
-		}
-		return cell{}, false
-	}
-	strs := func(m map[int32][]cell, row int32) []string {
-		var out []string
-		for _, c := range m[row] {
-			out = append(out, c.str())
-		}
-		return out
-	}
-	readMap := func(ml mapLeaves) (map[int32]map[string]string, error) {
-		keys, err := read(ml.key)
-		if err != nil || len(keys) == 0 {
-			return nil, err
-		}
-		vals, err := read(ml.value)
-		if err != nil {
-			return nil, err
-		}
-		valAt := make(map[int32]string, len(vals))
-		for _, v := range vals {
-			valAt[v.pos] = v.str()
-		}
-		out := map[int32]map[string]string{}
-		for _, k := range keys {
-			m := out[k.row]
-			if m == nil {
-				m = map[string]string{}
-				out[k.row] = m
-			}
-			m[k.str()] = valAt[k.pos] // a null value reads as ""
-		}
-		return out, nil
-	}
-
-	// protocol
-	if cells, err := read(c.protoReader); err != nil {
+	if err := c.readProtocols(rg, fn); err != nil {
 		return err
-	} else if len(cells) > 0 {
-		wr, err := read(c.protoWriter)
-		if err != nil {
-			return err
-		}
-		rf, err := read(c.protoReaderFeatures)
-		if err != nil {
-			return err
-		}
-		wf, err := read(c.protoWriterFeatures)
-		if err != nil {
-			return err
-		}
-		wrM, rfM, wfM := byRow(wr), byRow(rf), byRow(wf)
-		for _, rc := range cells {
-			p := &Protocol{MinReaderVersion: int32(rc.int64())}
-			if w, ok := first(wrM, rc.row); ok {
-				p.MinWriterVersion = int32(w.int64())
-			}
-			p.ReaderFeatures = strs(rfM, rc.row)
-			p.WriterFeatures = strs(wfM, rc.row)
-			if err := fn(p); err != nil {
-				return err
-			}
-		}
 	}
-
-	// metaData
-	if ids, err := read(c.mdID); err != nil {
+	if err := c.readMetadata(rg, fn); err != nil {
 		return err
-	} else if len(ids) > 0 {
-		var ms [5]map[int32][]cell
-		for i, l := range []leaf{c.mdName, c.mdDescription, c.mdSchema, c.mdCreated, c.mdProvider} {
-			cells, err := read(l)
-			if err != nil {
-				return err
-			}
-			ms[i] = byRow(cells)
-		}
-		pc, err := read(c.mdPartitionColumns)
-		if err != nil {
-			return err
-		}
-		pcM := byRow(pc)
-		conf, err := readMap(c.mdConfiguration)
-		if err != nil {
-			return err
-		}
-		opts, err := readMap(c.mdOptions)
-		if err != nil {
-			return err
-		}
-		for _, idc := range ids {
-			r := idc.row
-			m := &Metadata{ID: idc.str(), PartitionColumns: strs(pcM, r), Configuration: conf[r]}
-			if v, ok := first(ms[0], r); ok {
-				m.Name = v.str()
-			}
-			if v, ok := first(ms[1], r); ok {
-				m.Description = v.str()
-			}
-			if v, ok := first(ms[2], r); ok {
-				m.SchemaString = v.str()
-			}
-			if v, ok := first(ms[3], r); ok {
-				t := v.int64()
-				m.CreatedTime = &t
-			}
-			if v, ok := first(ms[4], r); ok {
-				m.Format.Provider = v.str()
-			}
-			m.Format.Options = opts[r]
-			if m.PartitionColumns == nil {
-				m.PartitionColumns = []string{}
-			}
-			if m.Configuration == nil {
-				m.Configuration = map[string]string{}
-			}
-			if err := fn(m); err != nil {
-				return err
-			}
-		}
 	}
-
-	// txn
-	if apps, err := read(c.txnAppID); err != nil {
+	if err := c.readTxns(rg, fn); err != nil {
 		return err
-	} else if len(apps) > 0 {
-		vs, err := read(c.txnVersion)
-		if err != nil {
-			return err
-		}
-		lus, err := read(c.txnLU)
-		if err != nil {
-			return err
-		}
-		vM, luM := byRow(vs), byRow(lus)
-		for _, a := range apps {
-			t := &Txn{AppID: a.str()}
-			v, ok := first(vM, a.row)
-			if !ok {
-				return fmt.Errorf("txn for app %q has no version", t.AppID)
-			}
-			t.Version = v.int64()
-			if lu, ok := first(luM, a.row); ok {
-				x := lu.int64()
-				t.LastUpdated = &x
-			}
-			if err := fn(t); err != nil {
-				return err
-			}
-		}
 	}
-
-	// domainMetadata
-	if doms, err := read(c.dmDomain); err != nil {
+	if err := c.readDomains(rg, fn); err != nil {
 		return err
-	} else if len(doms) > 0 {
-		cs, err := read(c.dmConfig)
-		if err != nil {
-			return err
-		}
-		rs, err := read(c.dmRemove)
-		if err != nil {
-			return err
-		}
-		cM, rM := byRow(cs), byRow(rs)
-		for _, d := range doms {
-			dm := &DomainMetadata{Domain: d.str()}
-			if v, ok := first(cM, d.row); ok {
-				dm.Configuration = v.str()
-			}
-			if v, ok := first(rM, d.row); ok {
-				dm.Removed = v.val.Boolean()
-			}
-			if err := fn(dm); err != nil {
-				return err
-			}
-		}
 	}
-
 	// checkpointMetadata (V2 checkpoints)
-	if cpm, err := read(c.cpmVersion); err != nil {
+	cpm, err := readCells(rg, c.cpmVersion)
+	if err != nil {
 		return err
-	} else {
-		for _, v := range cpm {
-			if err := fn(&CheckpointMetadata{Version: v.int64()}); err != nil {
-				return err
-			}
+	}
+	for _, v := range cpm {
+		if err := fn(&CheckpointMetadata{Version: v.int64()}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Each action is read row by row from its driving column (a field every
+// row of the action has), the other columns only when it has rows.
+
+func (c *checkpointColumns) readProtocols(rg parquet.RowGroup, fn func(Action) error) error {
+	readers, err := readCells(rg, c.protoReader)
+	if err != nil || len(readers) == 0 {
+		return err
+	}
+	var writer, readerFeatures, writerFeatures cursor
+	if err := readCursors(rg, c.protoWriter, &writer, c.protoReaderFeatures, &readerFeatures,
+		c.protoWriterFeatures, &writerFeatures); err != nil {
+		return err
+	}
+	for _, rc := range readers {
+		p := &Protocol{MinReaderVersion: int32(rc.int64())}
+		if w, ok := writer.at(rc.row); ok {
+			p.MinWriterVersion = int32(w.int64())
+		}
+		p.ReaderFeatures = readerFeatures.strs(rc.row)
+		p.WriterFeatures = writerFeatures.strs(rc.row)
+		if err := fn(p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (c *checkpointColumns) readMetadata(rg parquet.RowGroup, fn func(Action) error) error {
+	ids, err := readCells(rg, c.mdID)
+	if err != nil || len(ids) == 0 {
+		return err
+	}
+	var name, description, schema, created, provider, partitionColumns cursor
+	if err := readCursors(rg, c.mdName, &name, c.mdDescription, &description, c.mdSchema, &schema,
+		c.mdCreated, &created, c.mdProvider, &provider, c.mdPartitionColumns, &partitionColumns); err != nil {
+		return err
+	}
+	conf, err := readMapCursor(rg, c.mdConfiguration)
+	if err != nil {
+		return err
+	}
+	opts, err := readMapCursor(rg, c.mdOptions)
+	if err != nil {
+		return err
+	}
+	for _, idc := range ids {
+		r := idc.row
+		m := &Metadata{ID: idc.str(), PartitionColumns: partitionColumns.strs(r)}
+		m.Configuration = conf.strings(r)
+		m.Name, _ = name.str(r)
+		m.Description, _ = description.str(r)
+		m.SchemaString, _ = schema.str(r)
+		m.CreatedTime = created.int64p(r)
+		m.Format.Provider, _ = provider.str(r)
+		m.Format.Options = opts.strings(r)
+		if m.PartitionColumns == nil {
+			m.PartitionColumns = []string{}
+		}
+		if m.Configuration == nil {
+			m.Configuration = map[string]string{}
+		}
+		if err := fn(m); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (c *checkpointColumns) readTxns(rg parquet.RowGroup, fn func(Action) error) error {
+	apps, err := readCells(rg, c.txnAppID)
+	if err != nil || len(apps) == 0 {
+		return err
+	}
+	var version, lastUpdated cursor
+	if err := readCursors(rg, c.txnVersion, &version, c.txnLU, &lastUpdated); err != nil {
+		return err
+	}
+	for _, a := range apps {
+		t := &Txn{AppID: a.str()}
+		v, ok := version.at(a.row)
+		if !ok {
+			return fmt.Errorf("txn for app %q has no version", t.AppID)
+		}
+		t.Version = v.int64()
+		t.LastUpdated = lastUpdated.int64p(a.row)
+		if err := fn(t); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (c *checkpointColumns) readDomains(rg parquet.RowGroup, fn func(Action) error) error {
+	doms, err := readCells(rg, c.dmDomain)
+	if err != nil || len(doms) == 0 {
+		return err
+	}
+	var config, removed cursor
+	if err := readCursors(rg, c.dmConfig, &config, c.dmRemove, &removed); err != nil {
+		return err
+	}
+	for _, d := range doms {
+		dm := &DomainMetadata{Domain: d.str()}
+		dm.Configuration, _ = config.str(d.row)
+		if v, ok := removed.at(d.row); ok {
+			dm.Removed = v.val.Boolean()
+		}
+		if err := fn(dm); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -48,7 +48,10 @@
 //	replay.go          the one reconciliation of table-level actions, the
 //	                   one JSON action scanner (projections) and commit reader
 //	checkpoint_read.go checkpoint reading for both projections: V2 JSON,
-//	                   Parquet with a column projection, sidecars
+//	                   Parquet with a column projection, sidecars; the
+//	                   one column lookup; the non-file actions' rows
+//	checkpoint_cells.go the one Parquet row decoder of checkpoint reading:
+//	                   a leaf's cells, cursors over them by row
 //	interval.go        "interval 7 days" durations for table properties
 //	features.go        the table-feature table and CheckWritable
 //	partition.go       partition value serialization, Hive directory escaping,

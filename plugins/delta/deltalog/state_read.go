@@ -3,7 +3,6 @@ package deltalog
 import (
 	"bytes"
 	"fmt"
-	"io"
 	"strconv"
 
 	"github.com/parquet-go/parquet-go"
@@ -11,7 +10,8 @@ import (
 
 // Reading the file actions (add, remove, sidecar) of Parquet checkpoints
 // and sidecars, for State. Like the non-file reader in checkpoint_read.go,
-// columns are found by name and each is read on its own, so any writer's
+// columns are found by name (columnLookup) and each is read on its own
+// into the cursors of checkpoint_cells.go, so any writer's
 // layout works: optional columns present or not, list and map group names,
 // INT32 or INT64 integers. readParquetCheckpoint (checkpoint_read.go) reads
 // them when the projection wants the file actions.
@@ -83,81 +83,6 @@ func lookupFileColumns(l *columnLookup) *fileColumns {
 		c.addStatsParsed = sp
 	}
 	return c
-}
-
-// cursor walks the cells of one non-repeated leaf in row order.
-type cursor struct {
-	cells []cell
-	i     int
-}
-
-// at returns the value of row r. Rows must be asked for in ascending order.
-func (c *cursor) at(r int32) (cell, bool) {
-	for c.i < len(c.cells) && c.cells[c.i].row < r {
-		c.i++
-	}
-	if c.i < len(c.cells) && c.cells[c.i].row == r {
-		return c.cells[c.i], true
-	}
-	return cell{}, false
-}
-
-func (c *cursor) str(r int32) (string, bool) {
-	v, ok := c.at(r)
-	if !ok {
-		return "", false
-	}
-	return v.str(), true
-}
-
-func (c *cursor) int64p(r int32) *int64 {
-	v, ok := c.at(r)
-	if !ok {
-		return nil
-	}
-	x := v.int64()
-	return &x
-}
-
-// mapCursor pairs the key and value cells of a map column by their
-// position in the value stream (a null value has no cell).
-type mapCursor struct {
-	keys, vals []cell
-	ki, vi     int
-}
-
-func (m *mapCursor) each(r int32, fn func(k string, v *string)) {
-	for m.ki < len(m.keys) && m.keys[m.ki].row < r {
-		m.ki++
-	}
-	for ; m.ki < len(m.keys) && m.keys[m.ki].row == r; m.ki++ {
-		k := m.keys[m.ki]
-		for m.vi < len(m.vals) && m.vals[m.vi].pos < k.pos {
-			m.vi++
-		}
-		if m.vi < len(m.vals) && m.vals[m.vi].pos == k.pos {
-			s := m.vals[m.vi].str()
-			fn(k.str(), &s)
-		} else {
-			fn(k.str(), nil)
-		}
-	}
-}
-
-// readMapCursor reads the entries of a map<string,string> column.
-func readMapCursor(rg parquet.RowGroup, ml mapLeaves) (*mapCursor, error) {
-	if ml.key == nil {
-		return &mapCursor{}, nil
-	}
-	keys, err := readCells(rg, ml.key)
-	if err != nil {
-		return nil, err
-	}
-	vals, err := readCells(rg, ml.value)
-	if err != nil {
-		return nil, err
-	}
-	return &mapCursor{keys: keys, vals: vals}, nil
 }
 
 type dvCursor struct {
@@ -238,17 +163,6 @@ func (c *fileColumns) readRowGroup(rg parquet.RowGroup, fn func(Action) error) e
 	return c.readSidecars(rg, fn)
 }
 
-func readCursors(rg parquet.RowGroup, pairs ...any) error {
-	for i := 0; i < len(pairs); i += 2 {
-		cells, err := readCells(rg, pairs[i].(leaf))
-		if err != nil {
-			return err
-		}
-		pairs[i+1].(*cursor).cells = cells
-	}
-	return nil
-}
-
 func (c *fileColumns) readAdds(rg parquet.RowGroup, fn func(Action) error) error {
 	paths, err := readCells(rg, c.addPath)
 	if err != nil || len(paths) == 0 {
@@ -296,16 +210,7 @@ func (c *fileColumns) readAdds(rg parquet.RowGroup, fn func(Action) error) error
 			a.Stats = sp.json(r)
 		}
 		pv.each(r, func(k string, v *string) { a.PartitionValues[k] = v })
-		tags.each(r, func(k string, v *string) {
-			if a.Tags == nil {
-				a.Tags = map[string]string{}
-			}
-			if v != nil {
-				a.Tags[k] = *v
-			} else {
-				a.Tags[k] = ""
-			}
-		})
+		a.Tags = tags.strings(r)
 		a.DeletionVector = rawDV(dvs.at(r))
 		a.BaseRowID = baseRowID.int64p(r)
 		a.DefaultRowCommitVersion = defaultRCV.int64p(r)
@@ -387,69 +292,4 @@ func (c *fileColumns) readSidecars(rg parquet.RowGroup, fn func(Action) error) e
 		}
 	}
 	return nil
-}
-
-// rowSet is the set of rows where a map column is non-null.
-type rowSet struct {
-	rows []int32
-	i    int
-}
-
-func (s *rowSet) has(r int32) bool {
-	for s.i < len(s.rows) && s.rows[s.i] < r {
-		s.i++
-	}
-	return s.i < len(s.rows) && s.rows[s.i] == r
-}
-
-// mapPresence reads the definition levels of a map's key leaf: a row whose
-// level reaches the map group itself has a map (maybe empty).
-func mapPresence(rg parquet.RowGroup, ml mapLeaves) (*rowSet, error) {
-	set := &rowSet{}
-	if ml.key == nil {
-		return set, nil
-	}
-	// The map group is optional, one level below the key's repeated group.
-	mapDef := ml.key.MaxDefinitionLevel() - 1
-	err := forEachLevel(rg, ml.key, func(row int32, rep, def int) {
-		if rep == 0 && def >= mapDef {
-			set.rows = append(set.rows, row)
-		}
-	})
-	return set, err
-}
-
-// forEachLevel calls fn with the levels of every value of a leaf chunk.
-func forEachLevel(rg parquet.RowGroup, col leaf, fn func(row int32, rep, def int)) error {
-	pages := rg.ColumnChunks()[col.Index()].Pages()
-	defer pages.Close()
-	buf := make([]parquet.Value, 1024)
-	row := int32(-1)
-	for {
-		page, err := pages.ReadPage()
-		if err == io.EOF {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		vr := page.Values()
-		for {
-			n, rerr := vr.ReadValues(buf)
-			for _, v := range buf[:n] {
-				if v.RepetitionLevel() == 0 {
-					row++
-				}
-				fn(row, v.RepetitionLevel(), v.DefinitionLevel())
-			}
-			if rerr == io.EOF {
-				break
-			}
-			if rerr != nil {
-				parquet.Release(page)
-				return rerr
-			}
-		}
-		parquet.Release(page)
-	}
 }
