@@ -15,7 +15,7 @@ import (
 	"github.com/picomq/heavy-sinks/shared/testenv"
 )
 
-// The checkpoint readers find columns by name through one lookup whose
+// The checkpoint readers find columns by name through one lookup (ckptfile.Lookup) whose
 // rule is that a leaf is served only at the repetition depth its decoder
 // reads: 0 for scalars, 1 for list elements and map keys. Two earlier
 // lookups disagreed off that depth (one took a map key at any depth ≥ 1 and
@@ -91,7 +91,7 @@ func TestCheckpointColumnLookupForeign(t *testing.T) {
 }
 
 // A map one repetition level too deep (a list of configuration maps) is
-// refused: its keys' rows and value positions are not what readCells
+// refused: its keys' rows and value positions are not what ckptfile.ReadCells
 // pairs, and the old lookup of the non-file actions read it as one map.
 func TestCheckpointColumnLookupRefuses(t *testing.T) {
 	str := parquet.String()

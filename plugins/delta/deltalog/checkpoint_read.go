@@ -3,14 +3,12 @@ package deltalog
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"slices"
-	"sort"
-	"strings"
 
 	"github.com/parquet-go/parquet-go"
+
+	"github.com/picomq/heavy-sinks/plugins/delta/deltalog/ckptfile"
 )
 
 // Checkpoint reading, one reader for both projections of a replay. For a
@@ -83,10 +81,10 @@ type parquetColumns struct{ nonFile, files bool }
 // file with one GET.
 func readParquetCheckpoint(ctx context.Context, store Store, path string, size int64, want parquetColumns, fn func(Action) error) error {
 	var r io.ReaderAt
-	var ranged *rangedReaderAt
+	var ranged *ckptfile.RangedReaderAt
 	rr, canRange := store.(RangeReader)
 	if canRange && !want.files && size > wholeFileLimit {
-		ranged = &rangedReaderAt{ctx: ctx, rr: rr, path: path, size: size}
+		ranged = ckptfile.NewRangedReaderAt(ctx, rr, path, size)
 		r = ranged
 	} else {
 		data, err := store.Get(ctx, path)
@@ -105,7 +103,7 @@ func readParquetCheckpoint(ctx context.Context, store Store, path string, size i
 	if err != nil {
 		return fmt.Errorf("open checkpoint %s: %w", path, err)
 	}
-	lookup := columnLookup{root: pf.Root()}
+	lookup := ckptfile.Lookup{Root: pf.Root()}
 	var cols *checkpointColumns
 	if want.nonFile {
 		cols = lookupCheckpointColumns(&lookup)
@@ -115,7 +113,7 @@ func readParquetCheckpoint(ctx context.Context, store Store, path string, size i
 		fc = lookupFileColumns(&lookup)
 	}
 	if ranged != nil {
-		if err := ranged.prefetch(pf, cols.leafIndexes()); err != nil {
+		if err := ranged.Prefetch(pf, cols.leafIndexes()); err != nil {
 			return fmt.Errorf("read checkpoint %s: %w", path, err)
 		}
 	}
@@ -137,152 +135,51 @@ func readParquetCheckpoint(ctx context.Context, store Store, path string, size i
 	return nil
 }
 
-// leaf is a resolved leaf column (nil when the file does not have it).
-type leaf = *parquet.Column
-
-// mapLeaves are the key and value leaves of a map<string,string> column.
-type mapLeaves struct{ key, value leaf }
-
-// columnLookup is the one column lookup of checkpoint reading: columns are
-// found by name, and a leaf is served only at the repetition depth its
-// decoder reads — 0 for a scalar (one value per row), 1 for a list element
-// or a map key (readCells counts rows at repetition level 0 and pairs map
-// keys with values by position, which is only sound one level deep). The
-// checkpoint schema puts every action at the top level as an optional
-// struct, so in any Delta checkpoint (ours, Spark's, delta-rs's, the
-// kernel's) the scalars are at depth 0 and the lists and maps at depth 1;
-// a column present at another depth is not one the reader knows how to
-// decode and reads as missing. refused names such columns (tests assert
-// there are none in real checkpoints).
-type columnLookup struct {
-	root    *parquet.Column
-	refused []string
-}
-
-// childColumn is root/names, or nil.
-func childColumn(col *parquet.Column, names ...string) *parquet.Column {
-	for _, n := range names {
-		if col == nil {
-			return nil
-		}
-		col = col.Column(n)
-	}
-	return col
-}
-
-func (l *columnLookup) refuse(names []string) {
-	l.refused = append(l.refused, strings.Join(names, "."))
-}
-
-// scalar is the non-repeated leaf at root/names, or nil.
-func (l *columnLookup) scalar(names ...string) leaf {
-	col := childColumn(l.root, names...)
-	if col == nil {
-		return nil
-	}
-	if !col.Leaf() || col.MaxRepetitionLevel() != 0 {
-		l.refuse(names)
-		return nil
-	}
-	return col
-}
-
-// list is the element leaf of the list<string> at root/names, whatever
-// the writer called its repeated group ("list/element", "bag/array", or a
-// legacy two-level list), or nil.
-func (l *columnLookup) list(names ...string) leaf {
-	col := childColumn(l.root, names...)
-	if col == nil {
-		return nil
-	}
-	for !col.Leaf() {
-		cs := col.Columns()
-		if len(cs) != 1 {
-			l.refuse(names)
-			return nil
-		}
-		col = cs[0]
-	}
-	if col.MaxRepetitionLevel() != 1 {
-		l.refuse(names)
-		return nil
-	}
-	return col
-}
-
-// mapOf finds the key and value leaves of the map<string,string> at
-// root/names whatever the repeated group is called ("key_value",
-// "entries", ...).
-func (l *columnLookup) mapOf(names ...string) mapLeaves {
-	col := childColumn(l.root, names...)
-	if col == nil {
-		return mapLeaves{}
-	}
-	if col.Leaf() || len(col.Columns()) != 1 {
-		l.refuse(names)
-		return mapLeaves{}
-	}
-	kv := col.Columns()[0]
-	if kv.Leaf() || len(kv.Columns()) != 2 {
-		l.refuse(names)
-		return mapLeaves{}
-	}
-	k, v := kv.Column("key"), kv.Column("value")
-	if k == nil || v == nil {
-		k, v = kv.Columns()[0], kv.Columns()[1]
-	}
-	if !k.Leaf() || !v.Leaf() || k.MaxRepetitionLevel() != 1 {
-		l.refuse(names)
-		return mapLeaves{}
-	}
-	return mapLeaves{k, v}
-}
-
 // checkpointColumns are the leaves of the non-file actions.
 type checkpointColumns struct {
-	protoReader, protoWriter     leaf
-	protoReaderFeatures          leaf
-	protoWriterFeatures          leaf
-	mdID, mdName, mdDescription  leaf
-	mdSchema, mdCreated          leaf
-	mdPartitionColumns           leaf
-	mdConfiguration              mapLeaves
-	mdProvider                   leaf
-	mdOptions                    mapLeaves
-	txnAppID, txnVersion, txnLU  leaf
-	dmDomain, dmConfig, dmRemove leaf
-	cpmVersion                   leaf
+	protoReader, protoWriter     ckptfile.Leaf
+	protoReaderFeatures          ckptfile.Leaf
+	protoWriterFeatures          ckptfile.Leaf
+	mdID, mdName, mdDescription  ckptfile.Leaf
+	mdSchema, mdCreated          ckptfile.Leaf
+	mdPartitionColumns           ckptfile.Leaf
+	mdConfiguration              ckptfile.MapLeaves
+	mdProvider                   ckptfile.Leaf
+	mdOptions                    ckptfile.MapLeaves
+	txnAppID, txnVersion, txnLU  ckptfile.Leaf
+	dmDomain, dmConfig, dmRemove ckptfile.Leaf
+	cpmVersion                   ckptfile.Leaf
 }
 
-func lookupCheckpointColumns(l *columnLookup) *checkpointColumns {
+func lookupCheckpointColumns(l *ckptfile.Lookup) *checkpointColumns {
 	return &checkpointColumns{
-		protoReader:         l.scalar("protocol", "minReaderVersion"),
-		protoWriter:         l.scalar("protocol", "minWriterVersion"),
-		protoReaderFeatures: l.list("protocol", "readerFeatures"),
-		protoWriterFeatures: l.list("protocol", "writerFeatures"),
-		mdID:                l.scalar("metaData", "id"),
-		mdName:              l.scalar("metaData", "name"),
-		mdDescription:       l.scalar("metaData", "description"),
-		mdSchema:            l.scalar("metaData", "schemaString"),
-		mdCreated:           l.scalar("metaData", "createdTime"),
-		mdPartitionColumns:  l.list("metaData", "partitionColumns"),
-		mdConfiguration:     l.mapOf("metaData", "configuration"),
-		mdProvider:          l.scalar("metaData", "format", "provider"),
-		mdOptions:           l.mapOf("metaData", "format", "options"),
-		txnAppID:            l.scalar("txn", "appId"),
-		txnVersion:          l.scalar("txn", "version"),
-		txnLU:               l.scalar("txn", "lastUpdated"),
-		dmDomain:            l.scalar("domainMetadata", "domain"),
-		dmConfig:            l.scalar("domainMetadata", "configuration"),
-		dmRemove:            l.scalar("domainMetadata", "removed"),
-		cpmVersion:          l.scalar("checkpointMetadata", "version"),
+		protoReader:         l.Scalar("protocol", "minReaderVersion"),
+		protoWriter:         l.Scalar("protocol", "minWriterVersion"),
+		protoReaderFeatures: l.List("protocol", "readerFeatures"),
+		protoWriterFeatures: l.List("protocol", "writerFeatures"),
+		mdID:                l.Scalar("metaData", "id"),
+		mdName:              l.Scalar("metaData", "name"),
+		mdDescription:       l.Scalar("metaData", "description"),
+		mdSchema:            l.Scalar("metaData", "schemaString"),
+		mdCreated:           l.Scalar("metaData", "createdTime"),
+		mdPartitionColumns:  l.List("metaData", "partitionColumns"),
+		mdConfiguration:     l.Map("metaData", "configuration"),
+		mdProvider:          l.Scalar("metaData", "format", "provider"),
+		mdOptions:           l.Map("metaData", "format", "options"),
+		txnAppID:            l.Scalar("txn", "appId"),
+		txnVersion:          l.Scalar("txn", "version"),
+		txnLU:               l.Scalar("txn", "lastUpdated"),
+		dmDomain:            l.Scalar("domainMetadata", "domain"),
+		dmConfig:            l.Scalar("domainMetadata", "configuration"),
+		dmRemove:            l.Scalar("domainMetadata", "removed"),
+		cpmVersion:          l.Scalar("checkpointMetadata", "version"),
 	}
 }
 
-func (c *checkpointColumns) leaves() []leaf {
-	return []leaf{c.protoReader, c.protoWriter, c.protoReaderFeatures, c.protoWriterFeatures,
+func (c *checkpointColumns) leaves() []ckptfile.Leaf {
+	return []ckptfile.Leaf{c.protoReader, c.protoWriter, c.protoReaderFeatures, c.protoWriterFeatures,
 		c.mdID, c.mdName, c.mdDescription, c.mdSchema, c.mdCreated, c.mdPartitionColumns,
-		c.mdConfiguration.key, c.mdConfiguration.value, c.mdProvider, c.mdOptions.key, c.mdOptions.value,
+		c.mdConfiguration.Key, c.mdConfiguration.Value, c.mdProvider, c.mdOptions.Key, c.mdOptions.Value,
 		c.txnAppID, c.txnVersion, c.txnLU, c.dmDomain, c.dmConfig, c.dmRemove, c.cpmVersion}
 }
 
@@ -310,12 +207,12 @@ func (c *checkpointColumns) readRowGroup(rg parquet.RowGroup, fn func(Action) er
 		return err
 	}
 	// checkpointMetadata (V2 checkpoints)
-	cpm, err := readCells(rg, c.cpmVersion)
+	cpm, err := ckptfile.ReadCells(rg, c.cpmVersion)
 	if err != nil {
 		return err
 	}
 	for _, v := range cpm {
-		if err := fn(&CheckpointMetadata{Version: v.int64()}); err != nil {
+		if err := fn(&CheckpointMetadata{Version: v.Int64()}); err != nil {
 			return err
 		}
 	}
@@ -326,22 +223,22 @@ func (c *checkpointColumns) readRowGroup(rg parquet.RowGroup, fn func(Action) er
 // row of the action has), the other columns only when it has rows.
 
 func (c *checkpointColumns) readProtocols(rg parquet.RowGroup, fn func(Action) error) error {
-	readers, err := readCells(rg, c.protoReader)
+	readers, err := ckptfile.ReadCells(rg, c.protoReader)
 	if err != nil || len(readers) == 0 {
 		return err
 	}
-	var writer, readerFeatures, writerFeatures cursor
-	if err := readCursors(rg, c.protoWriter, &writer, c.protoReaderFeatures, &readerFeatures,
+	var writer, readerFeatures, writerFeatures ckptfile.Cursor
+	if err := ckptfile.ReadCursors(rg, c.protoWriter, &writer, c.protoReaderFeatures, &readerFeatures,
 		c.protoWriterFeatures, &writerFeatures); err != nil {
 		return err
 	}
 	for _, rc := range readers {
-		p := &Protocol{MinReaderVersion: int32(rc.int64())}
-		if w, ok := writer.at(rc.row); ok {
-			p.MinWriterVersion = int32(w.int64())
+		p := &Protocol{MinReaderVersion: int32(rc.Int64())}
+		if w, ok := writer.At(rc.Row); ok {
+			p.MinWriterVersion = int32(w.Int64())
 		}
-		p.ReaderFeatures = readerFeatures.strs(rc.row)
-		p.WriterFeatures = writerFeatures.strs(rc.row)
+		p.ReaderFeatures = readerFeatures.Strs(rc.Row)
+		p.WriterFeatures = writerFeatures.Strs(rc.Row)
 		if err := fn(p); err != nil {
 			return err
 		}
@@ -350,33 +247,33 @@ func (c *checkpointColumns) readProtocols(rg parquet.RowGroup, fn func(Action) e
 }
 
 func (c *checkpointColumns) readMetadata(rg parquet.RowGroup, fn func(Action) error) error {
-	ids, err := readCells(rg, c.mdID)
+	ids, err := ckptfile.ReadCells(rg, c.mdID)
 	if err != nil || len(ids) == 0 {
 		return err
 	}
-	var name, description, schema, created, provider, partitionColumns cursor
-	if err := readCursors(rg, c.mdName, &name, c.mdDescription, &description, c.mdSchema, &schema,
+	var name, description, schema, created, provider, partitionColumns ckptfile.Cursor
+	if err := ckptfile.ReadCursors(rg, c.mdName, &name, c.mdDescription, &description, c.mdSchema, &schema,
 		c.mdCreated, &created, c.mdProvider, &provider, c.mdPartitionColumns, &partitionColumns); err != nil {
 		return err
 	}
-	conf, err := readMapCursor(rg, c.mdConfiguration)
+	conf, err := ckptfile.ReadMapCursor(rg, c.mdConfiguration)
 	if err != nil {
 		return err
 	}
-	opts, err := readMapCursor(rg, c.mdOptions)
+	opts, err := ckptfile.ReadMapCursor(rg, c.mdOptions)
 	if err != nil {
 		return err
 	}
 	for _, idc := range ids {
-		r := idc.row
-		m := &Metadata{ID: idc.str(), PartitionColumns: partitionColumns.strs(r)}
-		m.Configuration = conf.strings(r)
-		m.Name, _ = name.str(r)
-		m.Description, _ = description.str(r)
-		m.SchemaString, _ = schema.str(r)
-		m.CreatedTime = created.int64p(r)
-		m.Format.Provider, _ = provider.str(r)
-		m.Format.Options = opts.strings(r)
+		r := idc.Row
+		m := &Metadata{ID: idc.Str(), PartitionColumns: partitionColumns.Strs(r)}
+		m.Configuration = conf.Strings(r)
+		m.Name, _ = name.Str(r)
+		m.Description, _ = description.Str(r)
+		m.SchemaString, _ = schema.Str(r)
+		m.CreatedTime = created.Int64p(r)
+		m.Format.Provider, _ = provider.Str(r)
+		m.Format.Options = opts.Strings(r)
 		if m.PartitionColumns == nil {
 			m.PartitionColumns = []string{}
 		}
@@ -391,22 +288,22 @@ func (c *checkpointColumns) readMetadata(rg parquet.RowGroup, fn func(Action) er
 }
 
 func (c *checkpointColumns) readTxns(rg parquet.RowGroup, fn func(Action) error) error {
-	apps, err := readCells(rg, c.txnAppID)
+	apps, err := ckptfile.ReadCells(rg, c.txnAppID)
 	if err != nil || len(apps) == 0 {
 		return err
 	}
-	var version, lastUpdated cursor
-	if err := readCursors(rg, c.txnVersion, &version, c.txnLU, &lastUpdated); err != nil {
+	var version, lastUpdated ckptfile.Cursor
+	if err := ckptfile.ReadCursors(rg, c.txnVersion, &version, c.txnLU, &lastUpdated); err != nil {
 		return err
 	}
 	for _, a := range apps {
-		t := &Txn{AppID: a.str()}
-		v, ok := version.at(a.row)
+		t := &Txn{AppID: a.Str()}
+		v, ok := version.At(a.Row)
 		if !ok {
 			return fmt.Errorf("txn for app %q has no version", t.AppID)
 		}
-		t.Version = v.int64()
-		t.LastUpdated = lastUpdated.int64p(a.row)
+		t.Version = v.Int64()
+		t.LastUpdated = lastUpdated.Int64p(a.Row)
 		if err := fn(t); err != nil {
 			return err
 		}
@@ -415,127 +312,23 @@ func (c *checkpointColumns) readTxns(rg parquet.RowGroup, fn func(Action) error)
 }
 
 func (c *checkpointColumns) readDomains(rg parquet.RowGroup, fn func(Action) error) error {
-	doms, err := readCells(rg, c.dmDomain)
+	doms, err := ckptfile.ReadCells(rg, c.dmDomain)
 	if err != nil || len(doms) == 0 {
 		return err
 	}
-	var config, removed cursor
-	if err := readCursors(rg, c.dmConfig, &config, c.dmRemove, &removed); err != nil {
+	var config, removed ckptfile.Cursor
+	if err := ckptfile.ReadCursors(rg, c.dmConfig, &config, c.dmRemove, &removed); err != nil {
 		return err
 	}
 	for _, d := range doms {
-		dm := &DomainMetadata{Domain: d.str()}
-		dm.Configuration, _ = config.str(d.row)
-		if v, ok := removed.at(d.row); ok {
-			dm.Removed = v.val.Boolean()
+		dm := &DomainMetadata{Domain: d.Str()}
+		dm.Configuration, _ = config.Str(d.Row)
+		if v, ok := removed.At(d.Row); ok {
+			dm.Removed = v.Val.Boolean()
 		}
 		if err := fn(dm); err != nil {
 			return err
 		}
 	}
 	return nil
-}
-
-// ---- Ranged reads --------------------------------------------------------
-
-// rangedReaderAt serves parquet-go's ReadAt calls from byte ranges fetched
-// up front — one request per run of wanted column chunks — and falls back
-// to a direct ranged GET for anything else (the footer).
-type rangedReaderAt struct {
-	ctx  context.Context
-	rr   RangeReader
-	path string
-	size int64
-	segs []byteRange // sorted by off, non-overlapping
-}
-
-type byteRange struct {
-	off  int64
-	data []byte
-}
-
-// mergeGap is how far apart two wanted ranges may be and still be fetched
-// in one request (cheaper than a second round trip).
-const mergeGap = 1 << 20
-
-func (r *rangedReaderAt) prefetch(pf *parquet.File, leafIdx []int) error {
-	type span struct{ start, end int64 }
-	var spans []span
-	for _, rg := range pf.Metadata().RowGroups {
-		for _, i := range leafIdx {
-			if i >= len(rg.Columns) {
-				continue
-			}
-			md := rg.Columns[i].MetaData
-			start := md.DataPageOffset
-			if md.DictionaryPageOffset > 0 && md.DictionaryPageOffset < start {
-				start = md.DictionaryPageOffset
-			}
-			end := start + md.TotalCompressedSize
-			if start < 0 || end > r.size || end <= start {
-				continue // let ReadAt fetch on demand
-			}
-			spans = append(spans, span{start, end})
-		}
-	}
-	sort.Slice(spans, func(i, j int) bool { return spans[i].start < spans[j].start })
-	var merged []span
-	for _, s := range spans {
-		if n := len(merged); n > 0 && s.start <= merged[n-1].end+mergeGap {
-			merged[n-1].end = max(merged[n-1].end, s.end)
-			continue
-		}
-		merged = append(merged, s)
-	}
-	for _, s := range merged {
-		data, err := r.rr.GetRange(r.ctx, r.path, s.start, s.end-s.start)
-		if err != nil {
-			return err
-		}
-		r.segs = append(r.segs, byteRange{off: s.start, data: data})
-	}
-	return nil
-}
-
-func (r *rangedReaderAt) ReadAt(p []byte, off int64) (int, error) {
-	if off < 0 {
-		return 0, errors.New("negative offset")
-	}
-	if off >= r.size {
-		return 0, io.EOF
-	}
-	want := int64(len(p))
-	short := false
-	if off+want > r.size {
-		want = r.size - off
-		short = true
-	}
-	i, _ := slices.BinarySearchFunc(r.segs, off, func(s byteRange, off int64) int {
-		switch {
-		case s.off+int64(len(s.data)) <= off:
-			return -1
-		case s.off > off:
-			return 1
-		}
-		return 0
-	})
-	if i < len(r.segs) {
-		s := r.segs[i]
-		if s.off <= off && off+want <= s.off+int64(len(s.data)) {
-			n := copy(p, s.data[off-s.off:off-s.off+want])
-			if short {
-				return n, io.EOF
-			}
-			return n, nil
-		}
-	}
-	data, err := r.rr.GetRange(r.ctx, r.path, off, want)
-	if err != nil {
-		return 0, err
-	}
-	n := copy(p, data)
-	if short || n < len(p) {
-		return n, io.EOF
-	}
-	return n, nil
 }

@@ -49,9 +49,8 @@
 //	                   one JSON action scanner (projections) and commit reader
 //	checkpoint_read.go checkpoint reading for both projections: V2 JSON,
 //	                   Parquet with a column projection, sidecars; the
-//	                   one column lookup; the non-file actions' rows
-//	checkpoint_cells.go the one Parquet row decoder of checkpoint reading:
-//	                   a leaf's cells, cursors over them by row
+//	                   non-file actions' rows (Parquet decoding, column
+//	                   lookup and ranged reads: ckptfile)
 //	interval.go        "interval 7 days" durations for table properties
 //	features.go        the table-feature table and CheckWritable
 //	partition.go       partition value serialization, Hive directory escaping,

@@ -4,6 +4,8 @@ import (
 	"bytes"
 
 	"github.com/parquet-go/parquet-go"
+
+	"github.com/picomq/heavy-sinks/plugins/delta/deltalog/ckptfile"
 )
 
 // SetWholeFileLimit lets black-box tests force ranged checkpoint reads on
@@ -31,8 +33,8 @@ func CheckpointColumnLookup(data []byte) (refused []string, createdBy string, er
 	if err != nil {
 		return nil, "", err
 	}
-	l := columnLookup{root: pf.Root()}
+	l := ckptfile.Lookup{Root: pf.Root()}
 	lookupCheckpointColumns(&l)
 	lookupFileColumns(&l)
-	return l.refused, pf.Metadata().CreatedBy, nil
+	return l.Refused, pf.Metadata().CreatedBy, nil
 }

@@ -6,12 +6,14 @@ import (
 	"strconv"
 
 	"github.com/parquet-go/parquet-go"
+
+	"github.com/picomq/heavy-sinks/plugins/delta/deltalog/ckptfile"
 )
 
 // Reading the file actions (add, remove, sidecar) of Parquet checkpoints
 // and sidecars, for State. Like the non-file reader in checkpoint_read.go,
-// columns are found by name (columnLookup) and each is read on its own
-// into the cursors of checkpoint_cells.go, so any writer's
+// columns are found by name (ckptfile.Lookup) and each is read on its own
+// into the cursors of ckptfile, so any writer's
 // layout works: optional columns present or not, list and map group names,
 // INT32 or INT64 integers. readParquetCheckpoint (checkpoint_read.go) reads
 // them when the projection wants the file actions.
@@ -22,107 +24,107 @@ import (
 // form every reader accepts and the one appends write.
 
 type dvLeaves struct {
-	storageType, pathOrInline, offset, size, cardinality, maxRowIndex leaf
+	storageType, pathOrInline, offset, size, cardinality, maxRowIndex ckptfile.Leaf
 }
 
 type fileColumns struct {
-	addPath, addSize, addModTime, addDataChange, addStats leaf
-	addPV, addTags                                        mapLeaves
+	addPath, addSize, addModTime, addDataChange, addStats ckptfile.Leaf
+	addPV, addTags                                        ckptfile.MapLeaves
 	addDV                                                 dvLeaves
-	addBaseRowID, addDefaultRCV, addClustering            leaf
+	addBaseRowID, addDefaultRCV, addClustering            ckptfile.Leaf
 	addStatsParsed                                        *parquet.Column
 
-	rmPath, rmDelTS, rmDataChange, rmExt, rmSize leaf
-	rmPV                                         mapLeaves
+	rmPath, rmDelTS, rmDataChange, rmExt, rmSize ckptfile.Leaf
+	rmPV                                         ckptfile.MapLeaves
 	rmDV                                         dvLeaves
-	rmBaseRowID, rmDefaultRCV                    leaf
+	rmBaseRowID, rmDefaultRCV                    ckptfile.Leaf
 
-	scPath, scSize, scModTime leaf
+	scPath, scSize, scModTime ckptfile.Leaf
 }
 
-func dvLeavesAt(l *columnLookup, action string) dvLeaves {
+func dvLeavesAt(l *ckptfile.Lookup, action string) dvLeaves {
 	return dvLeaves{
-		storageType:  l.scalar(action, "deletionVector", "storageType"),
-		pathOrInline: l.scalar(action, "deletionVector", "pathOrInlineDv"),
-		offset:       l.scalar(action, "deletionVector", "offset"),
-		size:         l.scalar(action, "deletionVector", "sizeInBytes"),
-		cardinality:  l.scalar(action, "deletionVector", "cardinality"),
-		maxRowIndex:  l.scalar(action, "deletionVector", "maxRowIndex"),
+		storageType:  l.Scalar(action, "deletionVector", "storageType"),
+		pathOrInline: l.Scalar(action, "deletionVector", "pathOrInlineDv"),
+		offset:       l.Scalar(action, "deletionVector", "offset"),
+		size:         l.Scalar(action, "deletionVector", "sizeInBytes"),
+		cardinality:  l.Scalar(action, "deletionVector", "cardinality"),
+		maxRowIndex:  l.Scalar(action, "deletionVector", "maxRowIndex"),
 	}
 }
 
-func lookupFileColumns(l *columnLookup) *fileColumns {
+func lookupFileColumns(l *ckptfile.Lookup) *fileColumns {
 	c := &fileColumns{
-		addPath:       l.scalar("add", "path"),
-		addSize:       l.scalar("add", "size"),
-		addModTime:    l.scalar("add", "modificationTime"),
-		addDataChange: l.scalar("add", "dataChange"),
-		addStats:      l.scalar("add", "stats"),
-		addPV:         l.mapOf("add", "partitionValues"),
-		addTags:       l.mapOf("add", "tags"),
+		addPath:       l.Scalar("add", "path"),
+		addSize:       l.Scalar("add", "size"),
+		addModTime:    l.Scalar("add", "modificationTime"),
+		addDataChange: l.Scalar("add", "dataChange"),
+		addStats:      l.Scalar("add", "stats"),
+		addPV:         l.Map("add", "partitionValues"),
+		addTags:       l.Map("add", "tags"),
 		addDV:         dvLeavesAt(l, "add"),
-		addBaseRowID:  l.scalar("add", "baseRowId"),
-		addDefaultRCV: l.scalar("add", "defaultRowCommitVersion"),
-		addClustering: l.scalar("add", "clusteringProvider"),
+		addBaseRowID:  l.Scalar("add", "baseRowId"),
+		addDefaultRCV: l.Scalar("add", "defaultRowCommitVersion"),
+		addClustering: l.Scalar("add", "clusteringProvider"),
 
-		rmPath:       l.scalar("remove", "path"),
-		rmDelTS:      l.scalar("remove", "deletionTimestamp"),
-		rmDataChange: l.scalar("remove", "dataChange"),
-		rmExt:        l.scalar("remove", "extendedFileMetadata"),
-		rmSize:       l.scalar("remove", "size"),
-		rmPV:         l.mapOf("remove", "partitionValues"),
+		rmPath:       l.Scalar("remove", "path"),
+		rmDelTS:      l.Scalar("remove", "deletionTimestamp"),
+		rmDataChange: l.Scalar("remove", "dataChange"),
+		rmExt:        l.Scalar("remove", "extendedFileMetadata"),
+		rmSize:       l.Scalar("remove", "size"),
+		rmPV:         l.Map("remove", "partitionValues"),
 		rmDV:         dvLeavesAt(l, "remove"),
-		rmBaseRowID:  l.scalar("remove", "baseRowId"),
-		rmDefaultRCV: l.scalar("remove", "defaultRowCommitVersion"),
+		rmBaseRowID:  l.Scalar("remove", "baseRowId"),
+		rmDefaultRCV: l.Scalar("remove", "defaultRowCommitVersion"),
 
-		scPath:    l.scalar("sidecar", "path"),
-		scSize:    l.scalar("sidecar", "sizeInBytes"),
-		scModTime: l.scalar("sidecar", "modificationTime"),
+		scPath:    l.Scalar("sidecar", "path"),
+		scSize:    l.Scalar("sidecar", "sizeInBytes"),
+		scModTime: l.Scalar("sidecar", "modificationTime"),
 	}
-	if sp := childColumn(l.root, "add", "stats_parsed"); sp != nil && !sp.Leaf() {
+	if sp := ckptfile.Child(l.Root, "add", "stats_parsed"); sp != nil && !sp.Leaf() {
 		c.addStatsParsed = sp
 	}
 	return c
 }
 
 type dvCursor struct {
-	storageType, pathOrInline, offset, size, cardinality, maxRowIndex cursor
+	storageType, pathOrInline, offset, size, cardinality, maxRowIndex ckptfile.Cursor
 }
 
 func readDVCursor(rg parquet.RowGroup, l dvLeaves) (*dvCursor, error) {
 	c := &dvCursor{}
 	for _, x := range []struct {
-		l leaf
-		c *cursor
+		l ckptfile.Leaf
+		c *ckptfile.Cursor
 	}{{l.storageType, &c.storageType}, {l.pathOrInline, &c.pathOrInline}, {l.offset, &c.offset},
 		{l.size, &c.size}, {l.cardinality, &c.cardinality}, {l.maxRowIndex, &c.maxRowIndex}} {
-		cells, err := readCells(rg, x.l)
+		cells, err := ckptfile.ReadCells(rg, x.l)
 		if err != nil {
 			return nil, err
 		}
-		x.c.cells = cells
+		x.c.Cells = cells
 	}
 	return c, nil
 }
 
 func (c *dvCursor) at(r int32) *DeletionVector {
-	st, ok := c.storageType.str(r)
+	st, ok := c.storageType.Str(r)
 	if !ok {
 		return nil
 	}
 	dv := &DeletionVector{StorageType: st}
-	dv.PathOrInlineDv, _ = c.pathOrInline.str(r)
-	if v, ok := c.offset.at(r); ok {
-		o := int32(v.int64())
+	dv.PathOrInlineDv, _ = c.pathOrInline.Str(r)
+	if v, ok := c.offset.At(r); ok {
+		o := int32(v.Int64())
 		dv.Offset = &o
 	}
-	if v, ok := c.size.at(r); ok {
-		dv.SizeInBytes = int32(v.int64())
+	if v, ok := c.size.At(r); ok {
+		dv.SizeInBytes = int32(v.Int64())
 	}
-	if v, ok := c.cardinality.at(r); ok {
-		dv.Cardinality = v.int64()
+	if v, ok := c.cardinality.At(r); ok {
+		dv.Cardinality = v.Int64()
 	}
-	dv.MaxRowIndex = c.maxRowIndex.int64p(r)
+	dv.MaxRowIndex = c.maxRowIndex.Int64p(r)
 	return dv
 }
 
@@ -164,20 +166,20 @@ func (c *fileColumns) readRowGroup(rg parquet.RowGroup, fn func(Action) error) e
 }
 
 func (c *fileColumns) readAdds(rg parquet.RowGroup, fn func(Action) error) error {
-	paths, err := readCells(rg, c.addPath)
+	paths, err := ckptfile.ReadCells(rg, c.addPath)
 	if err != nil || len(paths) == 0 {
 		return err
 	}
-	var size, modTime, dataChange, stats, baseRowID, defaultRCV, clustering cursor
-	if err := readCursors(rg, c.addSize, &size, c.addModTime, &modTime, c.addDataChange, &dataChange,
+	var size, modTime, dataChange, stats, baseRowID, defaultRCV, clustering ckptfile.Cursor
+	if err := ckptfile.ReadCursors(rg, c.addSize, &size, c.addModTime, &modTime, c.addDataChange, &dataChange,
 		c.addStats, &stats, c.addBaseRowID, &baseRowID, c.addDefaultRCV, &defaultRCV, c.addClustering, &clustering); err != nil {
 		return err
 	}
-	pv, err := readMapCursor(rg, c.addPV)
+	pv, err := ckptfile.ReadMapCursor(rg, c.addPV)
 	if err != nil {
 		return err
 	}
-	tags, err := readMapCursor(rg, c.addTags)
+	tags, err := ckptfile.ReadMapCursor(rg, c.addTags)
 	if err != nil {
 		return err
 	}
@@ -187,34 +189,34 @@ func (c *fileColumns) readAdds(rg parquet.RowGroup, fn func(Action) error) error
 	}
 	// stats_parsed only for adds without JSON stats.
 	var sp *statsParsed
-	if c.addStatsParsed != nil && len(stats.cells) < len(paths) {
+	if c.addStatsParsed != nil && len(stats.Cells) < len(paths) {
 		if sp, err = readStatsParsed(rg, c.addStatsParsed); err != nil {
 			return fmt.Errorf("add.stats_parsed: %w", err)
 		}
 	}
 	for _, pc := range paths {
-		r := pc.row
-		a := &Add{Path: pc.str(), PartitionValues: PartitionValues{}}
-		if v, ok := size.at(r); ok {
-			a.Size = v.int64()
+		r := pc.Row
+		a := &Add{Path: pc.Str(), PartitionValues: PartitionValues{}}
+		if v, ok := size.At(r); ok {
+			a.Size = v.Int64()
 		}
-		if v, ok := modTime.at(r); ok {
-			a.ModificationTime = v.int64()
+		if v, ok := modTime.At(r); ok {
+			a.ModificationTime = v.Int64()
 		}
-		if v, ok := dataChange.at(r); ok {
-			a.DataChange = v.val.Boolean()
+		if v, ok := dataChange.At(r); ok {
+			a.DataChange = v.Val.Boolean()
 		}
-		if s, ok := stats.str(r); ok {
+		if s, ok := stats.Str(r); ok {
 			a.Stats = s
 		} else if sp != nil {
 			a.Stats = sp.json(r)
 		}
-		pv.each(r, func(k string, v *string) { a.PartitionValues[k] = v })
-		a.Tags = tags.strings(r)
+		pv.Each(r, func(k string, v *string) { a.PartitionValues[k] = v })
+		a.Tags = tags.Strings(r)
 		a.DeletionVector = rawDV(dvs.at(r))
-		a.BaseRowID = baseRowID.int64p(r)
-		a.DefaultRowCommitVersion = defaultRCV.int64p(r)
-		a.ClusteringProvider, _ = clustering.str(r)
+		a.BaseRowID = baseRowID.Int64p(r)
+		a.DefaultRowCommitVersion = defaultRCV.Int64p(r)
+		a.ClusteringProvider, _ = clustering.Str(r)
 		if err := fn(a); err != nil {
 			return err
 		}
@@ -223,20 +225,20 @@ func (c *fileColumns) readAdds(rg parquet.RowGroup, fn func(Action) error) error
 }
 
 func (c *fileColumns) readRemoves(rg parquet.RowGroup, fn func(Action) error) error {
-	paths, err := readCells(rg, c.rmPath)
+	paths, err := ckptfile.ReadCells(rg, c.rmPath)
 	if err != nil || len(paths) == 0 {
 		return err
 	}
-	var delTS, dataChange, ext, size, baseRowID, defaultRCV cursor
-	if err := readCursors(rg, c.rmDelTS, &delTS, c.rmDataChange, &dataChange, c.rmExt, &ext, c.rmSize, &size,
+	var delTS, dataChange, ext, size, baseRowID, defaultRCV ckptfile.Cursor
+	if err := ckptfile.ReadCursors(rg, c.rmDelTS, &delTS, c.rmDataChange, &dataChange, c.rmExt, &ext, c.rmSize, &size,
 		c.rmBaseRowID, &baseRowID, c.rmDefaultRCV, &defaultRCV); err != nil {
 		return err
 	}
-	pv, err := readMapCursor(rg, c.rmPV)
+	pv, err := ckptfile.ReadMapCursor(rg, c.rmPV)
 	if err != nil {
 		return err
 	}
-	pvPresent, err := mapPresence(rg, c.rmPV)
+	pvPresent, err := ckptfile.MapPresence(rg, c.rmPV)
 	if err != nil {
 		return err
 	}
@@ -245,24 +247,24 @@ func (c *fileColumns) readRemoves(rg parquet.RowGroup, fn func(Action) error) er
 		return err
 	}
 	for _, pc := range paths {
-		r := pc.row
-		rm := &Remove{Path: pc.str()}
-		rm.DeletionTimestamp = delTS.int64p(r)
-		if v, ok := dataChange.at(r); ok {
-			rm.DataChange = v.val.Boolean()
+		r := pc.Row
+		rm := &Remove{Path: pc.Str()}
+		rm.DeletionTimestamp = delTS.Int64p(r)
+		if v, ok := dataChange.At(r); ok {
+			rm.DataChange = v.Val.Boolean()
 		}
-		if v, ok := ext.at(r); ok {
-			b := v.val.Boolean()
+		if v, ok := ext.At(r); ok {
+			b := v.Val.Boolean()
 			rm.ExtendedFileMetadata = &b
 		}
-		rm.Size = size.int64p(r)
-		if pvPresent.has(r) {
+		rm.Size = size.Int64p(r)
+		if pvPresent.Has(r) {
 			rm.PartitionValues = PartitionValues{}
-			pv.each(r, func(k string, v *string) { rm.PartitionValues[k] = v })
+			pv.Each(r, func(k string, v *string) { rm.PartitionValues[k] = v })
 		}
 		rm.DeletionVector = rawDV(dvs.at(r))
-		rm.BaseRowID = baseRowID.int64p(r)
-		rm.DefaultRowCommitVersion = defaultRCV.int64p(r)
+		rm.BaseRowID = baseRowID.Int64p(r)
+		rm.DefaultRowCommitVersion = defaultRCV.Int64p(r)
 		if err := fn(rm); err != nil {
 			return err
 		}
@@ -271,21 +273,21 @@ func (c *fileColumns) readRemoves(rg parquet.RowGroup, fn func(Action) error) er
 }
 
 func (c *fileColumns) readSidecars(rg parquet.RowGroup, fn func(Action) error) error {
-	paths, err := readCells(rg, c.scPath)
+	paths, err := ckptfile.ReadCells(rg, c.scPath)
 	if err != nil || len(paths) == 0 {
 		return err
 	}
-	var size, modTime cursor
-	if err := readCursors(rg, c.scSize, &size, c.scModTime, &modTime); err != nil {
+	var size, modTime ckptfile.Cursor
+	if err := ckptfile.ReadCursors(rg, c.scSize, &size, c.scModTime, &modTime); err != nil {
 		return err
 	}
 	for _, pc := range paths {
-		sc := &Sidecar{Path: pc.str()}
-		if v, ok := size.at(pc.row); ok {
-			sc.SizeInBytes = v.int64()
+		sc := &Sidecar{Path: pc.Str()}
+		if v, ok := size.At(pc.Row); ok {
+			sc.SizeInBytes = v.Int64()
 		}
-		if v, ok := modTime.at(pc.row); ok {
-			sc.ModificationTime = v.int64()
+		if v, ok := modTime.At(pc.Row); ok {
+			sc.ModificationTime = v.Int64()
 		}
 		if err := fn(sc); err != nil {
 			return err
