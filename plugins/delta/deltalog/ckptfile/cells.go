@@ -181,6 +181,9 @@ func ReadMapCursor(rg parquet.RowGroup, ml MapLeaves) (*MapCursor, error) {
 	if err != nil {
 		return nil, err
 	}
+	if len(keys) == 0 { // no entries in the row group: the values are all null
+		return &MapCursor{}, nil
+	}
 	vals, err := ReadCells(rg, ml.Value)
 	if err != nil {
 		return nil, err
