@@ -70,7 +70,8 @@
 //	                   writing, typed columns → JSON when reading
 //	checkpoint_cache.go CheckpointCache: a checkpoint copies the previous
 //	                   one's encoded add row groups and encodes only what
-//	                   changed; the Parquet framing (footer) of the file
+//	                   changed (the row groups and the file's framing and
+//	                   footer: ckptfile)
 //	cleanup.go         CleanupLog: expired-log cleanup behind a checkpoint
 //	checkpoint_v2.go   V2 checkpoints: sidecars that later checkpoints
 //	                   reference again, delta.checkpointPolicy

@@ -1,9 +1,11 @@
-// Package ckptfile is the Parquet side of Delta checkpoint reading: the
+// Package ckptfile is the Parquet side of Delta checkpoint files: the
 // bytes, not the protocol. deltalog decides which actions a checkpoint
 // holds and what their fields mean; this package finds the columns by name
 // whatever the writer (Spark, delta-rs, the kernel, deltalog itself) called
-// its list and map groups, decodes them, and fetches only the byte ranges
-// a projection needs. It knows nothing of Delta actions.
+// its list and map groups, decodes them, fetches only the byte ranges a
+// projection needs, and puts a file together from encoded row groups
+// (which deltalog's checkpoint cache keeps from one checkpoint to the
+// next). It knows nothing of Delta actions.
 //
 // Reading is one row decoder: each wanted leaf column of a row group is
 // read on its own into Cells (its non-null values with their rows), and a
@@ -18,4 +20,7 @@
 //	cells.go  Cells of a leaf column, Cursor and MapCursor over them,
 //	          MapPresence (which rows have a map)
 //	ranged.go RangedReaderAt: ranged GETs of the wanted column chunks
+//	rowgroup.go RowGroup: encoded pages and chunk metadata, appended to
+//	          one another (statistics merged); Assemble: the file's framing
+//	          and footer
 package ckptfile
