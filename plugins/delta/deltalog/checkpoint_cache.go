@@ -15,6 +15,8 @@ import (
 	"github.com/parquet-go/parquet-go/compress/snappy"
 	"github.com/parquet-go/parquet-go/encoding/thrift"
 	"github.com/parquet-go/parquet-go/format"
+
+	"github.com/picomq/heavy-sinks/plugins/delta/deltalog/ckptfile"
 )
 
 // Incremental classic checkpoints: a checkpoint's cost follows what changed
@@ -160,14 +162,11 @@ func (j *fileJournal) check() {
 
 // ---- encoded row groups --------------------------------------------------------
 
-// pageGroup is one encoded row group: per leaf column the bytes of its
-// pages and its column chunk metadata (offsets are set when a file is put
-// together).
+// pageGroup is one encoded row group of adds (or of the other actions,
+// with no addRun).
 type pageGroup struct {
-	rows   int64
-	cols   []pageChunk
-	size   int64 // page bytes
-	addRun       // for add groups
+	ckptfile.RowGroup
+	addRun // for add groups
 }
 
 // addRun is a run of adds encoded together (a row group, or a V2 sidecar):
@@ -178,88 +177,15 @@ type addRun struct {
 	dirty  bool // lost an add since it was encoded
 }
 
-type pageChunk struct {
-	pages [][]byte
-	md    format.ColumnMetaData
-}
-
 // appendGroup appends b's pages to g's column chunks: the rows of b follow
 // g's in the same row group.
 func (g *pageGroup) appendGroup(b *pageGroup, types []parquet.Type) {
-	for j := range g.cols {
-		a, n := &g.cols[j], &b.cols[j]
-		a.pages = append(a.pages, n.pages...)
-		mergeChunkMeta(&a.md, &n.md, types[j])
-	}
-	g.rows += b.rows
-	g.size += b.size
+	g.RowGroup.Append(&b.RowGroup, types)
 	g.keys = append(g.keys, b.keys...)
 	g.hi = max(g.hi, b.hi)
 	if g.lo == 0 {
 		g.lo = b.lo
 	}
-}
-
-// mergeChunkMeta folds the metadata of column chunk n into a, as if n's
-// pages had been written after a's by one writer.
-func mergeChunkMeta(a, n *format.ColumnMetaData, typ parquet.Type) {
-	aVals := a.NumValues - a.Statistics.NullCount
-	nVals := n.NumValues - n.Statistics.NullCount
-	a.NumValues += n.NumValues
-	a.TotalUncompressedSize += n.TotalUncompressedSize
-	a.TotalCompressedSize += n.TotalCompressedSize
-	for _, e := range n.Encoding {
-		if !slices.Contains(a.Encoding, e) {
-			a.Encoding = append(a.Encoding, e)
-		}
-	}
-	for _, s := range n.EncodingStats {
-		i := slices.IndexFunc(a.EncodingStats, func(x format.PageEncodingStats) bool {
-			return x.PageType == s.PageType && x.Encoding == s.Encoding
-		})
-		if i < 0 {
-			a.EncodingStats = append(a.EncodingStats, s)
-		} else {
-			a.EncodingStats[i].Count += s.Count
-		}
-	}
-	sa, sn := &a.Statistics, &n.Statistics
-	sa.NullCount += sn.NullCount
-	sa.DistinctCount = 0
-	switch {
-	case nVals <= 0: // n has no values: a's bounds stand
-	case aVals <= 0:
-		sa.MinValue, sa.MaxValue, sa.Min, sa.Max = sn.MinValue, sn.MaxValue, sn.Min, sn.Max
-	case sa.MinValue == nil || sa.MaxValue == nil || sn.MinValue == nil || sn.MaxValue == nil:
-		// A side without bounds: the merged chunk has none (readers then
-		// cannot skip it, which is always correct).
-		sa.MinValue, sa.MaxValue, sa.Min, sa.Max = nil, nil, nil, nil
-	default:
-		k := typ.Kind()
-		if typ.Compare(k.Value(sn.MinValue), k.Value(sa.MinValue)) < 0 {
-			sa.MinValue = sn.MinValue
-		}
-		if typ.Compare(k.Value(sn.MaxValue), k.Value(sa.MaxValue)) > 0 {
-			sa.MaxValue = sn.MaxValue
-		}
-		if sa.Min != nil || sa.Max != nil {
-			sa.Min, sa.Max = sa.MinValue, sa.MaxValue
-		}
-	}
-	ss, ns := &a.SizeStatistics, &n.SizeStatistics
-	ss.UnencodedByteArrayDataBytes += ns.UnencodedByteArrayDataBytes
-	ss.RepetitionLevelHistogram = addHistogram(ss.RepetitionLevelHistogram, ns.RepetitionLevelHistogram)
-	ss.DefinitionLevelHistogram = addHistogram(ss.DefinitionLevelHistogram, ns.DefinitionLevelHistogram)
-}
-
-func addHistogram(a, b []int64) []int64 {
-	if len(a) != len(b) {
-		return nil // shapes differ: leave the optional histogram out
-	}
-	for i := range a {
-		a[i] += b[i]
-	}
-	return a
 }
 
 // ---- encoder -----------------------------------------------------------------
@@ -429,7 +355,7 @@ func (e *ckptEncoder) finish() ([]*pageGroup, *format.FileMetaData, error) {
 			total += rg.Columns[j].MetaData.TotalCompressedSize
 		}
 		own := make([]byte, 0, total)
-		g := &pageGroup{rows: rg.NumRows, cols: make([]pageChunk, len(rg.Columns)), size: total}
+		g := &pageGroup{RowGroup: ckptfile.RowGroup{Rows: rg.NumRows, Cols: make([]ckptfile.Chunk, len(rg.Columns)), Size: total}}
 		for j := range rg.Columns {
 			m := rg.Columns[j].MetaData
 			if m.DictionaryPageOffset != 0 || slices.ContainsFunc(m.EncodingStats, func(s format.PageEncodingStats) bool {
@@ -453,7 +379,7 @@ func (e *ckptEncoder) finish() ([]*pageGroup, *format.FileMetaData, error) {
 			m.EncodingStats = slices.Clone(m.EncodingStats)
 			m.Encoding = slices.Clone(m.Encoding)
 			m.DataPageOffset, m.IndexPageOffset, m.BloomFilterOffset, m.BloomFilterLength = 0, 0, 0, 0
-			g.cols[j] = pageChunk{pages: [][]byte{own[start:len(own):len(own)]}, md: m}
+			g.Cols[j] = ckptfile.Chunk{Pages: [][]byte{own[start:len(own):len(own)]}, MD: m}
 		}
 		groups[i] = g
 	}
@@ -572,10 +498,10 @@ func (c *CheckpointCache) encode(ctx context.Context, st *State, o *CheckpointOp
 	// else encoded with the last group's adds into full groups.
 	if len(fresh) > 0 {
 		var last *pageGroup
-		if n := len(c.groups); n > 0 && c.groups[n-1].rows < int64(per) {
+		if n := len(c.groups); n > 0 && c.groups[n-1].Rows < int64(per) {
 			last = c.groups[n-1]
 		}
-		if last != nil && last.rows+int64(len(fresh)) <= int64(per) && len(last.cols[0].pages) < maxPageSets {
+		if last != nil && last.Rows+int64(len(fresh)) <= int64(per) && len(last.Cols[0].Pages) < maxPageSets {
 			gs, err := e.encodeAdds(ctx, cs, fresh, per)
 			if err != nil {
 				return nil, 0, 0, cst, err
@@ -596,8 +522,8 @@ func (c *CheckpointCache) encode(ctx context.Context, st *State, o *CheckpointOp
 	}
 	c.size = 0
 	for _, g := range c.groups {
-		c.size += g.size
-		adds += g.rows
+		c.size += g.Size
+		adds += g.Rows
 	}
 	if adds != int64(len(st.files)) {
 		return nil, 0, 0, cst, fmt.Errorf("deltalog: internal error: checkpoint cache holds %d adds, the state %d", adds, len(st.files))
@@ -622,11 +548,15 @@ func (c *CheckpointCache) encode(ctx context.Context, st *State, o *CheckpointOp
 	if err != nil {
 		return nil, 0, 0, cst, err
 	}
-	all := make([]*pageGroup, 0, len(other)+len(c.groups))
-	all = append(all, other[0])
-	all = append(all, c.groups...)
-	all = append(all, other[1:]...)
-	data, err = assemble(c.out[:0], md, all)
+	all := make([]*ckptfile.RowGroup, 0, len(other)+len(c.groups))
+	all = append(all, &other[0].RowGroup)
+	for _, g := range c.groups {
+		all = append(all, &g.RowGroup)
+	}
+	for _, g := range other[1:] {
+		all = append(all, &g.RowGroup)
+	}
+	data, err = ckptfile.Assemble(c.out[:0], md, all)
 	if err != nil {
 		return nil, 0, 0, cst, err
 	}
@@ -785,55 +715,4 @@ func (e *ckptEncoder) removeRows(st *State, o *CheckpointOptions, per int) (int6
 		rows++
 	}
 	return rows, nil
-}
-
-// assemble puts a Parquet file together from encoded row groups: the magic,
-// every group's pages, and a footer with md's schema and file fields.
-// The file is appended to out, which it replaces when too small.
-func assemble(out []byte, md *format.FileMetaData, groups []*pageGroup) ([]byte, error) {
-	var total int64 = 8
-	for _, g := range groups {
-		total += g.size
-	}
-	if need := int(total) + 64<<10; cap(out) < need {
-		out = make([]byte, 0, need+need/8)
-	}
-	out = append(out[:0], "PAR1"...)
-	meta := *md
-	meta.NumRows = 0
-	meta.RowGroups = make([]format.RowGroup, 0, len(groups))
-	for _, g := range groups {
-		if g.rows == 0 {
-			continue
-		}
-		rg := format.RowGroup{Columns: make([]format.ColumnChunk, len(g.cols)), NumRows: g.rows,
-			FileOffset: int64(len(out)), Ordinal: int16(len(meta.RowGroups))}
-		for j := range g.cols {
-			ch := &g.cols[j]
-			m := ch.md
-			m.DataPageOffset = int64(len(out))
-			for _, p := range ch.pages {
-				out = append(out, p...)
-			}
-			if int64(len(out))-m.DataPageOffset != m.TotalCompressedSize {
-				return nil, fmt.Errorf("deltalog: internal error: column %v holds %d bytes, its metadata says %d",
-					m.PathInSchema, int64(len(out))-m.DataPageOffset, m.TotalCompressedSize)
-			}
-			rg.Columns[j] = format.ColumnChunk{MetaData: m}
-			rg.TotalByteSize += m.TotalUncompressedSize
-			rg.TotalCompressedSize += m.TotalCompressedSize
-		}
-		meta.RowGroups = append(meta.RowGroups, rg)
-		meta.NumRows += g.rows
-	}
-	if len(meta.RowGroups) > math.MaxInt16 {
-		return nil, fmt.Errorf("deltalog: checkpoint would have %d row groups", len(meta.RowGroups))
-	}
-	footer, err := thrift.Marshal(new(thrift.CompactProtocol), &meta)
-	if err != nil {
-		return nil, fmt.Errorf("deltalog: write checkpoint footer: %w", err)
-	}
-	out = append(out, footer...)
-	out = binary.LittleEndian.AppendUint32(out, uint32(len(footer)))
-	return append(out, "PAR1"...), nil
 }

@@ -3,13 +3,12 @@ package deltalog
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"slices"
-	"sort"
 
 	"github.com/parquet-go/parquet-go"
+
+	"github.com/picomq/heavy-sinks/plugins/delta/deltalog/ckptfile"
 )
 
 // Checkpoint reading, one reader for both projections of a replay. For a
@@ -82,10 +81,10 @@ type parquetColumns struct{ nonFile, files bool }
 // file with one GET.
 func readParquetCheckpoint(ctx context.Context, store Store, path string, size int64, want parquetColumns, fn func(Action) error) error {
 	var r io.ReaderAt
-	var ranged *rangedReaderAt
+	var ranged *ckptfile.RangedReaderAt
 	rr, canRange := store.(RangeReader)
 	if canRange && !want.files && size > wholeFileLimit {
-		ranged = &rangedReaderAt{ctx: ctx, rr: rr, path: path, size: size}
+		ranged = ckptfile.NewRangedReaderAt(ctx, rr, path, size)
 		r = ranged
 	} else {
 		data, err := store.Get(ctx, path)
@@ -104,16 +103,17 @@ func readParquetCheckpoint(ctx context.Context, store Store, path string, size i
 	if err != nil {
 		return fmt.Errorf("open checkpoint %s: %w", path, err)
 	}
+	lookup := ckptfile.Lookup{Root: pf.Root()}
 	var cols *checkpointColumns
 	if want.nonFile {
-		cols = lookupCheckpointColumns(pf.Root())
+		cols = lookupCheckpointColumns(&lookup)
 	}
 	var fc *fileColumns
 	if want.files {
-		fc = lookupFileColumns(pf.Root())
+		fc = lookupFileColumns(&lookup)
 	}
 	if ranged != nil {
-		if err := ranged.prefetch(pf, cols.leafIndexes()); err != nil {
+		if err := ranged.Prefetch(pf, cols.leafIndexes()); err != nil {
 			return fmt.Errorf("read checkpoint %s: %w", path, err)
 		}
 	}
@@ -135,97 +135,51 @@ func readParquetCheckpoint(ctx context.Context, store Store, path string, size i
 	return nil
 }
 
-// leaf is a resolved leaf column (nil when the file does not have it).
-type leaf = *parquet.Column
-
-// listLeaf/mapLeaves descend through whatever the writer called the
-// repeated groups ("list/element", "bag/array", "key_value", "entries").
-type mapLeaves struct{ key, value leaf }
-
+// checkpointColumns are the leaves of the non-file actions.
 type checkpointColumns struct {
-	protoReader, protoWriter     leaf
-	protoReaderFeatures          leaf
-	protoWriterFeatures          leaf
-	mdID, mdName, mdDescription  leaf
-	mdSchema, mdCreated          leaf
-	mdPartitionColumns           leaf
-	mdConfiguration              mapLeaves
-	mdProvider                   leaf
-	mdOptions                    mapLeaves
-	txnAppID, txnVersion, txnLU  leaf
-	dmDomain, dmConfig, dmRemove leaf
-	cpmVersion                   leaf
+	protoReader, protoWriter     ckptfile.Leaf
+	protoReaderFeatures          ckptfile.Leaf
+	protoWriterFeatures          ckptfile.Leaf
+	mdID, mdName, mdDescription  ckptfile.Leaf
+	mdSchema, mdCreated          ckptfile.Leaf
+	mdPartitionColumns           ckptfile.Leaf
+	mdConfiguration              ckptfile.MapLeaves
+	mdProvider                   ckptfile.Leaf
+	mdOptions                    ckptfile.MapLeaves
+	txnAppID, txnVersion, txnLU  ckptfile.Leaf
+	dmDomain, dmConfig, dmRemove ckptfile.Leaf
+	cpmVersion                   ckptfile.Leaf
 }
 
-func lookupCheckpointColumns(root *parquet.Column) *checkpointColumns {
-	c := &checkpointColumns{}
-	child := childColumn
-	scalar := func(names ...string) leaf {
-		col := child(root, names...)
-		if col == nil || !col.Leaf() {
-			return nil
-		}
-		return col
+func lookupCheckpointColumns(l *ckptfile.Lookup) *checkpointColumns {
+	return &checkpointColumns{
+		protoReader:         l.Scalar("protocol", "minReaderVersion"),
+		protoWriter:         l.Scalar("protocol", "minWriterVersion"),
+		protoReaderFeatures: l.List("protocol", "readerFeatures"),
+		protoWriterFeatures: l.List("protocol", "writerFeatures"),
+		mdID:                l.Scalar("metaData", "id"),
+		mdName:              l.Scalar("metaData", "name"),
+		mdDescription:       l.Scalar("metaData", "description"),
+		mdSchema:            l.Scalar("metaData", "schemaString"),
+		mdCreated:           l.Scalar("metaData", "createdTime"),
+		mdPartitionColumns:  l.List("metaData", "partitionColumns"),
+		mdConfiguration:     l.Map("metaData", "configuration"),
+		mdProvider:          l.Scalar("metaData", "format", "provider"),
+		mdOptions:           l.Map("metaData", "format", "options"),
+		txnAppID:            l.Scalar("txn", "appId"),
+		txnVersion:          l.Scalar("txn", "version"),
+		txnLU:               l.Scalar("txn", "lastUpdated"),
+		dmDomain:            l.Scalar("domainMetadata", "domain"),
+		dmConfig:            l.Scalar("domainMetadata", "configuration"),
+		dmRemove:            l.Scalar("domainMetadata", "removed"),
+		cpmVersion:          l.Scalar("checkpointMetadata", "version"),
 	}
-	list := func(names ...string) leaf {
-		col := child(root, names...)
-		for col != nil && !col.Leaf() {
-			cs := col.Columns()
-			if len(cs) != 1 {
-				return nil
-			}
-			col = cs[0]
-		}
-		if col == nil || col.MaxRepetitionLevel() == 0 {
-			return nil
-		}
-		return col
-	}
-	mapOf := func(names ...string) mapLeaves {
-		col := child(root, names...)
-		if col == nil || col.Leaf() || len(col.Columns()) != 1 {
-			return mapLeaves{}
-		}
-		kv := col.Columns()[0]
-		if kv.Leaf() || len(kv.Columns()) != 2 {
-			return mapLeaves{}
-		}
-		k, v := kv.Column("key"), kv.Column("value")
-		if k == nil || v == nil {
-			k, v = kv.Columns()[0], kv.Columns()[1]
-		}
-		if !k.Leaf() || !v.Leaf() || k.MaxRepetitionLevel() == 0 {
-			return mapLeaves{}
-		}
-		return mapLeaves{k, v}
-	}
-	c.protoReader = scalar("protocol", "minReaderVersion")
-	c.protoWriter = scalar("protocol", "minWriterVersion")
-	c.protoReaderFeatures = list("protocol", "readerFeatures")
-	c.protoWriterFeatures = list("protocol", "writerFeatures")
-	c.mdID = scalar("metaData", "id")
-	c.mdName = scalar("metaData", "name")
-	c.mdDescription = scalar("metaData", "description")
-	c.mdSchema = scalar("metaData", "schemaString")
-	c.mdCreated = scalar("metaData", "createdTime")
-	c.mdPartitionColumns = list("metaData", "partitionColumns")
-	c.mdConfiguration = mapOf("metaData", "configuration")
-	c.mdProvider = scalar("metaData", "format", "provider")
-	c.mdOptions = mapOf("metaData", "format", "options")
-	c.txnAppID = scalar("txn", "appId")
-	c.txnVersion = scalar("txn", "version")
-	c.txnLU = scalar("txn", "lastUpdated")
-	c.dmDomain = scalar("domainMetadata", "domain")
-	c.dmConfig = scalar("domainMetadata", "configuration")
-	c.dmRemove = scalar("domainMetadata", "removed")
-	c.cpmVersion = scalar("checkpointMetadata", "version")
-	return c
 }
 
-func (c *checkpointColumns) leaves() []leaf {
-	return []leaf{c.protoReader, c.protoWriter, c.protoReaderFeatures, c.protoWriterFeatures,
+func (c *checkpointColumns) leaves() []ckptfile.Leaf {
+	return []ckptfile.Leaf{c.protoReader, c.protoWriter, c.protoReaderFeatures, c.protoWriterFeatures,
 		c.mdID, c.mdName, c.mdDescription, c.mdSchema, c.mdCreated, c.mdPartitionColumns,
-		c.mdConfiguration.key, c.mdConfiguration.value, c.mdProvider, c.mdOptions.key, c.mdOptions.value,
+		c.mdConfiguration.Key, c.mdConfiguration.Value, c.mdProvider, c.mdOptions.Key, c.mdOptions.Value,
 		c.txnAppID, c.txnVersion, c.txnLU, c.dmDomain, c.dmConfig, c.dmRemove, c.cpmVersion}
 }
 
@@ -239,384 +193,142 @@ func (c *checkpointColumns) leafIndexes() []int {
 	return idx
 }
 
-// cell is one non-null leaf value: the row it belongs to, its position in
-// the column chunk's value stream (to pair map keys with values), and the
-// value itself.
-type cell struct {
-	row int32
-	pos int32
-	val parquet.Value // ByteArray values are cloned, so cells outlive pages
-}
-
-func (c cell) str() string { return string(c.val.ByteArray()) }
-
-func (c cell) int64() int64 {
-	switch c.val.Kind() {
-	case parquet.Int32:
-		return int64(c.val.Int32())
-	default:
-		return c.val.Int64()
-	}
-}
-
-// readCells returns the non-null values of one leaf column in a row group.
-// Nulls (the vast majority in checkpoint rows that hold other actions) cost
-// a level decode and nothing else.
-func readCells(rg parquet.RowGroup, col leaf) ([]cell, error) {
-	if col == nil {
-		return nil, nil
-	}
-	chunk := rg.ColumnChunks()[col.Index()]
-	pages := chunk.Pages()
-	defer pages.Close()
-	maxDef := col.MaxDefinitionLevel()
-	var (
-		out  []cell
-		buf  = make([]parquet.Value, 1024)
-		row  = int32(-1)
-		pos  = int32(-1)
-		page parquet.Page
-		err  error
-	)
-	for {
-		page, err = pages.ReadPage()
-		if err == io.EOF {
-			return out, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-		vr := page.Values()
-		for {
-			n, rerr := vr.ReadValues(buf)
-			for _, v := range buf[:n] {
-				pos++
-				if v.RepetitionLevel() == 0 {
-					row++
-				}
-				if v.DefinitionLevel() == maxDef && !v.IsNull() {
-					out = append(out, cell{row: row, pos: pos, val: v.Clone()})
-				}
-			}
-			if rerr == io.EOF {
-				break
-			}
-			if rerr != nil {
-				parquet.Release(page)
-				return nil, rerr
-			}
-		}
-		parquet.Release(page)
-	}
-}
-
 func (c *checkpointColumns) readRowGroup(rg parquet.RowGroup, fn func(Action) error) error {
-	read := func(l leaf) ([]cell, error) { return readCells(rg, l) }
-	byRow := func(cells []cell) map[int32][]cell {
-		if len(cells) == 0 {
-			return nil
-		}
-		m := make(map[int32][]cell)
-		for _, c := range cells {
-			m[c.row] = append(m[c.row], c)
-		}
-		return m
-	}
-	first := func(m map[int32][]cell, row int32) (cell, bool) {
-		if cs := m[row]; len(cs) > 0 {
-			return cs[0], true
-		}
-		return cell{}, false
-	}
-	strs := func(m map[int32][]cell, row int32) []string {
-		var out []string
-		for _, c := range m[row] {
-			out = append(out, c.str())
-		}
-		return out
-	}
-	readMap := func(ml mapLeaves) (map[int32]map[string]string, error) {
-		keys, err := read(ml.key)
-		if err != nil || len(keys) == 0 {
-			return nil, err
-		}
-		vals, err := read(ml.value)
-		if err != nil {
-			return nil, err
-		}
-		valAt := make(map[int32]string, len(vals))
-		for _, v := range vals {
-			valAt[v.pos] = v.str()
-		}
-		out := map[int32]map[string]string{}
-		for _, k := range keys {
-			m := out[k.row]
-			if m == nil {
-				m = map[string]string{}
-				out[k.row] = m
-			}
-			m[k.str()] = valAt[k.pos] // a null value reads as ""
-		}
-		return out, nil
-	}
-
-	// protocol
-	if cells, err := read(c.protoReader); err != nil {
+	if err := c.readProtocols(rg, fn); err != nil {
 		return err
-	} else if len(cells) > 0 {
-		wr, err := read(c.protoWriter)
-		if err != nil {
-			return err
-		}
-		rf, err := read(c.protoReaderFeatures)
-		if err != nil {
-			return err
-		}
-		wf, err := read(c.protoWriterFeatures)
-		if err != nil {
-			return err
-		}
-		wrM, rfM, wfM := byRow(wr), byRow(rf), byRow(wf)
-		for _, rc := range cells {
-			p := &Protocol{MinReaderVersion: int32(rc.int64())}
-			if w, ok := first(wrM, rc.row); ok {
-				p.MinWriterVersion = int32(w.int64())
-			}
-			p.ReaderFeatures = strs(rfM, rc.row)
-			p.WriterFeatures = strs(wfM, rc.row)
-			if err := fn(p); err != nil {
-				return err
-			}
-		}
 	}
-
-	// metaData
-	if ids, err := read(c.mdID); err != nil {
+	if err := c.readMetadata(rg, fn); err != nil {
 		return err
-	} else if len(ids) > 0 {
-		var ms [5]map[int32][]cell
-		for i, l := range []leaf{c.mdName, c.mdDescription, c.mdSchema, c.mdCreated, c.mdProvider} {
-			cells, err := read(l)
-			if err != nil {
-				return err
-			}
-			ms[i] = byRow(cells)
-		}
-		pc, err := read(c.mdPartitionColumns)
-		if err != nil {
-			return err
-		}
-		pcM := byRow(pc)
-		conf, err := readMap(c.mdConfiguration)
-		if err != nil {
-			return err
-		}
-		opts, err := readMap(c.mdOptions)
-		if err != nil {
-			return err
-		}
-		for _, idc := range ids {
-			r := idc.row
-			m := &Metadata{ID: idc.str(), PartitionColumns: strs(pcM, r), Configuration: conf[r]}
-			if v, ok := first(ms[0], r); ok {
-				m.Name = v.str()
-			}
-			if v, ok := first(ms[1], r); ok {
-				m.Description = v.str()
-			}
-			if v, ok := first(ms[2], r); ok {
-				m.SchemaString = v.str()
-			}
-			if v, ok := first(ms[3], r); ok {
-				t := v.int64()
-				m.CreatedTime = &t
-			}
-			if v, ok := first(ms[4], r); ok {
-				m.Format.Provider = v.str()
-			}
-			m.Format.Options = opts[r]
-			if m.PartitionColumns == nil {
-				m.PartitionColumns = []string{}
-			}
-			if m.Configuration == nil {
-				m.Configuration = map[string]string{}
-			}
-			if err := fn(m); err != nil {
-				return err
-			}
-		}
 	}
-
-	// txn
-	if apps, err := read(c.txnAppID); err != nil {
+	if err := c.readTxns(rg, fn); err != nil {
 		return err
-	} else if len(apps) > 0 {
-		vs, err := read(c.txnVersion)
-		if err != nil {
-			return err
-		}
-		lus, err := read(c.txnLU)
-		if err != nil {
-			return err
-		}
-		vM, luM := byRow(vs), byRow(lus)
-		for _, a := range apps {
-			t := &Txn{AppID: a.str()}
-			v, ok := first(vM, a.row)
-			if !ok {
-				return fmt.Errorf("txn for app %q has no version", t.AppID)
-			}
-			t.Version = v.int64()
-			if lu, ok := first(luM, a.row); ok {
-				x := lu.int64()
-				t.LastUpdated = &x
-			}
-			if err := fn(t); err != nil {
-				return err
-			}
-		}
 	}
-
-	// domainMetadata
-	if doms, err := read(c.dmDomain); err != nil {
+	if err := c.readDomains(rg, fn); err != nil {
 		return err
-	} else if len(doms) > 0 {
-		cs, err := read(c.dmConfig)
-		if err != nil {
-			return err
-		}
-		rs, err := read(c.dmRemove)
-		if err != nil {
-			return err
-		}
-		cM, rM := byRow(cs), byRow(rs)
-		for _, d := range doms {
-			dm := &DomainMetadata{Domain: d.str()}
-			if v, ok := first(cM, d.row); ok {
-				dm.Configuration = v.str()
-			}
-			if v, ok := first(rM, d.row); ok {
-				dm.Removed = v.val.Boolean()
-			}
-			if err := fn(dm); err != nil {
-				return err
-			}
-		}
 	}
-
 	// checkpointMetadata (V2 checkpoints)
-	if cpm, err := read(c.cpmVersion); err != nil {
+	cpm, err := ckptfile.ReadCells(rg, c.cpmVersion)
+	if err != nil {
 		return err
-	} else {
-		for _, v := range cpm {
-			if err := fn(&CheckpointMetadata{Version: v.int64()}); err != nil {
-				return err
-			}
-		}
 	}
-	return nil
-}
-
-// ---- Ranged reads --------------------------------------------------------
-
-// rangedReaderAt serves parquet-go's ReadAt calls from byte ranges fetched
-// up front — one request per run of wanted column chunks — and falls back
-// to a direct ranged GET for anything else (the footer).
-type rangedReaderAt struct {
-	ctx  context.Context
-	rr   RangeReader
-	path string
-	size int64
-	segs []byteRange // sorted by off, non-overlapping
-}
-
-type byteRange struct {
-	off  int64
-	data []byte
-}
-
-// mergeGap is how far apart two wanted ranges may be and still be fetched
-// in one request (cheaper than a second round trip).
-const mergeGap = 1 << 20
-
-func (r *rangedReaderAt) prefetch(pf *parquet.File, leafIdx []int) error {
-	type span struct{ start, end int64 }
-	var spans []span
-	for _, rg := range pf.Metadata().RowGroups {
-		for _, i := range leafIdx {
-			if i >= len(rg.Columns) {
-				continue
-			}
-			md := rg.Columns[i].MetaData
-			start := md.DataPageOffset
-			if md.DictionaryPageOffset > 0 && md.DictionaryPageOffset < start {
-				start = md.DictionaryPageOffset
-			}
-			end := start + md.TotalCompressedSize
-			if start < 0 || end > r.size || end <= start {
-				continue // let ReadAt fetch on demand
-			}
-			spans = append(spans, span{start, end})
-		}
-	}
-	sort.Slice(spans, func(i, j int) bool { return spans[i].start < spans[j].start })
-	var merged []span
-	for _, s := range spans {
-		if n := len(merged); n > 0 && s.start <= merged[n-1].end+mergeGap {
-			merged[n-1].end = max(merged[n-1].end, s.end)
-			continue
-		}
-		merged = append(merged, s)
-	}
-	for _, s := range merged {
-		data, err := r.rr.GetRange(r.ctx, r.path, s.start, s.end-s.start)
-		if err != nil {
+	for _, v := range cpm {
+		if err := fn(&CheckpointMetadata{Version: v.Int64()}); err != nil {
 			return err
 		}
-		r.segs = append(r.segs, byteRange{off: s.start, data: data})
 	}
 	return nil
 }
 
-func (r *rangedReaderAt) ReadAt(p []byte, off int64) (int, error) {
-	if off < 0 {
-		return 0, errors.New("negative offset")
+// Each action is read row by row from its driving column (a field every
+// row of the action has), the other columns only when it has rows.
+
+func (c *checkpointColumns) readProtocols(rg parquet.RowGroup, fn func(Action) error) error {
+	readers, err := ckptfile.ReadCells(rg, c.protoReader)
+	if err != nil || len(readers) == 0 {
+		return err
 	}
-	if off >= r.size {
-		return 0, io.EOF
+	var writer, readerFeatures, writerFeatures ckptfile.Cursor
+	if err := ckptfile.ReadCursors(rg, c.protoWriter, &writer, c.protoReaderFeatures, &readerFeatures,
+		c.protoWriterFeatures, &writerFeatures); err != nil {
+		return err
 	}
-	want := int64(len(p))
-	short := false
-	if off+want > r.size {
-		want = r.size - off
-		short = true
-	}
-	i, _ := slices.BinarySearchFunc(r.segs, off, func(s byteRange, off int64) int {
-		switch {
-		case s.off+int64(len(s.data)) <= off:
-			return -1
-		case s.off > off:
-			return 1
+	for _, rc := range readers {
+		p := &Protocol{MinReaderVersion: int32(rc.Int64())}
+		if w, ok := writer.At(rc.Row); ok {
+			p.MinWriterVersion = int32(w.Int64())
 		}
-		return 0
-	})
-	if i < len(r.segs) {
-		s := r.segs[i]
-		if s.off <= off && off+want <= s.off+int64(len(s.data)) {
-			n := copy(p, s.data[off-s.off:off-s.off+want])
-			if short {
-				return n, io.EOF
-			}
-			return n, nil
+		p.ReaderFeatures = readerFeatures.Strs(rc.Row)
+		p.WriterFeatures = writerFeatures.Strs(rc.Row)
+		if err := fn(p); err != nil {
+			return err
 		}
 	}
-	data, err := r.rr.GetRange(r.ctx, r.path, off, want)
+	return nil
+}
+
+func (c *checkpointColumns) readMetadata(rg parquet.RowGroup, fn func(Action) error) error {
+	ids, err := ckptfile.ReadCells(rg, c.mdID)
+	if err != nil || len(ids) == 0 {
+		return err
+	}
+	var name, description, schema, created, provider, partitionColumns ckptfile.Cursor
+	if err := ckptfile.ReadCursors(rg, c.mdName, &name, c.mdDescription, &description, c.mdSchema, &schema,
+		c.mdCreated, &created, c.mdProvider, &provider, c.mdPartitionColumns, &partitionColumns); err != nil {
+		return err
+	}
+	conf, err := ckptfile.ReadMapCursor(rg, c.mdConfiguration)
 	if err != nil {
-		return 0, err
+		return err
 	}
-	n := copy(p, data)
-	if short || n < len(p) {
-		return n, io.EOF
+	opts, err := ckptfile.ReadMapCursor(rg, c.mdOptions)
+	if err != nil {
+		return err
 	}
-	return n, nil
+	for _, idc := range ids {
+		r := idc.Row
+		m := &Metadata{ID: idc.Str(), PartitionColumns: partitionColumns.Strs(r)}
+		m.Configuration = conf.Strings(r)
+		m.Name, _ = name.Str(r)
+		m.Description, _ = description.Str(r)
+		m.SchemaString, _ = schema.Str(r)
+		m.CreatedTime = created.Int64p(r)
+		m.Format.Provider, _ = provider.Str(r)
+		m.Format.Options = opts.Strings(r)
+		if m.PartitionColumns == nil {
+			m.PartitionColumns = []string{}
+		}
+		if m.Configuration == nil {
+			m.Configuration = map[string]string{}
+		}
+		if err := fn(m); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (c *checkpointColumns) readTxns(rg parquet.RowGroup, fn func(Action) error) error {
+	apps, err := ckptfile.ReadCells(rg, c.txnAppID)
+	if err != nil || len(apps) == 0 {
+		return err
+	}
+	var version, lastUpdated ckptfile.Cursor
+	if err := ckptfile.ReadCursors(rg, c.txnVersion, &version, c.txnLU, &lastUpdated); err != nil {
+		return err
+	}
+	for _, a := range apps {
+		t := &Txn{AppID: a.Str()}
+		v, ok := version.At(a.Row)
+		if !ok {
+			return fmt.Errorf("txn for app %q has no version", t.AppID)
+		}
+		t.Version = v.Int64()
+		t.LastUpdated = lastUpdated.Int64p(a.Row)
+		if err := fn(t); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (c *checkpointColumns) readDomains(rg parquet.RowGroup, fn func(Action) error) error {
+	doms, err := ckptfile.ReadCells(rg, c.dmDomain)
+	if err != nil || len(doms) == 0 {
+		return err
+	}
+	var config, removed ckptfile.Cursor
+	if err := ckptfile.ReadCursors(rg, c.dmConfig, &config, c.dmRemove, &removed); err != nil {
+		return err
+	}
+	for _, d := range doms {
+		dm := &DomainMetadata{Domain: d.Str()}
+		dm.Configuration, _ = config.Str(d.Row)
+		if v, ok := removed.At(d.Row); ok {
+			dm.Removed = v.Val.Boolean()
+		}
+		if err := fn(dm); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -48,7 +48,9 @@
 //	replay.go          the one reconciliation of table-level actions, the
 //	                   one JSON action scanner (projections) and commit reader
 //	checkpoint_read.go checkpoint reading for both projections: V2 JSON,
-//	                   Parquet with a column projection, sidecars
+//	                   Parquet with a column projection, sidecars; the
+//	                   non-file actions' rows (Parquet decoding, column
+//	                   lookup and ranged reads: ckptfile)
 //	interval.go        "interval 7 days" durations for table properties
 //	features.go        the table-feature table and CheckWritable
 //	partition.go       partition value serialization, Hive directory escaping,
@@ -68,7 +70,8 @@
 //	                   writing, typed columns → JSON when reading
 //	checkpoint_cache.go CheckpointCache: a checkpoint copies the previous
 //	                   one's encoded add row groups and encodes only what
-//	                   changed; the Parquet framing (footer) of the file
+//	                   changed (the row groups and the file's framing and
+//	                   footer: ckptfile)
 //	cleanup.go         CleanupLog: expired-log cleanup behind a checkpoint
 //	checkpoint_v2.go   V2 checkpoints: sidecars that later checkpoints
 //	                   reference again, delta.checkpointPolicy

@@ -3,15 +3,17 @@ package deltalog
 import (
 	"bytes"
 	"fmt"
-	"io"
 	"strconv"
 
 	"github.com/parquet-go/parquet-go"
+
+	"github.com/picomq/heavy-sinks/plugins/delta/deltalog/ckptfile"
 )
 
 // Reading the file actions (add, remove, sidecar) of Parquet checkpoints
 // and sidecars, for State. Like the non-file reader in checkpoint_read.go,
-// columns are found by name and each is read on its own, so any writer's
+// columns are found by name (ckptfile.Lookup) and each is read on its own
+// into the cursors of ckptfile, so any writer's
 // layout works: optional columns present or not, list and map group names,
 // INT32 or INT64 integers. readParquetCheckpoint (checkpoint_read.go) reads
 // them when the projection wants the file actions.
@@ -22,222 +24,107 @@ import (
 // form every reader accepts and the one appends write.
 
 type dvLeaves struct {
-	storageType, pathOrInline, offset, size, cardinality, maxRowIndex leaf
+	storageType, pathOrInline, offset, size, cardinality, maxRowIndex ckptfile.Leaf
 }
 
 type fileColumns struct {
-	addPath, addSize, addModTime, addDataChange, addStats leaf
-	addPV, addTags                                        mapLeaves
+	addPath, addSize, addModTime, addDataChange, addStats ckptfile.Leaf
+	addPV, addTags                                        ckptfile.MapLeaves
 	addDV                                                 dvLeaves
-	addBaseRowID, addDefaultRCV, addClustering            leaf
+	addBaseRowID, addDefaultRCV, addClustering            ckptfile.Leaf
 	addStatsParsed                                        *parquet.Column
 
-	rmPath, rmDelTS, rmDataChange, rmExt, rmSize leaf
-	rmPV                                         mapLeaves
+	rmPath, rmDelTS, rmDataChange, rmExt, rmSize ckptfile.Leaf
+	rmPV                                         ckptfile.MapLeaves
 	rmDV                                         dvLeaves
-	rmBaseRowID, rmDefaultRCV                    leaf
+	rmBaseRowID, rmDefaultRCV                    ckptfile.Leaf
 
-	scPath, scSize, scModTime leaf
+	scPath, scSize, scModTime ckptfile.Leaf
 }
 
-func childColumn(col *parquet.Column, names ...string) *parquet.Column {
-	for _, n := range names {
-		if col == nil {
-			return nil
-		}
-		col = col.Column(n)
-	}
-	return col
-}
-
-// scalarLeaf is a non-repeated leaf at root/names, or nil.
-func scalarLeaf(root *parquet.Column, names ...string) leaf {
-	col := childColumn(root, names...)
-	if col == nil || !col.Leaf() || col.MaxRepetitionLevel() != 0 {
-		return nil
-	}
-	return col
-}
-
-// mapLeavesAt finds the key and value leaves of a map<string,string> at
-// root/names whatever the repeated group is called.
-func mapLeavesAt(root *parquet.Column, names ...string) mapLeaves {
-	col := childColumn(root, names...)
-	if col == nil || col.Leaf() || len(col.Columns()) != 1 {
-		return mapLeaves{}
-	}
-	kv := col.Columns()[0]
-	if kv.Leaf() || len(kv.Columns()) != 2 {
-		return mapLeaves{}
-	}
-	k, v := kv.Column("key"), kv.Column("value")
-	if k == nil || v == nil {
-		k, v = kv.Columns()[0], kv.Columns()[1]
-	}
-	if !k.Leaf() || !v.Leaf() || k.MaxRepetitionLevel() != 1 {
-		return mapLeaves{}
-	}
-	return mapLeaves{k, v}
-}
-
-func dvLeavesAt(root *parquet.Column, action string) dvLeaves {
+func dvLeavesAt(l *ckptfile.Lookup, action string) dvLeaves {
 	return dvLeaves{
-		storageType:  scalarLeaf(root, action, "deletionVector", "storageType"),
-		pathOrInline: scalarLeaf(root, action, "deletionVector", "pathOrInlineDv"),
-		offset:       scalarLeaf(root, action, "deletionVector", "offset"),
-		size:         scalarLeaf(root, action, "deletionVector", "sizeInBytes"),
-		cardinality:  scalarLeaf(root, action, "deletionVector", "cardinality"),
-		maxRowIndex:  scalarLeaf(root, action, "deletionVector", "maxRowIndex"),
+		storageType:  l.Scalar(action, "deletionVector", "storageType"),
+		pathOrInline: l.Scalar(action, "deletionVector", "pathOrInlineDv"),
+		offset:       l.Scalar(action, "deletionVector", "offset"),
+		size:         l.Scalar(action, "deletionVector", "sizeInBytes"),
+		cardinality:  l.Scalar(action, "deletionVector", "cardinality"),
+		maxRowIndex:  l.Scalar(action, "deletionVector", "maxRowIndex"),
 	}
 }
 
-func lookupFileColumns(root *parquet.Column) *fileColumns {
+func lookupFileColumns(l *ckptfile.Lookup) *fileColumns {
 	c := &fileColumns{
-		addPath:       scalarLeaf(root, "add", "path"),
-		addSize:       scalarLeaf(root, "add", "size"),
-		addModTime:    scalarLeaf(root, "add", "modificationTime"),
-		addDataChange: scalarLeaf(root, "add", "dataChange"),
-		addStats:      scalarLeaf(root, "add", "stats"),
-		addPV:         mapLeavesAt(root, "add", "partitionValues"),
-		addTags:       mapLeavesAt(root, "add", "tags"),
-		addDV:         dvLeavesAt(root, "add"),
-		addBaseRowID:  scalarLeaf(root, "add", "baseRowId"),
-		addDefaultRCV: scalarLeaf(root, "add", "defaultRowCommitVersion"),
-		addClustering: scalarLeaf(root, "add", "clusteringProvider"),
+		addPath:       l.Scalar("add", "path"),
+		addSize:       l.Scalar("add", "size"),
+		addModTime:    l.Scalar("add", "modificationTime"),
+		addDataChange: l.Scalar("add", "dataChange"),
+		addStats:      l.Scalar("add", "stats"),
+		addPV:         l.Map("add", "partitionValues"),
+		addTags:       l.Map("add", "tags"),
+		addDV:         dvLeavesAt(l, "add"),
+		addBaseRowID:  l.Scalar("add", "baseRowId"),
+		addDefaultRCV: l.Scalar("add", "defaultRowCommitVersion"),
+		addClustering: l.Scalar("add", "clusteringProvider"),
 
-		rmPath:       scalarLeaf(root, "remove", "path"),
-		rmDelTS:      scalarLeaf(root, "remove", "deletionTimestamp"),
-		rmDataChange: scalarLeaf(root, "remove", "dataChange"),
-		rmExt:        scalarLeaf(root, "remove", "extendedFileMetadata"),
-		rmSize:       scalarLeaf(root, "remove", "size"),
-		rmPV:         mapLeavesAt(root, "remove", "partitionValues"),
-		rmDV:         dvLeavesAt(root, "remove"),
-		rmBaseRowID:  scalarLeaf(root, "remove", "baseRowId"),
-		rmDefaultRCV: scalarLeaf(root, "remove", "defaultRowCommitVersion"),
+		rmPath:       l.Scalar("remove", "path"),
+		rmDelTS:      l.Scalar("remove", "deletionTimestamp"),
+		rmDataChange: l.Scalar("remove", "dataChange"),
+		rmExt:        l.Scalar("remove", "extendedFileMetadata"),
+		rmSize:       l.Scalar("remove", "size"),
+		rmPV:         l.Map("remove", "partitionValues"),
+		rmDV:         dvLeavesAt(l, "remove"),
+		rmBaseRowID:  l.Scalar("remove", "baseRowId"),
+		rmDefaultRCV: l.Scalar("remove", "defaultRowCommitVersion"),
 
-		scPath:    scalarLeaf(root, "sidecar", "path"),
-		scSize:    scalarLeaf(root, "sidecar", "sizeInBytes"),
-		scModTime: scalarLeaf(root, "sidecar", "modificationTime"),
+		scPath:    l.Scalar("sidecar", "path"),
+		scSize:    l.Scalar("sidecar", "sizeInBytes"),
+		scModTime: l.Scalar("sidecar", "modificationTime"),
 	}
-	if sp := childColumn(root, "add", "stats_parsed"); sp != nil && !sp.Leaf() {
+	if sp := ckptfile.Child(l.Root, "add", "stats_parsed"); sp != nil && !sp.Leaf() {
 		c.addStatsParsed = sp
 	}
 	return c
 }
 
-// cursor walks the cells of one non-repeated leaf in row order.
-type cursor struct {
-	cells []cell
-	i     int
-}
-
-// at returns the value of row r. Rows must be asked for in ascending order.
-func (c *cursor) at(r int32) (cell, bool) {
-	for c.i < len(c.cells) && c.cells[c.i].row < r {
-		c.i++
-	}
-	if c.i < len(c.cells) && c.cells[c.i].row == r {
-		return c.cells[c.i], true
-	}
-	return cell{}, false
-}
-
-func (c *cursor) str(r int32) (string, bool) {
-	v, ok := c.at(r)
-	if !ok {
-		return "", false
-	}
-	return v.str(), true
-}
-
-func (c *cursor) int64p(r int32) *int64 {
-	v, ok := c.at(r)
-	if !ok {
-		return nil
-	}
-	x := v.int64()
-	return &x
-}
-
-// mapCursor pairs the key and value cells of a map column by their
-// position in the value stream (a null value has no cell).
-type mapCursor struct {
-	keys, vals []cell
-	ki, vi     int
-}
-
-func (m *mapCursor) each(r int32, fn func(k string, v *string)) {
-	for m.ki < len(m.keys) && m.keys[m.ki].row < r {
-		m.ki++
-	}
-	for ; m.ki < len(m.keys) && m.keys[m.ki].row == r; m.ki++ {
-		k := m.keys[m.ki]
-		for m.vi < len(m.vals) && m.vals[m.vi].pos < k.pos {
-			m.vi++
-		}
-		if m.vi < len(m.vals) && m.vals[m.vi].pos == k.pos {
-			s := m.vals[m.vi].str()
-			fn(k.str(), &s)
-		} else {
-			fn(k.str(), nil)
-		}
-	}
-}
-
-// readMapCursor reads the entries of a map<string,string> column.
-func readMapCursor(rg parquet.RowGroup, ml mapLeaves) (*mapCursor, error) {
-	if ml.key == nil {
-		return &mapCursor{}, nil
-	}
-	keys, err := readCells(rg, ml.key)
-	if err != nil {
-		return nil, err
-	}
-	vals, err := readCells(rg, ml.value)
-	if err != nil {
-		return nil, err
-	}
-	return &mapCursor{keys: keys, vals: vals}, nil
-}
-
 type dvCursor struct {
-	storageType, pathOrInline, offset, size, cardinality, maxRowIndex cursor
+	storageType, pathOrInline, offset, size, cardinality, maxRowIndex ckptfile.Cursor
 }
 
 func readDVCursor(rg parquet.RowGroup, l dvLeaves) (*dvCursor, error) {
 	c := &dvCursor{}
 	for _, x := range []struct {
-		l leaf
-		c *cursor
+		l ckptfile.Leaf
+		c *ckptfile.Cursor
 	}{{l.storageType, &c.storageType}, {l.pathOrInline, &c.pathOrInline}, {l.offset, &c.offset},
 		{l.size, &c.size}, {l.cardinality, &c.cardinality}, {l.maxRowIndex, &c.maxRowIndex}} {
-		cells, err := readCells(rg, x.l)
+		cells, err := ckptfile.ReadCells(rg, x.l)
 		if err != nil {
 			return nil, err
 		}
-		x.c.cells = cells
+		x.c.Cells = cells
 	}
 	return c, nil
 }
 
 func (c *dvCursor) at(r int32) *DeletionVector {
-	st, ok := c.storageType.str(r)
+	st, ok := c.storageType.Str(r)
 	if !ok {
 		return nil
 	}
 	dv := &DeletionVector{StorageType: st}
-	dv.PathOrInlineDv, _ = c.pathOrInline.str(r)
-	if v, ok := c.offset.at(r); ok {
-		o := int32(v.int64())
+	dv.PathOrInlineDv, _ = c.pathOrInline.Str(r)
+	if v, ok := c.offset.At(r); ok {
+		o := int32(v.Int64())
 		dv.Offset = &o
 	}
-	if v, ok := c.size.at(r); ok {
-		dv.SizeInBytes = int32(v.int64())
+	if v, ok := c.size.At(r); ok {
+		dv.SizeInBytes = int32(v.Int64())
 	}
-	if v, ok := c.cardinality.at(r); ok {
-		dv.Cardinality = v.int64()
+	if v, ok := c.cardinality.At(r); ok {
+		dv.Cardinality = v.Int64()
 	}
-	dv.MaxRowIndex = c.maxRowIndex.int64p(r)
+	dv.MaxRowIndex = c.maxRowIndex.Int64p(r)
 	return dv
 }
 
@@ -278,32 +165,21 @@ func (c *fileColumns) readRowGroup(rg parquet.RowGroup, fn func(Action) error) e
 	return c.readSidecars(rg, fn)
 }
 
-func readCursors(rg parquet.RowGroup, pairs ...any) error {
-	for i := 0; i < len(pairs); i += 2 {
-		cells, err := readCells(rg, pairs[i].(leaf))
-		if err != nil {
-			return err
-		}
-		pairs[i+1].(*cursor).cells = cells
-	}
-	return nil
-}
-
 func (c *fileColumns) readAdds(rg parquet.RowGroup, fn func(Action) error) error {
-	paths, err := readCells(rg, c.addPath)
+	paths, err := ckptfile.ReadCells(rg, c.addPath)
 	if err != nil || len(paths) == 0 {
 		return err
 	}
-	var size, modTime, dataChange, stats, baseRowID, defaultRCV, clustering cursor
-	if err := readCursors(rg, c.addSize, &size, c.addModTime, &modTime, c.addDataChange, &dataChange,
+	var size, modTime, dataChange, stats, baseRowID, defaultRCV, clustering ckptfile.Cursor
+	if err := ckptfile.ReadCursors(rg, c.addSize, &size, c.addModTime, &modTime, c.addDataChange, &dataChange,
 		c.addStats, &stats, c.addBaseRowID, &baseRowID, c.addDefaultRCV, &defaultRCV, c.addClustering, &clustering); err != nil {
 		return err
 	}
-	pv, err := readMapCursor(rg, c.addPV)
+	pv, err := ckptfile.ReadMapCursor(rg, c.addPV)
 	if err != nil {
 		return err
 	}
-	tags, err := readMapCursor(rg, c.addTags)
+	tags, err := ckptfile.ReadMapCursor(rg, c.addTags)
 	if err != nil {
 		return err
 	}
@@ -313,43 +189,34 @@ func (c *fileColumns) readAdds(rg parquet.RowGroup, fn func(Action) error) error
 	}
 	// stats_parsed only for adds without JSON stats.
 	var sp *statsParsed
-	if c.addStatsParsed != nil && len(stats.cells) < len(paths) {
+	if c.addStatsParsed != nil && len(stats.Cells) < len(paths) {
 		if sp, err = readStatsParsed(rg, c.addStatsParsed); err != nil {
 			return fmt.Errorf("add.stats_parsed: %w", err)
 		}
 	}
 	for _, pc := range paths {
-		r := pc.row
-		a := &Add{Path: pc.str(), PartitionValues: PartitionValues{}}
-		if v, ok := size.at(r); ok {
-			a.Size = v.int64()
+		r := pc.Row
+		a := &Add{Path: pc.Str(), PartitionValues: PartitionValues{}}
+		if v, ok := size.At(r); ok {
+			a.Size = v.Int64()
 		}
-		if v, ok := modTime.at(r); ok {
-			a.ModificationTime = v.int64()
+		if v, ok := modTime.At(r); ok {
+			a.ModificationTime = v.Int64()
 		}
-		if v, ok := dataChange.at(r); ok {
-			a.DataChange = v.val.Boolean()
+		if v, ok := dataChange.At(r); ok {
+			a.DataChange = v.Val.Boolean()
 		}
-		if s, ok := stats.str(r); ok {
+		if s, ok := stats.Str(r); ok {
 			a.Stats = s
 		} else if sp != nil {
 			a.Stats = sp.json(r)
 		}
-		pv.each(r, func(k string, v *string) { a.PartitionValues[k] = v })
-		tags.each(r, func(k string, v *string) {
-			if a.Tags == nil {
-				a.Tags = map[string]string{}
-			}
-			if v != nil {
-				a.Tags[k] = *v
-			} else {
-				a.Tags[k] = ""
-			}
-		})
+		pv.Each(r, func(k string, v *string) { a.PartitionValues[k] = v })
+		a.Tags = tags.Strings(r)
 		a.DeletionVector = rawDV(dvs.at(r))
-		a.BaseRowID = baseRowID.int64p(r)
-		a.DefaultRowCommitVersion = defaultRCV.int64p(r)
-		a.ClusteringProvider, _ = clustering.str(r)
+		a.BaseRowID = baseRowID.Int64p(r)
+		a.DefaultRowCommitVersion = defaultRCV.Int64p(r)
+		a.ClusteringProvider, _ = clustering.Str(r)
 		if err := fn(a); err != nil {
 			return err
 		}
@@ -358,20 +225,20 @@ func (c *fileColumns) readAdds(rg parquet.RowGroup, fn func(Action) error) error
 }
 
 func (c *fileColumns) readRemoves(rg parquet.RowGroup, fn func(Action) error) error {
-	paths, err := readCells(rg, c.rmPath)
+	paths, err := ckptfile.ReadCells(rg, c.rmPath)
 	if err != nil || len(paths) == 0 {
 		return err
 	}
-	var delTS, dataChange, ext, size, baseRowID, defaultRCV cursor
-	if err := readCursors(rg, c.rmDelTS, &delTS, c.rmDataChange, &dataChange, c.rmExt, &ext, c.rmSize, &size,
+	var delTS, dataChange, ext, size, baseRowID, defaultRCV ckptfile.Cursor
+	if err := ckptfile.ReadCursors(rg, c.rmDelTS, &delTS, c.rmDataChange, &dataChange, c.rmExt, &ext, c.rmSize, &size,
 		c.rmBaseRowID, &baseRowID, c.rmDefaultRCV, &defaultRCV); err != nil {
 		return err
 	}
-	pv, err := readMapCursor(rg, c.rmPV)
+	pv, err := ckptfile.ReadMapCursor(rg, c.rmPV)
 	if err != nil {
 		return err
 	}
-	pvPresent, err := mapPresence(rg, c.rmPV)
+	pvPresent, err := ckptfile.MapPresence(rg, c.rmPV)
 	if err != nil {
 		return err
 	}
@@ -380,24 +247,24 @@ func (c *fileColumns) readRemoves(rg parquet.RowGroup, fn func(Action) error) er
 		return err
 	}
 	for _, pc := range paths {
-		r := pc.row
-		rm := &Remove{Path: pc.str()}
-		rm.DeletionTimestamp = delTS.int64p(r)
-		if v, ok := dataChange.at(r); ok {
-			rm.DataChange = v.val.Boolean()
+		r := pc.Row
+		rm := &Remove{Path: pc.Str()}
+		rm.DeletionTimestamp = delTS.Int64p(r)
+		if v, ok := dataChange.At(r); ok {
+			rm.DataChange = v.Val.Boolean()
 		}
-		if v, ok := ext.at(r); ok {
-			b := v.val.Boolean()
+		if v, ok := ext.At(r); ok {
+			b := v.Val.Boolean()
 			rm.ExtendedFileMetadata = &b
 		}
-		rm.Size = size.int64p(r)
-		if pvPresent.has(r) {
+		rm.Size = size.Int64p(r)
+		if pvPresent.Has(r) {
 			rm.PartitionValues = PartitionValues{}
-			pv.each(r, func(k string, v *string) { rm.PartitionValues[k] = v })
+			pv.Each(r, func(k string, v *string) { rm.PartitionValues[k] = v })
 		}
 		rm.DeletionVector = rawDV(dvs.at(r))
-		rm.BaseRowID = baseRowID.int64p(r)
-		rm.DefaultRowCommitVersion = defaultRCV.int64p(r)
+		rm.BaseRowID = baseRowID.Int64p(r)
+		rm.DefaultRowCommitVersion = defaultRCV.Int64p(r)
 		if err := fn(rm); err != nil {
 			return err
 		}
@@ -406,90 +273,25 @@ func (c *fileColumns) readRemoves(rg parquet.RowGroup, fn func(Action) error) er
 }
 
 func (c *fileColumns) readSidecars(rg parquet.RowGroup, fn func(Action) error) error {
-	paths, err := readCells(rg, c.scPath)
+	paths, err := ckptfile.ReadCells(rg, c.scPath)
 	if err != nil || len(paths) == 0 {
 		return err
 	}
-	var size, modTime cursor
-	if err := readCursors(rg, c.scSize, &size, c.scModTime, &modTime); err != nil {
+	var size, modTime ckptfile.Cursor
+	if err := ckptfile.ReadCursors(rg, c.scSize, &size, c.scModTime, &modTime); err != nil {
 		return err
 	}
 	for _, pc := range paths {
-		sc := &Sidecar{Path: pc.str()}
-		if v, ok := size.at(pc.row); ok {
-			sc.SizeInBytes = v.int64()
+		sc := &Sidecar{Path: pc.Str()}
+		if v, ok := size.At(pc.Row); ok {
+			sc.SizeInBytes = v.Int64()
 		}
-		if v, ok := modTime.at(pc.row); ok {
-			sc.ModificationTime = v.int64()
+		if v, ok := modTime.At(pc.Row); ok {
+			sc.ModificationTime = v.Int64()
 		}
 		if err := fn(sc); err != nil {
 			return err
 		}
 	}
 	return nil
-}
-
-// rowSet is the set of rows where a map column is non-null.
-type rowSet struct {
-	rows []int32
-	i    int
-}
-
-func (s *rowSet) has(r int32) bool {
-	for s.i < len(s.rows) && s.rows[s.i] < r {
-		s.i++
-	}
-	return s.i < len(s.rows) && s.rows[s.i] == r
-}
-
-// mapPresence reads the definition levels of a map's key leaf: a row whose
-// level reaches the map group itself has a map (maybe empty).
-func mapPresence(rg parquet.RowGroup, ml mapLeaves) (*rowSet, error) {
-	set := &rowSet{}
-	if ml.key == nil {
-		return set, nil
-	}
-	// The map group is optional, one level below the key's repeated group.
-	mapDef := ml.key.MaxDefinitionLevel() - 1
-	err := forEachLevel(rg, ml.key, func(row int32, rep, def int) {
-		if rep == 0 && def >= mapDef {
-			set.rows = append(set.rows, row)
-		}
-	})
-	return set, err
-}
-
-// forEachLevel calls fn with the levels of every value of a leaf chunk.
-func forEachLevel(rg parquet.RowGroup, col leaf, fn func(row int32, rep, def int)) error {
-	pages := rg.ColumnChunks()[col.Index()].Pages()
-	defer pages.Close()
-	buf := make([]parquet.Value, 1024)
-	row := int32(-1)
-	for {
-		page, err := pages.ReadPage()
-		if err == io.EOF {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		vr := page.Values()
-		for {
-			n, rerr := vr.ReadValues(buf)
-			for _, v := range buf[:n] {
-				if v.RepetitionLevel() == 0 {
-					row++
-				}
-				fn(row, v.RepetitionLevel(), v.DefinitionLevel())
-			}
-			if rerr == io.EOF {
-				break
-			}
-			if rerr != nil {
-				parquet.Release(page)
-				return rerr
-			}
-		}
-		parquet.Release(page)
-	}
 }

@@ -11,7 +11,9 @@ import (
 	"time"
 
 	"github.com/parquet-go/parquet-go"
+
 	"github.com/parquet-go/parquet-go/format"
+	"github.com/picomq/heavy-sinks/plugins/delta/deltalog/ckptfile"
 )
 
 // add.stats_parsed in both directions: statsWriter writes it into a
@@ -184,7 +186,7 @@ type spNode struct {
 	name string
 	col  *parquet.Column // leaf
 	kids []*spNode
-	cur  cursor
+	cur  ckptfile.Cursor
 }
 
 func buildSPNode(col *parquet.Column) *spNode {
@@ -209,8 +211,8 @@ func readStatsParsed(rg parquet.RowGroup, col *parquet.Column) (*statsParsed, er
 	var load func(n *spNode) error
 	load = func(n *spNode) error {
 		if n.col != nil {
-			cells, err := readCells(rg, n.col)
-			n.cur.cells = cells
+			cells, err := ckptfile.ReadCells(rg, n.col)
+			n.cur.Cells = cells
 			return err
 		}
 		for _, k := range n.kids {
@@ -248,8 +250,8 @@ func (n *spNode) write(b *bytes.Buffer, r int32) bool {
 		b.WriteByte(':')
 		ok := false
 		if k.col != nil {
-			if v, has := k.cur.at(r); has {
-				ok = appendStatValue(b, k.col, v.val)
+			if v, has := k.cur.At(r); has {
+				ok = appendStatValue(b, k.col, v.Val)
 			}
 		} else {
 			ok = k.write(b, r)
