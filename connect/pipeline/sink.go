@@ -148,6 +148,7 @@ func (s *Sink) setState(st State, err error) {
 // open, Run returns nil having consumed nothing; when the open is refused,
 // a *RefusedError.
 func (s *Sink) Run(ctx context.Context) error {
+	s.warnFetchWait()
 	if o, ok := s.out.(Opener); ok {
 		err := s.open(ctx, o)
 		if ctx.Err() != nil {
