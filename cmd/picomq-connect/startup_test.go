@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -398,28 +397,8 @@ func TestSIGTERMWhileALibraryLoads(t *testing.T) {
 	go func() { done <- run(a) }()
 	logs.WaitJSON(t, "sink_started", event("sink_started"))
 	// The host is started and loading: a child of ours that has not said
-	// host_started.
-	hosts := func() []int {
-		var pids []int
-		ents, _ := os.ReadDir("/proc")
-		for _, e := range ents {
-			pid, err := strconv.Atoi(e.Name())
-			if err != nil {
-				continue
-			}
-			stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-			if err != nil {
-				continue
-			}
-			// pid (comm) state ppid ...
-			_, rest, _ := strings.Cut(string(stat), ") ")
-			f := strings.Fields(rest)
-			if len(f) > 1 && f[1] == strconv.Itoa(os.Getpid()) && strings.Contains(string(stat), "(picomq_host)") {
-				pids = append(pids, pid)
-			}
-		}
-		return pids
-	}
+	// host_started (the test process starts no other child).
+	hosts := func() []int { return hosttest.Children(os.Getpid()) }
 	poll.Until(t, 30*time.Second, "a picomq-host child", func() bool { return len(hosts()) > 0 })
 	sigterm(t)
 	if code := waitExit(t, done, 12*time.Second); code != exitOK {

@@ -421,27 +421,7 @@ func (r *connectProc) running() bool {
 
 // children are the pids of the runtime's child processes (its plugin
 // hosts).
-func (r *connectProc) children() []int {
-	ppid := strconv.Itoa(r.cmd.Process.Pid)
-	var out []int
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		// pid (comm) state ppid ...: comm may hold spaces, so split after ')'.
-		rest := string(stat[strings.LastIndexByte(string(stat), ')')+1:])
-		if f := strings.Fields(rest); len(f) > 1 && f[1] == ppid {
-			out = append(out, pid)
-		}
-	}
-	return out
-}
+func (r *connectProc) children() []int { return hosttest.Children(r.cmd.Process.Pid) }
 
 // chaosKill sends SIGKILL either to one plugin host (the runtime restarts
 // it) or to the runtime and all its hosts at once (the test restarts it).

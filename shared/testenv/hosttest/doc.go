@@ -15,5 +15,5 @@
 // File map: build.go (Build, BuildHost), testing.go (StartTest),
 // options.go (Wrapper, Quarantine, ErrCap, OutCap, CallCount, TableSize,
 // ABI, Batch1_0, NoLog), cpu.go (ProcessCPU, ProcessUserSys), memory.go
-// (ProcessMemory, ResetPeakMemory).
+// (ProcessMemory, ResetPeakMemory), children.go (Children).
 package hosttest
