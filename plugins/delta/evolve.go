@@ -116,14 +116,12 @@ func (t *table) ignored(fields []encode.UnknownField, topic string) {
 	st := t.env.stats
 	for _, f := range fields {
 		st.ignored.Add(int64(f.Count))
-		if st.nIgnoredNames.Load() >= maxIgnoredNames {
+		first, last := st.ignoredNames.first(t.uri + "\x00" + f.Name)
+		if !first {
 			continue
 		}
-		if _, seen := st.ignoredNames.LoadOrStore(t.uri+"\x00"+f.Name, true); seen {
-			continue
-		}
-		if n := st.nIgnoredNames.Add(1); n == maxIgnoredNames {
-			t.env.log.Warn(fmt.Sprintf("%d ignored field names logged; further ones are only counted in fields_ignored", n),
+		if last {
+			t.env.log.Warn(fmt.Sprintf("%d ignored field names logged; further ones are only counted in fields_ignored", maxOnceNames),
 				"table", t.uri)
 		}
 		why := "the Delta table has no column of that name (names match case-sensitively); set schema_evolution = \"add_columns\" to add such fields as columns"

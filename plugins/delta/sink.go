@@ -61,21 +61,37 @@ type counters struct {
 	// ignored: top-level fields of committed records that name no column
 	// (occurrences); added: columns added by schema_evolution.
 	ignored, added atomic.Int64
-	// ignoredNames holds the (table, field name) pairs logged as ignored,
-	// up to maxIgnoredNames of them; nIgnoredNames counts them.
-	ignoredNames  sync.Map
-	nIgnoredNames atomic.Int64
+	// ignoredNames: the (table, field name) pairs logged as ignored.
+	ignoredNames onceNames
 	// truncated: committed timestamp values cut to microseconds;
-	// truncatedNames the (topic, column) pairs logged, nTruncatedNames
-	// how many (timestamps.go).
-	truncated       atomic.Int64
-	truncatedNames  sync.Map
-	nTruncatedNames atomic.Int64
+	// truncatedNames the (topic, column) pairs logged (timestamps.go).
+	truncated      atomic.Int64
+	truncatedNames onceNames
 }
 
-// maxIgnoredNames bounds the ignored field names the sink remembers (and
-// logs): a producer that puts ids in field names must not grow it forever.
-const maxIgnoredNames = 1000
+// maxOnceNames bounds the names a onceNames remembers (and so logs): a
+// producer that puts ids in field names must not grow it forever.
+const maxOnceNames = 1000
+
+// onceNames remembers up to maxOnceNames names, so that a warning about a
+// name is logged once, however many records bring it.
+type onceNames struct {
+	seen sync.Map
+	n    atomic.Int64
+}
+
+// first reports whether name was not seen before and is still remembered
+// (log it), and whether it is the one that filled the set (say that later
+// names are only counted).
+func (o *onceNames) first(name string) (first, last bool) {
+	if o.n.Load() >= maxOnceNames {
+		return false, false
+	}
+	if _, seen := o.seen.LoadOrStore(name, true); seen {
+		return false, false
+	}
+	return true, o.n.Add(1) == maxOnceNames
+}
 
 // Open validates the storage settings (and create_table's) and, for a
 // table_uri without placeholders, opens the table at once.

@@ -6,10 +6,6 @@ import (
 	"github.com/picomq/heavy-sinks/plugins/delta/encode"
 )
 
-// maxTruncatedNames bounds the (topic, column) pairs whose truncated
-// timestamps are logged, like maxIgnoredNames.
-const maxTruncatedNames = 1000
-
 // truncated counts the committed timestamps that lost digits beyond the
 // microsecond (Delta's precision) and warns once per topic and column: a
 // producer sending nanoseconds (Java's Instant does) sends them in every
@@ -18,14 +14,12 @@ func (t *table) truncated(cols []encode.TruncatedTimestamps, topic string) {
 	st := t.env.stats
 	for _, c := range cols {
 		st.truncated.Add(int64(c.Count))
-		if st.nTruncatedNames.Load() >= maxTruncatedNames {
+		first, last := st.truncatedNames.first(topic + "\x00" + c.Column)
+		if !first {
 			continue
 		}
-		if _, seen := st.truncatedNames.LoadOrStore(topic+"\x00"+c.Column, true); seen {
-			continue
-		}
-		if n := st.nTruncatedNames.Add(1); n == maxTruncatedNames {
-			t.env.log.Warn(fmt.Sprintf("%d columns with truncated timestamps logged; further ones are only counted in timestamps_truncated", n),
+		if last {
+			t.env.log.Warn(fmt.Sprintf("%d columns with truncated timestamps logged; further ones are only counted in timestamps_truncated", maxOnceNames),
 				"table", t.uri)
 		}
 		t.env.log.Warn("timestamps with digits beyond the microsecond were truncated to microseconds, the precision of Delta timestamps; counted in timestamps_truncated, logged once per topic and column",
