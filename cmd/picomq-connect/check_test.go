@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/picomq/heavy-sinks/shared/testenv"
-	"github.com/picomq/heavy-sinks/shared/testenv/hosttest"
-	"github.com/picomq/heavy-sinks/shared/testenv/logbuf"
+	"github.com/picomq/heavy-sinks/internal/testenv"
+	"github.com/picomq/heavy-sinks/internal/testenv/hosttest"
+	"github.com/picomq/heavy-sinks/internal/testenv/logbuf"
 )
 
 // runCheck runs picomq-connect --check on paths with the real host and the

@@ -19,8 +19,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/picomq/heavy-sinks/connect/observe"
-	"github.com/picomq/heavy-sinks/shared/testenv"
-	"github.com/picomq/heavy-sinks/shared/testenv/hosttest"
+	"github.com/picomq/heavy-sinks/internal/testenv"
+	"github.com/picomq/heavy-sinks/internal/testenv/hosttest"
 )
 
 // distDir is $PICOMQ_DIST or <repo>/dist, with the test plugin built.

@@ -21,9 +21,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/picomq/heavy-sinks/connect/observe"
-	"github.com/picomq/heavy-sinks/shared/testenv/hosttest"
-	"github.com/picomq/heavy-sinks/shared/testenv/logbuf"
-	"github.com/picomq/heavy-sinks/shared/testenv/poll"
+	"github.com/picomq/heavy-sinks/internal/testenv/hosttest"
+	"github.com/picomq/heavy-sinks/internal/testenv/logbuf"
+	"github.com/picomq/heavy-sinks/internal/testenv/poll"
 )
 
 // captured sends run's stderr to a buffer for one test, and prints it

@@ -15,11 +15,11 @@ import (
 	"time"
 
 	"github.com/picomq/heavy-sinks/connect/child"
+	"github.com/picomq/heavy-sinks/internal/testenv"
+	"github.com/picomq/heavy-sinks/internal/testenv/hosttest"
+	"github.com/picomq/heavy-sinks/internal/testenv/logbuf"
+	"github.com/picomq/heavy-sinks/internal/testenv/poll"
 	"github.com/picomq/heavy-sinks/shared/hostclient"
-	"github.com/picomq/heavy-sinks/shared/testenv"
-	"github.com/picomq/heavy-sinks/shared/testenv/hosttest"
-	"github.com/picomq/heavy-sinks/shared/testenv/logbuf"
-	"github.com/picomq/heavy-sinks/shared/testenv/poll"
 )
 
 // The restarts of a Process, with the real C host (built from source by

@@ -19,7 +19,7 @@ import (
 	"github.com/picomq/heavy-sinks/connect/definition"
 	"github.com/picomq/heavy-sinks/connect/observe"
 	"github.com/picomq/heavy-sinks/connect/pipeline"
-	"github.com/picomq/heavy-sinks/shared/testenv"
+	"github.com/picomq/heavy-sinks/internal/testenv"
 )
 
 // olderPlugin is the instance as a plugin before ABI 1.2 presents itself:

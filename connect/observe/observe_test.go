@@ -25,9 +25,9 @@ import (
 	"github.com/picomq/heavy-sinks/connect/internal/fakeplugin"
 	"github.com/picomq/heavy-sinks/connect/observe"
 	"github.com/picomq/heavy-sinks/connect/pipeline"
+	"github.com/picomq/heavy-sinks/internal/testenv"
+	"github.com/picomq/heavy-sinks/internal/testenv/hosttest"
 	"github.com/picomq/heavy-sinks/shared/hostclient"
-	"github.com/picomq/heavy-sinks/shared/testenv"
-	"github.com/picomq/heavy-sinks/shared/testenv/hosttest"
 )
 
 // plug is the plugin a test's sink runs: the scripted fake, or (fake nil)

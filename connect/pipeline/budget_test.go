@@ -12,8 +12,8 @@ import (
 
 	"github.com/picomq/heavy-sinks/connect/internal/fakeplugin"
 	"github.com/picomq/heavy-sinks/connect/pipeline"
+	"github.com/picomq/heavy-sinks/internal/testenv/poll"
 	"github.com/picomq/heavy-sinks/shared/hostclient"
-	"github.com/picomq/heavy-sinks/shared/testenv/poll"
 )
 
 // A budget smaller than one batch_length of records flushes buckets early:

@@ -19,9 +19,9 @@ import (
 
 	"github.com/picomq/heavy-sinks/connect/internal/fakeplugin"
 	"github.com/picomq/heavy-sinks/connect/pipeline"
+	"github.com/picomq/heavy-sinks/internal/testenv/poll"
 	"github.com/picomq/heavy-sinks/shared/hostclient"
 	"github.com/picomq/heavy-sinks/shared/metadata"
-	"github.com/picomq/heavy-sinks/shared/testenv/poll"
 )
 
 // readTopic reads every record of topic (partition 0) from the start.

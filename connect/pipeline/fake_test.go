@@ -11,8 +11,8 @@ import (
 	"github.com/picomq/heavy-sinks/connect/child"
 	"github.com/picomq/heavy-sinks/connect/internal/fakeplugin"
 	"github.com/picomq/heavy-sinks/connect/pipeline"
+	"github.com/picomq/heavy-sinks/internal/testenv/poll"
 	"github.com/picomq/heavy-sinks/shared/hostclient"
-	"github.com/picomq/heavy-sinks/shared/testenv/poll"
 )
 
 // What the runtime does when the plugin's host dies, and when opening the

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/picomq/heavy-sinks/shared/testenv/workload"
+	"github.com/picomq/heavy-sinks/internal/testenv/workload"
 )
 
 var validJSONSeeds = []string{

@@ -11,8 +11,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/picomq/heavy-sinks/connect/internal/fakeplugin"
+	"github.com/picomq/heavy-sinks/internal/testenv/poll"
 	"github.com/picomq/heavy-sinks/shared/hostclient"
-	"github.com/picomq/heavy-sinks/shared/testenv/poll"
 )
 
 // trickle produces n JSON records to topic, one at a time every gap, in

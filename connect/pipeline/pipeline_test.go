@@ -11,8 +11,8 @@ import (
 
 	"github.com/picomq/heavy-sinks/connect/internal/fakeplugin"
 	"github.com/picomq/heavy-sinks/connect/pipeline"
+	"github.com/picomq/heavy-sinks/internal/testenv/poll"
 	"github.com/picomq/heavy-sinks/shared/hostclient"
-	"github.com/picomq/heavy-sinks/shared/testenv/poll"
 )
 
 func seq(from, n int) []uint64 {

@@ -16,9 +16,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/picomq/heavy-sinks/internal/testenv"
+	"github.com/picomq/heavy-sinks/internal/testenv/hosttest"
 	"github.com/picomq/heavy-sinks/shared/hostclient"
-	"github.com/picomq/heavy-sinks/shared/testenv"
-	"github.com/picomq/heavy-sinks/shared/testenv/hosttest"
 )
 
 // distDir is where buildscripts/build.sh put the libraries (testenv.DistDir),

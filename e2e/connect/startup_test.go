@@ -17,10 +17,10 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 
-	"github.com/picomq/heavy-sinks/shared/testenv/hosttest"
-	"github.com/picomq/heavy-sinks/shared/testenv/logbuf"
-	"github.com/picomq/heavy-sinks/shared/testenv/pyenv"
-	"github.com/picomq/heavy-sinks/shared/testenv/services"
+	"github.com/picomq/heavy-sinks/internal/testenv/hosttest"
+	"github.com/picomq/heavy-sinks/internal/testenv/logbuf"
+	"github.com/picomq/heavy-sinks/internal/testenv/pyenv"
+	"github.com/picomq/heavy-sinks/internal/testenv/services"
 )
 
 // proxy forwards every connection to addr until the test ends.

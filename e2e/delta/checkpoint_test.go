@@ -14,10 +14,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/picomq/heavy-sinks/internal/testenv/services"
 	"github.com/picomq/heavy-sinks/plugins/delta/deltalog"
 	"github.com/picomq/heavy-sinks/plugins/delta/objstore"
 	"github.com/picomq/heavy-sinks/shared/hostclient"
-	"github.com/picomq/heavy-sinks/shared/testenv/services"
 )
 
 // Checkpoints and log cleanup through the real library in the C host, read

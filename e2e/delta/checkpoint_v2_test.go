@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/picomq/heavy-sinks/internal/testenv/services"
 	"github.com/picomq/heavy-sinks/plugins/delta/deltalog"
 	"github.com/picomq/heavy-sinks/plugins/delta/objstore"
-	"github.com/picomq/heavy-sinks/shared/testenv/services"
 )
 
 // V2 checkpoints with sidecars through the real library in the C host, on

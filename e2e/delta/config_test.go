@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/picomq/heavy-sinks/internal/testenv/services"
 	"github.com/picomq/heavy-sinks/shared/hostclient"
-	"github.com/picomq/heavy-sinks/shared/testenv/services"
 )
 
 // An override the host sets with setenv(3) after it loaded the library is

@@ -8,9 +8,9 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/picomq/heavy-sinks/internal/testenv/services"
 	"github.com/picomq/heavy-sinks/plugins/delta/deltatest"
 	"github.com/picomq/heavy-sinks/shared/hostclient"
-	"github.com/picomq/heavy-sinks/shared/testenv/services"
 )
 
 const eventsSchema = deltatest.EventsSchema

@@ -21,8 +21,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/picomq/heavy-sinks/internal/testenv/services"
 	"github.com/picomq/heavy-sinks/shared/hostclient"
-	"github.com/picomq/heavy-sinks/shared/testenv/services"
 )
 
 // noAzureEnv empties every variable the Azure identity library reads, so

@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/picomq/heavy-sinks/shared/testenv/hosttest"
+	"github.com/picomq/heavy-sinks/internal/testenv/hosttest"
 )
 
 // Files the sink writes on file:// are created with 0666 less the umask,

@@ -3,9 +3,9 @@ package delta_test
 import (
 	"testing"
 
+	"github.com/picomq/heavy-sinks/internal/testenv"
+	"github.com/picomq/heavy-sinks/internal/testenv/sinkdriver"
 	"github.com/picomq/heavy-sinks/plugins/delta/deltatest"
-	"github.com/picomq/heavy-sinks/shared/testenv"
-	"github.com/picomq/heavy-sinks/shared/testenv/sinkdriver"
 )
 
 // TestSuite runs deltatest's behaviour tests through the built .so in the C

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/picomq/heavy-sinks/internal/testenv/hosttest"
 	"github.com/picomq/heavy-sinks/shared/hostclient"
-	"github.com/picomq/heavy-sinks/shared/testenv/hosttest"
 )
 
 // nothingVisible checks a failed load left no rows, no staged rows and no

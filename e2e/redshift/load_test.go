@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/picomq/heavy-sinks/shared/testenv/hosttest"
+	"github.com/picomq/heavy-sinks/internal/testenv/hosttest"
 )
 
 // describe() through the C ABI with a 64-byte buffer: BUFFER_TOO_SMALL,

@@ -13,7 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
-	"github.com/picomq/heavy-sinks/shared/testenv/pyenv"
+	"github.com/picomq/heavy-sinks/internal/testenv/pyenv"
 )
 
 // pyarrowDump reads Parquet files with pyarrow and prints, per file, its

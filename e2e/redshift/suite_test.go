@@ -3,8 +3,8 @@ package redshift_test
 import (
 	"testing"
 
+	"github.com/picomq/heavy-sinks/internal/testenv/sinkdriver"
 	"github.com/picomq/heavy-sinks/plugins/redshift/redshifttest"
-	"github.com/picomq/heavy-sinks/shared/testenv/sinkdriver"
 )
 
 // TestSuite runs the behaviour suite through the built .so in the C host

@@ -8,9 +8,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/picomq/heavy-sinks/internal/testenv/hosttest"
 	"github.com/picomq/heavy-sinks/plugins/redshift/rsql"
 	"github.com/picomq/heavy-sinks/shared/hostclient"
-	"github.com/picomq/heavy-sinks/shared/testenv/hosttest"
 )
 
 // sameJSON reports whether a and b are the same JSON value.

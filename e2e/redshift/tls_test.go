@@ -8,10 +8,10 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/picomq/heavy-sinks/internal/testenv/testca"
 	"github.com/picomq/heavy-sinks/plugins/redshift/redshifttest"
 	"github.com/picomq/heavy-sinks/plugins/redshift/rsemu"
 	"github.com/picomq/heavy-sinks/shared/hostclient"
-	"github.com/picomq/heavy-sinks/shared/testenv/testca"
 )
 
 // sslDSN is the emulator's URL for the world's database with sslmode and,

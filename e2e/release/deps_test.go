@@ -9,7 +9,7 @@ import (
 )
 
 // What ships is built on no test code: no Go program in a release links
-// package testing or a test helper (shared/testenv and everything under
+// package testing or a test helper (internal/testenv and everything under
 // it, and the module's *test packages such as sdktest or redshifttest).
 // A production package that imports one for convenience would put the test
 // harness into the runtime, where a change made for a test can break
@@ -43,7 +43,7 @@ func isTestCode(pkg string) bool {
 		return true
 	}
 	own, ok := strings.CutPrefix(pkg, modulePath+"/")
-	return ok && (own == "shared/testenv" || strings.HasPrefix(own, "shared/testenv/") ||
+	return ok && (own == "internal/testenv" || strings.HasPrefix(own, "internal/testenv/") ||
 		strings.HasSuffix(own, "test"))
 }
 

@@ -13,6 +13,6 @@
 //     and each gets the checks above. arm64 runs under qemu-aarch64-static when
 //     it is installed.
 //   - TestShipsNoTestCode (make test): no Go program in a release links package
-//     testing or a test helper package (shared/testenv/..., *test), by
+//     testing or a test helper package (internal/testenv/..., *test), by
 //     go list -deps.
 package release

@@ -23,10 +23,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/picomq/heavy-sinks/internal/testenv"
+	"github.com/picomq/heavy-sinks/internal/testenv/hosttest"
+	"github.com/picomq/heavy-sinks/internal/testenv/pyenv"
 	"github.com/picomq/heavy-sinks/shared/hostclient"
-	"github.com/picomq/heavy-sinks/shared/testenv"
-	"github.com/picomq/heavy-sinks/shared/testenv/hosttest"
-	"github.com/picomq/heavy-sinks/shared/testenv/pyenv"
 )
 
 // version is what the tests release; the suffix exercises the x.y.z-suffix form.

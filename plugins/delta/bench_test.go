@@ -14,9 +14,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/picomq/heavy-sinks/internal/testenv/services"
 	"github.com/picomq/heavy-sinks/plugins/delta"
 	"github.com/picomq/heavy-sinks/shared/sdk"
-	"github.com/picomq/heavy-sinks/shared/testenv/services"
 )
 
 func init() {

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/picomq/heavy-sinks/plugins/delta/deltalog"
-	"github.com/picomq/heavy-sinks/plugins/delta/encode"
+	"github.com/picomq/heavy-sinks/plugins/delta/internal/encode"
 	"github.com/picomq/heavy-sinks/shared/sdk"
 )
 

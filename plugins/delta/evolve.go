@@ -5,7 +5,7 @@ import (
 	"strings"
 
 	"github.com/picomq/heavy-sinks/plugins/delta/deltalog"
-	"github.com/picomq/heavy-sinks/plugins/delta/encode"
+	"github.com/picomq/heavy-sinks/plugins/delta/internal/encode"
 	"github.com/picomq/heavy-sinks/shared/sdk"
 )
 

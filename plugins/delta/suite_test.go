@@ -3,8 +3,8 @@ package delta_test
 import (
 	"testing"
 
+	"github.com/picomq/heavy-sinks/internal/testenv/sinkdriver"
 	"github.com/picomq/heavy-sinks/plugins/delta/deltatest"
-	"github.com/picomq/heavy-sinks/shared/testenv/sinkdriver"
 )
 
 // TestSuite runs deltatest's behaviour tests in-process through the SDK's

@@ -10,7 +10,7 @@ import (
 	"sync"
 
 	"github.com/picomq/heavy-sinks/plugins/delta/deltalog"
-	"github.com/picomq/heavy-sinks/plugins/delta/encode"
+	"github.com/picomq/heavy-sinks/plugins/delta/internal/encode"
 	"github.com/picomq/heavy-sinks/plugins/delta/objstore"
 	"github.com/picomq/heavy-sinks/shared/sdk"
 )

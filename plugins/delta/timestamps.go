@@ -3,7 +3,7 @@ package delta
 import (
 	"fmt"
 
-	"github.com/picomq/heavy-sinks/plugins/delta/encode"
+	"github.com/picomq/heavy-sinks/plugins/delta/internal/encode"
 )
 
 // truncated counts the committed timestamps that lost digits beyond the

@@ -6,7 +6,7 @@ import (
 	"io"
 	"sync"
 
-	"github.com/picomq/heavy-sinks/plugins/delta/encode"
+	"github.com/picomq/heavy-sinks/plugins/delta/internal/encode"
 	"github.com/picomq/heavy-sinks/plugins/delta/objstore"
 	"github.com/picomq/heavy-sinks/shared/sdk"
 )

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/picomq/heavy-sinks/plugins/delta/encode"
+	"github.com/picomq/heavy-sinks/plugins/delta/internal/encode"
 	"github.com/picomq/heavy-sinks/plugins/delta/objstore"
 )
 

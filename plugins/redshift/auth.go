@@ -11,7 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/picomq/heavy-sinks/plugins/redshift/rsiam"
+	"github.com/picomq/heavy-sinks/plugins/redshift/internal/rsiam"
 	"github.com/picomq/heavy-sinks/shared/sdk"
 )
 

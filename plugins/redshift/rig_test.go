@@ -11,10 +11,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/picomq/heavy-sinks/internal/testenv/services"
 	"github.com/picomq/heavy-sinks/plugins/redshift/rsemu"
 	"github.com/picomq/heavy-sinks/shared/sdk"
 	"github.com/picomq/heavy-sinks/shared/sdk/sdktest"
-	"github.com/picomq/heavy-sinks/shared/testenv/services"
 )
 
 // rig is one integration test's world: a fresh PostgreSQL database behind

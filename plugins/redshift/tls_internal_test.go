@@ -9,7 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/picomq/heavy-sinks/shared/testenv/testca"
+	"github.com/picomq/heavy-sinks/internal/testenv/testca"
 )
 
 // tlsMode reads back the mode pgx put in effect, which also pins pgx's

@@ -8,10 +8,10 @@
 //
 // It ships in picomq-connect, so it imports only the standard library,
 // shared/abi (the status codes and reject reasons it shares with the SDK)
-// and shared/internal/hostopt (its option settings).
+// and internal/hostopt (its option settings).
 // Building the host, starting one per test, the options that make requests
 // the runtime never sends, and the benchmarks' process probes are in
-// shared/testenv/hosttest, built on this package.
+// internal/testenv/hosttest, built on this package.
 //
 // A caller starts the host, loads libraries and drives instances:
 //
@@ -44,7 +44,7 @@
 // The wire protocol is documented in cmd/picomq-host/PROTOCOL.md.
 // protocol.go encodes and decodes it without doing I/O; host.go owns the
 // process and its pipes. The settings behind Option and CallOption are in
-// shared/internal/hostopt, so that hosttest can add options which this
+// internal/hostopt, so that hosttest can add options which this
 // package does not export.
 //
 // File map: host.go (process, pipes, request multiplexing, start options),

@@ -15,7 +15,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/picomq/heavy-sinks/shared/internal/hostopt"
+	"github.com/picomq/heavy-sinks/internal/hostopt"
 )
 
 // Host is a running picomq_host process.
@@ -52,7 +52,7 @@ type pending struct {
 }
 
 // Option configures Start. The options that only tests use (running the
-// host under valgrind, its quarantine size) are in shared/testenv/hosttest.
+// host under valgrind, its quarantine size) are in internal/testenv/hosttest.
 type Option func(*config)
 
 // config is the internal hostopt.Start so that hosttest can add options.

@@ -17,9 +17,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/picomq/heavy-sinks/internal/testenv"
+	"github.com/picomq/heavy-sinks/internal/testenv/hosttest"
 	"github.com/picomq/heavy-sinks/shared/hostclient"
-	"github.com/picomq/heavy-sinks/shared/testenv"
-	"github.com/picomq/heavy-sinks/shared/testenv/hosttest"
 )
 
 // Built once by TestMain: the host and two copies of the C stub plugin

@@ -4,13 +4,13 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/picomq/heavy-sinks/shared/internal/hostopt"
+	"github.com/picomq/heavy-sinks/internal/hostopt"
 )
 
 // CallOption configures one call. The options that make a request the
 // runtime never sends (another err_cap, table_size or ABI version, a 1.0
 // batch, no log callback), to exercise the host's contract checks, are in
-// shared/testenv/hosttest.
+// internal/testenv/hosttest.
 type CallOption func(*callConfig)
 
 // callConfig is the internal hostopt.Call so that hosttest can add options.

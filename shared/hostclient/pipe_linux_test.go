@@ -6,8 +6,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/picomq/heavy-sinks/internal/testenv/hosttest"
 	"github.com/picomq/heavy-sinks/shared/hostclient"
-	"github.com/picomq/heavy-sinks/shared/testenv/hosttest"
 )
 
 // The request pipe holds a whole 1000-record batch frame, so one write

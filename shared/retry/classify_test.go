@@ -14,8 +14,8 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/picomq/heavy-sinks/internal/testenv/testca"
 	"github.com/picomq/heavy-sinks/shared/retry"
-	"github.com/picomq/heavy-sinks/shared/testenv/testca"
 )
 
 func pgErr(code, msg string) *pgconn.PgError {

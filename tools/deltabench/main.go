@@ -48,12 +48,12 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/picomq/heavy-sinks/internal/testenv/hosttest"
+	"github.com/picomq/heavy-sinks/internal/testenv/services"
+	"github.com/picomq/heavy-sinks/internal/testenv/workload"
 	"github.com/picomq/heavy-sinks/plugins/delta/deltalog"
 	"github.com/picomq/heavy-sinks/plugins/delta/objstore"
 	"github.com/picomq/heavy-sinks/shared/hostclient"
-	"github.com/picomq/heavy-sinks/shared/testenv/hosttest"
-	"github.com/picomq/heavy-sinks/shared/testenv/services"
-	"github.com/picomq/heavy-sinks/shared/testenv/workload"
 	"github.com/picomq/heavy-sinks/tools/internal/bench"
 )
 

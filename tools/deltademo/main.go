@@ -16,8 +16,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/picomq/heavy-sinks/internal/testenv"
 	"github.com/picomq/heavy-sinks/shared/hostclient"
-	"github.com/picomq/heavy-sinks/shared/testenv"
 )
 
 var dir = flag.String("table", "", "table directory (default: a new temporary directory)")

@@ -46,12 +46,12 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 
+	"github.com/picomq/heavy-sinks/internal/testenv"
+	"github.com/picomq/heavy-sinks/internal/testenv/hosttest"
 	"github.com/picomq/heavy-sinks/plugins/delta/deltalog"
 	"github.com/picomq/heavy-sinks/plugins/delta/objstore"
 	"github.com/picomq/heavy-sinks/shared/hostclient"
 	"github.com/picomq/heavy-sinks/shared/sdk"
-	"github.com/picomq/heavy-sinks/shared/testenv"
-	"github.com/picomq/heavy-sinks/shared/testenv/hosttest"
 	"github.com/picomq/heavy-sinks/tools/internal/bench"
 )
 

@@ -2,7 +2,7 @@
 // the whole runtime. Per target (file://, MinIO) it
 //
 //  1. runs the plugin alone in the C host on the workload of `make
-//     bench-delta` (shared/testenv/workload: the same records, 1000-record
+//     bench-delta` (internal/testenv/workload: the same records, 1000-record
 //     batches): the plugin-only CPU per record;
 //  2. produces the same batches to a topic while dist/picomq-connect runs
 //     a definition with batch_length = the batch size, and measures
@@ -44,10 +44,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/picomq/heavy-sinks/internal/testenv/hosttest"
+	"github.com/picomq/heavy-sinks/internal/testenv/services"
+	"github.com/picomq/heavy-sinks/internal/testenv/workload"
 	"github.com/picomq/heavy-sinks/shared/hostclient"
-	"github.com/picomq/heavy-sinks/shared/testenv/hosttest"
-	"github.com/picomq/heavy-sinks/shared/testenv/services"
-	"github.com/picomq/heavy-sinks/shared/testenv/workload"
 	"github.com/picomq/heavy-sinks/tools/internal/bench"
 )
 

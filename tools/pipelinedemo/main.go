@@ -37,9 +37,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/picomq/heavy-sinks/internal/testenv"
+	"github.com/picomq/heavy-sinks/internal/testenv/services"
 	"github.com/picomq/heavy-sinks/plugins/redshift/rsemu"
-	"github.com/picomq/heavy-sinks/shared/testenv"
-	"github.com/picomq/heavy-sinks/shared/testenv/services"
 )
 
 // Options configure one run.

@@ -7,8 +7,8 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/picomq/heavy-sinks/shared/testenv"
-	"github.com/picomq/heavy-sinks/shared/testenv/services"
+	"github.com/picomq/heavy-sinks/internal/testenv"
+	"github.com/picomq/heavy-sinks/internal/testenv/services"
 )
 
 // buildConnect builds cmd/picomq-connect from this tree, so the demo runs

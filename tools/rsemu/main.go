@@ -22,8 +22,8 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/picomq/heavy-sinks/internal/testenv/services"
 	"github.com/picomq/heavy-sinks/plugins/redshift/rsemu"
-	"github.com/picomq/heavy-sinks/shared/testenv/services"
 )
 
 func main() {

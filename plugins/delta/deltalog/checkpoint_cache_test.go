@@ -11,9 +11,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/picomq/heavy-sinks/internal/testenv/pyenv"
 	"github.com/picomq/heavy-sinks/plugins/delta/deltalog"
 	"github.com/picomq/heavy-sinks/plugins/delta/objstore"
-	"github.com/picomq/heavy-sinks/shared/testenv/pyenv"
 )
 
 // cacheCase drives a table through versions of random appends (and, with

@@ -11,8 +11,8 @@ import (
 
 	"github.com/parquet-go/parquet-go"
 
+	"github.com/picomq/heavy-sinks/internal/testenv"
 	"github.com/picomq/heavy-sinks/plugins/delta/deltalog"
-	"github.com/picomq/heavy-sinks/shared/testenv"
 )
 
 // The checkpoint readers find columns by name through one lookup (ckptfile.Lookup) whose

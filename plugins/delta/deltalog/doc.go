@@ -96,6 +96,6 @@
 //
 // The conformance tests (conformance_test.go) load the Delta tables in
 // shared/testdata/delta-tables, which sits beside the repository checkout;
-// they find it through testenv.DeltaTables (shared/testenv), which fails
+// they find it through testenv.DeltaTables (internal/testenv), which fails
 // with where it looked and how to point it elsewhere (PICOMQ_DELTA_TABLES).
 package deltalog

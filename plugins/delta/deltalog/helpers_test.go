@@ -15,8 +15,8 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 
+	"github.com/picomq/heavy-sinks/internal/testenv"
 	"github.com/picomq/heavy-sinks/plugins/delta/deltalog"
-	"github.com/picomq/heavy-sinks/shared/testenv"
 )
 
 // tableDir returns the directory of a conformance table (testenv.DeltaTables:

@@ -15,7 +15,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 
-	"github.com/picomq/heavy-sinks/shared/testenv/services"
+	"github.com/picomq/heavy-sinks/internal/testenv/services"
 )
 
 // Objects lists the objects (files) under path in the store, as names

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/picomq/heavy-sinks/shared/testenv/pyenv"
+	"github.com/picomq/heavy-sinks/internal/testenv/pyenv"
 )
 
 // Py runs a delta-rs script after Prelude; the first argument is the table

@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/picomq/heavy-sinks/shared/testenv/services"
+	"github.com/picomq/heavy-sinks/internal/testenv/services"
 )
 
 // The backends a Store can be, in the order the suite runs them.

@@ -8,8 +8,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/picomq/heavy-sinks/internal/testenv/sinkdriver"
 	"github.com/picomq/heavy-sinks/shared/hostclient"
-	"github.com/picomq/heavy-sinks/shared/testenv/sinkdriver"
 )
 
 // CreateOrders makes a partitioned table with delta-rs: the layout of the

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/picomq/heavy-sinks/internal/testenv/sinkdriver"
 	"github.com/picomq/heavy-sinks/plugins/delta/objstore"
-	"github.com/picomq/heavy-sinks/shared/testenv/sinkdriver"
 )
 
 // Test is one behaviour test of the suite.

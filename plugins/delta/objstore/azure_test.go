@@ -11,9 +11,9 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/picomq/heavy-sinks/internal/testenv/services"
 	"github.com/picomq/heavy-sinks/plugins/delta/deltalog"
 	"github.com/picomq/heavy-sinks/plugins/delta/objstore"
-	"github.com/picomq/heavy-sinks/shared/testenv/services"
 )
 
 func azureOptions(svc services.Services, container string) objstore.Options {

@@ -14,9 +14,9 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/picomq/heavy-sinks/internal/testenv/services"
 	"github.com/picomq/heavy-sinks/plugins/delta/deltalog"
 	"github.com/picomq/heavy-sinks/plugins/delta/objstore"
-	"github.com/picomq/heavy-sinks/shared/testenv/services"
 )
 
 func gcsOptions(svc services.Services) objstore.Options {

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/picomq/heavy-sinks/internal/testenv/sinkdriver"
 	"github.com/picomq/heavy-sinks/shared/hostclient"
-	"github.com/picomq/heavy-sinks/shared/testenv/sinkdriver"
 )
 
 // ConfigValidationMessages: every configuration message of the

@@ -21,9 +21,9 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/picomq/heavy-sinks/internal/testenv/services"
+	"github.com/picomq/heavy-sinks/internal/testenv/sinkdriver"
 	"github.com/picomq/heavy-sinks/plugins/redshift/rsemu"
-	"github.com/picomq/heavy-sinks/shared/testenv/services"
-	"github.com/picomq/heavy-sinks/shared/testenv/sinkdriver"
 )
 
 // The variables that point the suite at a real cluster. DSN and bucket

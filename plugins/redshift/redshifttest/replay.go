@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/picomq/heavy-sinks/shared/testenv/sinkdriver"
+	"github.com/picomq/heavy-sinks/internal/testenv/sinkdriver"
 )
 
 // ReplayedBatchChangesNothing: the spec's replay table has one row, "Any":

@@ -11,7 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/parquet-go/parquet-go"
 
-	"github.com/picomq/heavy-sinks/shared/testenv/sinkdriver"
+	"github.com/picomq/heavy-sinks/internal/testenv/sinkdriver"
 )
 
 const uuidV7 = `[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}`

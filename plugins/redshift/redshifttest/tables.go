@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/picomq/heavy-sinks/internal/testenv/sinkdriver"
 	"github.com/picomq/heavy-sinks/shared/hostclient"
-	"github.com/picomq/heavy-sinks/shared/testenv/sinkdriver"
 )
 
 // SchemaMismatch: "Schema mismatch detected", an existing table made under

@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/picomq/heavy-sinks/internal/testenv/sinkdriver"
 	"github.com/picomq/heavy-sinks/shared/hostclient"
-	"github.com/picomq/heavy-sinks/shared/testenv/sinkdriver"
 )
 
 // S3UploadFailed: "S3 upload failed" / "S3 upload failed with status 403":

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/picomq/heavy-sinks/internal/testenv/sinkdriver"
 	"github.com/picomq/heavy-sinks/plugins/redshift/rsemu"
-	"github.com/picomq/heavy-sinks/shared/testenv/sinkdriver"
 )
 
 // TwoWritersOnOneTableKeepEveryRow: "Rows missing after two writers were

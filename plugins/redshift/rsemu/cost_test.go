@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/picomq/heavy-sinks/internal/testenv/logbuf"
+	"github.com/picomq/heavy-sinks/internal/testenv/poll"
 	"github.com/picomq/heavy-sinks/plugins/redshift/rsemu"
-	"github.com/picomq/heavy-sinks/shared/testenv/logbuf"
-	"github.com/picomq/heavy-sinks/shared/testenv/poll"
 )
 
 // costEnv is an emulator with the given COPY and commit latencies whose

@@ -16,8 +16,8 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/parquet-go/parquet-go"
 
+	"github.com/picomq/heavy-sinks/internal/testenv/services"
 	"github.com/picomq/heavy-sinks/plugins/redshift/rsemu"
-	"github.com/picomq/heavy-sinks/shared/testenv/services"
 )
 
 // Environment variables that point the behaviour tests at a real Redshift

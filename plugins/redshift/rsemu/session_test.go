@@ -11,8 +11,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/picomq/heavy-sinks/internal/testenv/services"
 	"github.com/picomq/heavy-sinks/plugins/redshift/rsemu"
-	"github.com/picomq/heavy-sinks/shared/testenv/services"
 )
 
 func TestTruncateCommitsTheOpenTransaction(t *testing.T) {

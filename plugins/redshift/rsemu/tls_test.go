@@ -10,9 +10,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/picomq/heavy-sinks/internal/testenv/services"
+	"github.com/picomq/heavy-sinks/internal/testenv/testca"
 	"github.com/picomq/heavy-sinks/plugins/redshift/rsemu"
-	"github.com/picomq/heavy-sinks/shared/testenv/services"
-	"github.com/picomq/heavy-sinks/shared/testenv/testca"
 )
 
 // withSSL is dsn with sslmode (and sslrootcert when given) replaced.

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/picomq/heavy-sinks/plugins/redshift/rsjson"
+	"github.com/picomq/heavy-sinks/plugins/redshift/internal/rsjson"
 	"github.com/picomq/heavy-sinks/plugins/redshift/rsql"
 	"github.com/picomq/heavy-sinks/shared/metadata"
 )

@@ -6,9 +6,9 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/picomq/heavy-sinks/internal/testenv/pyenv"
 	"github.com/picomq/heavy-sinks/plugins/redshift/rsparquet"
 	"github.com/picomq/heavy-sinks/plugins/redshift/rsql"
-	"github.com/picomq/heavy-sinks/shared/testenv/pyenv"
 )
 
 // pyarrowDump reads a Parquet file with pyarrow and reports its schema, its
