@@ -30,8 +30,13 @@
  *   - Many instances of one library may be open in one process. Calls for
  *     different instances may run concurrently on different host threads.
  *   - Calls for the same instance are serialised by the plugin: one consume
- *     runs at a time. close cancels a consume in flight (see close below)
- *     and waits for it to return. metrics never waits for a consume.
+ *     runs at a time, unless describe() declares "concurrent_consume": true;
+ *     then consume calls of one instance (batches of different
+ *     topic-partitions) run concurrently and the plugin may write batches
+ *     bound for one destination together, each call still answering for its
+ *     own batch. A host may call concurrently either way. close cancels every
+ *     consume in flight (see close below) and waits for them to return.
+ *     metrics never waits for a consume.
  *   - After close returns, the instance handle is invalid; any further call
  *     with it returns PICOMQ_FATAL ("unknown instance"), never a crash.
  *   - The log callback may be invoked from any thread, including threads the

@@ -54,6 +54,11 @@ type Description struct {
 	// Prometheus name. A host that finds no declaration for a field (or no
 	// "metrics" at all: an older plugin) exports it untyped.
 	Metrics []Metric `json:"metrics,omitempty"`
+	// ConcurrentConsume (Plugin.ConcurrentConsume): consume calls of one
+	// instance run concurrently, and batches for one destination may be
+	// written together. Absent: they run one at a time (the header allows
+	// a host to call concurrently either way; the plugin serialises).
+	ConcurrentConsume bool `json:"concurrent_consume,omitempty"`
 }
 
 // Describe returns the static description of the registered plugin. Secret
@@ -72,6 +77,8 @@ func Describe() ([]byte, error) {
 		GoVersion:  runtime.Version(),
 		Config:     reg.schema.Fields,
 		Metrics:    reg.metrics,
+
+		ConcurrentConsume: reg.concurrent,
 	}
 	if reg.checksJSON {
 		d.PayloadChecks = []string{"json"}

@@ -47,7 +47,10 @@ type instance struct {
 	callCancel context.CancelFunc
 	wg         sync.WaitGroup // goroutines started with Host.Go
 
-	mu     sync.Mutex // serialises Consume and Close
+	// mu serialises Close with every Consume, and Consumes with each
+	// other unless the plugin declared ConcurrentConsume (then they hold
+	// it shared).
+	mu     sync.RWMutex
 	closed bool
 
 	poisoned atomic.Pointer[error]
@@ -146,8 +149,13 @@ func Consume(h uint64, b *Batch) error {
 	if in == nil {
 		return errUnknownInstance
 	}
-	in.mu.Lock()
-	defer in.mu.Unlock()
+	if in.reg.concurrent {
+		in.mu.RLock()
+		defer in.mu.RUnlock()
+	} else {
+		in.mu.Lock()
+		defer in.mu.Unlock()
+	}
 	if in.closed {
 		return errUnknownInstance
 	}

@@ -14,7 +14,8 @@ import (
 // must release what it acquired (Close is not called). Consume writes one
 // batch and returns nil only when every record is durably written. Close
 // flushes and releases everything. The SDK never calls Consume and Close of
-// one instance concurrently.
+// one instance concurrently, and calls Consume of one instance one at a time
+// unless the plugin declares ConcurrentConsume.
 type Sink[C any] interface {
 	Open(ctx context.Context, cfg *C, host *Host) error
 	Consume(ctx context.Context, b *Batch) error
@@ -52,6 +53,17 @@ type Plugin[C any] struct {
 	// (CommonMetrics). A field left out is exported untyped, as every
 	// field of a plugin before ABI 1.2.
 	Metrics []Metric
+
+	// ConcurrentConsume lets the host's concurrent consume calls of one
+	// instance (batches of different topic-partitions, on different host
+	// threads) reach the sink's Consume concurrently, instead of one at a
+	// time. The sink then serialises what must be serialised itself, and
+	// may write batches that wait for one destination together (one Delta
+	// commit, one Redshift load transaction: a group commit). Declared in
+	// describe() as "concurrent_consume", so a runtime knows that
+	// delivering several batches at once pays. Close still never runs
+	// concurrently with Consume.
+	ConcurrentConsume bool
 }
 
 // registration is the type-erased plugin the C exports drive.
@@ -60,6 +72,7 @@ type registration struct {
 	schema            *Schema
 	validatesPayloads bool
 	checksJSON        bool
+	concurrent        bool     // Plugin.ConcurrentConsume
 	metrics           []Metric // describe()'s metrics: the SDK's and the sink's
 	open              func(ctx context.Context, raw []byte, key string, env Env, host *Host) (erasedSink, Decoded, error)
 }
@@ -91,6 +104,7 @@ func Register[C any](p Plugin[C]) {
 		schema:            schema,
 		validatesPayloads: p.ValidatesPayloads,
 		checksJSON:        p.ChecksJSON,
+		concurrent:        p.ConcurrentConsume,
 		open: func(ctx context.Context, raw []byte, key string, env Env, host *Host) (erasedSink, Decoded, error) {
 			var cfg C
 			dec, err := schema.Decode(raw, key, env, &cfg)
