@@ -109,7 +109,7 @@ table_uri = %q
 	if err != nil {
 		t.Fatal(err)
 	}
-	rt.waitCommitted(adm, group, ends, 90*time.Second)
+	waitGroupAtEnds(t, adm, group, ends, 90*time.Second, rt)
 	if code := rt.stop(); code != 0 || rt.selfExits != 0 {
 		t.Fatalf("picomq-connect exit code %d, %d exits by itself\n%s", code, rt.selfExits, rt.tail())
 	}
