@@ -38,3 +38,34 @@ func TestChaosBothSinksExactlyOnce(t *testing.T) {
 	r.checkRedshift(chaosPerTopic)
 	r.checkOffsets(ends, deltaGroup, rsGroup)
 }
+
+// Many partitions, several processes: one 12-partition topic consumed by
+// three picomq-connect processes in one group per sink, each block with
+// batches of several partitions in flight (max_in_flight) and a latency
+// bound, the Delta sink committing them as group commits with compaction
+// on, the Redshift sink loading them as group loads; runtimes and hosts
+// killed with SIGKILL, MinIO and PostgreSQL restarted. Every record lands
+// exactly once in both, the groups' offsets reach the ends, some Delta
+// commit holds several partitions' txn actions, compaction ran, no file
+// compaction removed is still referenced, and DuckDB reading the live files
+// our own replay of the log names sees the rows delta-rs sees.
+func TestChaosManyPartitionsGroupCommits(t *testing.T) {
+	const perTopic, chunk, pause, kills = 6000, 200, 800 * time.Millisecond, 6
+	r := newChaosRig(t, map[string]int32{"orders": 12})
+	deltaGroup := r.writeDeltaDef(chaosBlock{batchLength: 100, pollInterval: "100ms",
+		extraTopic:  "max_in_flight = 12\nmax_batch_latency = \"300ms\"",
+		extraConfig: "compaction = true\ncompaction_min_files = 4\ncompaction_idle = \"0s\""})
+	rsGroup := r.writeRedshiftDef(chaosBlock{batchLength: 100, pollInterval: "200ms",
+		extraTopic: "max_in_flight = 12\nmax_batch_latency = \"500ms\""})
+	r.start(3)
+	produced := r.produce(perTopic, chunk, pause)
+	r.chaos(time.Duration(perTopic/chunk)*pause, kills)
+	if err := <-produced; err != nil {
+		t.Fatalf("producing: %v", err)
+	}
+	ends := r.settle(deltaGroup, rsGroup)
+	r.checkDelta(perTopic)
+	r.checkRedshift(perTopic)
+	r.checkOffsets(ends, deltaGroup, rsGroup)
+	r.checkDeltaLog(perTopic)
+}
