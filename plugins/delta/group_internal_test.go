@@ -360,3 +360,62 @@ func TestGroupLosingARaceIsRebasedOnce(t *testing.T) {
 		})
 	}
 }
+
+// A group commit records each member's rejections under its own appId
+// (the members' offsets are the same): a replay of any member, alone, finds
+// its own rejections and no other member's.
+func TestGroupRejectionsAreFoundByEachMembersReplay(t *testing.T) {
+	tb, store, _ := groupTable(t)
+	batch := func(p int, bad ...int) *sdk.Batch {
+		b := idBatch(p, 0, 4)
+		for _, i := range bad {
+			b.Records[i].Payload = []byte(`{"id":"x"}`)
+		}
+		b.AcceptRejections()
+		return b
+	}
+	bad := map[int][]int{0: nil, 1: {1}, 2: {1, 3}, 3: nil}
+	var batches []*sdk.Batch
+	var apps []string
+	for p := range 4 {
+		batches, apps = append(batches, batch(p, bad[p]...)), append(apps, appOf(p))
+	}
+	for i, err := range writeGrouped(t, tb, store, batches, apps) {
+		if err != nil {
+			t.Fatalf("batch %d: %v", i, err)
+		}
+	}
+	c, err := deltalog.ReadCommit(context.Background(), tb.store, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range c.Actions {
+		if ci, ok := a.(*deltalog.CommitInfo); ok {
+			if got := string(ci.Other[rejectedByAppKey]); got != `{"app/1":{"value":[1]},"app/2":{"value":[1,3]}}` {
+				t.Errorf("commitInfo.%s = %s", rejectedByAppKey, got)
+			}
+		}
+	}
+	if n := rowsOf(t, tb); n != 13 {
+		t.Errorf("%d rows, want 13", n)
+	}
+	for p := range 4 {
+		// The replay fits now: only the log can say what was rejected.
+		b := idBatch(p, 0, 4)
+		b.Attempt = 2
+		b.AcceptRejections()
+		if err := tb.write(context.Background(), b, appOf(p)); err != nil {
+			t.Fatalf("replay of %d: %v", p, err)
+		}
+		var got []int
+		for _, r := range b.Rejections() {
+			got = append(got, r.Index)
+			if !strings.Contains(r.Err.Error(), "was rejected when Delta table") {
+				t.Errorf("replay of %d: %v", p, r.Err)
+			}
+		}
+		if fmt.Sprint(got) != fmt.Sprint(bad[p]) && len(got)+len(bad[p]) > 0 {
+			t.Errorf("replay of %d rejects %v, want %v", p, got, bad[p])
+		}
+	}
+}
