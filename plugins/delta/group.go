@@ -18,8 +18,8 @@ import (
 // queue or a database's group commit writes them: each call puts its batch
 // (a member) in the table's queue; the call that finds no writer at work
 // leads: it takes its own batch and those waiting behind it (up to
-// groupMaxRecords records and groupMaxBytes payload bytes, its own batch
-// always), writes them as one commit — one encoder run over every member,
+// groupMaxRecords records and group_commit_max_bytes payload bytes, its own
+// batch always), writes them as one commit — one encoder run over every member,
 // so one data file per partition value, a txn action per member, each
 // member's recorded rejections — and answers each member. Then it hands the
 // queue to the first batch that arrived meanwhile, which leads the next
@@ -38,15 +38,12 @@ import (
 // cannot give back before the leader is done with them; table.close answers
 // RETRY to whatever still waits and refuses later batches.
 
-// Bounds of one group. The leader's own batch goes in whatever its size;
-// others join while the group stays within both. A group's records are held
-// by one encoder and written as one data file per partition value, so these
-// also bound a data file's size when batches are small (docs/delta.md,
-// Group commits).
-const (
-	groupMaxRecords = 100_000
-	groupMaxBytes   = 64 << 20 // payload bytes
-)
+// groupMaxRecords bounds the records of one group, with the payload bytes
+// of group_commit_max_bytes. The leader's own batch goes in whatever its
+// size; others join while the group stays within both. A group's records
+// are held by one encoder and written as one data file per partition value,
+// so these bound a data file's size (docs/delta.md, Group commits).
+const groupMaxRecords = 100_000
 
 // member is one Consume call's batch in its table's queue.
 type member struct {
@@ -188,7 +185,7 @@ func (t *table) write(ctx context.Context, b *sdk.Batch, appID string) error {
 			return m.err
 		}
 	}
-	t.lead(ctx, t.queue.take(m, groupMaxRecords, groupMaxBytes))
+	t.lead(ctx, t.queue.take(m, groupMaxRecords, t.env.opts.groupMaxBytes))
 	return m.err
 }
 

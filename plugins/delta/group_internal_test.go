@@ -17,6 +17,7 @@ import (
 	"github.com/picomq/heavy-sinks/plugins/delta/deltalog"
 	"github.com/picomq/heavy-sinks/plugins/delta/objstore"
 	"github.com/picomq/heavy-sinks/shared/sdk"
+	"github.com/picomq/heavy-sinks/shared/sdk/sdktest"
 )
 
 // The queue alone, under -race: whatever the interleaving, one leader at a
@@ -157,7 +158,7 @@ func groupTable(t *testing.T) (*table, *gatedStore, *counters) {
 		open:  func(context.Context, objstore.Location) (objstore.Store, error) { return store, nil },
 		log:   slog.New(slog.NewTextHandler(io.Discard, nil)),
 		spawn: sp.spawn,
-		opts:  tableOptions{exactlyOnce: true},
+		opts:  tableOptions{exactlyOnce: true, groupMaxBytes: 1 << 20},
 		stats: stats, ckpt: newCheckpointStats(), requests: &objstore.Requests{},
 	}
 	tb := newTable(local.URI(), env)
@@ -417,5 +418,38 @@ func TestGroupRejectionsAreFoundByEachMembersReplay(t *testing.T) {
 		if fmt.Sprint(got) != fmt.Sprint(bad[p]) && len(got)+len(bad[p]) > 0 {
 			t.Errorf("replay of %d rejects %v, want %v", p, got, bad[p])
 		}
+	}
+}
+
+// group_commit_max_bytes bounds a group by its batches' payload bytes,
+// the leader's batch aside: here two batches a commit.
+func TestGroupIsBoundedByPayloadBytes(t *testing.T) {
+	tb, store, _ := groupTable(t)
+	tb.env.opts.groupMaxBytes = 70 // a batch of idBatch(p, 10, 3) is 33 bytes
+	var batches []*sdk.Batch
+	var apps []string
+	for p := range 5 {
+		batches, apps = append(batches, idBatch(p, 10, 3)), append(apps, appOf(p))
+	}
+	for i, err := range writeGrouped(t, tb, store, batches, apps) {
+		if err != nil {
+			t.Errorf("batch %d: %v", i, err)
+		}
+	}
+	var sizes []int
+	for _, txns := range txnsOf(t, tb) {
+		sizes = append(sizes, len(txns))
+	}
+	if fmt.Sprint(sizes) != "[1 2 2]" {
+		t.Errorf("batches per commit %v, want [1 2 2]", sizes)
+	}
+}
+
+func TestGroupMaxBytesMustBePositive(t *testing.T) {
+	def, _ := json.Marshal(map[string]any{"key": "bad", "plugin_config": map[string]any{
+		"table_uri": "file:///tmp/x", "group_commit_max_bytes": 0}})
+	_, err := sdk.Open(def, (&sdktest.Logs{}).Log)
+	if sdk.StatusOf(err) != sdk.StatusBadConfig || !strings.Contains(fmt.Sprint(err), `"group_commit_max_bytes": 0 is not a positive number of bytes`) {
+		t.Errorf("open: %v", err)
 	}
 }

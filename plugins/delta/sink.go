@@ -108,6 +108,9 @@ func (s *Sink) Open(ctx context.Context, cfg *Config, host *sdk.Host) error {
 	if err := cfg.checkSchemaEvolution(); err != nil {
 		return err
 	}
+	if cfg.GroupMaxBytes <= 0 {
+		return sdk.BadConfigf("plugin_config key %q: %d is not a positive number of bytes", keyGroupMaxBytes, cfg.GroupMaxBytes)
+	}
 	tmpl, err := template.Parse(cfg.TableURI)
 	if err != nil {
 		return sdk.BadConfigf("plugin_config key %q: %v", keyTableURI, err)
@@ -132,7 +135,7 @@ func (s *Sink) Open(ctx context.Context, cfg *Config, host *sdk.Host) error {
 		},
 		log: host.Logger, spawn: host.Go,
 		opts: tableOptions{exactlyOnce: cfg.ExactlyOnce, skipEmpty: cfg.SkipEmptyPayloads, metadataColumns: cfg.MetadataColumns,
-			addColumns: cfg.SchemaEvolution == evolveAddColumns, derive: derive, create: create},
+			addColumns: cfg.SchemaEvolution == evolveAddColumns, derive: derive, create: create, groupMaxBytes: cfg.GroupMaxBytes},
 		stats: &s.stats, ckpt: s.ckpt, requests: &s.requests,
 	}
 	if !tmpl.IsStatic() {

@@ -76,6 +76,7 @@ type tableOptions struct {
 	addColumns      bool                // schema_evolution = "add_columns"
 	derive          []encode.Derivation // derived_columns, parsed
 	create          *definition         // the table create_table makes; nil when off
+	groupMaxBytes   int                 // group_commit_max_bytes (group.go)
 }
 
 func newTable(uri string, env *tableEnv) *table { return &table{uri: uri, env: env} }
