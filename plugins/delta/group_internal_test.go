@@ -453,3 +453,17 @@ func TestGroupMaxBytesMustBePositive(t *testing.T) {
 		t.Errorf("open: %v", err)
 	}
 }
+
+// describe() tells a runtime that batches delivered at once pay.
+func TestDescribeDeclaresConcurrentConsume(t *testing.T) {
+	raw, err := sdk.Describe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d struct {
+		ConcurrentConsume bool `json:"concurrent_consume"`
+	}
+	if err := json.Unmarshal(raw, &d); err != nil || !d.ConcurrentConsume {
+		t.Errorf("describe: concurrent_consume %v (%v)", d.ConcurrentConsume, err)
+	}
+}
