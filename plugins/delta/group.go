@@ -2,6 +2,7 @@ package delta
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -240,7 +241,7 @@ func (t *table) writeGroup(ctx context.Context, live []*member) {
 			return
 		}
 		r, kept, err := t.commit(ctx, live)
-		if err == errSplit {
+		if errors.Is(err, errSplit) {
 			// A schema change the members cannot agree on: each alone.
 			for _, m := range kept {
 				t.writeGroup(ctx, []*member{m})
