@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -139,4 +140,64 @@ func requests(b *testing.B, h uint64) float64 {
 		n += m.Sink["storage_"+kind+"_requests"].(float64)
 	}
 	return n
+}
+
+// BenchmarkConsumePartitions is 48 partitions' 60-record batches into one
+// file:// table per round, delivered one at a time (a runtime with
+// max_in_flight = 1) or all at once (group commits). It reports records/s
+// and the batches each commit held.
+func BenchmarkConsumePartitions(b *testing.B) {
+	const parts, size = 48, 60
+	for _, concurrent := range []bool{false, true} {
+		name := "one-at-a-time"
+		if concurrent {
+			name = "at-once"
+		}
+		b.Run(name, func(b *testing.B) {
+			def, _ := json.Marshal(map[string]any{"key": "bench", "plugin_config": map[string]any{"table_uri": benchTable(b)}})
+			h, err := sdk.Open(def, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer sdk.Close(h)
+			batches := make([]*sdk.Batch, parts)
+			for p := range batches {
+				batches[p] = benchBatch(p, size)
+				batches[p].Partition = uint32(p)
+			}
+			b.ResetTimer()
+			for i := range b.N {
+				var wg sync.WaitGroup
+				for _, batch := range batches {
+					for j := range batch.Records {
+						batch.Records[j].Offset = uint64(i*size + j)
+					}
+					consume := func() {
+						if err := sdk.Consume(h, batch); err != nil {
+							b.Error(err)
+						}
+					}
+					if !concurrent {
+						consume()
+						continue
+					}
+					wg.Add(1)
+					go func() { defer wg.Done(); consume() }()
+				}
+				wg.Wait()
+			}
+			b.StopTimer()
+			out, err := sdk.Metrics(h)
+			if err != nil {
+				b.Fatal(err)
+			}
+			var m struct{ Sink map[string]float64 }
+			if err := json.Unmarshal(out, &m); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportMetric(float64(b.N*parts*size)/b.Elapsed().Seconds(), "records/s")
+			b.ReportMetric(m.Sink["commits"]/float64(b.N), "commits/round")
+			b.ReportMetric(m.Sink["commit_batches"]/m.Sink["commits"], "batches/commit")
+		})
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/picomq/heavy-sinks/plugins/delta/deltalog"
@@ -12,14 +13,16 @@ import (
 	"github.com/picomq/heavy-sinks/shared/sdk"
 )
 
-// One batch's commit, in the steps table.commit takes: plan (encode the
+// One commit of a group of batches (group.go; a group of one when calls
+// come one at a time), in the steps table.commit takes: plan (encode the
 // records, evolve the schema), write the data files, build the actions, put
 // the commit. The put's outcome (outcome.go) says what happens to the data
-// files and, in table.write, to the batch: OK when it landed; RETRY when it
-// did not or may have; and, when another writer moved the table under a
-// commit that did not land, re-base the batch on the new snapshot first.
+// files and, in table.writeGroup, to the batches: OK when it landed; RETRY
+// when it did not or may have; and, when another writer moved the table
+// under a commit that did not land, re-base the group on the new snapshot
+// first.
 
-// plan is a batch encoded and ready to be written: the encoder holding its
+// plan is a group encoded and ready to be written: the encoder holding its
 // rows, the schema change it makes, and what the commit records besides
 // the files.
 type plan struct {
@@ -29,87 +32,139 @@ type plan struct {
 	ignored   []encode.UnknownField
 	truncated []encode.TruncatedTimestamps
 
-	// With exactly-once, the txn action and the rejections the commit
-	// records (rejections.go).
-	appID      string
-	appVersion int64
-	info       map[string]json.RawMessage
+	// With exactly-once, a txn action per member and the rejections the
+	// commit records (rejections.go).
+	apps []deltalog.App
+	info map[string]json.RawMessage
 }
 
-// commit writes records (b.Records from some index on) as one commit. err
-// is a failure before the put: nothing was committed and the batch's data
-// files, if any, are deleted. Otherwise the result says whether the commit
-// landed; a batch of tombstones only has nothing to commit and is landed.
-func (t *table) commit(ctx context.Context, b *sdk.Batch, records []sdk.Record, appID string) (commitResult, error) {
-	p, err := t.plan(b, records, appID)
+// errSplit is plan's answer for a group whose members call for a schema
+// change they cannot agree on (schema_evolution): writeGroup writes each
+// member alone, so that only the one at fault fails.
+var errSplit = errors.New("delta: the group is written one batch at a time")
+
+// commit writes the members' pending records as one commit. A member whose
+// records cannot be written is answered (FATAL) and left out: kept are the
+// members the commit is for. err is a failure before the put: nothing was
+// committed and the data files, if any, are deleted. Otherwise the result
+// says whether the commit landed; a group of tombstones only (or with no
+// member left) has nothing to commit and is landed.
+func (t *table) commit(ctx context.Context, members []*member) (r commitResult, kept []*member, err error) {
+	p, members, err := t.plan(members)
 	if err != nil {
-		return commitResult{}, err
+		return commitResult{}, members, err
+	}
+	if len(members) == 0 {
+		return commitResult{outcome: landed}, nil, nil // each answered by plan
 	}
 	if p.n.empty > 0 {
-		t.env.log.Info("skipped records with an empty payload", "table", t.uri, "topic", b.Topic, "skipped", p.n.empty)
+		t.env.log.Info("skipped records with an empty payload", "table", t.uri, "topic", topics(members), "skipped", p.n.empty)
 	}
 	if p.enc.Len() == 0 {
 		// Only tombstones: nothing to commit, and nothing a replay could
 		// write twice.
 		t.env.stats.empty.Add(p.n.empty)
-		return commitResult{outcome: landed}, nil
+		return commitResult{outcome: landed}, members, nil
 	}
 	now := time.Now()
 	files, written, err := t.writeFiles(ctx, p.enc)
 	if err != nil {
-		return commitResult{}, err
+		return commitResult{}, members, err
 	}
-	r := t.put(ctx, t.actions(p, files, now))
+	r = t.put(ctx, t.actions(p, files, now))
 	t.settle(r, written)
 	if r.outcome == landed {
-		t.landed(b, p, r, files, len(records))
+		t.landed(members, p, r, files)
 	}
-	return r, nil
+	return r, members, nil
 }
 
-// plan encodes records into the table's encoder, twice when
-// schema_evolution adds columns.
-func (t *table) plan(b *sdk.Batch, records []sdk.Record, appID string) (*plan, error) {
+// plan encodes the members' records into the table's encoder. A member
+// whose records cannot be written is answered with its error and the
+// others are planned again without it; kept are the members the plan
+// holds.
+func (t *table) plan(members []*member) (p *plan, kept []*member, err error) {
+	for len(members) > 0 {
+		p, bad, err := t.planOnce(members)
+		if bad == nil {
+			return p, members, err
+		}
+		// Its rejections need no second look: the others' were decided
+		// against the same schema and stay as they are.
+		bad.answer(err)
+		members = slices.DeleteFunc(slices.Clone(members), func(m *member) bool { return m == bad })
+	}
+	return nil, nil, nil
+}
+
+// planOnce encodes the members' records into the table's encoder, twice
+// when schema_evolution adds columns. bad is the member that failed, when
+// the error is its records'.
+func (t *table) planOnce(members []*member) (p *plan, bad *member, err error) {
 	enc, err := t.encoder()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	base := len(b.Records) - len(records) // records is b.Records[base:]
-	n, err := t.add(enc, b, records, base)
+	n, bad, err := t.addAll(enc, members)
 	if err != nil {
-		return nil, err
+		return nil, bad, err
 	}
 	var ev *evolution
 	if t.env.opts.addColumns {
-		if ev, err = t.evolve(enc, b); err != nil {
+		if ev, err = t.evolve(enc, topics(members)); err != nil {
 			enc.Reset()
-			return nil, err
+			if len(members) > 1 {
+				return nil, nil, errSplit
+			}
+			return nil, nil, err
 		}
 		if ev != nil {
-			// Encode the batch again against the evolved schema. The
+			// Encode the group again against the evolved schema. The
 			// records the first pass rejected stay rejected (add skips
 			// them): new columns take every value of the records that
 			// fitted, and refuse none the old schema accepted.
 			enc.Reset()
 			if enc, err = t.encoderFor(ev.md, ev.schema); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
-			if n, err = t.add(enc, b, records, base); err != nil {
-				return nil, err
+			if n, bad, err = t.addAll(enc, members); err != nil {
+				return nil, bad, err
 			}
 		}
 	}
 	// Read before Flush empties the encoder.
-	p := &plan{enc: enc, n: n, ev: ev, ignored: enc.Unknown(), truncated: enc.Truncated()}
+	p = &plan{enc: enc, n: n, ev: ev, ignored: enc.Unknown(), truncated: enc.Truncated()}
 	if t.env.opts.exactlyOnce {
-		p.appID, p.appVersion = appID, int64(b.LastOffset())
+		for _, m := range members {
+			p.apps = append(p.apps, deltalog.App{ID: m.appID, Version: int64(m.b.LastOffset())})
+		}
 		// A replay learns from the commit what it rejected (rejections.go).
 		// The rejections are final once the records are encoded.
-		if p.info, err = recordedRejections(b, base); err != nil {
-			return nil, err
+		if p.info, err = recordedRejections(members); err != nil {
+			enc.Reset()
+			return nil, nil, err
 		}
 	}
-	return p, nil
+	return p, nil, nil
+}
+
+// addAll encodes every member's pending records into enc, one after the
+// other. On an error, bad is the member whose record failed and enc is
+// left empty.
+func (t *table) addAll(enc *encode.Encoder, members []*member) (sum added, bad *member, err error) {
+	for _, m := range members {
+		n, err := t.add(enc, m.b, m.records, m.base())
+		if err != nil {
+			enc.Reset()
+			return sum, m, err
+		}
+		if sum.unmatched == 0 && n.unmatched > 0 {
+			sum.firstUnmatched, sum.unmatchedTopic = n.firstUnmatched, m.b.Topic
+		}
+		sum.empty += n.empty
+		sum.unmatched += n.unmatched
+	}
+	return sum, nil, nil
 }
 
 // writeFiles stores the encoded data files. Each file starts uploading as
@@ -136,11 +191,13 @@ func (t *table) writeFiles(ctx context.Context, enc *encode.Encoder) (files []en
 	return files, written, nil
 }
 
-// actions is the commit of the planned batch: one add per data file, the
-// batch's schema change, txn and recorded rejections.
+// actions is the commit of the planned group: one add per data file, the
+// group's schema change, a txn per member and the recorded rejections.
 func (t *table) actions(p *plan, files []encode.File, now time.Time) deltalog.AppendCommit {
-	add := deltalog.AppendCommit{EngineInfo: engineInfo(), Now: now,
-		AppID: p.appID, AppVersion: p.appVersion, Info: p.info}
+	add := deltalog.AppendCommit{EngineInfo: engineInfo(), Now: now, Info: p.info}
+	if len(p.apps) > 0 {
+		add.AppID, add.AppVersion, add.Apps = p.apps[0].ID, p.apps[0].Version, p.apps[1:]
+	}
 	if p.ev != nil {
 		add.Metadata = p.ev.md
 	}
@@ -180,15 +237,18 @@ func (t *table) settle(r commitResult, written []string) {
 }
 
 // landed takes the landed commit's snapshot and counts and logs what it
-// wrote; nrecords is how many of the batch's records it was to hold.
-func (t *table) landed(b *sdk.Batch, p *plan, r commitResult, files []encode.File, nrecords int) {
+// wrote for the members.
+func (t *table) landed(members []*member, p *plan, r commitResult, files []encode.File) {
 	res, st := r.res, t.env.stats
 	t.snap = res.Snapshot
+	topic := topics(members)
 	if r.already {
-		st.replays.Add(1)
-		st.skipped.Add(int64(nrecords))
-		t.env.log.Info("batch already committed to the Delta table", "table", t.uri, "topic", b.Topic,
-			"last_offset", b.LastOffset(), "version", res.Version)
+		for _, m := range members {
+			st.replays.Add(1)
+			st.skipped.Add(int64(len(m.records)))
+		}
+		t.env.log.Info("batch already committed to the Delta table", "table", t.uri, "topic", topic,
+			"last_offset", members[0].b.LastOffset(), "batches", len(members), "version", res.Version)
 		return
 	}
 	var nrec, nbytes int64
@@ -198,34 +258,39 @@ func (t *table) landed(b *sdk.Batch, p *plan, r commitResult, files []encode.Fil
 	}
 	t.ckpt.committed(res.Snapshot, res.Actions)
 	st.commits.Add(1)
+	st.commitBatches.Add(int64(len(members)))
+	if len(members) > 1 {
+		st.grouped.Add(1)
+	}
 	st.files.Add(int64(len(files)))
 	st.bytes.Add(nbytes)
 	st.records.Add(nrec)
 	st.empty.Add(p.n.empty)
 	if p.n.unmatched > 0 {
 		st.unmatched.Add(p.n.unmatched)
-		if _, seen := st.warned.LoadOrStore(b.Topic, true); !seen {
+		if _, seen := st.warned.LoadOrStore(p.n.unmatchedTopic, true); !seen {
 			t.env.log.Warn("records whose fields match no column of the Delta table were written as rows of nulls; field names match column names case-sensitively",
-				"table", t.uri, "topic", b.Topic, "offset", p.n.firstUnmatched, "records", p.n.unmatched)
+				"table", t.uri, "topic", p.n.unmatchedTopic, "offset", p.n.firstUnmatched, "records", p.n.unmatched)
 		}
 	}
 	if p.ev != nil {
-		t.added(p.ev, b.Topic, res.Version)
+		t.added(p.ev, topic, res.Version)
 	}
-	t.ignored(p.ignored, b.Topic)
-	t.truncated(p.truncated, b.Topic)
-	t.env.log.Debug("committed Delta table version", "table", t.uri, "version", res.Version, "topic", b.Topic,
-		"records", nrec, "files", len(files), "bytes", nbytes, "attempts", res.Attempts)
+	t.ignored(p.ignored, topic)
+	t.truncated(p.truncated, topic)
+	t.env.log.Debug("committed Delta table version", "table", t.uri, "version", res.Version, "topic", topic,
+		"batches", len(members), "records", nrec, "files", len(files), "bytes", nbytes, "attempts", res.Attempts)
 }
 
-// rebuilds bounds how often one batch is rebuilt against a newer snapshot
+// rebuilds bounds how often one group is rebuilt against a newer snapshot
 // after another writer changed the table's definition under it.
 const rebuilds = 3
 
 // rebase handles a commit that did not land because the table moved under
-// it. again: write the batch anew (t.stale is set, so the next round reads
-// the log first); otherwise err is the batch's answer (RETRY).
-func (t *table) rebase(ctx context.Context, b *sdk.Batch, r commitResult, round int) (again bool, err error) {
+// it. again: write the group anew (t.stale is set, so the next round reads
+// the log first); otherwise err is every member's answer (RETRY). topic
+// names the group's topics, for the log.
+func (t *table) rebase(ctx context.Context, topic string, r commitResult, round int) (again bool, err error) {
 	var replaced *deltalog.TableReplacedError
 	if errors.As(r.err, &replaced) {
 		return false, t.replaced(ctx, replaced)
@@ -239,7 +304,7 @@ func (t *table) rebase(ctx context.Context, b *sdk.Batch, r commitResult, round 
 		return false, err
 	}
 	t.env.log.Info("the Delta table changed while the batch was written; rebuilding it against the new snapshot",
-		"table", t.uri, "topic", b.Topic, "reason", err)
+		"table", t.uri, "topic", topic, "reason", err)
 	return true, nil
 }
 

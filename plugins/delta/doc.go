@@ -1,5 +1,6 @@
 // Package delta is the Delta Lake sink: it appends each batch of JSON
-// records to an existing Delta table as one commit, exactly once per record
+// records to an existing Delta table as one commit (batches delivered
+// together for one table as one group commit), exactly once per record
 // through Delta txn actions.
 //
 // Layers, imports pointing down:
@@ -13,7 +14,8 @@
 //     the spec's coercions and per-file stats.
 //   - this package: the sink (config.go, sink.go) that the SDK drives;
 //     one table per resolved URI (table.go), given what it needs in a
-//     tableEnv; each batch's commit in steps — plan, write the data files,
+//     tableEnv; batches that wait for a table written together (group.go);
+//     each commit in steps — plan, write the data files,
 //     build the actions, put, re-base on a conflict (commit.go) — and its
 //     outcome, landed, not landed or unknown, decided once and mapped to
 //     OK or RETRY once (outcome.go); its metric declarations (metrics.go)
@@ -22,8 +24,10 @@
 //
 // File map: sink.go (the SDK's Sink: open, consume, close), config.go (the
 // plugin_config keys), table.go (one table: its environment, snapshot,
-// write loop, close), commit.go (a batch's commit in steps), outcome.go
-// (landed / not landed / unknown, and OK or RETRY), upload.go (data files
+// filter, close), group.go (the table's writer queue: batches that wait
+// for it written as one group commit, each answered for itself),
+// commit.go (a group's commit in steps), outcome.go (landed / not landed
+// / unknown, and OK or RETRY), upload.go (data files
 // in flight), create.go (create_table with the first batch), evolve.go
 // (schema_evolution and fields the table lacks), rejections.go (rejected
 // offsets recorded in commitInfo so a replay rejects them again),

@@ -19,7 +19,7 @@ import (
 // the new metaData goes into the same commit as the data: readers never
 // see the files without their columns, and a replay of the batch finds
 // both committed or neither. A concurrent writer that changes the metaData
-// first makes the commit abort (deltalog.ResolveConflict), and table.write
+// first makes the commit abort (deltalog.ResolveConflict), and table.writeGroup
 // rebuilds the batch against the new snapshot: a column the other writer
 // added is then simply written, one it added with another type fails the
 // records that do not fit it, with the usual value error.
@@ -28,6 +28,7 @@ import (
 type added struct {
 	empty, unmatched int64
 	firstUnmatched   uint64
+	unmatchedTopic   string // the topic of firstUnmatched (addAll)
 }
 
 // add encodes records (b.Records[base:]) into enc. A record that cannot fit
@@ -73,12 +74,12 @@ type evolution struct {
 }
 
 // evolve returns the schema change that adds the columns the batch in enc
-// calls for, or nil when it calls for none. A field the batch cannot type
+// (the group's batches, of topic) calls for, or nil when it calls for none. A field the batch cannot type
 // fails the batch (FATAL): the same batch would fail again, and a guessed
 // type would stay in the table for good.
-func (t *table) evolve(enc *encode.Encoder, b *sdk.Batch) (*evolution, error) {
+func (t *table) evolve(enc *encode.Encoder, topic string) (*evolution, error) {
 	fail := func(err error) error {
-		return sdk.Fatalf("Schema evolution: topic %q, table %s: %v", b.Topic, t.uri, err)
+		return sdk.Fatalf("Schema evolution: topic %q, table %s: %v", topic, t.uri, err)
 	}
 	cols, err := enc.NewColumns()
 	if err != nil {

@@ -9,6 +9,8 @@ import "github.com/picomq/heavy-sinks/shared/sdk"
 var metrics = []sdk.Metric{
 	{Field: "tables", Name: "sink_tables", Type: sdk.Gauge, Help: "Delta tables the instance has opened."},
 	{Field: "commits", Name: "sink_commits_total", Type: sdk.Counter, Help: "Delta commits this instance made."},
+	{Field: "commit_batches", Name: "sink_commit_batches_total", Type: sdk.Counter, Help: "Batches those commits held: more than commits when concurrent batches for one table were written as one commit (a group commit)."},
+	{Field: "grouped_commits", Name: "sink_grouped_commits_total", Type: sdk.Counter, Help: "Commits that held more than one batch."},
 	{Field: "files_written", Name: "sink_files_written_total", Type: sdk.Counter, Help: "Parquet data files of those commits."},
 	{Field: "bytes_written", Name: "sink_written_bytes_total", Type: sdk.Counter, Unit: sdk.UnitBytes, Help: "Bytes of those data files."},
 	{Field: "records_written", Name: "sink_records_written_total", Type: sdk.Counter, Help: "Rows of those data files."},

@@ -22,16 +22,25 @@ import (
 // against the table's schema is not enough: the schema may have been relaxed
 // since (a column made nullable, a type widened), and a record rejected then
 // fits now. So each commit records the offsets it rejected, with their
-// reason, in its commitInfo under rejectedKey, and a replay reads them back
-// from the commits of its appId that hold the offsets it skips.
+// reason, in its commitInfo under rejectedKey (per appId under
+// rejectedByAppKey when a group commit holds several batches), and a replay
+// reads them back from the commits of its appId that hold the offsets it
+// skips.
 //
 // Only offsets and reason classes are kept, never values: the log is read by
 // everyone who reads the table. The message is derived again on replay
 // (from today's schema when the record still fails, else a message that says
 // when it was rejected).
 
-// rejectedKey is the commitInfo key: {"value":[offset,...],"size":[...],"encoding":[...]}.
+// rejectedKey is the commitInfo key of a commit that holds one batch:
+// {"value":[offset,...],"size":[...],"encoding":[...]}.
 const rejectedKey = "picomqRejected"
+
+// rejectedByAppKey is the commitInfo key of a group commit (group.go),
+// which holds the batches of several topic partitions whose offsets may be
+// the same: {"<appId>":{"value":[offset,...],...},...}, an entry per member
+// that rejected any record.
+const rejectedByAppKey = "picomqRejectedByApp"
 
 // rejectionWalkLimit bounds how many commits, newest first, a replay reads
 // looking for the ones that hold the offsets it skips. Other writers' (and
@@ -42,24 +51,50 @@ const rejectionWalkLimit = 1000
 // rejectionWalkWindow commits are read at once during the walk.
 const rejectionWalkWindow = 16
 
-// recordedRejections is rejectedKey's value for the rejections of b at
-// indexes from..len(b.Records)-1 (the records this commit holds); nil when
-// there are none.
-func recordedRejections(b *sdk.Batch, from int) (map[string]json.RawMessage, error) {
-	byReason := map[string][]uint64{}
-	for _, r := range b.Rejections() {
-		if r.Index >= from {
-			byReason[r.Reason.String()] = append(byReason[r.Reason.String()], b.Records[r.Index].Offset)
+// recordedRejections is the commitInfo entry for the rejections of the
+// members' pending records (the records the commit holds): rejectedKey's
+// for a commit of one batch, rejectedByAppKey's for a group; nil when there
+// are none.
+func recordedRejections(members []*member) (map[string]json.RawMessage, error) {
+	key, v := rejectedKey, any(nil)
+	if len(members) == 1 {
+		if r := byReason(members[0]); r != nil {
+			v = r
+		}
+	} else {
+		byApp := map[string]map[string][]uint64{}
+		for _, m := range members {
+			if r := byReason(m); r != nil {
+				byApp[m.appID] = r
+			}
+		}
+		if len(byApp) > 0 {
+			key, v = rejectedByAppKey, byApp
 		}
 	}
-	if len(byReason) == 0 {
+	if v == nil {
 		return nil, nil
 	}
-	raw, err := json.Marshal(byReason)
+	raw, err := json.Marshal(v)
 	if err != nil {
 		return nil, err
 	}
-	return map[string]json.RawMessage{rejectedKey: raw}, nil
+	return map[string]json.RawMessage{key: raw}, nil
+}
+
+// byReason is the offsets of m's pending records that m rejected, by
+// reason; nil when there are none.
+func byReason(m *member) map[string][]uint64 {
+	var out map[string][]uint64
+	for _, r := range m.b.Rejections() {
+		if r.Index >= m.base() {
+			if out == nil {
+				out = map[string][]uint64{}
+			}
+			out[r.Reason.String()] = append(out[r.Reason.String()], m.b.Records[r.Index].Offset)
+		}
+	}
+	return out
 }
 
 // priorRejection is one rejection a commit recorded.
@@ -127,12 +162,21 @@ func collectRejections(c deltalog.Commit, appID string, first uint64, found map[
 	if txn.Version < 0 || uint64(txn.Version) < first {
 		return true, nil
 	}
-	if info == nil || info.Other[rejectedKey] == nil {
+	if info == nil {
 		return false, nil
 	}
 	var byReason map[string][]uint64
-	if err := json.Unmarshal(info.Other[rejectedKey], &byReason); err != nil {
-		return false, fmt.Errorf("commit %d: commitInfo.%s: %w", c.Version, rejectedKey, err)
+	if raw := info.Other[rejectedByAppKey]; raw != nil {
+		// A group commit: our member's entry, if it rejected any.
+		var byApp map[string]map[string][]uint64
+		if err := json.Unmarshal(raw, &byApp); err != nil {
+			return false, fmt.Errorf("commit %d: commitInfo.%s: %w", c.Version, rejectedByAppKey, err)
+		}
+		byReason = byApp[appID]
+	} else if raw := info.Other[rejectedKey]; raw != nil {
+		if err := json.Unmarshal(raw, &byReason); err != nil {
+			return false, fmt.Errorf("commit %d: commitInfo.%s: %w", c.Version, rejectedKey, err)
+		}
 	}
 	for name, offsets := range byReason {
 		reason, ok := rejectReasonByName(name)

@@ -24,15 +24,17 @@ const Name = "delta_sink"
 // The sink's decoder rejects what is not a JSON object itself, hence
 // ValidatesPayloads; it parses every payload in full and accepts nothing
 // json.Valid refuses (FuzzDecode, FuzzValue), hence ChecksJSON: the runtime
-// leaves the JSON check to it.
+// leaves the JSON check to it. Batches for one table that arrive together
+// are written as one commit (group.go), hence ConcurrentConsume.
 func Plugin() sdk.Plugin[Config] {
 	return sdk.Plugin[Config]{Name: Name, New: func() sdk.Sink[Config] { return &Sink{} }, ValidatesPayloads: true, ChecksJSON: true,
-		Metrics: metrics}
+		Metrics: metrics, ConcurrentConsume: true}
 }
 
 // Sink is the Delta Lake sink. One instance serves every table its
-// table_uri template resolves to; batches for one table are written one at
-// a time, batches for different tables concurrently.
+// table_uri template resolves to; batches for one table are written one
+// commit at a time, batches that wait for it together as one commit
+// (group.go), batches for different tables concurrently.
 type Sink struct {
 	host *sdk.Host
 	uri  *template.Template
@@ -50,6 +52,9 @@ type Sink struct {
 // counters are the sink's own metrics.
 type counters struct {
 	commits, files, bytes, records, skipped, replays, conflicts atomic.Int64
+	// commitBatches: batches those commits held; grouped: commits that
+	// held more than one (group.go).
+	commitBatches, grouped atomic.Int64
 	// unmatched: committed records none of whose top-level fields named a
 	// column (written as rows of nulls); empty: skipped empty payloads.
 	unmatched, empty atomic.Int64
@@ -103,6 +108,9 @@ func (s *Sink) Open(ctx context.Context, cfg *Config, host *sdk.Host) error {
 	if err := cfg.checkSchemaEvolution(); err != nil {
 		return err
 	}
+	if cfg.GroupMaxBytes <= 0 {
+		return sdk.BadConfigf("plugin_config key %q: %d is not a positive number of bytes", keyGroupMaxBytes, cfg.GroupMaxBytes)
+	}
 	tmpl, err := template.Parse(cfg.TableURI)
 	if err != nil {
 		return sdk.BadConfigf("plugin_config key %q: %v", keyTableURI, err)
@@ -127,7 +135,7 @@ func (s *Sink) Open(ctx context.Context, cfg *Config, host *sdk.Host) error {
 		},
 		log: host.Logger, spawn: host.Go,
 		opts: tableOptions{exactlyOnce: cfg.ExactlyOnce, skipEmpty: cfg.SkipEmptyPayloads, metadataColumns: cfg.MetadataColumns,
-			addColumns: cfg.SchemaEvolution == evolveAddColumns, derive: derive, create: create},
+			addColumns: cfg.SchemaEvolution == evolveAddColumns, derive: derive, create: create, groupMaxBytes: cfg.GroupMaxBytes},
 		stats: &s.stats, ckpt: s.ckpt, requests: &s.requests,
 	}
 	if !tmpl.IsStatic() {
@@ -155,7 +163,8 @@ func (s *Sink) Open(ctx context.Context, cfg *Config, host *sdk.Host) error {
 	return t.checkFills()
 }
 
-// Consume appends one batch to its table as one commit.
+// Consume appends one batch to its table: in a commit of its own, or of the
+// group of batches that wait for the table with it (group.go).
 func (s *Sink) Consume(ctx context.Context, b *sdk.Batch) error {
 	if b.Schema != sdk.SchemaJSON {
 		return sdk.Fatalf("Invalid payload type: topic %q has schema %q; the Delta sink takes json only", b.Topic, b.Schema)
@@ -195,6 +204,9 @@ func (s *Sink) table(ctx context.Context, uri string) (*table, error) {
 		s.tables[uri] = t
 	}
 	s.mu.Unlock()
+	if t.opened.Load() {
+		return t, nil
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if err := t.load(ctx); err != nil {
@@ -211,6 +223,8 @@ func (s *Sink) Metrics() map[string]any {
 	m := map[string]any{
 		"tables":                 tables,
 		"commits":                s.stats.commits.Load(),
+		"commit_batches":         s.stats.commitBatches.Load(),
+		"grouped_commits":        s.stats.grouped.Load(),
 		"files_written":          s.stats.files.Load(),
 		"bytes_written":          s.stats.bytes.Load(),
 		"records_written":        s.stats.records.Load(),

@@ -8,6 +8,7 @@ import (
 	"math"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/picomq/heavy-sinks/plugins/delta/deltalog"
 	"github.com/picomq/heavy-sinks/plugins/delta/internal/encode"
@@ -16,12 +17,18 @@ import (
 )
 
 // table is one open Delta table. mu is the per-table lock: batches for one
-// table are encoded and committed one at a time. A table knows nothing of
-// the sink that opened it: what it needs comes in its tableEnv.
+// table are encoded and committed one group at a time, by the leader of its
+// queue (group.go). A table knows nothing of the sink that opened it: what
+// it needs comes in its tableEnv.
 type table struct {
 	mu  sync.Mutex
 	uri string
 	env *tableEnv
+	// queue holds the batches waiting for the table's next commit; opened
+	// is set once load succeeded, so that a batch joins the queue without
+	// waiting for mu, which the group being written holds.
+	queue  queue
+	opened atomic.Bool
 
 	store objstore.Store
 	local *objstore.Local // the store when the table is file://, closed by close
@@ -69,6 +76,7 @@ type tableOptions struct {
 	addColumns      bool                // schema_evolution = "add_columns"
 	derive          []encode.Derivation // derived_columns, parsed
 	create          *definition         // the table create_table makes; nil when off
+	groupMaxBytes   int                 // group_commit_max_bytes (group.go)
 }
 
 func newTable(uri string, env *tableEnv) *table { return &table{uri: uri, env: env} }
@@ -100,6 +108,7 @@ func (t *table) load(ctx context.Context) error {
 	}
 	t.store, t.snap = store, snap
 	t.ckpt = t.newCheckpointer(snap)
+	t.opened.Store(true)
 	return nil
 }
 
@@ -115,6 +124,7 @@ func (t *table) newCheckpointer(snap *deltalog.Snapshot) *checkpointer {
 // checkpointer, and a file:// table's root. Every write commits before it
 // returns, so there is nothing to flush.
 func (t *table) close() {
+	t.queue.close()
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.enc != nil {
@@ -313,63 +323,6 @@ func (t *table) addRecord(enc *encode.Encoder, b *sdk.Batch, r *sdk.Record) erro
 	t.hdrs = t.hdrs[:0]
 	m.Key, m.Headers = nil, nil
 	return err
-}
-
-// write appends the batch as one commit (commit.go). When another writer
-// changes the table (schema, protocol, or our own transaction) while the
-// batch is in flight, the batch is filtered and encoded again against the
-// new snapshot, so a column added by ALTER TABLE is picked up without
-// failing the batch.
-func (t *table) write(ctx context.Context, b *sdk.Batch, appID string) error {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	for round := 1; ; round++ {
-		// Each round decides the batch's rejections afresh, against its
-		// snapshot's schema.
-		b.ForgetRejections()
-		if t.stale || (round == 1 && b.Attempt > 1) {
-			if err := t.refresh(ctx); err != nil {
-				return err
-			}
-		}
-		if err := t.snap.Writable(); err != nil {
-			return sdk.Fatalf("Delta table %s cannot be written by this sink: %v", t.uri, err)
-		}
-		records, err := t.pending(b, appID)
-		if err != nil {
-			return err
-		}
-		skip := len(b.Records) - len(records)
-		if err := t.recheck(ctx, b, appID, skip); err != nil {
-			return err
-		}
-		if len(records) == 0 {
-			b.Skipped(notRejected(b, skip))
-			return nil
-		}
-		r, err := t.commit(ctx, b, records, appID)
-		if err == nil {
-			err = r.answer(t.uri)
-		}
-		if err == nil {
-			if r.already {
-				skip = len(b.Records)
-			}
-			b.Skipped(notRejected(b, skip))
-			return nil
-		}
-		t.stale = true
-		if t.enc != nil {
-			t.enc.Reset()
-		}
-		if r.outcome != notLanded {
-			return err // failed before the put, or may have landed
-		}
-		again, err := t.rebase(ctx, b, r, round)
-		if !again {
-			return err
-		}
-	}
 }
 
 // pending returns the records of b the table does not have yet: with

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/picomq/heavy-sinks/shared/hostclient"
@@ -133,4 +134,22 @@ func checkSecrets(t *testing.T, lines []string, secrets []string) {
 			}
 		}
 	}
+}
+
+// ConsumeAll delivers batches to inst at once, one goroutine each, as a
+// runtime that keeps several batches of different topic partitions in
+// flight does (picomq-connect's max_in_flight), and returns each batch's
+// answer, in the order of batches.
+func ConsumeAll(inst Instance, batches []Batch) []error {
+	errs := make([]error, len(batches))
+	var wg sync.WaitGroup
+	for i, b := range batches {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = inst.Consume(b)
+		}()
+	}
+	wg.Wait()
+	return errs
 }

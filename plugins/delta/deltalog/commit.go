@@ -43,6 +43,14 @@ type AppendCommit struct {
 	// (or a later one) for AppID.
 	AppID      string
 	AppVersion int64
+	// Apps are more application transactions, each its own txn action
+	// after AppID's: a group commit holds the batches of several
+	// applications (a sink's topic partitions), one txn each. The commit is
+	// already done only when the table records every one of them (AppID's
+	// too) at its version or later; when it records some but not all, the
+	// commit is refused with a *ConcurrentTxnError: the batches must be
+	// filtered again against the table.
+	Apps []App
 	// EngineInfo for commitInfo; default DefaultEngineInfo.
 	EngineInfo string
 	// TxnID identifies the commit in commitInfo.txnId; generated when
@@ -61,6 +69,44 @@ type AppendCommit struct {
 	// changed the metadata or protocol aborts (ConflictResolution), since
 	// ours was derived from the snapshot's.
 	Metadata *Metadata
+}
+
+// App is one application transaction of a commit: a txn action's appId
+// and version.
+type App struct {
+	ID      string
+	Version int64
+}
+
+// apps is every application transaction of c, AppID's first.
+func (c *AppendCommit) apps() []App {
+	if c.AppID == "" {
+		return c.Apps
+	}
+	return append([]App{{ID: c.AppID, Version: c.AppVersion}}, c.Apps...)
+}
+
+// checkApps compares apps with the transactions s records: nil when it
+// records none of them at their versions, an *AlreadyCommittedError when
+// it records all of them, a *ConcurrentTxnError when only some.
+func checkApps(s *Snapshot, apps []App) error {
+	var done *AlreadyCommittedError
+	n := 0
+	for _, a := range apps {
+		if v, ok := s.TxnVersion(a.ID); ok && v >= a.Version {
+			if done == nil {
+				done = &AlreadyCommittedError{AppID: a.ID, Version: a.Version, CommittedVersion: v, TableVersion: s.Version}
+			}
+			n++
+		}
+	}
+	switch {
+	case n == 0:
+		return nil
+	case n == len(apps):
+		return done
+	}
+	return &ConcurrentTxnError{Version: s.Version, AppID: done.AppID, AppVersion: done.CommittedVersion}
 }
 
 // PreparedCommit is a commit file ready for PutIfAbsent.
@@ -97,15 +143,14 @@ func (e *AlreadyCommittedError) Is(target error) bool { return target == ErrAlre
 
 // PrepareAppend builds the commit file for version s.Version+1 that appends
 // c.Files: commitInfo first (required first when in-commit timestamps are
-// on), then the txn action, then one add per file.
+// on), then the txn actions (AppID's, then Apps'), then one add per file.
 func PrepareAppend(s *Snapshot, c AppendCommit) (*PreparedCommit, error) {
 	if err := s.Writable(); err != nil {
 		return nil, err
 	}
-	if c.AppID != "" {
-		if v, ok := s.TxnVersion(c.AppID); ok && v >= c.AppVersion {
-			return nil, &AlreadyCommittedError{AppID: c.AppID, Version: c.AppVersion, CommittedVersion: v, TableVersion: s.Version}
-		}
+	apps := c.apps()
+	if err := checkApps(s, apps); err != nil {
+		return nil, err
 	}
 	now := c.Now
 	if now.IsZero() {
@@ -176,9 +221,9 @@ func PrepareAppend(s *Snapshot, c AppendCommit) (*PreparedCommit, error) {
 		}
 		actions = append(actions, c.Metadata)
 	}
-	if c.AppID != "" {
+	for _, a := range apps {
 		lu := now.UnixMilli()
-		actions = append(actions, &Txn{AppID: c.AppID, Version: c.AppVersion, LastUpdated: &lu})
+		actions = append(actions, &Txn{AppID: a.ID, Version: a.Version, LastUpdated: &lu})
 	}
 	seen := make(map[string]bool, len(c.Files))
 	for i, f := range c.Files {
@@ -485,7 +530,7 @@ func CommitAppend(ctx context.Context, store Store, s *Snapshot, c AppendCommit,
 			if err := sameTable(s, winners); err != nil {
 				return nil, err
 			}
-			res := ResolveConflict(c.AppID, c.AppVersion, c.TxnID, winners)
+			res := ResolveGroupConflict(c.apps(), c.TxnID, winners)
 			for _, w := range winners {
 				if w.Version > res.Version && res.Resolution != ResolutionRetry {
 					break

@@ -3,6 +3,7 @@ package deltalog
 import (
 	"errors"
 	"fmt"
+	"slices"
 )
 
 // Conflict resolution for a blind append that lost the race for a version
@@ -97,7 +98,23 @@ func (e *ConcurrentTxnError) Unwrap() error { return ErrConcurrentModification }
 // application transaction (appID may be "" for none) and commitInfo txnID —
 // does after losing a race to winners (ascending, contiguous commits).
 func ResolveConflict(appID string, appVersion int64, txnID string, winners []Commit) ConflictResult {
+	var apps []App
+	if appID != "" {
+		apps = []App{{ID: appID, Version: appVersion}}
+	}
+	return ResolveGroupConflict(apps, txnID, winners)
+}
+
+// ResolveGroupConflict is ResolveConflict for an append that carries
+// several application transactions (a group commit): it is already
+// committed once the winners record every one of apps at its version or
+// later; winners that record only some of them abort it with a
+// *ConcurrentTxnError, since retried as it is it would write their records
+// twice, as does a winner that records any of them at an older version.
+func ResolveGroupConflict(apps []App, txnID string, winners []Commit) ConflictResult {
 	last := int64(-1)
+	var covered map[string]bool // apps the winners recorded at their versions or later
+	var partial ConflictResult
 	for _, w := range winners {
 		last = w.Version
 		for _, a := range w.Actions {
@@ -108,14 +125,23 @@ func ResolveConflict(appID string, appVersion int64, txnID string, winners []Com
 		for _, a := range w.Actions {
 			switch a := a.(type) {
 			case *Txn:
-				if appID == "" || a.AppID != appID {
+				i := slices.IndexFunc(apps, func(p App) bool { return p.ID == a.AppID })
+				if a.AppID == "" || i < 0 {
 					continue
 				}
-				if a.Version >= appVersion {
+				if a.Version < apps[i].Version {
+					return ConflictResult{Resolution: ResolutionAbort, Version: w.Version,
+						Err: &ConcurrentTxnError{Version: w.Version, AppID: a.AppID, AppVersion: a.Version}}
+				}
+				if covered == nil {
+					covered = map[string]bool{}
+					partial = ConflictResult{Resolution: ResolutionAbort, Version: w.Version,
+						Err: &ConcurrentTxnError{Version: w.Version, AppID: a.AppID, AppVersion: a.Version}}
+				}
+				covered[a.AppID] = true
+				if len(covered) == len(apps) {
 					return ConflictResult{Resolution: ResolutionAlreadyCommitted, Version: w.Version}
 				}
-				return ConflictResult{Resolution: ResolutionAbort, Version: w.Version,
-					Err: &ConcurrentTxnError{Version: w.Version, AppID: appID, AppVersion: a.Version}}
 			case *Protocol:
 				return ConflictResult{Resolution: ResolutionAbort, Version: w.Version,
 					Err: &ConcurrentModificationError{Version: w.Version, Action: KindProtocol}}
@@ -124,6 +150,9 @@ func ResolveConflict(appID string, appVersion int64, txnID string, winners []Com
 					Err: &ConcurrentModificationError{Version: w.Version, Action: KindMetadata}}
 			}
 		}
+	}
+	if covered != nil {
+		return partial
 	}
 	return ConflictResult{Resolution: ResolutionRetry, Version: last}
 }

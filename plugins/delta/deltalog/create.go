@@ -157,9 +157,9 @@ func createdElsewhere(s, existing *Snapshot, c *AppendCommit) (*Snapshot, error)
 	if c.Metadata != nil {
 		return nil, &ConcurrentModificationError{Version: existing.Version, Action: KindMetadata}
 	}
-	if c.AppID != "" {
-		if v, ok := existing.TxnVersion(c.AppID); ok && v < c.AppVersion {
-			return nil, &ConcurrentTxnError{Version: existing.Version, AppID: c.AppID, AppVersion: v}
+	for _, a := range c.apps() {
+		if v, ok := existing.TxnVersion(a.ID); ok && v < a.Version {
+			return nil, &ConcurrentTxnError{Version: existing.Version, AppID: a.ID, AppVersion: v}
 		}
 	}
 	return adopt(s, existing)

@@ -57,7 +57,8 @@
 //	                   add.path URI encoding
 //	stats.go           per-file statistics collection (Spark-compatible)
 //	commit.go          PrepareAppend, PutCommit, CommitAppend, ReadCommits
-//	conflict.go        ResolveConflict and IsOurCommit
+//	conflict.go        ResolveConflict (ResolveGroupConflict for a commit
+//	                   with several txn actions) and IsOurCommit
 //	state.go           State: the full table state with its file list,
 //	                   LoadState/LoadStateAt, Apply, Update, retention
 //	state_read.go      file actions (add/remove/sidecar) of Parquet

@@ -38,6 +38,14 @@ var Tests = []Test{
 	{Name: "FileSyncFilesystemSyncsTwicePerBatch", Run: FileSyncFilesystemSyncsTwicePerBatch, Backends: []string{File}},
 	// The encoder's: the store plays no part.
 	{Name: "NanosecondTimestampsAreTruncatedCountedAndLoggedOnce", Run: NanosecondTimestampsAreTruncatedCountedAndLoggedOnce, Backends: []string{File}},
+	// Group commits (group.go): the commit path is every store's; the
+	// rest is the queue's, checked where a commit is cheap.
+	{Name: "GroupCommitWritesPartitionsOnce", Run: GroupCommitWritesPartitionsOnce},
+	{Name: "GroupReplayIsSkipped", Run: GroupReplayIsSkipped, Backends: []string{File}},
+	{Name: "GroupMemberThatCannotBeWrittenFailsAlone", Run: GroupMemberThatCannotBeWrittenFailsAlone, Backends: []string{File}},
+	{Name: "GroupOfTombstonesAndRecords", Run: GroupOfTombstonesAndRecords, Backends: []string{File}},
+	{Name: "GroupOfTwoTopicsInOneTable", Run: GroupOfTwoTopicsInOneTable, Backends: []string{File}},
+	{Name: "GroupsOfTwoWritersLoseNothing", Run: GroupsOfTwoWritersLoseNothing, Backends: []string{File, S3}},
 }
 
 // Run runs every test of the suite through d on each of its backends, each
