@@ -140,9 +140,9 @@ func report(name, uri string, r result) {
 	}
 	fmt.Printf("CPU per record: runtime %.2f µs, hosts %.2f µs; peak RSS: runtime %.0f MiB, host %.0f MiB\n",
 		bench.US(r.runtimeCPU)/recs, bench.US(r.hostCPU)/recs, float64(r.runtimeRSS)/1024, float64(r.hostRSS)/1024)
-	races := fmt.Sprintf("%.0f commits, %.0f lost commit races (%.1f %%)", r.commits, r.conflicts, 100*r.conflicts/max(r.commits, 1))
+	fmt.Printf("batches delivered: %.0f, %.0f records each on average; Delta sink: %.0f commits, %.0f lost commit races (%.1f %% of commits)\n",
+		r.batches, r.batchRecords/max(r.batches, 1), r.commits, r.conflicts, 100*r.conflicts/max(r.commits, 1))
 	if r.metricsMissing {
-		races += " (a process's /metrics lacked the sink's commit counters)"
+		fmt.Println("  (a process's /metrics lacked some of these counters: picomq_connect_batch_records, picomq_plugin_sink_commits_total, picomq_plugin_sink_commit_conflicts_total)")
 	}
-	fmt.Printf("Delta sink: %s\n", races)
 }

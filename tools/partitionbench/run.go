@@ -31,6 +31,8 @@ type result struct {
 	hostRSS        int64
 	commits        float64 // the Delta sink's, over all processes
 	conflicts      float64
+	batches        float64 // delivered by the runtime, and their records
+	batchRecords   float64
 	metricsMissing bool
 }
 
@@ -153,9 +155,13 @@ func run(cl *kgo.Client, adm *kadm.Client, brokers []string, dist, work, python 
 		}
 		commits, ok1 := bench.PromSum(text, "picomq_plugin_sink_commits_total")
 		conflicts, ok2 := bench.PromSum(text, "picomq_plugin_sink_commit_conflicts_total")
+		batches, ok3 := bench.PromSum(text, "picomq_connect_batch_records_count")
+		batchRecords, ok4 := bench.PromSum(text, "picomq_connect_batch_records_sum")
 		r.commits += commits
 		r.conflicts += conflicts
-		r.metricsMissing = r.metricsMissing || !ok1 || !ok2
+		r.batches += batches
+		r.batchRecords += batchRecords
+		r.metricsMissing = r.metricsMissing || !ok1 || !ok2 || !ok3 || !ok4
 	}
 	if *backlog > 0 {
 		v1, err := t.Versions(ctx, name)

@@ -177,6 +177,8 @@ func repeat(cl *kgo.Client, adm *kadm.Client, brokers []string, env bench.Env, w
 		line += fmt.Sprintf("; steady %.0f/s p99 %.0f ms, lag %s", rate, bench.MS(bench.Percentile(s.latencies, 0.99)), bench.LagTrend(s.lags, int64(*batchSize)))
 	}
 	fmt.Println(line)
+	nb := *batches
+	fmt.Printf("    host: plugin-only %s\n          child       %s\n", plugin.host.PerBatch(plugin.records, nb), p.host.PerBatch(p.records, nb))
 	return nil
 }
 

@@ -22,8 +22,9 @@ type pipeResult struct {
 	elapsed             time.Duration
 	runtimeCPU, hostCPU time.Duration
 	latencies           []time.Duration
-	lags                []int64 // sampled each second while producing
-	endLag              int64   // when the producer stopped
+	lags                []int64        // sampled each second while producing
+	endLag              int64          // when the producer stopped
+	host                bench.ProcStat // the child host's, first produce to last commit
 }
 
 // pipeline runs dist/picomq-connect on a definition for topic into table
@@ -101,6 +102,14 @@ func pipeline(cl *kgo.Client, adm *kadm.Client, brokers []string, dist, work str
 	if err != nil {
 		return r, err
 	}
+	hosts := proc.Hosts()
+	if len(hosts) != 1 {
+		return r, fmt.Errorf("picomq-connect has %d children, want its one host", len(hosts))
+	}
+	host0, err := bench.ReadProcStat(hosts[0])
+	if err != nil {
+		return r, err
+	}
 	start := time.Now()
 	var produceTimes []time.Time // per offset
 	var prodErr error
@@ -170,6 +179,11 @@ func pipeline(cl *kgo.Client, adm *kadm.Client, brokers []string, dist, work str
 	if err != nil {
 		return r, err
 	}
+	host1, err := bench.ReadProcStat(hosts[0])
+	if err != nil {
+		return r, err
+	}
+	r.host = host1.Sub(host0)
 	r.elapsed = commits[len(commits)-1].at.Sub(start)
 	r.runtimeCPU, r.hostCPU = cpuR1-cpuR0, cpuH1-cpuH0
 	r.records = int(produced)

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/picomq/heavy-sinks/connect/child"
-	"github.com/picomq/heavy-sinks/internal/testenv/hosttest"
 	"github.com/picomq/heavy-sinks/shared/hostclient"
 	"github.com/picomq/heavy-sinks/tools/internal/bench"
 )
@@ -17,6 +16,7 @@ type pluginResult struct {
 	records int
 	elapsed time.Duration
 	hostCPU time.Duration
+	host    bench.ProcStat // the host's, over the batches
 }
 
 // consumer is what the plugin-only run calls: the runtime's way
@@ -45,7 +45,7 @@ func pluginOnly(dist, topic string, t *bench.DeltaTarget, table string, data [][
 		return r, err
 	}
 	defer c.close()
-	cpu0, err := hosttest.ProcessCPU(c.pid())
+	st0, err := bench.ReadProcStat(c.pid())
 	if err != nil {
 		return r, err
 	}
@@ -57,11 +57,12 @@ func pluginOnly(dist, topic string, t *bench.DeltaTarget, table string, data [][
 		r.records += len(recs)
 	}
 	r.elapsed = time.Since(start)
-	cpu1, err := hosttest.ProcessCPU(c.pid())
+	st1, err := bench.ReadProcStat(c.pid())
 	if err != nil {
 		return r, err
 	}
-	r.hostCPU = cpu1 - cpu0
+	r.host = st1.Sub(st0)
+	r.hostCPU = r.host.User + r.host.Sys
 	return r, c.close()
 }
 

@@ -6,6 +6,7 @@
 //
 // File map: bench.go (main, the environment, a host, figures),
 // connect.go (a picomq-connect process: start, CPU, memory, /metrics),
+// procstat.go (a process's user/system CPU, faults and context switches),
 // target.go (the file:// and MinIO Delta targets, tables and their
 // versions), definition.go (a sink definition's TOML, -topic-key values,
 // sums from /metrics), kafka.go (flags for brokers and compression, the
