@@ -12,11 +12,14 @@
 // The definition's [[topics]] keys come from -batch-length,
 // -poll-interval, -max-batch-latency and any number of -topic-key
 // name=value (max_in_flight=16 once the runtime has that key); targets are
-// -targets file,s3 (a directory, a fresh MinIO bucket).
+// -targets file,s3,redshift: a Delta table in a directory or a fresh MinIO
+// bucket, or a Redshift table through the emulator (plugins/redshift/rsemu)
+// started in this process on a fresh PostgreSQL database, with its cost
+// model from -copy-latency and -commit-latency.
 //
 // It prints records/s (first produce to last commit), produce→commit
-// latency per record (p50/p95/p99), table versions per second (commit files
-// in _delta_log), the lag each second and at the end of producing, the CPU
+// latency per record (p50/p95/p99), Delta table versions per second
+// (commit files in _delta_log), the lag each second and at the end of producing, the CPU
 // per record of the picomq-connect processes and of their picomq-host
 // children (user+sys from /proc), peak RSS (VmHWM), and the Delta sink's
 // commits and lost commit races (its commit_conflicts metric, scraped from
@@ -36,7 +39,7 @@
 //	go run ./tools/partitionbench -targets s3 -processes 3 -partitions 36 -backlog 60000 -batch-length 100
 //
 // File map: main.go (flags, the run per target, the report), run.go (one
-// measured run: processes, producing, draining), produce.go (the producer
-// and each record's produce time), commits.go (the committed-offset poller
-// and the latencies).
+// measured run: processes, producing, draining), target.go (the Delta and
+// Redshift targets), produce.go (the producer and each record's produce
+// time), commits.go (the committed-offset poller and the latencies).
 package main

@@ -17,23 +17,25 @@ import (
 )
 
 var (
-	brokersFlag  = flag.String("brokers", os.Getenv("PICOMQ_KAFKA_BROKERS"), "seed brokers of a real Kafka (default $PICOMQ_KAFKA_BROKERS, from .services.env)")
-	partitions   = flag.Int("partitions", 48, "partitions of the topic")
-	rate         = flag.Float64("rate", 3000, "steady mode: records/s produced, round-robin over the partitions")
-	duration     = flag.Duration("duration", 20*time.Second, "steady mode: how long to produce")
-	backlog      = flag.Int("backlog", 0, "backlog mode: produce this many records at once after the processes joined (0: steady mode)")
-	processes    = flag.Int("processes", 1, "picomq-connect processes in the one consumer group")
-	targets      = flag.String("targets", "file", "comma-separated Delta targets: file, s3 (MinIO)")
-	batchLength  = flag.Int("batch-length", 1000, "[[topics]] batch_length")
-	pollInterval = flag.String("poll-interval", "100ms", "[[topics]] poll_interval")
-	maxLatency   = flag.String("max-batch-latency", "", "[[topics]] max_batch_latency (empty: not set)")
-	workers      = flag.Int("workers", 0, "picomq-connect --workers (0: its default)")
-	connectBin   = flag.String("connect", "", "picomq-connect binary (default: dist/picomq-connect)")
-	workDir      = flag.String("dir", "", "parent of the work directory where file:// tables go (default $TMPDIR)")
-	compression  = flag.String("compression", "snappy", "the producer's compression: none, snappy, lz4, zstd")
-	drainTimeout = flag.Duration("drain-timeout", 3*time.Minute, "longest wait for the last commit after producing")
-	cpuProfile   = flag.String("cpuprofile", "", "directory for a pprof CPU profile of each picomq-connect process")
-	topicKeys    bench.TopicKeys
+	brokersFlag   = flag.String("brokers", os.Getenv("PICOMQ_KAFKA_BROKERS"), "seed brokers of a real Kafka (default $PICOMQ_KAFKA_BROKERS, from .services.env)")
+	partitions    = flag.Int("partitions", 48, "partitions of the topic")
+	rate          = flag.Float64("rate", 3000, "steady mode: records/s produced, round-robin over the partitions")
+	duration      = flag.Duration("duration", 20*time.Second, "steady mode: how long to produce")
+	backlog       = flag.Int("backlog", 0, "backlog mode: produce this many records at once after the processes joined (0: steady mode)")
+	processes     = flag.Int("processes", 1, "picomq-connect processes in the one consumer group")
+	targets       = flag.String("targets", "file", "comma-separated: file, s3 (Delta on MinIO), redshift (through the emulator, in this process)")
+	copyLatency   = flag.Duration("copy-latency", 0, "redshift: the emulator's fixed cost per COPY (rsemu.Config.CopyLatency; a cluster: 1s)")
+	commitLatency = flag.Duration("commit-latency", 0, "redshift: the emulator's commit queue turn per commit (rsemu.Config.CommitLatency; a cluster: 600ms)")
+	batchLength   = flag.Int("batch-length", 1000, "[[topics]] batch_length")
+	pollInterval  = flag.String("poll-interval", "100ms", "[[topics]] poll_interval")
+	maxLatency    = flag.String("max-batch-latency", "", "[[topics]] max_batch_latency (empty: not set)")
+	workers       = flag.Int("workers", 0, "picomq-connect --workers (0: its default)")
+	connectBin    = flag.String("connect", "", "picomq-connect binary (default: dist/picomq-connect)")
+	workDir       = flag.String("dir", "", "parent of the work directory where file:// tables go (default $TMPDIR)")
+	compression   = flag.String("compression", "snappy", "the producer's compression: none, snappy, lz4, zstd")
+	drainTimeout  = flag.Duration("drain-timeout", 3*time.Minute, "longest wait for the last commit after producing")
+	cpuProfile    = flag.String("cpuprofile", "", "directory for a pprof CPU profile of each picomq-connect process")
+	topicKeys     bench.TopicKeys
 )
 
 func init() {
@@ -102,28 +104,28 @@ func runAll() error {
 
 	stamp := fmt.Sprint(time.Now().UnixNano())
 	for _, name := range bench.SplitList(*targets) {
-		t, err := bench.NewDeltaTarget(name, work, stamp)
+		t, err := newTarget(name, work, env.Python, stamp)
 		if err != nil {
 			return err
 		}
-		r, err := run(cl, adm, brokers, env.Dist, work, env.Python, t, name+"_"+stamp, payloads)
-		rmErr := t.Remove(context.Background())
+		r, err := run(cl, adm, brokers, env.Dist, work, t, name+"_"+stamp, payloads)
+		rmErr := t.remove(context.Background())
 		if err != nil {
 			return fmt.Errorf("%s: %w", name, err)
 		}
 		if rmErr != nil {
 			fmt.Fprintf(os.Stderr, "partitionbench: removing the %s target: %v\n", name, rmErr)
 		}
-		report(name, t.URI, r)
+		report(name, t, r)
 	}
 	fmt.Println("\nlatency: the record's produce time to the first 10 ms poll that saw its partition's committed offset past it (the runtime commits after the table version holding it);")
 	fmt.Println("versions/s: new _delta_log/*.json files while producing (backlog: until drained); CPU: user+sys from /proc, first produce to last commit, of all picomq-connect processes and, apart, their picomq-host children.")
 	return nil
 }
 
-func report(name, uri string, r result) {
+func report(name string, t target, r result) {
 	recs := float64(r.records)
-	fmt.Printf("\n== %s (%s)\n", name, uri)
+	fmt.Printf("\n== %s (%s)\n", name, t.uri())
 	fmt.Printf("records/s %.0f (%d records, first produce to last commit %.1f s)\n", recs/r.elapsed.Seconds(), r.records, r.elapsed.Seconds())
 	fmt.Printf("produce→commit latency p50/p95/p99: %s", percentiles(r.latencies))
 	if r.missing > 0 {
@@ -134,14 +136,19 @@ func report(name, uri string, r result) {
 	if span == 0 {
 		span = r.elapsed
 	}
-	fmt.Printf("table versions: %d, %.1f per second\n", r.versions, float64(r.versions)/span.Seconds())
+	if t.delta() {
+		fmt.Printf("table versions: %d, %.1f per second\n", r.versions, float64(r.versions)/span.Seconds())
+	}
 	if r.producing > 0 {
 		fmt.Printf("lag each second: %s; at the end of producing %d\n", bench.LagTrend(r.lags, int64(*batchLength)), r.endLag)
 	}
 	fmt.Printf("CPU per record: runtime %.2f µs, hosts %.2f µs; peak RSS: runtime %.0f MiB, host %.0f MiB\n",
 		bench.US(r.runtimeCPU)/recs, bench.US(r.hostCPU)/recs, float64(r.runtimeRSS)/1024, float64(r.hostRSS)/1024)
-	fmt.Printf("batches delivered: %.0f, %.0f records each on average; Delta sink: %.0f commits, %.0f lost commit races (%.1f %% of commits)\n",
-		r.batches, r.batchRecords/max(r.batches, 1), r.commits, r.conflicts, 100*r.conflicts/max(r.commits, 1))
+	fmt.Printf("batches delivered: %.0f, %.0f records each on average", r.batches, r.batchRecords/max(r.batches, 1))
+	if t.delta() {
+		fmt.Printf("; Delta sink: %.0f commits, %.0f lost commit races (%.1f %% of commits)", r.commits, r.conflicts, 100*r.conflicts/max(r.commits, 1))
+	}
+	fmt.Println()
 	if r.metricsMissing {
 		fmt.Println("  (a process's /metrics lacked some of these counters: picomq_connect_batch_records, picomq_plugin_sink_commits_total, picomq_plugin_sink_commit_conflicts_total)")
 	}

@@ -38,7 +38,7 @@ type result struct {
 
 // run is one measured run on target t: a fresh topic and table, the
 // picomq-connect processes, producing, draining.
-func run(cl *kgo.Client, adm *kadm.Client, brokers []string, dist, work, python string, t *bench.DeltaTarget, name string,
+func run(cl *kgo.Client, adm *kadm.Client, brokers []string, dist, work string, t target, name string,
 	payloads []hostclient.Record) (result, error) {
 	var r result
 	ctx := context.Background()
@@ -53,11 +53,11 @@ func run(cl *kgo.Client, adm *kadm.Client, brokers []string, dist, work, python 
 		return r, fmt.Errorf("create topic: %w", err)
 	}
 	defer adm.DeleteTopics(ctx, topic) //nolint:errcheck // best effort: the broker is shared
-	if err := t.CreateTable(python, name); err != nil {
+	if err := t.create(name); err != nil {
 		return r, err
 	}
 	defFile := filepath.Join(work, key+".toml")
-	def := bench.SinkDefinition(key, "libpicomq_connector_delta_sink", []string{topic}, blockKeys(), t.PluginConfig(name, false))
+	def := bench.SinkDefinition(key, t.lib(), []string{topic}, blockKeys(), t.config(name))
 	if err := os.WriteFile(defFile, []byte(def), 0o644); err != nil {
 		return r, err
 	}
@@ -76,7 +76,7 @@ func run(cl *kgo.Client, adm *kadm.Client, brokers []string, dist, work, python 
 		if *cpuProfile != "" {
 			args = append(args, "--cpuprofile", filepath.Join(*cpuProfile, fmt.Sprintf("%s-%d.pprof", name, i)))
 		}
-		c, err := bench.StartConnect(*connectBin, append(args, defFile), t.ConnectEnv(key))
+		c, err := bench.StartConnect(*connectBin, append(args, defFile), t.env(key))
 		if err != nil {
 			return r, err
 		}
@@ -93,7 +93,7 @@ func run(cl *kgo.Client, adm *kadm.Client, brokers []string, dist, work, python 
 	if err != nil {
 		return r, err
 	}
-	v0, err := t.Versions(ctx, name)
+	v0, err := t.versions(ctx, name)
 	if err != nil {
 		return r, err
 	}
@@ -108,7 +108,7 @@ func run(cl *kgo.Client, adm *kadm.Client, brokers []string, dist, work, python 
 		r.producing = time.Since(start)
 		c, _ := poll.committed()
 		r.endLag = int64(prod.sent) - c
-		v1, err := t.Versions(ctx, name)
+		v1, err := t.versions(ctx, name)
 		if err != nil {
 			return r, err
 		}
@@ -153,18 +153,21 @@ func run(cl *kgo.Client, adm *kadm.Client, brokers []string, dist, work, python 
 		if err != nil {
 			return r, err
 		}
-		commits, ok1 := bench.PromSum(text, "picomq_plugin_sink_commits_total")
-		conflicts, ok2 := bench.PromSum(text, "picomq_plugin_sink_commit_conflicts_total")
 		batches, ok3 := bench.PromSum(text, "picomq_connect_batch_records_count")
 		batchRecords, ok4 := bench.PromSum(text, "picomq_connect_batch_records_sum")
-		r.commits += commits
-		r.conflicts += conflicts
 		r.batches += batches
 		r.batchRecords += batchRecords
-		r.metricsMissing = r.metricsMissing || !ok1 || !ok2 || !ok3 || !ok4
+		r.metricsMissing = r.metricsMissing || !ok3 || !ok4
+		if t.delta() {
+			commits, ok1 := bench.PromSum(text, "picomq_plugin_sink_commits_total")
+			conflicts, ok2 := bench.PromSum(text, "picomq_plugin_sink_commit_conflicts_total")
+			r.commits += commits
+			r.conflicts += conflicts
+			r.metricsMissing = r.metricsMissing || !ok1 || !ok2
+		}
 	}
 	if *backlog > 0 {
-		v1, err := t.Versions(ctx, name)
+		v1, err := t.versions(ctx, name)
 		if err != nil {
 			return r, err
 		}

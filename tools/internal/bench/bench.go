@@ -10,7 +10,7 @@
 // target.go (the file:// and MinIO Delta targets, tables and their
 // versions), definition.go (a sink definition's TOML, -topic-key values,
 // sums from /metrics), kafka.go (flags for brokers and compression, the
-// lag trend).
+// lag trend), postgres.go (a fresh database for the Redshift emulator).
 package bench
 
 import (
