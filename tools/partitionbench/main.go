@@ -124,8 +124,11 @@ func runAll() error {
 }
 
 func report(name string, t target, r result) {
-	recs := float64(r.records)
+	recs := float64(int64(r.records) - r.undrained) // committed
 	fmt.Printf("\n== %s (%s)\n", name, t.uri())
+	if r.undrained > 0 {
+		fmt.Printf("NOT DRAINED: %d of %d records not committed %v after producing ended; the figures below are of what was\n", r.undrained, r.records, *drainTimeout)
+	}
 	fmt.Printf("records/s %.0f (%d records, first produce to last commit %.1f s)\n", recs/r.elapsed.Seconds(), r.records, r.elapsed.Seconds())
 	fmt.Printf("produce→commit latency p50/p95/p99: %s", percentiles(r.latencies))
 	if r.missing > 0 {
