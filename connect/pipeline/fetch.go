@@ -31,7 +31,8 @@ const (
 // within [10 ms, 500 ms]: below poll_interval, so the gaps between fetches
 // of a steady stream never look like idle buckets (a wait as long as
 // poll_interval halves the batches), yet long enough to gather a few
-// hundred records per fetch. The minimum bytes are about one batch's
+// hundred records per fetch (a poll_interval under 10 ms still waits 10
+// ms: the client allows no less). The minimum bytes are about one batch's
 // worth, batch_length × 256 bytes, at most 1 MiB, so a fetch returns early
 // once a bucket could fill.
 func fetchShape(t definition.Topic) (minBytes int32, maxWait time.Duration) {
