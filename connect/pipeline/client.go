@@ -85,11 +85,12 @@ func clientOpts(brokers []string, t definition.Topic) ([]kgo.Opt, error) {
 	if c.PartitionBytes > 0 {
 		opts = append(opts, kgo.FetchMaxPartitionBytes(c.PartitionBytes))
 	}
-	if c.FetchMinBytes > 0 {
-		opts = append(opts, kgo.FetchMinBytes(c.FetchMinBytes))
+	minBytes, maxWait := fetchShape(t)
+	if minBytes > 0 {
+		opts = append(opts, kgo.FetchMinBytes(minBytes))
 	}
-	if c.FetchMaxWait > 0 {
-		opts = append(opts, kgo.FetchMaxWait(c.FetchMaxWait))
+	if maxWait > 0 {
+		opts = append(opts, kgo.FetchMaxWait(maxWait))
 	}
 	return opts, nil
 }

@@ -38,6 +38,7 @@
 // deadletter.go (the dead-letter producer, the check that its topics
 // exist), jsonvalid.go (the runtime's check of a json payload), budget.go
 // (the runtime-wide cap on buffered bytes),
-// client.go (kgo options from a definition), status.go (committed
+// client.go (kgo options from a definition), fetch.go (fetch.min.bytes and
+// fetch.wait.max.ms derived from a block that sets neither), status.go (committed
 // offset, high watermark and lag per assigned topic-partition).
 package pipeline

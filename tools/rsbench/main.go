@@ -48,7 +48,6 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
-	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -125,7 +124,7 @@ func run() error {
 
 	suffix := randomHex(4)
 	dbName := "rsbench_" + suffix
-	dsn, dropDB, err := createDatabase(ctx, svc.PGDSN, dbName)
+	dsn, dropDB, err := bench.CreateDatabase(ctx, svc.PGDSN, dbName)
 	if err != nil {
 		return err
 	}
@@ -451,35 +450,6 @@ func generate(nb, size int) ([][]hostclient.Record, int) {
 		out[b] = recs
 	}
 	return out, total
-}
-
-// createDatabase creates database name next to the one base names and
-// returns its DSN and a function that drops it.
-func createDatabase(ctx context.Context, base, name string) (string, func(), error) {
-	conn, err := pgx.Connect(ctx, base)
-	if err != nil {
-		return "", nil, fmt.Errorf("connect to PostgreSQL: %w", err)
-	}
-	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {
-		return "", nil, fmt.Errorf("create database: %w", err)
-	}
-	dsn, err := services.WithDatabase(base, name)
-	if err != nil {
-		return "", nil, err
-	}
-	drop := func() {
-		conn, err := pgx.Connect(ctx, base)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "rsbench: drop database:", err)
-			return
-		}
-		defer conn.Close(ctx)
-		if _, err := conn.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)"); err != nil {
-			fmt.Fprintln(os.Stderr, "rsbench: drop database:", err)
-		}
-	}
-	return dsn, drop, nil
 }
 
 func randomHex(n int) string {

@@ -1,8 +1,16 @@
 // Package bench holds what the benchmark programs under tools/ (deltabench,
-// deltascale, pipelinebench, rsbench) share: the start and exit of main,
-// finding the repository, dist/ and the Python env, the sink's metrics,
-// and latency and time figures printed the same way everywhere. It is
-// internal to tools/: shipped code never imports it.
+// deltascale, partitionbench, pipelinebench, rsbench) share: the start and
+// exit of main, finding the repository, dist/ and the Python env, the
+// sink's metrics, and latency and time figures printed the same way
+// everywhere. It is internal to tools/: shipped code never imports it.
+//
+// File map: bench.go (main, the environment, a host, figures),
+// connect.go (a picomq-connect process: start, CPU, memory, /metrics),
+// procstat.go (a process's user/system CPU, faults and context switches),
+// target.go (the file:// and MinIO Delta targets, tables and their
+// versions), definition.go (a sink definition's TOML, -topic-key values,
+// sums from /metrics), kafka.go (flags for brokers and compression, the
+// lag trend), postgres.go (a fresh database for the Redshift emulator).
 package bench
 
 import (
@@ -128,3 +136,17 @@ func MS(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 // US is d in microseconds.
 func US(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1000 }
+
+// Median is the middle of v (the mean of the two middle values for an even
+// count), 0 for none; v itself is left as it is.
+func Median(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	s := slices.Clone(v)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
