@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/picomq/heavy-sinks/shared/hostclient"
@@ -133,4 +134,23 @@ func checkSecrets(t *testing.T, lines []string, secrets []string) {
 			}
 		}
 	}
+}
+
+// ConsumeConcurrently delivers batches to inst all at once, each from a
+// goroutine of its own, as a host with several consume calls in flight for
+// one instance does (batches of different topic-partitions), and returns
+// each call's result in the order of batches. The C host runs at most as
+// many at a time as it has worker threads.
+func ConsumeConcurrently(inst Instance, batches []Batch) []error {
+	errs := make([]error, len(batches))
+	var wg sync.WaitGroup
+	for i, b := range batches {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = inst.Consume(b)
+		}()
+	}
+	wg.Wait()
+	return errs
 }
