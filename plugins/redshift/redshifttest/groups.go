@@ -63,7 +63,7 @@ func (e *Env) exactlyOncePartitions(table, topic string, k int, from, to uint64)
 func GroupedLoadsOfConcurrentPartitions(t *testing.T, d sinkdriver.Driver, e *Env) {
 	const k, n = 8, 20
 	table := e.Table("grouped")
-	inst := e.Start(d).Open("grouped", e.Config(map[string]any{"target_table": table}))
+	inst := e.Start(d).Open("grouped", e.Config(map[string]any{"target_table": table, "verbose_logging": true}))
 	if e.Emu != nil {
 		e.Emu.ResetStatements()
 	}
@@ -113,6 +113,43 @@ func GroupedLoadsOfConcurrentPartitions(t *testing.T, d sinkdriver.Driver, e *En
 	}
 	if m := sinkdriver.SinkMetrics(t, inst); m["rows_inserted"] != k*n || m["rows_skipped_duplicates"] != k*n {
 		t.Errorf("after the replay %v", m)
+	}
+
+	// Overlapping batches delivered together: partition p's first p
+	// records are already in the table. Each batch reports its own
+	// skipped count, whichever load carried it.
+	mixed := make([]sinkdriver.Batch, k)
+	overlap := 0
+	for p := range mixed {
+		mixed[p] = Batch("orders", uint64(100+n-p), n)
+		mixed[p].Partition = uint32(p)
+		overlap += p
+	}
+	e.slowCopies(k)
+	for i, err := range sinkdriver.ConsumeConcurrently(inst, mixed) {
+		if err != nil {
+			t.Fatalf("overlapping batch of partition %d: %v", i, err)
+		}
+	}
+	if sm := sinkdriver.Metrics(t, inst); sm["records"] != 2*k*n-float64(overlap) || sm["skipped"] != k*n+float64(overlap) {
+		t.Errorf("after the overlapping batches records %v, skipped %v; want %d and %d", sm["records"], sm["skipped"], 2*k*n-overlap, k*n+overlap)
+	}
+	logs := strings.Join(inst.Logs(), "\n")
+	for p := range mixed {
+		want := fmt.Sprintf("offsets=%d..%d ", 100+n-p, 100+2*n-p-1)
+		line := ""
+		for _, l := range strings.Split(logs, "\n") {
+			if strings.Contains(l, "batch loaded") && strings.Contains(l, want) {
+				line = l
+			}
+		}
+		if !strings.Contains(line, fmt.Sprintf("skipped_duplicates=%d", p)) {
+			t.Errorf("partition %d: want skipped_duplicates=%d in its batch loaded line, got %q", p, p, line)
+		}
+	}
+	ids, rows := e.IDs(table)
+	if want := 2*k*n - overlap; rows != want || len(ids) != want {
+		t.Errorf("%d rows, %d ids after the overlapping batches; want %d", rows, len(ids), want)
 	}
 }
 
