@@ -2,7 +2,9 @@ package redshifttest
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -279,4 +281,64 @@ func CloseCancelsWaitingBatches(t *testing.T, d sinkdriver.Driver, e *Env) {
 		}
 	}
 	e.exactlyOncePartitions(table, "orders", k, 0, n-1)
+}
+
+// TwoGroupingWritersTakeTurns: two instances writing one table, each with
+// the batches of several partitions in flight, still take turns through
+// the staging table's LOCK, a group load being one turn: every row lands
+// once and staging ends empty.
+func TwoGroupingWritersTakeTurns(t *testing.T, d sinkdriver.Driver, e *Env) {
+	const k, n, rounds = 4, 10, 3
+	if e.Emu != nil {
+		// Widen the window between COPY and COMMIT.
+		e.Emu.AddFault(rsemu.Fault{Match: regexp.MustCompile(`^INSERT`), Times: -1, Delay: 20 * time.Millisecond})
+	}
+	table := e.Table("shared_grouped")
+	rt := e.Start(d)
+	var wg sync.WaitGroup
+	errs := make(chan error, 2*k*rounds)
+	loads := make([]sinkdriver.Instance, 0, 2)
+	for _, writer := range []string{"a", "b"} {
+		inst := rt.Open("grouped_writer_"+writer, e.Config(map[string]any{"target_table": table, "s3_prefix": "writer_" + writer}))
+		loads = append(loads, inst)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for r := range rounds {
+				for i, err := range sinkdriver.ConsumeConcurrently(inst, partitionBatches(writer, k, uint64(r*n), n)) {
+					if err != nil {
+						errs <- fmt.Errorf("writer %s round %d partition %d: %w", writer, r, i, err)
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	ids, rows := e.IDs(table)
+	if want := 2 * k * n * rounds; rows != want || len(ids) != want {
+		t.Fatalf("%d rows, %d ids; want %d", rows, len(ids), want)
+	}
+	for _, w := range []string{"a", "b"} {
+		for p := range k {
+			for off := range n * rounds {
+				if id := fmt.Sprintf("%s:%d:%d", w, p, off); !ids[id] {
+					t.Errorf("no row for %s", id)
+				}
+			}
+		}
+	}
+	if n := e.Count("staging_" + table); n != 0 {
+		t.Errorf("staging holds %d rows", n)
+	}
+	total := 0.0
+	for _, inst := range loads {
+		total += sinkdriver.SinkMetrics(t, inst)["load_batches"]
+	}
+	if total != 2*k*rounds {
+		t.Errorf("load_batches %v, want %d", total, 2*k*rounds)
+	}
 }

@@ -48,6 +48,7 @@ var Tests = []Test{
 	{Name: "GroupMemberFatalAlone", Run: GroupMemberFatalAlone},
 	{Name: "GroupTransactionFailureIsRetryForAll", Run: GroupTransactionFailureIsRetryForAll},
 	{Name: "CloseCancelsWaitingBatches", Run: CloseCancelsWaitingBatches},
+	{Name: "TwoGroupingWritersTakeTurns", Run: TwoGroupingWritersTakeTurns},
 }
 
 // Run runs every test of the suite through d, each as a parallel subtest
