@@ -81,12 +81,27 @@ func runSteady(ctx context.Context, dist, lib string, svc services.Services, buc
 	stop := start.Add(*duration + *drain)
 	var (
 		mu        sync.Mutex
-		latencies []time.Duration
-		inRun     int // records committed by the end of -duration
+		latencies []time.Duration // a batch's oldest record's arrival to its OK
+		calls     []time.Duration // a consume call's duration
+		inRun     int             // records committed by the end of -duration
 		committed int
 		firstErr  error
+		backlog   [2]int // arrived and not committed at half of -duration and at its end
 	)
 	var wg sync.WaitGroup
+	// The backlog at half the run and at its end: equal when the loads keep
+	// up (records in flight), growing when they fall behind.
+	for i, at := range []time.Duration{*duration / 2, *duration} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			time.Sleep(time.Until(start.Add(at)))
+			arrived := min(int(at/interval)+1, perPartition) * *partitions
+			mu.Lock()
+			backlog[i] = arrived - committed
+			mu.Unlock()
+		}()
+	}
 	for p := range *partitions {
 		wg.Add(1)
 		go func() {
@@ -105,6 +120,7 @@ func runSteady(ctx context.Context, dist, lib string, svc services.Services, buc
 				for i := range recs {
 					recs[i].Offset = uint64(delivered + i)
 				}
+				t0 := time.Now()
 				if err := inst.Consume(hostclient.Batch{Attempt: 1, Topic: "orders", Partition: uint32(p), Schema: "json", Records: recs}); err != nil {
 					mu.Lock()
 					if firstErr == nil {
@@ -116,6 +132,7 @@ func runSteady(ctx context.Context, dist, lib string, svc services.Services, buc
 				done := time.Now()
 				mu.Lock()
 				latencies = append(latencies, done.Sub(start.Add(time.Duration(delivered)*interval)))
+				calls = append(calls, done.Sub(t0))
 				committed += n
 				if done.Sub(start) <= *duration {
 					inRun += n
@@ -142,10 +159,11 @@ func runSteady(ctx context.Context, dist, lib string, svc services.Services, buc
 	}
 	produced := perPartition * *partitions
 	loads := after["loads"] - before["loads"]
-	fmt.Printf("produced %d records in %s; committed %d within it (backlog at its end %d), %d in all after %s\n",
-		produced, *duration, inRun, produced-inRun, committed, elapsed.Round(time.Millisecond))
-	fmt.Printf("batches %d: latency (oldest record's arrival to OK) p50 %.0fms p99 %.0fms max %.0fms\n", len(latencies),
-		bench.MS(bench.Percentile(latencies, 0.5)), bench.MS(bench.Percentile(latencies, 0.99)), bench.MS(bench.Percentile(latencies, 1)))
+	fmt.Printf("produced %d records in %s; committed %d within it; backlog (arrived, not committed) %d at half time, %d at the end; all %d committed after %s\n",
+		produced, *duration, inRun, backlog[0], backlog[1], committed, elapsed.Round(time.Millisecond))
+	fmt.Printf("batches %d: latency (oldest record's arrival to OK) p50 %.0fms p99 %.0fms max %.0fms; consume call p50 %.0fms p99 %.0fms\n", len(latencies),
+		bench.MS(bench.Percentile(latencies, 0.5)), bench.MS(bench.Percentile(latencies, 0.99)), bench.MS(bench.Percentile(latencies, 1)),
+		bench.MS(bench.Percentile(calls, 0.5)), bench.MS(bench.Percentile(calls, 0.99)))
 	fmt.Printf("loads %.0f (%.2f/s), batches per load %.1f, COPY retries %.0f; table rows %d, distinct ids %d (want %d)\n",
 		loads, loads/elapsed.Seconds(), (after["load_batches"]-before["load_batches"])/max(loads, 1),
 		after["copy_retries"]-before["copy_retries"], rows-1, ids-1, committed)
