@@ -40,7 +40,7 @@
 //   - store.go    S3 upload (HTTP 200 or an error), delete, archive
 //   - metrics.go  the sink's counters and their declarations for describe()
 //
-// Tests: config_internal_test.go, tls_internal_test.go, open_test.go and
+// Tests: config_internal_test.go, tls_internal_test.go, group_internal_test.go, open_test.go and
 // docs_test.go need no services (docs_test.go keeps docs/redshift-config.md in sync, -update
 // rewrites it); the others run the sink in-process against the Redshift
 // emulator (the rsemu test peer beside this package) and MinIO from

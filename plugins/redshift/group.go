@@ -53,13 +53,17 @@ type loadQueue struct {
 	waiting []*member // queued, in arrival order, not yet taken by a load
 }
 
-// member is one batch in a table's queue. Its call owns the batch; leaders
-// read only the files and counts.
+// member is one batch in a table's queue. Its call owns the batch (which
+// may be the host's memory, valid only during the call); leaders read only
+// the copies below, never b, as the call may have returned (cancelled).
 type member struct {
-	b       *sdk.Batch
-	records int
-	files   []upload
-	bytes   int64
+	b           *sdk.Batch
+	topic       string // copied from b
+	partition   uint64
+	first, last uint64 // b's offsets
+	records     int
+	files       []upload
+	bytes       int64
 
 	// Under the queue's mu:
 	ready bool       // files uploaded: a load may take it
@@ -102,7 +106,8 @@ func (s *Sink) load(ctx context.Context, t *table, b *sdk.Batch, recs []rsparque
 		s.handOff(q)
 		return err
 	}
-	m := &member{b: b, records: len(recs), wake: make(chan struct{}, 1)}
+	m := &member{b: b, topic: strings.Clone(b.Topic), partition: uint64(b.Partition), first: b.FirstOffset(), last: b.LastOffset(),
+		records: len(recs), wake: make(chan struct{}, 1)}
 	q.waiting = append(q.waiting, m)
 	q.mu.Unlock()
 
@@ -220,7 +225,7 @@ func (s *Sink) prepare(ctx context.Context, m *member, recs []rsparquet.Record, 
 	defer s.encoders.Put(enc)
 	for lo := 0; lo < len(recs); lo += s.cfg.BatchSize {
 		hi := min(lo+s.cfg.BatchSize, len(recs))
-		c := rsparquet.Chunk{Topic: m.b.Topic, Partition: m.b.Partition, Records: recs[lo:hi], CreatedAt: start}
+		c := rsparquet.Chunk{Topic: m.topic, Partition: m.b.Partition, Records: recs[lo:hi], CreatedAt: start}
 		key, size, err := s.upload(ctx, enc, c)
 		if err != nil {
 			return err
@@ -346,13 +351,13 @@ func attribute(g []*member, out []*memberRes, dups []string) {
 		if i < 0 {
 			continue
 		}
-		part, err1 := strconv.ParseInt(id[i+1:j], 10, 32)
+		part, err1 := strconv.ParseUint(id[i+1:j], 10, 32)
 		off, err2 := strconv.ParseUint(id[j+1:], 10, 64)
 		if err1 != nil || err2 != nil {
 			continue
 		}
 		for k, m := range g {
-			if m.b.Topic == id[:i] && int64(m.b.Partition) == part && off >= m.b.FirstOffset() && off <= m.b.LastOffset() {
+			if m.topic == id[:i] && m.partition == part && off >= m.first && off <= m.last {
 				out[k].skipped = min(out[k].skipped+1, m.records)
 				break
 			}
