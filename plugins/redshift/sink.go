@@ -63,9 +63,14 @@ type Sink struct {
 	now      func() time.Time
 	stats    counters
 
-	mu      sync.Mutex
-	tables  map[string]*table // by resolved name; only tables that passed the check
-	records []rsparquet.Record
+	// tablesMu is held while a name is checked for the first time, so
+	// that one table has one queue (group.go); calls for other tables
+	// wait only then.
+	tablesMu sync.Mutex
+	tables   map[string]*table // by resolved name; only tables that passed the check
+
+	mu      sync.Mutex         // guards records
+	records []rsparquet.Record // a buffer kept between calls
 }
 
 // Open validates the configuration, connects, builds the S3 client, and
@@ -164,8 +169,8 @@ func (s *Sink) Open(ctx context.Context, c *Config, host *sdk.Host) error {
 // fixes the table, the redelivered batch checks again. Concurrent calls
 // wait for the first use of a name to finish.
 func (s *Sink) table(ctx context.Context, name string) (*table, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.tablesMu.Lock()
+	defer s.tablesMu.Unlock()
 	if t, ok := s.tables[name]; ok {
 		return t, nil
 	}
