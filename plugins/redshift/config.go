@@ -27,7 +27,7 @@ type Config struct {
 	S3Endpoint         string  `config:"s3_endpoint" doc:"Custom S3 endpoint, e.g. http://minio:9000. Turns on path-style addressing"`
 	AWSAccessKeyID     string  `config:"aws_access_key_id,secret" doc:"Static S3 credential for the runtime side. Set both keys or neither; neither uses the default AWS credential chain. Redacted in the API"`
 	AWSSecretAccessKey string  `config:"aws_secret_access_key,secret" doc:"Static S3 credential. Redacted in the API"`
-	BatchSize          int     `config:"batch_size" default:"100" doc:"Rows per Parquet file and per COPY. Must be above 0. Each COPY has a large fixed cost on Redshift: size it with the topic's batch_length, so a batch takes few COPYs (docs/redshift.md, Sizing batch_size); below 100, open() logs a warning"`
+	BatchSize          int     `config:"batch_size" default:"100" doc:"Rows per Parquet file, and per COPY of a batch loaded alone (a group load of batches delivered at once COPYs all their files together, see Group loads in redshift.md). Must be above 0. Each COPY has a large fixed cost on Redshift: size it with the topic's batch_length, so a batch takes few COPYs (docs/redshift.md, Sizing batch_size); below 100, open() logs a warning"`
 	MaxConnections     int     `config:"max_connections" default:"5" doc:"Pool size. Must be above 0"`
 	IncludeMetadata    bool    `config:"include_metadata" default:"true" doc:"Add pico_offset, pico_timestamp, pico_topic and pico_partition"`
 	IncludeKey         bool    `config:"include_key" default:"true" doc:"Add pico_key, the record key in base64, NULL when the record has none"`

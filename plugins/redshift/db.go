@@ -71,8 +71,10 @@ type table struct {
 	staging string
 	limits  rsql.Limits // byte limits of the columns, narrowed to what both tables hold
 	lock    string
+	dups    string
 	insert  string
 	cleanup string
+	queue   loadQueue // batches waiting to be loaded together (group.go)
 }
 
 // errTableCheck marks a table that was not found or does not match, so the
@@ -132,6 +134,7 @@ func (d *db) ensureTable(ctx context.Context, name string, l *rsql.Layout) (*tab
 		staging: staging,
 		limits:  limits,
 		lock:    rsql.Lock(staging),
+		dups:    rsql.StagedDuplicates(name, staging),
 		insert:  rsql.Insert(name, staging, l),
 		cleanup: rsql.DeleteAll(staging),
 	}, nil
@@ -166,19 +169,43 @@ func (d *db) queryTableDef(ctx context.Context, name string) ([]rsql.TableDefRow
 
 // loadResult is what one committed load did.
 type loadResult struct {
-	inserted int64 // rows the INSERT added to the target
-	attempts int   // transactions started, the committed one included
+	inserted int64    // rows the INSERT added to the target
+	attempts int      // transactions started, the committed one included
+	dups     []string // with plan.dups: ids of staged rows the target already had
 }
 
-// loadSteps name the statements of the load transaction, in the order
-// loadOnce sends them; errors say which one failed by these names.
-var loadSteps = [...]string{"BEGIN", "LOCK", "COPY", "INSERT", "staging cleanup", "COMMIT"}
+// loadSteps name the statements of the load transaction of one file, in
+// the order loadOnce sends them; errors say which one failed by these names.
+var loadSteps = []string{"BEGIN", "LOCK", "COPY", "INSERT", "staging cleanup", "COMMIT"}
 
-// Indexes into loadSteps of the statements whose answers loadOnce reads.
-const (
-	stepInsert = 3
-	stepCommit = 5
-)
+// groupSteps are those of a load of several batches: the COPY reads a
+// manifest, and a SELECT before the INSERT says which staged ids the target
+// already has, so each batch learns its own skipped count.
+var groupSteps = []string{"BEGIN", "LOCK", "COPY", "duplicates SELECT", "INSERT", "staging cleanup", "COMMIT"}
+
+// loadPlan is one load transaction: its statements, their names, and the
+// indexes of those whose answers loadOnce reads.
+type loadPlan struct {
+	steps  []string // names, as in loadSteps
+	sql    string   // the statements as one query
+	insert int
+	dups   int // -1: no duplicates SELECT
+	commit int
+}
+
+// filePlan loads one COPY source (a file, or a manifest without the
+// duplicates SELECT) into t.
+func (t *table) filePlan(copySQL string) loadPlan {
+	return loadPlan{steps: loadSteps, sql: rsql.Script("BEGIN", t.lock, copySQL, t.insert, t.cleanup, "COMMIT"),
+		insert: 3, dups: -1, commit: 5}
+}
+
+// groupPlan loads the files of a manifest into t, reading the staged ids
+// the target already has before the INSERT.
+func (t *table) groupPlan(copySQL string) loadPlan {
+	return loadPlan{steps: groupSteps, sql: rsql.Script("BEGIN", t.lock, copySQL, t.dups, t.insert, t.cleanup, "COMMIT"),
+		insert: 4, dups: 3, commit: 6}
+}
 
 // InDoubtError is a load one of whose attempts sent the transaction and
 // got no answer to it (the connection broke, or the consume was cancelled
@@ -224,7 +251,7 @@ func (e *loadError) Unwrap() error { return e.err }
 // The whole transaction is the unit of retry: after a transient failure
 // (serialization conflict, dropped connection, ...) the transaction is
 // rolled back and started again from BEGIN.
-func (d *db) load(ctx context.Context, t *table, copySQL string) (loadResult, error) {
+func (d *db) load(ctx context.Context, t *table, plan loadPlan) (loadResult, error) {
 	var res loadResult
 	var a, doubt attempt
 	p := d.policy
@@ -235,7 +262,7 @@ func (d *db) load(ctx context.Context, t *table, copySQL string) (loadResult, er
 	err := retry.Do(ctx, p, func(ctx context.Context) error {
 		res.attempts++
 		var err error
-		a, err = d.loadOnce(ctx, t, copySQL)
+		a, err = d.loadOnce(ctx, plan)
 		if a.inDoubt {
 			// An earlier attempt that may have committed still may have
 			// after a later one was refused.
@@ -244,7 +271,7 @@ func (d *db) load(ctx context.Context, t *table, copySQL string) (loadResult, er
 		return err
 	})
 	if err == nil {
-		res.inserted = a.inserted
+		res.inserted, res.dups = a.inserted, a.dups
 		return res, nil
 	}
 	var msg string
@@ -284,9 +311,11 @@ func (d *db) timedOut(step string, t *table, err error) string {
 
 // attempt is what one run of the load transaction did.
 type attempt struct {
-	step     string // the statement that failed, or "connection"
-	answered int    // statements answered
-	inserted int64  // rows the INSERT added, once committed
+	steps    []string // the plan's statement names
+	step     string   // the statement that failed, or "connection"
+	answered int      // statements answered
+	inserted int64    // rows the INSERT added, once committed
+	dups     []string // ids the duplicates SELECT returned, once committed
 	// inDoubt: the transaction was sent and its answers stopped before
 	// COMMIT's, with no error from the server: it may have committed.
 	inDoubt bool
@@ -297,7 +326,7 @@ func (a attempt) stopped() string {
 	if a.answered == 0 {
 		return "no answer came back"
 	}
-	return "the answers stopped after " + loadSteps[a.answered-1] + "'s"
+	return "the answers stopped after " + a.steps[a.answered-1] + "'s"
 }
 
 // loadOnce runs the transaction once.
@@ -309,8 +338,8 @@ func (a attempt) stopped() string {
 // when each statement was sent on its own. A failure leaves the session in
 // the aborted transaction; ROLLBACK, a second round trip on the failure
 // path only, ends it before the connection goes back to the pool.
-func (d *db) loadOnce(ctx context.Context, t *table, copySQL string) (attempt, error) {
-	a := attempt{step: "connection"}
+func (d *db) loadOnce(ctx context.Context, plan loadPlan) (attempt, error) {
+	a := attempt{steps: plan.steps, step: "connection"}
 	conn, err := d.pool.Acquire(ctx)
 	if err != nil {
 		return a, err
@@ -318,18 +347,17 @@ func (d *db) loadOnce(ctx context.Context, t *table, copySQL string) (attempt, e
 	// Release destroys a connection that is not idle (a failed ROLLBACK).
 	defer conn.Release()
 	pc := conn.Conn().PgConn()
-	sql := rsql.Script("BEGIN", t.lock, copySQL, t.insert, t.cleanup, "COMMIT")
-	done, inserted, err := execLoad(ctx, pc, sql)
+	done, inserted, dups, err := execLoad(ctx, pc, plan)
 	a.answered = done
-	a.step = loadSteps[min(done, len(loadSteps)-1)]
-	if done == len(loadSteps) {
+	a.step = plan.steps[min(done, len(plan.steps)-1)]
+	if done == len(plan.steps) {
 		// COMMIT was answered: the rows are in, whatever happened to the
 		// connection after it.
-		a.inserted = inserted
+		a.inserted, a.dups = inserted, dups
 		return a, nil
 	}
 	if err == nil {
-		err = fmt.Errorf("Redshift answered %d of the %d statements of the load transaction", done, len(loadSteps))
+		err = fmt.Errorf("Redshift answered %d of the %d statements of the load transaction", done, len(plan.steps))
 	}
 	var pe *pgconn.PgError
 	a.inDoubt = !errors.As(err, &pe) && !errors.Is(err, pgx.ErrTxCommitRollback) && !pgconn.SafeToRetry(err)
@@ -343,31 +371,37 @@ func (d *db) loadOnce(ctx context.Context, t *table, copySQL string) (attempt, e
 
 // execLoad sends the load transaction and reads its answers. done counts
 // the statements the server completed before an error or the end.
-func execLoad(ctx context.Context, pc *pgconn.PgConn, sql string) (done int, inserted int64, err error) {
-	mrr := pc.Exec(ctx, sql)
+func execLoad(ctx context.Context, pc *pgconn.PgConn, plan loadPlan) (done int, inserted int64, dups []string, err error) {
+	mrr := pc.Exec(ctx, plan.sql)
 	for mrr.NextResult() {
-		tag, rerr := mrr.ResultReader().Close()
+		rr := mrr.ResultReader()
+		if done == plan.dups {
+			for rr.NextRow() {
+				dups = append(dups, string(rr.Values()[0]))
+			}
+		}
+		tag, rerr := rr.Close()
 		if rerr != nil {
 			_ = mrr.Close()
-			return done, 0, rerr
+			return done, 0, nil, rerr
 		}
 		switch done {
-		case stepInsert:
+		case plan.insert:
 			inserted = tag.RowsAffected()
-		case stepCommit:
+		case plan.commit:
 			// PostgreSQL answers COMMIT of an aborted transaction with
 			// ROLLBACK and no error; nothing was committed.
 			if tag.String() == "ROLLBACK" {
 				_ = mrr.Close()
-				return done, 0, pgx.ErrTxCommitRollback
+				return done, 0, nil, pgx.ErrTxCommitRollback
 			}
 		}
 		done++
 	}
 	if err := mrr.Close(); err != nil {
-		return done, inserted, err
+		return done, inserted, dups, err
 	}
-	return done, inserted, nil
+	return done, inserted, dups, nil
 }
 
 // describeRetry renders a retry.Do error as "after N attempts: <error>".

@@ -1,6 +1,7 @@
 // Package redshift is the PicoMQ Redshift sink: each batch is encoded as
 // Parquet, uploaded to S3, COPYed into a staging table and moved into the
-// target with a deduplicating INSERT, all inside one transaction per chunk.
+// target with a deduplicating INSERT, all inside one transaction per chunk,
+// or per group of batches delivered at once for one table (group.go).
 // The library libpicomq_connector_redshift_sink.so is built from cmd/sink;
 // docs/redshift.md describes the behaviour and docs/redshift-config.md the
 // configuration.
@@ -25,7 +26,11 @@
 //     name constants, and its validation (with the spec's messages and
 //     warnings) into parsed, the few values that need parsing
 //   - the S3 client comes from shared/s3client (no retries, as the spec says)
-//   - sink.go     Sink: Open, Consume (resolve, check, chunk, load), Close
+//   - sink.go     Sink: Open, Consume (resolve, check, load), a batch loaded
+//     alone per chunk, Close
+//   - group.go    group loads: with concurrent consume calls, batches for one
+//     table queued behind a running load upload their files meanwhile and
+//     load together (one manifest COPY, one INSERT, one commit)
 //   - db.go       pool configuration, table creation and check, the load
 //     transaction and its retries, error rendering
 //   - auth.go     auth and the iam_* keys: their checks, and the pool's
@@ -35,7 +40,7 @@
 //   - store.go    S3 upload (HTTP 200 or an error), delete, archive
 //   - metrics.go  the sink's counters and their declarations for describe()
 //
-// Tests: config_internal_test.go, tls_internal_test.go, open_test.go and
+// Tests: config_internal_test.go, tls_internal_test.go, group_internal_test.go, open_test.go and
 // docs_test.go need no services (docs_test.go keeps docs/redshift-config.md in sync, -update
 // rewrites it); the others run the sink in-process against the Redshift
 // emulator (the rsemu test peer beside this package) and MinIO from

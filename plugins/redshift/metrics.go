@@ -10,6 +10,8 @@ import (
 // runs, so they are atomics.
 type counters struct {
 	chunks          atomic.Int64 // chunks whose load transaction committed
+	loads           atomic.Int64 // load transactions committed
+	loadBatches     atomic.Int64 // batches those carried (summed per load)
 	filesUploaded   atomic.Int64 // Parquet files put to S3
 	s3Bytes         atomic.Int64 // bytes of those files
 	rowsCopied      atomic.Int64 // rows of committed COPYs
@@ -26,6 +28,8 @@ func (s *Sink) Metrics() map[string]any {
 	c := &s.stats
 	return map[string]any{
 		"chunks":                  c.chunks.Load(),
+		"loads":                   c.loads.Load(),
+		"load_batches":            c.loadBatches.Load(),
 		"files_uploaded":          c.filesUploaded.Load(),
 		"s3_bytes_uploaded":       c.s3Bytes.Load(),
 		"rows_copied":             c.rowsCopied.Load(),
@@ -42,6 +46,8 @@ func (s *Sink) Metrics() map[string]any {
 // Prometheus type, unit and name.
 var metrics = []sdk.Metric{
 	{Field: "chunks", Name: "sink_chunks_total", Type: sdk.Counter, Help: "Chunks whose load transaction committed."},
+	{Field: "loads", Name: "sink_loads_total", Type: sdk.Counter, Help: "Load transactions committed: one per chunk of a batch loaded alone, one per grouped load."},
+	{Field: "load_batches", Name: "sink_load_batches_total", Type: sdk.Counter, Help: "Batches the committed load transactions carried, summed per load (divided by sink_loads_total: batches per load)."},
 	{Field: "files_uploaded", Name: "sink_files_uploaded_total", Type: sdk.Counter, Help: "Parquet files put to S3."},
 	{Field: "s3_bytes_uploaded", Name: "sink_s3_uploaded_bytes_total", Type: sdk.Counter, Unit: sdk.UnitBytes, Help: "Bytes of those files."},
 	{Field: "rows_copied", Name: "sink_rows_copied_total", Type: sdk.Counter, Help: "Rows of committed COPYs into staging tables."},

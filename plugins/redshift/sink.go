@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -29,7 +30,7 @@ const Name = "redshift_sink"
 // that includes parsing every payload as JSON_PARSE would.
 func Plugin() sdk.Plugin[Config] {
 	return sdk.Plugin[Config]{Name: Name, New: func() sdk.Sink[Config] { return &Sink{} }, ValidatesPayloads: true,
-		Metrics: metrics}
+		Metrics: metrics, ConcurrentConsume: true}
 }
 
 // openTimeout bounds the database work open() does: SELECT 1 and, for a
@@ -49,18 +50,27 @@ const cleanupTimeout = 30 * time.Second
 const createdAtLayout = "2006-01-02T15:04:05.000Z07:00"
 
 // Sink loads batches into Redshift through S3 and COPY. It implements
-// sdk.Sink[Config] and sdk.MetricsReporter.
+// sdk.Sink[Config] and sdk.MetricsReporter. Consume calls may run
+// concurrently (ConcurrentConsume); batches for one table then share load
+// transactions (group.go).
 type Sink struct {
-	cfg     *Config
-	parsed  *parsed // what validate derived from cfg
-	log     *slog.Logger
-	db      *db
-	store   *store
-	enc     *rsparquet.Encoder
-	tables  map[string]*table // by resolved name; only tables that passed the check
-	records []rsparquet.Record
-	now     func() time.Time
-	stats   counters
+	cfg      *Config
+	parsed   *parsed // what validate derived from cfg
+	log      *slog.Logger
+	db       *db
+	store    *store
+	encoders sync.Pool // *rsparquet.Encoder, one per call encoding
+	now      func() time.Time
+	stats    counters
+
+	// tablesMu is held while a name is checked for the first time, so
+	// that one table has one queue (group.go); calls for other tables
+	// wait only then.
+	tablesMu sync.Mutex
+	tables   map[string]*table // by resolved name; only tables that passed the check
+
+	mu      sync.Mutex         // guards records
+	records []rsparquet.Record // a buffer kept between calls
 }
 
 // Open validates the configuration, connects, builds the S3 client, and
@@ -137,7 +147,7 @@ func (s *Sink) Open(ctx context.Context, c *Config, host *sdk.Host) error {
 		return sdk.BadConfig(err)
 	}
 	// The file is COPYed into the staging table, so it has its columns.
-	s.enc = rsparquet.NewEncoder(p.layout.Staging())
+	s.encoders.New = func() any { return rsparquet.NewEncoder(p.layout.Staging()) }
 	s.tables = map[string]*table{}
 	if p.table.IsStatic() {
 		if _, err := s.table(octx, p.table.String()); err != nil {
@@ -156,8 +166,11 @@ func (s *Sink) Open(ctx context.Context, c *Config, host *sdk.Host) error {
 
 // table returns the checked table for a resolved name, creating and
 // checking it on first use. Failures are not cached: after the operator
-// fixes the table, the redelivered batch checks again.
+// fixes the table, the redelivered batch checks again. Concurrent calls
+// wait for the first use of a name to finish.
 func (s *Sink) table(ctx context.Context, name string) (*table, error) {
+	s.tablesMu.Lock()
+	defer s.tablesMu.Unlock()
 	if t, ok := s.tables[name]; ok {
 		return t, nil
 	}
@@ -195,14 +208,19 @@ func (s *Sink) Consume(ctx context.Context, b *sdk.Batch) error {
 
 	// Keys and payloads stay borrowed from the host: they are only read
 	// until Encode has copied them into the file, within this call.
+	s.mu.Lock()
 	recs := s.records[:0]
+	s.records = nil // a concurrent call builds its own
+	s.mu.Unlock()
 	for i := range b.Records {
 		r := &b.Records[i]
 		recs = append(recs, rsparquet.Record{Offset: r.Offset, Timestamp: r.Timestamp, Key: r.Key, Payload: r.Payload})
 	}
 	defer func() {
 		clear(recs)
+		s.mu.Lock()
 		s.records = recs[:0]
+		s.mu.Unlock()
 	}()
 	createdAt := start.UTC().Format(createdAtLayout)
 	all := rsparquet.Chunk{Topic: b.Topic, Partition: b.Partition, CreatedAt: createdAt, Records: recs}
@@ -243,6 +261,15 @@ func (s *Sink) Consume(ctx context.Context, b *sdk.Batch) error {
 		}
 	}
 
+	return s.load(ctx, t, b, recs, createdAt)
+}
+
+// loadAlone loads one batch by itself, per chunk of batch_size records:
+// encode, upload, load, clean up. The first failing chunk fails the batch;
+// chunks loaded before it are skipped as duplicates when the runtime
+// redelivers.
+func (s *Sink) loadAlone(ctx context.Context, t *table, b *sdk.Batch, recs []rsparquet.Record, createdAt string) error {
+	start := s.now()
 	var inserted, copied int64
 	chunks := 0
 	total := (len(recs) + s.cfg.BatchSize - 1) / s.cfg.BatchSize
@@ -265,7 +292,7 @@ func (s *Sink) Consume(ctx context.Context, b *sdk.Batch) error {
 	if s.cfg.VerboseLogging {
 		level = slog.LevelInfo
 	}
-	s.log.Log(ctx, level, "batch loaded", "topic", b.Topic, "table", name, "records", len(recs),
+	s.log.Log(ctx, level, "batch loaded", "topic", b.Topic, "table", t.name, "records", len(recs),
 		"offsets", fmt.Sprintf("%d..%d", b.FirstOffset(), b.LastOffset()), "chunks", chunks,
 		"inserted", inserted, "skipped_duplicates", copied-inserted, "duration", s.now().Sub(start))
 	return nil
@@ -297,43 +324,51 @@ func chunkFailed(err error, committed, total int) error {
 // loadChunk encodes, uploads, loads and cleans up one chunk, and returns
 // the rows inserted.
 func (s *Sink) loadChunk(ctx context.Context, t *table, c rsparquet.Chunk) (int64, error) {
-	data, err := s.enc.Encode(c)
+	enc := s.encoders.Get().(*rsparquet.Encoder)
+	key, _, err := s.upload(ctx, enc, c)
+	s.encoders.Put(enc)
 	if err != nil {
-		return 0, sdk.Retry(err)
+		return 0, err
 	}
-	id, err := uuid.NewV7()
-	if err != nil {
-		return 0, sdk.Retryf("file name: %v", err)
-	}
-	key := s.store.key(id.String() + ".parquet")
-	if err := s.store.put(ctx, key, data); err != nil {
-		return 0, sdk.Retry(err)
-	}
-	s.stats.filesUploaded.Add(1)
-	s.stats.s3Bytes.Add(int64(len(data)))
-
 	copySQL := rsql.Copy(t.staging, s.parsed.layout.Staging(), rsql.S3URL(s.store.bucket, key), s.cfg.AWSIAMRole)
-	res, err := s.db.load(ctx, t, copySQL)
+	res, err := s.db.load(ctx, t, t.filePlan(copySQL))
 	s.stats.copyRetries.Add(int64(max(res.attempts-1, 0)))
 	if err != nil {
 		// Nothing committed refers to the file: a load that may have
 		// committed copied the rows out of it, and one still running on
 		// the server either has too or fails its COPY and rolls back.
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
-		defer cancel()
-		if derr := s.store.delete(cctx, key); derr != nil {
-			s.stats.cleanupFailures.Add(1)
-			s.log.Warn("could not delete the file of a failed load", "error", derr)
-		}
+		s.discard(ctx, []upload{{key: key}})
 		return 0, sdk.Retry(err)
 	}
 	rows := int64(len(c.Records))
 	s.stats.chunks.Add(1)
+	s.stats.loads.Add(1)
+	s.stats.loadBatches.Add(1)
 	s.stats.rowsCopied.Add(rows)
 	s.stats.rowsInserted.Add(res.inserted)
 	s.stats.rowsSkipped.Add(max(rows-res.inserted, 0))
 	s.finish(ctx, key)
 	return res.inserted, nil
+}
+
+// upload encodes one chunk with enc and puts it to S3 under a new name; it
+// returns the key and the file's size.
+func (s *Sink) upload(ctx context.Context, enc *rsparquet.Encoder, c rsparquet.Chunk) (string, int64, error) {
+	data, err := enc.Encode(c)
+	if err != nil {
+		return "", 0, sdk.Retry(err)
+	}
+	id, err := uuid.NewV7()
+	if err != nil {
+		return "", 0, sdk.Retryf("file name: %v", err)
+	}
+	key := s.store.key(id.String() + ".parquet")
+	if err := s.store.put(ctx, key, data, parquetType); err != nil {
+		return "", 0, sdk.Retry(err)
+	}
+	s.stats.filesUploaded.Add(1)
+	s.stats.s3Bytes.Add(int64(len(data)))
+	return key, int64(len(data)), nil
 }
 
 // finish deletes or archives a loaded file. Failures are warnings: the rows

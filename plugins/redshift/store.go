@@ -53,14 +53,20 @@ func (st *store) archiveKey(key string) string {
 	return st.key(archiveDir + "/" + path.Base(key))
 }
 
+// Content types of what the sink uploads.
+const (
+	parquetType  = "application/vnd.apache.parquet"
+	manifestType = "application/json" // a COPY manifest
+)
+
 // put uploads data and insists on HTTP 200.
-func (st *store) put(ctx context.Context, key string, data []byte) error {
+func (st *store) put(ctx context.Context, key string, data []byte, contentType string) error {
 	out, err := st.client.PutObject(ctx, &s3.PutObjectInput{
 		Bucket:        aws.String(st.bucket),
 		Key:           aws.String(key),
 		Body:          bytes.NewReader(data),
 		ContentLength: aws.Int64(int64(len(data))),
-		ContentType:   aws.String("application/vnd.apache.parquet"),
+		ContentType:   aws.String(contentType),
 	})
 	if err != nil {
 		return uploadError(st.bucket, key, err)

@@ -28,6 +28,10 @@
 //     go run ./tools/rsbench                      (make bench-redshift)
 //     go run ./tools/rsbench -batches 5 -sizes 100,10000
 //     go run ./tools/rsbench -copy-latency 1s -commit-latency 600ms
+//     go run ./tools/rsbench -copy-latency 1s -commit-latency 600ms -partitions 48 -rate 3000 -duration 30s
+//
+// The last is the steady mode (steady.go): many partitions at a steady
+// rate, their batches in flight at once, which the sink loads in groups.
 //
 // The last gives the emulator a real cluster's cost per COPY and per commit
 // (plugins/redshift/rsemu/README.md, "Cost model"); without it the loads
@@ -151,6 +155,9 @@ func run() error {
 		return err
 	}
 	defer emu.Close()
+	if *partitions > 0 {
+		return runSteady(ctx, dist, lib, svc, bucket, emu, dbName, dsn)
+	}
 
 	data, payloadBytes := generate(*batches+1, *records)
 	fmt.Printf("rsbench: %s in %s -> rsemu -> PostgreSQL, Parquet files via a counting proxy -> MinIO\n",

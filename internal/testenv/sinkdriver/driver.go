@@ -136,11 +136,13 @@ func checkSecrets(t *testing.T, lines []string, secrets []string) {
 	}
 }
 
-// ConsumeAll delivers batches to inst at once, one goroutine each, as a
-// runtime that keeps several batches of different topic partitions in
-// flight does (picomq-connect's max_in_flight), and returns each batch's
-// answer, in the order of batches.
-func ConsumeAll(inst Instance, batches []Batch) []error {
+// ConsumeConcurrently delivers batches to inst all at once, each from a
+// goroutine of its own, as a host with several consume calls in flight for
+// one instance does (batches of different topic-partitions, as
+// picomq-connect's max_in_flight sends them), and returns each call's
+// result in the order of batches. The C host runs at most as
+// many at a time as it has worker threads.
+func ConsumeConcurrently(inst Instance, batches []Batch) []error {
 	errs := make([]error, len(batches))
 	var wg sync.WaitGroup
 	for i, b := range batches {

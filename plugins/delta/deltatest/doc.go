@@ -12,7 +12,7 @@
 //   - stores.go: the tests about stores: quick start, concurrent writers,
 //     creation, templates, missing tables and buckets, credentials.
 //   - group.go: the group commit tests, batches of several topic
-//     partitions delivered at once (sinkdriver.ConsumeAll), and the txn
+//     partitions delivered at once (sinkdriver.ConsumeConcurrently), and the txn
 //     readers (WantTxns with delta-rs, LogTxns from a file:// log).
 //   - read.go: the delta-rs scripts (Py, ReadRows, History, Facts).
 package deltatest

@@ -18,7 +18,7 @@ import (
 )
 
 // The group commit tests: batches of several topic partitions delivered to
-// one instance at once (sinkdriver.ConsumeAll) and written to one table.
+// one instance at once (sinkdriver.ConsumeConcurrently) and written to one table.
 // How many commits a group takes depends on timing (what queued while the
 // previous commit ran); what each batch's answer is, what the table holds
 // and what each txn action says does not.
@@ -137,7 +137,7 @@ func GroupCommitWritesPartitionsOnce(t *testing.T, d sinkdriver.Driver, s *Store
 	uri := s.Create(CreateEvents, "events")
 	inst := Open(t, d.Start(t, s.Secrets...), "group", s.Config(uri))
 	const parts, per = 8, 20
-	wantOK(t, sinkdriver.ConsumeAll(inst, partitionBatches("t", 0, parts, 0, per)))
+	wantOK(t, sinkdriver.ConsumeConcurrently(inst, partitionBatches("t", 0, parts, 0, per)))
 	s.WantIDs(uri, partitionIDs(0, parts, 0, per-1))
 	m := metrics(t, inst)
 	commits := int(m["sink.commits"])
@@ -181,13 +181,13 @@ func GroupReplayIsSkipped(t *testing.T, d sinkdriver.Driver, s *Store) {
 	uri := s.Create(CreateEvents, "events")
 	inst := Open(t, d.Start(t, s.Secrets...), "replay", s.Config(uri))
 	const parts, per = 6, 10
-	wantOK(t, sinkdriver.ConsumeAll(inst, partitionBatches("t", 0, parts, 0, per)))
+	wantOK(t, sinkdriver.ConsumeConcurrently(inst, partitionBatches("t", 0, parts, 0, per)))
 	versions := len(s.History(uri))
 	replay := partitionBatches("t", 0, parts, 0, per)
 	for i := range replay {
 		replay[i].Attempt = 2
 	}
-	wantOK(t, sinkdriver.ConsumeAll(inst, replay))
+	wantOK(t, sinkdriver.ConsumeConcurrently(inst, replay))
 	if n := len(s.History(uri)); n != versions {
 		t.Errorf("%d versions after the replay, want %d: a replayed group writes nothing", n, versions)
 	}
@@ -201,7 +201,7 @@ func GroupReplayIsSkipped(t *testing.T, d sinkdriver.Driver, s *Store) {
 	for i := range half {
 		half[i].Attempt = 2
 	}
-	wantOK(t, sinkdriver.ConsumeAll(inst, half))
+	wantOK(t, sinkdriver.ConsumeConcurrently(inst, half))
 	s.WantIDs(uri, partitionIDs(0, parts, 0, per+per/2-1))
 	m = metrics(t, inst)
 	if m["records"] != parts*(per+per/2) || m["skipped"] != parts*(per+per/2) {
@@ -223,7 +223,7 @@ func GroupMemberThatCannotBeWrittenFailsAlone(t *testing.T, d sinkdriver.Driver,
 	const parts, per, bad = 6, 10, 3
 	batches := partitionBatches("t", 0, parts, 0, per)
 	batches[bad].Records[4].Payload = []byte(`{"id":"four"}`)
-	errs := sinkdriver.ConsumeAll(inst, batches)
+	errs := sinkdriver.ConsumeConcurrently(inst, batches)
 	for i, err := range errs {
 		if i == bad {
 			WantStatus(t, err, hostclient.StatusFatal, "Invalid record value", "offset 4")
@@ -263,7 +263,7 @@ func GroupOfTombstonesAndRecords(t *testing.T, d sinkdriver.Driver, s *Store) {
 			ids = append(ids, Span(p*1000, p*1000+per-1))
 		}
 	}
-	wantOK(t, sinkdriver.ConsumeAll(inst, batches))
+	wantOK(t, sinkdriver.ConsumeConcurrently(inst, batches))
 	s.WantIDs(uri, strings.Join(ids, ","))
 	if m := metrics(t, inst); m["sink.empty_payloads_skipped"] != parts/2*per || m["sink.records_written"] != parts/2*per {
 		t.Errorf("empty_payloads_skipped %v, records_written %v; want %d each", m["sink.empty_payloads_skipped"], m["sink.records_written"], parts/2*per)
@@ -272,7 +272,7 @@ func GroupOfTombstonesAndRecords(t *testing.T, d sinkdriver.Driver, s *Store) {
 	for i := range batches {
 		batches[i].Attempt = 2
 	}
-	wantOK(t, sinkdriver.ConsumeAll(inst, batches))
+	wantOK(t, sinkdriver.ConsumeConcurrently(inst, batches))
 	s.WantIDs(uri, strings.Join(ids, ","))
 }
 
@@ -287,7 +287,7 @@ func GroupOfTwoTopicsInOneTable(t *testing.T, d sinkdriver.Driver, s *Store) {
 	for i := range a {
 		batches = append(batches, a[i], b[i])
 	}
-	wantOK(t, sinkdriver.ConsumeAll(inst, batches))
+	wantOK(t, sinkdriver.ConsumeConcurrently(inst, batches))
 	s.WantIDs(uri, partitionIDs(0, parts, 0, per-1)+","+partitionIDs(100000, parts, 0, per-1))
 	want := map[string]int{}
 	for p := range parts {
@@ -317,7 +317,7 @@ func GroupsOfTwoWritersLoseNothing(t *testing.T, d sinkdriver.Driver, s *Store) 
 		go func() {
 			defer wg.Done()
 			for r := range rounds {
-				for i, err := range sinkdriver.ConsumeAll(inst, partitionBatches(fmt.Sprintf("t%d", w), base, parts, r*per, per)) {
+				for i, err := range sinkdriver.ConsumeConcurrently(inst, partitionBatches(fmt.Sprintf("t%d", w), base, parts, r*per, per)) {
 					if err != nil {
 						t.Errorf("writer %d round %d batch %d: %v", w, r, i, err)
 					}

@@ -44,6 +44,11 @@ var Tests = []Test{
 	{Name: "TemplatedNames", Run: TemplatedNames},
 	{Name: "ArchiveOnAndOff", Run: ArchiveOnAndOff},
 	{Name: "S3UploadFailed", Run: S3UploadFailed},
+	{Name: "GroupedLoadsOfConcurrentPartitions", Run: GroupedLoadsOfConcurrentPartitions},
+	{Name: "GroupMemberFatalAlone", Run: GroupMemberFatalAlone},
+	{Name: "GroupTransactionFailureIsRetryForAll", Run: GroupTransactionFailureIsRetryForAll},
+	{Name: "CloseCancelsWaitingBatches", Run: CloseCancelsWaitingBatches},
+	{Name: "TwoGroupingWritersTakeTurns", Run: TwoGroupingWritersTakeTurns},
 }
 
 // Run runs every test of the suite through d, each as a parallel subtest

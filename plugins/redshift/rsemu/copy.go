@@ -16,6 +16,9 @@ type copyStmt struct {
 	roles   []string // IAM role chain; the first must be attached
 	// acceptInvChars replaces invalid UTF-8 in VARCHAR values when set.
 	acceptInvChars string
+	// manifest: url names a manifest listing the files (MANIFEST), not a
+	// key prefix.
+	manifest bool
 }
 
 // copyParams are every COPY parameter Redshift knows. Those not handled by
@@ -171,7 +174,9 @@ func parseCopy(text string, toks []token) (*copyStmt, *Error) {
 			return nil, &Error{Code: CodeFeatureNotSupp, Message: "REGION argument is not supported for PARQUET based COPY"}
 		case "access_key_id", "secret_access_key", "session_token":
 			return nil, notEmulated("key-based COPY authorization (" + strings.ToUpper(word) + ")")
-		case "manifest", "fillrecord", "explicit_ids", "serializetojson":
+		case "manifest":
+			cs.manifest = true
+		case "fillrecord", "explicit_ids", "serializetojson":
 			return nil, notEmulated(strings.ToUpper(word) + " in COPY")
 		default:
 			if copyParams[word] {

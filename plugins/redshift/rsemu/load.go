@@ -63,7 +63,7 @@ func (s *session) copy(cs *copyStmt) (*result, *Error, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), copyTimeout)
 	defer cancel()
-	keys, e := s.srv.listPrefix(ctx, cs.bucket, cs.prefix)
+	files, e := s.srv.copySources(ctx, cs)
 	if e != nil {
 		return nil, e, nil
 	}
@@ -100,11 +100,20 @@ func (s *session) copy(cs *copyStmt) (*result, *Error, error) {
 
 	total := 0
 	startTime := time.Now().UTC()
-	for _, key := range keys {
-		file := "s3://" + cs.bucket + "/" + key
-		body, e := s.srv.getObject(ctx, cs.bucket, key)
+	for _, src := range files {
+		file := "s3://" + src.bucket + "/" + src.key
+		body, e := src.body, (*Error)(nil)
+		if body == nil {
+			body, e = s.srv.getObject(ctx, src.bucket, src.key)
+		}
 		if e != nil {
 			return abort(e, nil)
+		}
+		if src.length >= 0 && int64(len(body)) != src.length {
+			// Spectrum reads a Parquet footer at the offset the manifest's
+			// content_length gives, so a wrong length cannot be read.
+			return abort(spectrumError(15001, fmt.Sprintf("File '%s' has content_length %d in the manifest, but the object has %d bytes",
+				file, src.length, len(body))), nil)
 		}
 		f, perr := parquet.OpenFile(bytes.NewReader(body), int64(len(body)))
 		if perr != nil {
@@ -256,6 +265,30 @@ ORDER BY a.attnum`)
 	return table, out, relid, nil, nil
 }
 
+// source is one object a COPY reads.
+type source struct {
+	bucket, key string
+	length      int64  // content_length from a manifest; -1 without one
+	body        []byte // already read (a manifest's entry), or nil
+}
+
+// copySources is what a COPY reads: every object under the key prefix, or
+// the files its manifest lists.
+func (s *Server) copySources(ctx context.Context, cs *copyStmt) ([]source, *Error) {
+	if cs.manifest {
+		return s.manifestSources(ctx, cs.bucket, cs.prefix)
+	}
+	keys, e := s.listPrefix(ctx, cs.bucket, cs.prefix)
+	if e != nil {
+		return nil, e
+	}
+	out := make([]source, len(keys))
+	for i, k := range keys {
+		out[i] = source{bucket: cs.bucket, key: k, length: -1}
+	}
+	return out, nil
+}
+
 // listPrefix lists every object whose key starts with prefix, as Redshift
 // loads every match (so "data/part" also matches "data/part-2/x").
 func (s *Server) listPrefix(ctx context.Context, bucket, prefix string) ([]string, *Error) {
@@ -284,16 +317,20 @@ func (s *Server) listPrefix(ctx context.Context, bucket, prefix string) ([]strin
 }
 
 func (s *Server) getObject(ctx context.Context, bucket, key string) ([]byte, *Error) {
-	out, err := s.s3.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)})
-	if err != nil {
-		return nil, s3Error(err, bucket, key)
-	}
-	defer out.Body.Close()
-	b, err := io.ReadAll(out.Body)
+	b, err := s.readObject(ctx, bucket, key)
 	if err != nil {
 		return nil, s3Error(err, bucket, key)
 	}
 	return b, nil
+}
+
+func (s *Server) readObject(ctx context.Context, bucket, key string) ([]byte, error) {
+	out, err := s.s3.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)})
+	if err != nil {
+		return nil, err
+	}
+	defer out.Body.Close()
+	return io.ReadAll(out.Body)
 }
 
 func s3Error(err error, bucket, key string) *Error {

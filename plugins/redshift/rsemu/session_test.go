@@ -108,7 +108,7 @@ func TestUnsupportedSyntaxFailsLoudly(t *testing.T) {
 		`COPY t FROM STDIN`,
 		`COPY t TO STDOUT`,
 		`COPY t FROM 's3://b/p' IAM_ROLE 'arn:aws:iam::123456789012:role/RedshiftCopy' FORMAT AS CSV`,
-		`COPY t FROM 's3://b/p' IAM_ROLE 'arn:aws:iam::123456789012:role/RedshiftCopy' FORMAT AS PARQUET MANIFEST`,
+		`COPY t FROM 's3://b/p' IAM_ROLE 'arn:aws:iam::123456789012:role/RedshiftCopy' FORMAT AS PARQUET FILLRECORD`,
 		`ALTER TABLE t ADD COLUMN w VARCHAR(5)`,
 		`ALTER TABLE t APPEND FROM u`,
 		`VACUUM DELETE ONLY t`,

@@ -11,7 +11,9 @@
 //   - columns.go   the column table: name, Redshift type, type family and
 //     byte limit of every column, and the layout a configuration selects
 //   - sqltext.go   identifier and literal quoting and the statement builders
-//     (CREATE TABLE, LOCK, COPY, INSERT ... SELECT, DELETE, the pg_table_def query)
+//     (CREATE TABLE, LOCK, COPY, COPY ... MANIFEST, the staged-duplicates SELECT,
+//     INSERT ... SELECT, DELETE, the pg_table_def query)
+//   - manifest.go  the JSON of a COPY manifest
 //   - tabledef.go  the type-family check of pg_table_def rows, its errors, and
 //     the byte limits of the columns actually found
 //

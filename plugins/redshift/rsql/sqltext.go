@@ -169,6 +169,23 @@ func Copy(staging string, l *Layout, s3URL, role string) string {
 		" CREDENTIALS " + Literal("aws_iam_role="+role) + " FORMAT AS PARQUET STATUPDATE OFF"
 }
 
+// CopyManifest loads the Parquet files a manifest (Manifest) lists into the
+// staging table in one COPY: the statement of Copy with MANIFEST, so the
+// URL names the manifest object.
+func CopyManifest(staging string, l *Layout, manifestURL, role string) string {
+	return "COPY " + Ident(staging) + " (" + columnList(l.Columns) + ") FROM " + Literal(manifestURL) +
+		" CREDENTIALS " + Literal("aws_iam_role="+role) + " FORMAT AS PARQUET MANIFEST STATUPDATE OFF"
+}
+
+// StagedDuplicates lists the ids of staged rows the target already has:
+// the rows the INSERT will leave out. Sent before the INSERT of a load that
+// carries several batches, it tells which batch each skipped row belongs
+// to; it returns no row unless a batch is a replay.
+func StagedDuplicates(table, staging string) string {
+	return "SELECT staged.id FROM " + Ident(staging) + " staged" +
+		" WHERE EXISTS (SELECT 1 FROM " + Ident(table) + " existing WHERE existing.id = staged.id)"
+}
+
 // Script joins statements into the text of one multi-statement simple
 // query, so they cost one round trip. The server runs them in order and
 // stops at the first error, skipping the rest. The statements are the

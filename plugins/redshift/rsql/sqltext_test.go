@@ -245,3 +245,20 @@ func TestDefaultLimits(t *testing.T) {
 		t.Fatalf("limits %s, want %s", got, want)
 	}
 }
+
+func TestCopyManifestAndStagedDuplicates(t *testing.T) {
+	l := rsql.NewLayout(rsql.Options{Payload: rsql.PayloadVarbyte})
+	got := rsql.CopyManifest("staging_o", l, "s3://b/p/x.manifest", "arn:aws:iam::123456789012:role/R")
+	want := `COPY "staging_o" (id, payload, created_at) FROM 's3://b/p/x.manifest' CREDENTIALS 'aws_iam_role=arn:aws:iam::123456789012:role/R' FORMAT AS PARQUET MANIFEST STATUPDATE OFF`
+	if got != want {
+		t.Errorf("CopyManifest:\n got %s\nwant %s", got, want)
+	}
+	if got, want := rsql.StagedDuplicates("o", "staging_o"),
+		`SELECT staged.id FROM "staging_o" staged WHERE EXISTS (SELECT 1 FROM "o" existing WHERE existing.id = staged.id)`; got != want {
+		t.Errorf("StagedDuplicates:\n got %s\nwant %s", got, want)
+	}
+	m := string(rsql.Manifest([]rsql.ManifestFile{{URL: "s3://b/a.parquet", Size: 10}, {URL: "s3://b/b.parquet", Size: 20}}))
+	if want := `{"entries":[{"url":"s3://b/a.parquet","mandatory":true,"meta":{"content_length":10}},{"url":"s3://b/b.parquet","mandatory":true,"meta":{"content_length":20}}]}`; m != want {
+		t.Errorf("Manifest:\n got %s\nwant %s", m, want)
+	}
+}

@@ -1,0 +1,410 @@
+package redshift
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/google/uuid"
+
+	"github.com/picomq/heavy-sinks/plugins/redshift/rsparquet"
+	"github.com/picomq/heavy-sinks/plugins/redshift/rsql"
+	"github.com/picomq/heavy-sinks/shared/sdk"
+)
+
+// Group loads. With ConcurrentConsume, consume calls for different
+// topic-partitions run at once; batches bound for one target table then
+// share one load transaction instead of queueing on its staging table's
+// LOCK one by one, each paying a COPY and a commit.
+//
+// Per table, at most one load runs at a time (the leader's). A batch that
+// arrives while none runs is loaded at once, alone, exactly as when calls
+// come one at a time (so a host that never calls concurrently sees nothing
+// new). A batch that arrives while one runs queues (a follower): it
+// encodes and uploads its files meanwhile, in its own call, so uploads run
+// in parallel and overlap the running load. When the load ends, its leader
+// hands the table to the first ready follower, which takes every ready
+// batch queued, up to the bounds below, and loads them as one transaction:
+// one COPY of a manifest listing all their files, one INSERT … SELECT,
+// staging emptied, one commit. Each batch's call returns its own result.
+
+// A grouped load takes queued batches in arrival order until one of these
+// is reached (it always takes at least one). They bound what one failure
+// sends back for replay, how long a load holds the staging table's lock,
+// and the size of one COPY: Redshift loads the files of one COPY in
+// parallel across its slices, and advises files of 1 MB to 1 GB.
+const (
+	groupMaxBatches = 256
+	groupMaxRecords = 200_000
+	groupMaxBytes   = 512 << 20 // Parquet bytes on S3
+)
+
+// cleanupParallel bounds the S3 deletes (or archives) after a grouped load.
+const cleanupParallel = 8
+
+// loadQueue is one table's queue of batches waiting for a grouped load.
+type loadQueue struct {
+	mu      sync.Mutex
+	running bool      // a load into the table is running (its leader's)
+	waiting []*member // queued, in arrival order, not yet taken by a load
+}
+
+// member is one batch in a table's queue. Its call owns the batch (which
+// may be the host's memory, valid only during the call); leaders read only
+// the copies below, never b, as the call may have returned (cancelled).
+type member struct {
+	b           *sdk.Batch
+	topic       string // copied from b
+	partition   uint64
+	first, last uint64 // b's offsets
+	records     int
+	files       []upload
+	bytes       int64
+
+	// Under the queue's mu:
+	ready bool       // files uploaded: a load may take it
+	taken bool       // a load took it; it is answered through res
+	lead  []*member  // a load this member's call must run (it leads)
+	res   *memberRes // the answer of the load that took it
+	wake  chan struct{}
+}
+
+// upload is one Parquet file of a member on S3.
+type upload struct {
+	key  string
+	size int64
+	rows int
+}
+
+// memberRes is what a grouped load answers one member.
+type memberRes struct {
+	err     error
+	skipped int // rows of this batch the target already had
+	batches int // batches the load carried
+}
+
+func (m *member) signal() {
+	select {
+	case m.wake <- struct{}{}:
+	default:
+	}
+}
+
+// load writes the checked records of b into t: alone at once when no load
+// of t runs, else as a member of the next grouped load.
+func (s *Sink) load(ctx context.Context, t *table, b *sdk.Batch, recs []rsparquet.Record, start string) error {
+	q := &t.queue
+	q.mu.Lock()
+	if !q.running {
+		q.running = true
+		q.mu.Unlock()
+		err := s.loadAlone(ctx, t, b, recs, start)
+		s.handOff(q)
+		return err
+	}
+	m := &member{b: b, topic: strings.Clone(b.Topic), partition: uint64(b.Partition), first: b.FirstOffset(), last: b.LastOffset(),
+		records: len(recs), wake: make(chan struct{}, 1)}
+	q.waiting = append(q.waiting, m)
+	q.mu.Unlock()
+
+	if err := s.prepare(ctx, m, recs, start); err != nil {
+		q.mu.Lock()
+		q.remove(m)
+		q.mu.Unlock()
+		s.discard(ctx, m.files)
+		return err
+	}
+	q.mu.Lock()
+	m.ready = true
+	if !q.running {
+		// The load that ran when this batch queued has ended, and no one
+		// else was ready to take the table: this call leads.
+		q.running = true
+		m.lead = q.take()
+	}
+	q.mu.Unlock()
+	return s.follow(ctx, t, m)
+}
+
+// follow waits for m's answer, running the loads m is handed meanwhile.
+func (s *Sink) follow(ctx context.Context, t *table, m *member) error {
+	q := &t.queue
+	for {
+		q.mu.Lock()
+		if g := m.lead; g != nil {
+			// Checked first: a load handed over must run (with a cancelled
+			// context it fails fast and answers RETRY), or its members
+			// would wait for ever.
+			m.lead = nil
+			q.mu.Unlock()
+			s.runGroup(ctx, t, g)
+			continue
+		}
+		if r := m.res; r != nil {
+			q.mu.Unlock()
+			return s.answered(ctx, t, m, r)
+		}
+		if err := ctx.Err(); err != nil {
+			taken := m.taken
+			if !taken {
+				q.remove(m)
+			}
+			q.mu.Unlock()
+			if !taken {
+				s.discard(ctx, m.files)
+			}
+			// Taken by a load still running: its rows may commit, and a
+			// replay skips them then.
+			return sdk.Retry(fmt.Errorf("consume cancelled while waiting for the grouped load into %s: %w", rsql.Ident(t.name), err))
+		}
+		q.mu.Unlock()
+		select {
+		case <-m.wake:
+		case <-ctx.Done():
+		}
+	}
+}
+
+// remove drops m from the waiting list. Called with q.mu held.
+func (q *loadQueue) remove(m *member) {
+	for i, w := range q.waiting {
+		if w == m {
+			q.waiting = append(q.waiting[:i], q.waiting[i+1:]...)
+			return
+		}
+	}
+}
+
+// take removes the next group from the waiting list: ready members in
+// arrival order, within the bounds. Called with q.mu held.
+func (q *loadQueue) take() []*member {
+	var g []*member
+	records, bytes := 0, int64(0)
+	kept := q.waiting[:0]
+	full := false
+	for _, m := range q.waiting {
+		if m.ready && !full && (len(g) == 0 ||
+			(len(g) < groupMaxBatches && records+m.records <= groupMaxRecords && bytes+m.bytes <= groupMaxBytes)) {
+			m.taken = true
+			g = append(g, m)
+			records += m.records
+			bytes += m.bytes
+			continue
+		}
+		if m.ready {
+			full = true // keep arrival order: no later batch overtakes it
+		}
+		kept = append(kept, m)
+	}
+	clear(q.waiting[len(kept):])
+	q.waiting = kept
+	return g
+}
+
+// handOff ends the running load of q: the next group, if one is ready, goes
+// to its first member's call to run.
+func (s *Sink) handOff(q *loadQueue) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.running = false
+	if g := q.take(); len(g) > 0 {
+		q.running = true
+		g[0].lead = g
+		g[0].signal()
+	}
+}
+
+// prepare encodes m's records in chunks of batch_size and uploads each as a
+// file, while the running load goes on.
+func (s *Sink) prepare(ctx context.Context, m *member, recs []rsparquet.Record, start string) error {
+	enc := s.encoders.Get().(*rsparquet.Encoder)
+	defer s.encoders.Put(enc)
+	for lo := 0; lo < len(recs); lo += s.cfg.BatchSize {
+		hi := min(lo+s.cfg.BatchSize, len(recs))
+		c := rsparquet.Chunk{Topic: m.topic, Partition: m.b.Partition, Records: recs[lo:hi], CreatedAt: start}
+		key, size, err := s.upload(ctx, enc, c)
+		if err != nil {
+			return err
+		}
+		m.files = append(m.files, upload{key: key, size: size, rows: hi - lo})
+		m.bytes += size
+	}
+	return nil
+}
+
+// runGroup loads the files of g in one transaction, answers every member,
+// hands the table on, and then cleans up the files.
+func (s *Sink) runGroup(ctx context.Context, t *table, g []*member) {
+	var files []upload
+	for _, m := range g {
+		files = append(files, m.files...)
+	}
+	res, manifest, err := s.loadFiles(ctx, t, g, files)
+	s.answer(t, g, res, err)
+	s.handOff(&t.queue)
+	if manifest != "" {
+		// Only the COPY reads the manifest; it is never archived.
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+		if derr := s.store.delete(cctx, manifest); derr != nil {
+			s.stats.cleanupFailures.Add(1)
+			s.log.Warn("deleting the manifest of a grouped load failed", "error", derr)
+		}
+		cancel()
+	}
+	if err != nil {
+		s.discard(ctx, files)
+		return
+	}
+	s.finishAll(ctx, files)
+}
+
+// loadFiles runs the load transaction of a group: one file is COPYed as
+// when loading alone; several through a manifest, which it uploads and
+// returns the key of.
+func (s *Sink) loadFiles(ctx context.Context, t *table, g []*member, files []upload) (loadResult, string, error) {
+	if len(files) == 1 {
+		copySQL := rsql.Copy(t.staging, s.parsed.layout.Staging(), rsql.S3URL(s.store.bucket, files[0].key), s.cfg.AWSIAMRole)
+		res, err := s.db.load(ctx, t, t.filePlan(copySQL))
+		s.stats.copyRetries.Add(int64(max(res.attempts-1, 0)))
+		return res, "", err
+	}
+	list := make([]rsql.ManifestFile, len(files))
+	for i, f := range files {
+		list[i] = rsql.ManifestFile{URL: rsql.S3URL(s.store.bucket, f.key), Size: f.size}
+	}
+	id, err := uuid.NewV7()
+	if err != nil {
+		return loadResult{}, "", sdk.Retryf("manifest name: %v", err)
+	}
+	key := s.store.key(id.String() + ".manifest")
+	if err := s.store.put(ctx, key, rsql.Manifest(list), manifestType); err != nil {
+		return loadResult{}, "", sdk.Retry(err)
+	}
+	copySQL := rsql.CopyManifest(t.staging, s.parsed.layout.Staging(), rsql.S3URL(s.store.bucket, key), s.cfg.AWSIAMRole)
+	plan := t.filePlan(copySQL)
+	if len(g) > 1 {
+		plan = t.groupPlan(copySQL)
+	}
+	res, err := s.db.load(ctx, t, plan)
+	s.stats.copyRetries.Add(int64(max(res.attempts-1, 0)))
+	return res, key, err
+}
+
+// answer gives every member of g its result: on success the rows it had
+// that the target already held, on failure the load's error as RETRY (a
+// replay is harmless: the INSERT skips ids already loaded).
+func (s *Sink) answer(t *table, g []*member, res loadResult, err error) {
+	out := make([]*memberRes, len(g))
+	if err != nil {
+		var doubt *InDoubtError
+		what := "did not commit"
+		if errors.As(err, &doubt) {
+			what = "may have committed"
+		}
+		for i := range g {
+			out[i] = &memberRes{err: sdk.Retry(fmt.Errorf("the grouped load of %d batches into %s %s: %w; the replay skips the ids already in the table",
+				len(g), rsql.Ident(t.name), what, err))}
+		}
+	} else {
+		copied := 0
+		for i, m := range g {
+			copied += m.records
+			out[i] = &memberRes{batches: len(g)}
+		}
+		if len(g) == 1 {
+			out[0].skipped = max(copied-int(res.inserted), 0)
+		} else {
+			attribute(g, out, res.dups)
+		}
+		s.stats.loads.Add(1)
+		s.stats.loadBatches.Add(int64(len(g)))
+		for _, m := range g {
+			s.stats.chunks.Add(int64(len(m.files)))
+		}
+		s.stats.rowsCopied.Add(int64(copied))
+		s.stats.rowsInserted.Add(res.inserted)
+		s.stats.rowsSkipped.Add(int64(max(copied-int(res.inserted), 0)))
+	}
+	q := &t.queue
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for i, m := range g {
+		m.res = out[i]
+		m.signal()
+	}
+}
+
+// attribute counts each member's skipped rows from the staged ids the
+// target already had (topic:partition:offset). An id of no member (a row
+// another writer left in staging) counts for none.
+func attribute(g []*member, out []*memberRes, dups []string) {
+	for _, id := range dups {
+		j := strings.LastIndexByte(id, ':')
+		if j < 0 {
+			continue
+		}
+		i := strings.LastIndexByte(id[:j], ':')
+		if i < 0 {
+			continue
+		}
+		part, err1 := strconv.ParseUint(id[i+1:j], 10, 32)
+		off, err2 := strconv.ParseUint(id[j+1:], 10, 64)
+		if err1 != nil || err2 != nil {
+			continue
+		}
+		for k, m := range g {
+			if m.topic == id[:i] && m.partition == part && off >= m.first && off <= m.last {
+				out[k].skipped = min(out[k].skipped+1, m.records)
+				break
+			}
+		}
+	}
+}
+
+// answered ends a member's call with its load's result.
+func (s *Sink) answered(ctx context.Context, t *table, m *member, r *memberRes) error {
+	if r.err != nil {
+		return r.err
+	}
+	m.b.Skipped(r.skipped)
+	level := slog.LevelDebug
+	if s.cfg.VerboseLogging {
+		level = slog.LevelInfo
+	}
+	s.log.Log(ctx, level, "batch loaded", "topic", m.b.Topic, "table", t.name, "records", m.records,
+		"offsets", fmt.Sprintf("%d..%d", m.b.FirstOffset(), m.b.LastOffset()), "chunks", len(m.files),
+		"load_batches", r.batches, "skipped_duplicates", r.skipped)
+	return nil
+}
+
+// discard deletes files of a load that did not commit (or never ran).
+func (s *Sink) discard(ctx context.Context, files []upload) {
+	for _, f := range files {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+		if err := s.store.delete(cctx, f.key); err != nil {
+			s.stats.cleanupFailures.Add(1)
+			s.log.Warn("could not delete the file of a failed load", "error", err)
+		}
+		cancel()
+	}
+}
+
+// finishAll deletes or archives the files of a committed load, a few at a
+// time.
+func (s *Sink) finishAll(ctx context.Context, files []upload) {
+	sem := make(chan struct{}, cleanupParallel)
+	var wg sync.WaitGroup
+	for _, f := range files {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			s.finish(ctx, f.key)
+		}()
+	}
+	wg.Wait()
+}

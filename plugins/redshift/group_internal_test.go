@@ -1,0 +1,56 @@
+package redshift
+
+import (
+	"testing"
+)
+
+// take hands out ready batches in arrival order within the bounds, at
+// least one, and never lets a later batch overtake one that did not fit.
+func TestLoadQueueTake(t *testing.T) {
+	ready := func(records int, bytes int64) *member { return &member{ready: true, records: records, bytes: bytes} }
+	preparing := &member{records: 1}
+	big := ready(groupMaxRecords+1, 1)
+	a, b, c := ready(10, 1), ready(groupMaxRecords-10, 1), ready(1, 1)
+	q := &loadQueue{waiting: []*member{a, preparing, b, c}}
+	if g := q.take(); len(g) != 2 || g[0] != a || g[1] != b || !a.taken || !b.taken {
+		t.Fatalf("first group %v", g)
+	}
+	if len(q.waiting) != 2 || q.waiting[0] != preparing || q.waiting[1] != c {
+		t.Fatalf("left waiting %v", q.waiting)
+	}
+	q = &loadQueue{waiting: []*member{big, c}}
+	if g := q.take(); len(g) != 1 || g[0] != big {
+		t.Fatalf("a batch over the bound alone: %v", g)
+	}
+	q = &loadQueue{waiting: []*member{ready(1, groupMaxBytes), ready(1, 1), ready(1, 1)}}
+	if g := q.take(); len(g) != 1 {
+		t.Fatalf("byte bound: %d batches", len(g))
+	}
+	// The one that did not fit blocks the ones after it.
+	if g := q.take(); len(g) != 2 {
+		t.Fatalf("after the byte bound: %d batches", len(g))
+	}
+	many := &loadQueue{}
+	for range groupMaxBatches + 5 {
+		many.waiting = append(many.waiting, ready(1, 1))
+	}
+	if g := many.take(); len(g) != groupMaxBatches || len(many.waiting) != 5 {
+		t.Fatalf("batch bound: %d taken, %d left", len(g), len(many.waiting))
+	}
+}
+
+// attribute gives each staged duplicate to the batch of its topic,
+// partition and offset range, and to no batch when none has it.
+func TestAttribute(t *testing.T) {
+	g := []*member{
+		{topic: "orders", partition: 0, first: 10, last: 19, records: 10},
+		{topic: "orders", partition: 1, first: 10, last: 19, records: 10},
+		{topic: "a:b", partition: 4000000000, first: 0, last: 4, records: 5},
+	}
+	out := []*memberRes{{}, {}, {}}
+	attribute(g, out, []string{"orders:0:10", "orders:0:19", "orders:1:15", "orders:1:20", "other:0:10",
+		"a:b:4000000000:3", "garbage", "orders:x:1"})
+	if out[0].skipped != 2 || out[1].skipped != 1 || out[2].skipped != 1 {
+		t.Fatalf("skipped %d %d %d", out[0].skipped, out[1].skipped, out[2].skipped)
+	}
+}
