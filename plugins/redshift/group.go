@@ -102,9 +102,10 @@ func (s *Sink) load(ctx context.Context, t *table, b *sdk.Batch, recs []rsparque
 	if !q.running {
 		q.running = true
 		q.mu.Unlock()
-		err := s.loadAlone(ctx, t, b, recs, start)
-		s.handOff(q)
-		return err
+		// Deferred: a load that panics must not leave the table taken,
+		// with the batches queued behind it waiting for ever.
+		defer s.handOff(q)
+		return s.loadAlone(ctx, t, b, recs, start)
 	}
 	m := &member{b: b, topic: strings.Clone(b.Topic), partition: uint64(b.Partition), first: b.FirstOffset(), last: b.LastOffset(),
 		records: len(recs), wake: make(chan struct{}, 1)}
@@ -243,8 +244,20 @@ func (s *Sink) runGroup(ctx context.Context, t *table, g []*member) {
 	for _, m := range g {
 		files = append(files, m.files...)
 	}
+	answered := false
+	defer func() {
+		if !answered {
+			// The load panicked (the SDK turns that into FATAL for this
+			// call and poisons the instance): no member may wait for an
+			// answer that never comes, nor the table stay taken. It may
+			// have committed; the replay skips what did.
+			s.answer(t, g, loadResult{}, &InDoubtError{msg: "the load stopped on a panic"})
+			s.handOff(&t.queue)
+		}
+	}()
 	res, manifest, err := s.loadFiles(ctx, t, g, files)
 	s.answer(t, g, res, err)
+	answered = true
 	s.handOff(&t.queue)
 	if manifest != "" {
 		// Only the COPY reads the manifest; it is never archived.

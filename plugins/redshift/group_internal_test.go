@@ -1,7 +1,11 @@
 package redshift
 
 import (
+	"context"
+	"strings"
 	"testing"
+
+	"github.com/picomq/heavy-sinks/shared/sdk"
 )
 
 // take hands out ready batches in arrival order within the bounds, at
@@ -52,5 +56,35 @@ func TestAttribute(t *testing.T) {
 		"a:b:4000000000:3", "garbage", "orders:x:1"})
 	if out[0].skipped != 2 || out[1].skipped != 1 || out[2].skipped != 1 {
 		t.Fatalf("skipped %d %d %d", out[0].skipped, out[1].skipped, out[2].skipped)
+	}
+}
+
+// A grouped load that panics (here: a Sink with no database or store)
+// still answers every member, RETRY, and frees the table for the next load:
+// without that the members would wait until close and every later batch of
+// the table would queue behind a load that never ends.
+func TestGroupLoadThatPanicsAnswersEveryMember(t *testing.T) {
+	s := &Sink{}
+	tb := &table{name: "orders"}
+	tb.queue.running = true
+	g := []*member{
+		{files: []upload{{key: "a"}}, wake: make(chan struct{}, 1)},
+		{files: []upload{{key: "b"}}, wake: make(chan struct{}, 1)},
+	}
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Fatal("the load did not panic")
+			}
+		}()
+		s.runGroup(context.Background(), tb, g)
+	}()
+	for i, m := range g {
+		if m.res == nil || sdk.StatusOf(m.res.err) != sdk.StatusRetry || !strings.Contains(m.res.err.Error(), "may have committed") {
+			t.Errorf("member %d: answer %+v, want RETRY saying it may have committed", i, m.res)
+		}
+	}
+	if tb.queue.running {
+		t.Error("the table stays taken by the load that panicked")
 	}
 }
