@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -89,6 +90,8 @@ type Sink struct {
 	cfg Config
 	log *slog.Logger
 
+	flying atomic.Int64 // batches in flight, every block's
+
 	mu      sync.Mutex
 	state   State
 	lastErr error
@@ -123,6 +126,10 @@ func New(def *definition.Definition, out Deliverer, cfg Config) *Sink {
 
 // Key returns the sink's key.
 func (s *Sink) Key() string { return s.def.Key }
+
+// InFlight returns how many batches of the sink are being delivered now:
+// at most one per block with max_in_flight = 1.
+func (s *Sink) InFlight() int { return int(s.flying.Load()) }
 
 // State returns the sink's state and the error that put it there.
 func (s *Sink) State() (State, error) {
