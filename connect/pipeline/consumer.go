@@ -269,6 +269,8 @@ func (c *consumer) drop(work context.Context, cl *kgo.Client, parts map[string][
 	for topic, ps := range parts {
 		for _, p := range ps {
 			if f := c.flying[tp{topic, p}]; f != nil {
+				c.log.Info("partition revoked with a batch in flight; waiting for it", "event", "revoke_wait", "topic", topic, "partition", p,
+					"first_offset", f.recs[0].Offset, "records", len(f.recs), "lost", lost)
 				<-f.done
 				c.land(f)
 			}
@@ -373,6 +375,9 @@ func (c *consumer) inFlight() int {
 // as there are free slots, each partition's once its last one landed. It
 // stops at a failed batch (c.failed).
 func (c *consumer) flush(work context.Context, now time.Time) {
+	if len(c.failed) > 0 {
+		return // a batch that landed failed: the block halts
+	}
 	for _, k := range c.order() {
 		b := c.buckets[k]
 		for c.idle(k, b) && c.room() && (b.pending() >= c.t.BatchLength || c.due(b, now)) {

@@ -50,6 +50,22 @@ type flight struct {
 	err  error         // deliver's result
 }
 
+// warnSerialised says, once the plugin is open (its describe() read),
+// which blocks ask for batches in flight from a plugin that runs its
+// consume calls one at a time: correct, but the batches queue in the
+// plugin, and a slow partition holds the others there.
+func (s *Sink) warnSerialised() {
+	if cc, ok := s.out.(ConcurrentConsumer); ok && cc.ConcurrentConsume() {
+		return
+	}
+	for _, t := range s.def.Topics {
+		if t.MaxInFlight > 1 {
+			s.log.Warn("max_in_flight is above 1 but the plugin does not declare concurrent_consume: it runs the batches one at a time",
+				"event", "max_in_flight_serialised", "block", t.Index, "max_in_flight", t.MaxInFlight)
+		}
+	}
+}
+
 // async reports whether flights run on goroutines of their own.
 func (c *consumer) async() bool { return c.t.MaxInFlight > 1 }
 

@@ -32,6 +32,15 @@ type PayloadChecker interface {
 	ChecksPayloads(schema string) bool
 }
 
+// ConcurrentConsumer is implemented by a Deliverer whose plugin says
+// whether concurrent consume calls of one instance run together
+// (describe()'s concurrent_consume: a child.Instance, once open). One that
+// does not serialises them: max_in_flight > 1 is still correct with it, but
+// the batches wait for each other in the plugin.
+type ConcurrentConsumer interface {
+	ConcurrentConsume() bool
+}
+
 // State is where a sink is in its life.
 type State string
 
@@ -170,6 +179,7 @@ func (s *Sink) Run(ctx context.Context) error {
 			return err
 		}
 	}
+	s.warnSerialised()
 	consumers := make([]*consumer, len(s.def.Topics))
 	for i, t := range s.def.Topics {
 		opts, err := clientOpts(s.cfg.Brokers, t)
