@@ -68,6 +68,16 @@ type Topic struct {
 	DeadLetterTopic string
 }
 
+// InFlight is how many batches the sink's blocks may have in consume() at
+// once: the sum of their max_in_flight.
+func (d *Definition) InFlight() int {
+	n := 0
+	for _, t := range d.Topics {
+		n += t.MaxInFlight
+	}
+	return n
+}
+
 // Tolerance is errors_tolerance.
 type Tolerance string
 

@@ -418,4 +418,9 @@ func TestMaxInFlight(t *testing.T) {
 	if _, err := definition.Parse("f.toml", doc("max_in_flight = \"4\"\n")); err == nil {
 		t.Error("a string max_in_flight accepted")
 	}
+	// The sink's batches in flight: what its library's child needs threads for.
+	d, err := definition.Parse("f.toml", doc("max_in_flight = 6\n[[topics]]\ntopics = [\"b\"]\nschema = \"raw\"\n"))
+	if err != nil || d.InFlight() != 7 {
+		t.Errorf("InFlight() of blocks of 6 and 1: %v %v", d, err)
+	}
 }
