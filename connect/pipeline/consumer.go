@@ -235,12 +235,12 @@ func (c *consumer) session(ctx, work context.Context) error {
 		if sctx.Err() != nil {
 			c.mu.Unlock()
 			if ctx.Err() != nil {
-				return c.shutdown(work)
+				return c.shutdown(work, nil)
 			}
 			// A dead-letter topic that cannot exist: no record of its
 			// topic was fetched; the other partitions stop as on a
 			// failed batch, what they buffered flushed and committed.
-			return errors.Join(context.Cause(sctx), c.shutdown(work))
+			return errors.Join(context.Cause(sctx), c.shutdown(work, nil))
 		}
 		c.settle(work)
 		c.flush(work, now)
@@ -277,7 +277,11 @@ func (c *consumer) drop(work context.Context, cl *kgo.Client, parts map[string][
 		}
 	}
 	if lost {
-		c.landed = map[string]map[int32]kgo.EpochOffset{}
+		for topic, ps := range parts {
+			for _, p := range ps {
+				delete(c.landed[topic], p)
+			}
+		}
 	}
 	c.commitLanded(work)
 	for topic, ps := range parts {
@@ -424,10 +428,10 @@ func (c *consumer) flush(work context.Context, now time.Time) {
 // shutdown lands the batches in flight, flushes every bucket but the
 // failed partitions', and commits what was delivered with one synchronous
 // commit. With max_in_flight > 1 the flush runs as many batches at once.
-func (c *consumer) shutdown(work context.Context) error {
+// It returns the failures of the partitions not in reported.
+func (c *consumer) shutdown(work context.Context, reported map[tp]error) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	had := maps.Clone(c.failed)
 	c.drain()
 	for {
 		for _, k := range c.order() {
@@ -444,7 +448,7 @@ func (c *consumer) shutdown(work context.Context) error {
 	var errs []error
 	for _, k := range slices.SortedFunc(maps.Keys(c.failed), cmpTP) {
 		switch err := c.failed[k]; {
-		case had[k] != nil:
+		case reported[k] != nil:
 		case errors.Is(err, errRewind):
 			c.log.Warn("plugin process died during the shutdown flush; the rest is delivered on restart", "event", "shutdown_flush_cut", "topic", k.topic, "partition", k.partition)
 		default:

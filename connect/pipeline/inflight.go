@@ -39,9 +39,18 @@ import (
 // is waited for, and its offset committed, before the revocation callback
 // returns; after that nothing of the partition is committed.
 //
+// Memory: while batches are in flight the loop keeps polling, so a bucket
+// holding a full batch that cannot start (its partition's batch is in the
+// air, or every slot is taken) has its partition paused until it drains
+// (throttle), and over --max-buffered-bytes the loop waits for a batch to
+// land instead of polling (poll).
+//
 // c.mu guards c.flying, the buckets, c.landed and c.failed. A flight's
 // goroutine takes none of it (deliver reads the definition and takes only
 // attemptsMu), so waiting for a flight with c.mu held cannot deadlock.
+
+// flight is one batch handed to the plugin: the head of its partition's
+// bucket.
 type flight struct {
 	k    tp
 	recs []*kgo.Record // the bucket's head: it stays in the bucket until it lands
@@ -242,12 +251,13 @@ func (c *consumer) halt(work context.Context) error {
 			cut = append(cut, err)
 		}
 	}
+	reported := maps.Clone(c.failed)
 	c.mu.Unlock()
 	switch {
 	case len(stops) > 0:
 		// A stop: what the other partitions buffered is flushed too,
 		// then committed with one synchronous commit.
-		return errors.Join(append(stops, c.shutdown(work))...)
+		return errors.Join(append(append(stops, cut...), c.shutdown(work, reported))...)
 	case rewind:
 		return errRewind
 	default: // work ended: the shutdown timeout passed mid-delivery

@@ -457,3 +457,30 @@ func TestInFlightRevokedWaits(t *testing.T) {
 		}
 	}
 }
+
+// The loop keeps polling while a slow partition's batch is in the plugin,
+// but its bucket does not grow without bound: once it holds a full batch
+// behind the one in flight the partition is not fetched, until it drains.
+func TestInFlightSlowPartitionBounded(t *testing.T) {
+	const per = 300
+	var g gates
+	g.hold(0, 0, 1)
+	p := &fakeplugin.Plugin{Concurrent: true, Decide: func(b hostclient.Batch, _ int) fakeplugin.Result {
+		return fakeplugin.Result{Gate: g.of(b)}
+	}}
+	kf := partitioned(t, 2, per)
+	h := newHarness(t, kf, inFlightBlock(2), fake(p))
+	h.budget = pipeline.NewBudget(0)
+	h.start()
+	poll.Until(t, 20*time.Second, "partition 1 committed", func() bool { return committedP(t, kf, 2)[1] == per })
+	time.Sleep(500 * time.Millisecond) // polls go on meanwhile
+	// Each record is {"n":<i>}: at most 10 bytes. Per partition: in
+	// flight 5, a full batch behind it, and what one poll brought before
+	// the pause (without the pause: measured over 5000 bytes).
+	if peak, limit := h.budget.Peak(), int64(2*3*5*10); peak > limit {
+		t.Errorf("peak buffered %d bytes, more than the %d of three batches per partition: the slow partition's bucket grew", peak, limit)
+	}
+	g.open(0, 0, 1)
+	poll.Until(t, 20*time.Second, "partition 0 committed", func() bool { return committedP(t, kf, 2)[0] == per })
+	checkOrder(t, p, 2, per, 2)
+}
