@@ -265,25 +265,7 @@ func (c *consumer) session(ctx, work context.Context) error {
 func (c *consumer) drop(work context.Context, cl *kgo.Client, parts map[string][]int32, lost bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	var resume map[string][]int32
-	for topic, ps := range parts {
-		for _, p := range ps {
-			if f := c.flying[tp{topic, p}]; f != nil {
-				c.log.Info("partition revoked with a batch in flight; waiting for it", "event", "revoke_wait", "topic", topic, "partition", p,
-					"first_offset", f.recs[0].Offset, "records", len(f.recs), "lost", lost)
-				<-f.done
-				c.land(f)
-			}
-		}
-	}
-	if lost {
-		for topic, ps := range parts {
-			for _, p := range ps {
-				delete(c.landed[topic], p)
-			}
-		}
-	}
-	c.commitLanded(work)
+	c.landRevoked(work, parts, lost)
 	for topic, ps := range parts {
 		for _, p := range ps {
 			k := tp{topic, p}
@@ -296,20 +278,9 @@ func (c *consumer) drop(work context.Context, cl *kgo.Client, parts map[string][
 			}
 			delete(c.buckets, k)
 			c.s.forget(k)
-			if c.paused[k] {
-				// Paused stays paused across rebalances: a partition
-				// assigned again later must be fetched.
-				delete(c.paused, k)
-				if resume == nil {
-					resume = map[string][]int32{}
-				}
-				resume[topic] = append(resume[topic], p)
-			}
 		}
 	}
-	if resume != nil {
-		cl.ResumeFetchPartitions(resume)
-	}
+	c.unpause(cl, parts)
 }
 
 // release gives back to the Budget what the session's buckets still count:

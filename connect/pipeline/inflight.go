@@ -265,6 +265,34 @@ func (c *consumer) halt(work context.Context) error {
 	}
 }
 
+// landRevoked waits for the flights of partitions the group takes away
+// and lands them, committing those that returned OK unless the partitions
+// were lost (another member may own them already); c.mu is held, in the
+// revocation callback, before the buckets go.
+func (c *consumer) landRevoked(work context.Context, parts map[string][]int32, lost bool) {
+	for topic, ps := range parts {
+		for _, p := range ps {
+			if f := c.flying[tp{topic, p}]; f != nil {
+				c.log.Info("partition revoked with a batch in flight; waiting for it", "event", "revoke_wait", "topic", topic, "partition", p,
+					"first_offset", f.recs[0].Offset, "records", len(f.recs), "lost", lost)
+				<-f.done
+				c.land(f)
+			}
+		}
+	}
+	if lost {
+		for topic, ps := range parts {
+			for _, p := range ps {
+				delete(c.landed[topic], p)
+			}
+			if len(c.landed[topic]) == 0 {
+				delete(c.landed, topic)
+			}
+		}
+	}
+	c.commitLanded(work)
+}
+
 // poll returns the next records. With max_in_flight > 1 a flight that
 // returns ends the poll, so that the loop lands it at once; and while the
 // budget is over with batches in flight (flush started all it could) the
@@ -309,6 +337,27 @@ func (c *consumer) throttle(cl *kgo.Client) {
 	}
 	if pause != nil {
 		cl.PauseFetchPartitions(pause)
+	}
+	if resume != nil {
+		cl.ResumeFetchPartitions(resume)
+	}
+}
+
+// unpause resumes fetching the partitions taken away that throttle
+// paused: a pause outlives rebalances, and a partition assigned again
+// later must be fetched. c.mu is held.
+func (c *consumer) unpause(cl *kgo.Client, parts map[string][]int32) {
+	var resume map[string][]int32
+	for topic, ps := range parts {
+		for _, p := range ps {
+			if k := (tp{topic, p}); c.paused[k] {
+				delete(c.paused, k)
+				if resume == nil {
+					resume = map[string][]int32{}
+				}
+				resume[topic] = append(resume[topic], p)
+			}
+		}
 	}
 	if resume != nil {
 		cl.ResumeFetchPartitions(resume)
