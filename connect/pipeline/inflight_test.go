@@ -18,6 +18,7 @@ import (
 	"github.com/picomq/heavy-sinks/connect/pipeline"
 	"github.com/picomq/heavy-sinks/internal/testenv/poll"
 	"github.com/picomq/heavy-sinks/shared/hostclient"
+	"github.com/picomq/heavy-sinks/shared/metadata"
 )
 
 // Batches in flight (max_in_flight > 1), on topic "p" of several
@@ -483,4 +484,43 @@ func TestInFlightSlowPartitionBounded(t *testing.T) {
 	g.open(0, 0, 1)
 	poll.Until(t, 20*time.Second, "partition 0 committed", func() bool { return committedP(t, kf, 2)[0] == per })
 	checkOrder(t, p, 2, per, 2)
+}
+
+// errors_tolerance = "all" with batches in flight: every partition's
+// rejected records reach the dead-letter topic, acknowledged before their
+// batch is committed; the good ones are written once each.
+func TestInFlightDeadLetters(t *testing.T) {
+	const parts, per, n = 4, 20, 4
+	p := rejecting(`{"n":1`) // offsets 1 and 10 to 19 of each partition
+	p.Concurrent = true
+	kf := partitioned(t, parts, per)
+	blocks := inFlightBlock(n) + "errors_tolerance = \"all\"\n"
+	h := newHarness(t, kf, blocks, fake(p))
+	h.start()
+	poll.Until(t, 20*time.Second, "everything committed", func() bool {
+		return slices.Equal(committedP(t, kf, parts), []int64{per, per, per, per})
+	})
+	dlq := map[string]int{}
+	for _, r := range readTopic(t, kf.ListenAddrs(), "p.dlq", parts*11) {
+		dlq[header(r, metadata.DeadLetterPartition)+"@"+header(r, metadata.DeadLetterOffset)]++
+	}
+	written := map[uint32][]uint64{}
+	for _, b := range p.Written() {
+		for _, r := range b.Records {
+			written[b.Partition] = append(written[b.Partition], r.Offset)
+		}
+	}
+	for part := range parts {
+		if want := []uint64{0, 2, 3, 4, 5, 6, 7, 8, 9}; !slices.Equal(written[uint32(part)], want) {
+			t.Errorf("partition %d written %v, want %v", part, written[uint32(part)], want)
+		}
+		for _, o := range []int{1, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19} {
+			if k := fmt.Sprintf("%d@%d", part, o); dlq[k] != 1 {
+				t.Errorf("dead letter %s produced %d times", k, dlq[k])
+			}
+		}
+	}
+	if s := p.Snapshot(); s.Overlaps != 0 || s.MaxRunning > n {
+		t.Errorf("%d overlapping calls of a partition, %d at once", s.Overlaps, s.MaxRunning)
+	}
 }
