@@ -231,13 +231,13 @@ func (c *consumer) awaitAny() {
 }
 
 // halt ends a session on a failed flight, once every other flight landed
-// (those that returned OK committed): a stop flushes and commits what the
-// other partitions buffered, a host death rewinds to the committed
-// offsets, and a failure for the shutdown timeout says so.
+// (those that returned OK committed): a stop flushes what the other
+// partitions buffered and commits it with them in one commit, a host
+// death rewinds to the committed offsets, and a failure for the shutdown
+// timeout says so.
 func (c *consumer) halt(work context.Context) error {
 	c.mu.Lock()
 	c.drain()
-	c.commitLanded(work)
 	var stops, cut []error
 	rewind := false
 	for _, k := range slices.SortedFunc(maps.Keys(c.failed), cmpTP) {
@@ -252,6 +252,9 @@ func (c *consumer) halt(work context.Context) error {
 		}
 	}
 	reported := maps.Clone(c.failed)
+	if len(stops) == 0 {
+		c.commitLanded(work)
+	} // else the shutdown's one commit takes them
 	c.mu.Unlock()
 	switch {
 	case len(stops) > 0:

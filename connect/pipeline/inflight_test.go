@@ -283,18 +283,25 @@ func TestInFlightRetryOthersProgress(t *testing.T) {
 func TestInFlightFatalWithOthersInFlight(t *testing.T) {
 	const parts, per, n = 3, 10, 3
 	var g gates
+	g.hold(0, 0, 1)
 	g.hold(1, 0, 1)
 	g.hold(2, 0, 1)
 	p := &fakeplugin.Plugin{Concurrent: true, Decide: func(b hostclient.Batch, _ int) fakeplugin.Result {
+		r := fakeplugin.Result{Gate: g.of(b)}
 		if b.Partition == 0 {
-			return fakeplugin.Fatal("no")
+			r.Code, r.Message = hostclient.StatusFatal, "no"
 		}
-		return fakeplugin.Result{Gate: g.of(b)}
+		return r
 	}}
 	kf := partitioned(t, parts, per)
 	h := newHarness(t, kf, inFlightBlock(n), fake(p))
 	h.budget = pipeline.NewBudget(0)
 	h.start()
+	// The three in the plugin, then partition 0's answer.
+	if !p.Wait(10*time.Second, func(s fakeplugin.State) bool { return s.Running() == 3 }) {
+		t.Fatal("the three partitions' batches never were in the plugin at once")
+	}
+	g.open(0, 0, 1)
 	if !p.Wait(10*time.Second, func(s fakeplugin.State) bool { return len(s.Calls) == 1 && s.Running() == 2 }) {
 		t.Fatalf("want partition 0's FATAL with 1 and 2 in flight; calls %+v", p.Calls())
 	}
@@ -324,16 +331,23 @@ func TestInFlightFatalWithOthersInFlight(t *testing.T) {
 func TestInFlightHostDeathRewinds(t *testing.T) {
 	const parts, per, n = 2, 10, 2
 	var g gates
+	g.hold(0, 0, 1)
 	g.hold(1, 0, 1)
 	p := &fakeplugin.Plugin{Concurrent: true, Decide: func(b hostclient.Batch, _ int) fakeplugin.Result {
+		r := fakeplugin.Result{Gate: g.of(b)}
 		if b.Partition == 0 && b.Attempt == 1 && b.Records[0].Offset == 0 {
-			return fakeplugin.Exit()
+			r.Exit = true
 		}
-		return fakeplugin.Result{Gate: g.of(b)}
+		return r
 	}}
 	kf := partitioned(t, parts, per)
 	h := newHarness(t, kf, inFlightBlock(n), fake(p))
 	h.start()
+	// Both in the plugin, then partition 0's host dies.
+	if !p.Wait(10*time.Second, func(s fakeplugin.State) bool { return s.Running() == 2 }) {
+		t.Fatal("both partitions' batches never were in the plugin at once")
+	}
+	g.open(0, 0, 1)
 	if !p.Wait(10*time.Second, func(s fakeplugin.State) bool { return len(s.Calls) == 1 && s.Running() == 1 }) {
 		t.Fatalf("want partition 0's death with 1 in flight; calls %+v", p.Calls())
 	}
