@@ -190,6 +190,9 @@ func run(args []string) (code int) {
 			return startupFailed(log, "plugin_config cannot be passed to the plugin", err, "sink_key", d.Key, "file", d.File)
 		}
 		inst := p.Instance(string(js), log.With("sink_key", d.Key))
+		if d.InFlight() > len(d.Topics) {
+			inst.AllowOverlap() // a block asks for batches in flight
+		}
 		insts = append(insts, inst)
 		s := pipeline.New(d, inst, cfg)
 		sinks = append(sinks, s)

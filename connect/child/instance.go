@@ -11,9 +11,10 @@ import (
 	"github.com/picomq/heavy-sinks/shared/hostclient"
 )
 
-// Instance is one open sink instance of a Process. Consume calls may
-// overlap (a block with max_in_flight > 1 hands it batches of several
-// partitions at once): they run on different host threads, and the plugin
+// Instance is one open sink instance of a Process. Its Consume calls run
+// one at a time (the blocks of a sink share it), unless AllowOverlap was
+// called: then they run on different host threads at once (a block with
+// max_in_flight > 1 hands it batches of several partitions), and the plugin
 // runs them together when it declares concurrent_consume, one at a time
 // otherwise. Close waits for the calls in flight.
 type Instance struct {
@@ -21,6 +22,8 @@ type Instance struct {
 	config string
 	log    *slog.Logger
 
+	overlap atomic.Bool
+	serial  sync.Mutex // held by each Consume for its call unless overlap
 	// calls is held shared by each Consume for its whole call and
 	// exclusively by Close, which so never overlaps a consume.
 	calls sync.RWMutex
@@ -112,6 +115,10 @@ func (i *Instance) ensure(ctx context.Context) error {
 // partition, so the plugin must not go on writing it. The next call starts
 // a new child.
 func (i *Instance) Consume(ctx context.Context, b hostclient.Batch) ([]hostclient.Rejection, error) {
+	if !i.overlap.Load() {
+		i.serial.Lock()
+		defer i.serial.Unlock()
+	}
 	i.calls.RLock()
 	defer i.calls.RUnlock()
 	i.mu.Lock()
@@ -132,6 +139,12 @@ func (i *Instance) Consume(ctx context.Context, b hostclient.Batch) ([]hostclien
 // ChecksPayloads reports whether the instance's library checks the
 // payloads of a schema's batches itself (Process.ChecksPayloads).
 func (i *Instance) ChecksPayloads(schema string) bool { return i.p.ChecksPayloads(schema) }
+
+// AllowOverlap lets Consume calls of the instance run at once, for a sink
+// that asks for batches in flight (max_in_flight above 1); call it before
+// the first Consume. Without it they run one at a time, as they always
+// did: a sink's blocks share the instance.
+func (i *Instance) AllowOverlap() { i.overlap.Store(true) }
 
 // ConcurrentConsume reports whether the instance's library runs
 // concurrent consume calls of one instance together

@@ -311,13 +311,16 @@ func TestCloseDuringACall(t *testing.T) {
 	})
 }
 
-// Consume calls of one instance overlap in the host. A library that
-// declares concurrent_consume runs them together (ConcurrentConsume says
-// so); one that does not runs them one after the other, both correct.
-// Close waits for every call in flight.
+// Consume calls of one instance that AllowOverlap overlap in the host. A
+// library that declares concurrent_consume runs them together
+// (ConcurrentConsume says so); one that does not runs them one after the
+// other, both correct. Without AllowOverlap the instance runs them one at
+// a time whatever the library declares. Close waits for every call in
+// flight.
 func TestConcurrentConsume(t *testing.T) {
-	for _, conc := range []bool{false, true} {
-		t.Run(fmt.Sprintf("concurrent_consume=%v", conc), func(t *testing.T) {
+	for _, c := range []struct{ conc, overlap bool }{{false, true}, {true, true}, {true, false}} {
+		conc := c.conc
+		t.Run(fmt.Sprintf("concurrent_consume=%v,overlap=%v", c.conc, c.overlap), func(t *testing.T) {
 			if conc {
 				t.Setenv("PICOMQ_TEST_PLUGIN_CONCURRENT", "1") // the child inherits it
 			}
@@ -329,6 +332,9 @@ func TestConcurrentConsume(t *testing.T) {
 			}
 			if inst.ConcurrentConsume() != conc {
 				t.Fatalf("ConcurrentConsume() = %v", !conc)
+			}
+			if c.overlap {
+				inst.AllowOverlap()
 			}
 			a, b := consumeAsync(ctx, inst, 0), consumeAsync(ctx, inst, 1)
 			f.waitLog("consume delayed", 1)
@@ -359,7 +365,7 @@ func TestConcurrentConsume(t *testing.T) {
 				}
 				most = max(most, rec.Running)
 			}
-			if want := map[bool]int{false: 1, true: 2}[conc]; most != want {
+			if want := map[bool]int{false: 1, true: 2}[conc && c.overlap]; most != want {
 				t.Errorf("at most %d calls in the plugin at once, want %d", most, want)
 			}
 		})
