@@ -222,3 +222,28 @@ func TestCheckLibraryThatDoesNotLoad(t *testing.T) {
 	}
 	wantLines(t, stderr, fmt.Sprintf("%s: path %q: loading %s", file, strings.TrimSuffix(lib, ".so"), lib))
 }
+
+// --check says, as the start does, which blocks ask for batches in flight
+// from a plugin that runs its consume calls one at a time; not a problem
+// (it is correct), so the check passes. A plugin declaring
+// concurrent_consume gets no warning.
+func TestCheckWarnsSerialisedInFlight(t *testing.T) {
+	dir := t.TempDir()
+	file := writeCheckDef(t, dir, "inflight", testLib, fmt.Sprintf("record_path = %q", filepath.Join(t.TempDir(), "rec.jsonl")))
+	def, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	def = []byte(strings.Replace(string(def), "schema = \"json\"\n", "schema = \"json\"\nmax_in_flight = 4\n", 1))
+	if err := os.WriteFile(file, def, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, stderr := runCheck(t, file)
+	if code != exitOK || !strings.Contains(stderr, "event=max_in_flight_serialised") || !strings.Contains(stderr, "block=1 max_in_flight=4") {
+		t.Errorf("exit %d, want 0 with a max_in_flight_serialised warning", code)
+	}
+	t.Setenv("PICOMQ_TEST_PLUGIN_CONCURRENT", "1") // the child reading describe() inherits it
+	if code, stderr := runCheck(t, file); code != exitOK || strings.Contains(stderr, "max_in_flight_serialised") {
+		t.Errorf("exit %d, or a warning for a plugin declaring concurrent_consume", code)
+	}
+}

@@ -73,7 +73,7 @@ func run(args []string) (code int) {
 	brokers := fs.String("brokers", "localhost:9092", "comma-separated seed brokers (a block's bootstrap.servers property overrides it)")
 	pluginDir := fs.String("plugin-dir", "dist", "directory a definition's relative path is resolved against")
 	hostBin := fs.String("host", "", "picomq-host binary (default: picomq-host in --plugin-dir, next to this executable, or on PATH)")
-	workers := fs.Int("workers", 4, "host threads per plugin library")
+	workers := fs.Int("workers", 4, "host threads per plugin library; raised to the sum of max_in_flight of the blocks using it, plus one")
 	maxBuffered := fs.Int64("max-buffered-bytes", 0, "cap on the bytes of records buffered by every sink together; past it the largest buckets flush early (0: no cap)")
 	shutdown := fs.Duration("shutdown-timeout", 30*time.Second, "bound on the whole shutdown: flush, final commit, closing the plugins; plugin hosts still running then are killed")
 	level := fs.String("log-level", "info", "debug, info, warn or error")
@@ -161,6 +161,11 @@ func run(args []string) (code int) {
 	// One child process per library, shared by every sink that uses it;
 	// it starts with its first sink's open.
 	procs := map[string]*child.Process{}
+	// Each batch in flight holds a host thread of its library's child.
+	inFlight := map[string]int{}
+	for _, d := range enabled {
+		inFlight[d.LibraryPath(*pluginDir)] += d.InFlight()
+	}
 	var sinks []*pipeline.Sink
 	var insts []*child.Instance
 	metrics := observe.NewMetrics()
@@ -172,7 +177,12 @@ func run(args []string) (code int) {
 		lib := d.LibraryPath(*pluginDir)
 		p := procs[lib]
 		if p == nil {
-			p = child.New(bin, lib, child.Options{Workers: *workers, Logger: log, Stderr: stderr})
+			w := child.WorkersFor(*workers, inFlight[lib])
+			if w != *workers {
+				log.Info("plugin host threads raised to the batches its sinks may have in flight, plus one", "event", "host_workers",
+					"library", lib, "workers", w, "max_in_flight_total", inFlight[lib])
+			}
+			p = child.New(bin, lib, child.Options{Workers: w, Logger: log, Stderr: stderr})
 			procs[lib] = p
 		}
 		js, err := d.OpenConfig()
@@ -180,6 +190,9 @@ func run(args []string) (code int) {
 			return startupFailed(log, "plugin_config cannot be passed to the plugin", err, "sink_key", d.Key, "file", d.File)
 		}
 		inst := p.Instance(string(js), log.With("sink_key", d.Key))
+		if d.InFlight() > len(d.Topics) {
+			inst.AllowOverlap() // a block asks for batches in flight
+		}
 		insts = append(insts, inst)
 		s := pipeline.New(d, inst, cfg)
 		sinks = append(sinks, s)

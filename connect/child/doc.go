@@ -13,6 +13,12 @@
 // A Consume the caller stops waiting for (its context ended) kills the
 // child, so that the plugin stops writing a batch the caller gave up on.
 //
+// Consume calls of one Instance run one at a time unless
+// Instance.AllowOverlap (a sink with max_in_flight above 1): then each
+// holds a host worker thread (WorkersFor sizes a library's child), and the
+// plugin runs them together when its describe() declares
+// concurrent_consume (Instance.ConcurrentConsume), one at a time otherwise.
+//
 // File map: process.go (the child and its restarts), instance.go (opened
 // sinks), find.go (locating the picomq-host binary).
 package child

@@ -11,17 +11,26 @@ import (
 	"github.com/picomq/heavy-sinks/shared/hostclient"
 )
 
-// Instance is one open sink instance of a Process. Its calls are not meant
-// to overlap: a sink consumer hands it one batch at a time.
+// Instance is one open sink instance of a Process. Its Consume calls run
+// one at a time (the blocks of a sink share it), unless AllowOverlap was
+// called: then they run on different host threads at once (a block with
+// max_in_flight > 1 hands it batches of several partitions), and the plugin
+// runs them together when it declares concurrent_consume, one at a time
+// otherwise. Close waits for the calls in flight.
 type Instance struct {
 	p      *Process
 	config string
 	log    *slog.Logger
 
-	mu   sync.Mutex
-	h    *hostclient.Host // the child inst lives in
-	inst *hostclient.Instance
-	gen  int
+	overlap atomic.Bool
+	serial  sync.Mutex // held by each Consume for its call unless overlap
+	// calls is held shared by each Consume for its whole call and
+	// exclusively by Close, which so never overlaps a consume.
+	calls sync.RWMutex
+	mu    sync.Mutex       // h, inst, gen: held while the instance (re)opens
+	h     *hostclient.Host // the child inst lives in
+	inst  *hostclient.Instance
+	gen   int
 	// open is h and inst for Metrics, which must not wait for mu: a
 	// consume holds it for the whole call, and metrics() never waits for
 	// a consume (the header's threading rules).
@@ -106,22 +115,41 @@ func (i *Instance) ensure(ctx context.Context) error {
 // partition, so the plugin must not go on writing it. The next call starts
 // a new child.
 func (i *Instance) Consume(ctx context.Context, b hostclient.Batch) ([]hostclient.Rejection, error) {
+	if !i.overlap.Load() {
+		i.serial.Lock()
+		defer i.serial.Unlock()
+	}
+	i.calls.RLock()
+	defer i.calls.RUnlock()
 	i.mu.Lock()
-	defer i.mu.Unlock()
-	if err := i.ensure(ctx); err != nil {
+	err := i.ensure(ctx)
+	h, inst := i.h, i.inst
+	i.mu.Unlock()
+	if err != nil {
 		return nil, err
 	}
-	rej, err := i.inst.ConsumeResult(b, hostclient.WithContext(ctx))
+	rej, err := inst.ConsumeResult(b, hostclient.WithContext(ctx))
 	if err != nil && ctx.Err() != nil && isContextErr(err) {
-		i.p.abandon(i.h, "a consume was abandoned when its context ended")
+		i.p.abandon(h, "a consume was abandoned when its context ended")
 		return nil, err
 	}
-	return rej, exitedFrom(i.h, err)
+	return rej, exitedFrom(h, err)
 }
 
 // ChecksPayloads reports whether the instance's library checks the
 // payloads of a schema's batches itself (Process.ChecksPayloads).
 func (i *Instance) ChecksPayloads(schema string) bool { return i.p.ChecksPayloads(schema) }
+
+// AllowOverlap lets Consume calls of the instance run at once, for a sink
+// that asks for batches in flight (max_in_flight above 1); call it before
+// the first Consume. Without it they run one at a time, as they always
+// did: a sink's blocks share the instance.
+func (i *Instance) AllowOverlap() { i.overlap.Store(true) }
+
+// ConcurrentConsume reports whether the instance's library runs
+// concurrent consume calls of one instance together
+// (Process.ConcurrentConsume).
+func (i *Instance) ConcurrentConsume() bool { return i.p.ConcurrentConsume() }
 
 // Description returns the instance's library's describe() document
 // (Process.Description): /metrics reads its metric declarations.
@@ -150,6 +178,8 @@ func (i *Instance) Close() error { return i.CloseContext(context.Background()) }
 // ctx's error and the plugin's close goes on in the child, which the
 // caller then ends (Process.Shutdown).
 func (i *Instance) CloseContext(ctx context.Context) error {
+	i.calls.Lock()
+	defer i.calls.Unlock()
 	i.mu.Lock()
 	defer i.mu.Unlock()
 	if i.inst == nil {

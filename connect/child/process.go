@@ -32,6 +32,7 @@ type Process struct {
 	restarts int
 	closed   bool
 	checks   []string // the library's describe() payload_checks
+	conc     bool     // the library's describe() concurrent_consume
 	desc     string   // the library's describe() document; "" when it failed
 	loggers  sync.Map // log ctx (uint64) -> *slog.Logger of the instance
 }
@@ -39,8 +40,9 @@ type Process struct {
 // Options for New. Zero values take the defaults.
 type Options struct {
 	// Workers is the number of host threads calling into the plugin;
-	// default 4. One consume per instance runs at a time, so more
-	// workers help only when one library serves several blocks or sinks.
+	// default 4. Each call in flight holds one: picomq-connect gives a
+	// library at least the batches its blocks may have in flight
+	// (max_in_flight), plus one for metrics and close.
 	Workers int
 	// Logger receives the runtime's lines about the process and, at their
 	// own level, the plugin's lines; default slog.Default().
@@ -49,6 +51,19 @@ type Options struct {
 	// without the callback, crash reports); default: discarded, but the
 	// tail is kept for the error of a dead child.
 	Stderr io.Writer
+}
+
+// MaxWorkers is the most host worker threads a child may have
+// (hostclient.Workers' range).
+const MaxWorkers = 256
+
+// WorkersFor is the worker threads of a library's child: least (--workers),
+// or, when the blocks of the sinks using the library may have more batches
+// in flight than that (the sum of their max_in_flight), one per batch plus
+// one, so that metrics() and close() never queue behind consumes; at most
+// MaxWorkers.
+func WorkersFor(least, inFlight int) int {
+	return min(max(least, inFlight+1), MaxWorkers)
 }
 
 // New returns a Process for the library at lib, run by the host binary
@@ -96,40 +111,49 @@ func (p *Process) current(ctx context.Context) (*hostclient.Host, *hostclient.Li
 		h.Kill()
 		return nil, nil, 0, fmt.Errorf("%s: %w", p.lib, err) // the error says "load: "
 	}
-	checks, desc, err := payloadChecks(ctx, l, p.log)
+	d, err := describe(ctx, l, p.log)
 	if err != nil {
 		h.Kill()
 		return nil, nil, 0, fmt.Errorf("%s: describe: %w", p.lib, err)
 	}
 	p.h, p.l = h, l
-	p.checks, p.desc = checks, desc
+	p.checks, p.conc, p.desc = d.PayloadChecks, d.ConcurrentConsume, d.js
 	p.gen++
 	p.log.Info("plugin host process started", "event", "host_started", "pid", h.Pid(), "generation", p.gen)
 	return h, l, p.gen, nil
 }
 
-// payloadChecks reads the schemas whose payloads the library checks itself
-// (describe()'s payload_checks). A library that does not say, or whose
-// description cannot be read, checks none: the runtime checks them all.
-// It returns the description too ("" when describe failed), and an error
-// only when ctx ended first.
-func payloadChecks(ctx context.Context, l *hostclient.Lib, log *slog.Logger) ([]string, string, error) {
+// description is what the runtime reads of a library's describe().
+type description struct {
+	// PayloadChecks are the schemas whose payloads the library checks
+	// itself; the runtime checks the others.
+	PayloadChecks []string `json:"payload_checks"`
+	// ConcurrentConsume: concurrent consume calls of one instance run
+	// together (otherwise the plugin serialises them).
+	ConcurrentConsume bool   `json:"concurrent_consume"`
+	js                string // the document; "" when describe failed
+}
+
+// describe reads the library's describe(). A library that does not say,
+// or whose description cannot be read, checks no payload (the runtime
+// checks them all) and runs one consume at a time. The error is ctx's,
+// only when it ended first.
+func describe(ctx context.Context, l *hostclient.Lib, log *slog.Logger) (description, error) {
 	js, err := l.Describe(hostclient.WithContext(ctx))
 	if err != nil && ctx.Err() != nil {
-		return nil, "", err
+		return description{}, err
 	}
 	if err != nil {
 		log.Warn("describe failed; the runtime checks every payload itself", "err", err)
-		return nil, "", nil
+		return description{}, nil
 	}
-	var d struct {
-		PayloadChecks []string `json:"payload_checks"`
-	}
+	var d description
 	if err := json.Unmarshal([]byte(js), &d); err != nil {
 		log.Warn("describe returned no JSON object; the runtime checks every payload itself", "err", err)
-		return nil, js, nil
+		return description{js: js}, nil
 	}
-	return d.PayloadChecks, js, nil
+	d.js = js
+	return d, nil
 }
 
 // Description returns the library's describe() document as read when its
@@ -148,6 +172,15 @@ func (p *Process) ChecksPayloads(schema string) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return slices.Contains(p.checks, schema)
+}
+
+// ConcurrentConsume reports whether the library declares
+// concurrent_consume: concurrent consume calls of one instance run
+// together. False before the first start.
+func (p *Process) ConcurrentConsume() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.conc
 }
 
 // onLog forwards a plugin's log line to its instance's logger. It runs on

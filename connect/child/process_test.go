@@ -310,3 +310,64 @@ func TestCloseDuringACall(t *testing.T) {
 		}
 	})
 }
+
+// Consume calls of one instance that AllowOverlap overlap in the host. A
+// library that declares concurrent_consume runs them together
+// (ConcurrentConsume says so); one that does not runs them one after the
+// other, both correct. Without AllowOverlap the instance runs them one at
+// a time whatever the library declares. Close waits for every call in
+// flight.
+func TestConcurrentConsume(t *testing.T) {
+	for _, c := range []struct{ conc, overlap bool }{{false, true}, {true, true}, {true, false}} {
+		conc := c.conc
+		t.Run(fmt.Sprintf("concurrent_consume=%v,overlap=%v", c.conc, c.overlap), func(t *testing.T) {
+			if conc {
+				t.Setenv("PICOMQ_TEST_PLUGIN_CONCURRENT", "1") // the child inherits it
+			}
+			f := newFixture(t) // 2 host threads
+			ctx := context.Background()
+			inst, err := f.p.Open(ctx, f.config("a", map[string]any{"delay": "400ms"}), f.log)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if inst.ConcurrentConsume() != conc {
+				t.Fatalf("ConcurrentConsume() = %v", !conc)
+			}
+			if c.overlap {
+				inst.AllowOverlap()
+			}
+			a, b := consumeAsync(ctx, inst, 0), consumeAsync(ctx, inst, 1)
+			f.waitLog("consume delayed", 1)
+			closed := make(chan error, 1)
+			go func() { closed <- inst.Close() }()
+			for _, done := range []chan error{a, b} {
+				if err := <-done; err != nil {
+					t.Fatalf("Consume: %v", err)
+				}
+			}
+			if err := <-closed; err != nil {
+				t.Fatalf("Close: %v", err)
+			}
+			if got := f.recorded("a"); len(got) != 2 {
+				t.Fatalf("recorded %v, want both batches", got)
+			}
+			data, err := os.ReadFile(filepath.Join(f.dir, "a.jsonl"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			most := 0
+			for _, l := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+				var rec struct {
+					Running int `json:"running"`
+				}
+				if err := json.Unmarshal([]byte(l), &rec); err != nil {
+					t.Fatal(err)
+				}
+				most = max(most, rec.Running)
+			}
+			if want := map[bool]int{false: 1, true: 2}[conc && c.overlap]; most != want {
+				t.Errorf("at most %d calls in the plugin at once, want %d", most, want)
+			}
+		})
+	}
+}

@@ -18,6 +18,9 @@ const (
 	DefaultPollInterval = 100 * time.Millisecond
 	// MaxBatchLength bounds batch_length: a bucket is held in memory.
 	MaxBatchLength = 1_000_000
+	// MaxInFlight bounds max_in_flight: each batch in flight holds a host
+	// worker thread of its library's child.
+	MaxInFlight = 64
 )
 
 // Definition is one sink definition file, checked.
@@ -46,6 +49,10 @@ type Topic struct {
 	// MaxBatchLatency bounds how long a record waits in its bucket after
 	// it was fetched; 0 is off (the spec: batch_length or poll_interval).
 	MaxBatchLatency time.Duration
+	// MaxInFlight is how many batches of the block, each of a different
+	// topic-partition, may be in the plugin's consume() at once; 1 (the
+	// default) delivers one at a time, in the loop that polls.
+	MaxInFlight int
 	// ConsumerGroup is the group id: consumer_group, or
 	// picomq-connect-sink-<key> for the first block and
 	// picomq-connect-sink-<key>-<Index> for the others.
@@ -59,6 +66,16 @@ type Topic struct {
 	// DeadLetterTopic is where ToleranceAll produces rejected records; empty
 	// means "<source topic>.dlq" (see DeadLetterFor).
 	DeadLetterTopic string
+}
+
+// InFlight is how many batches the sink's blocks may have in consume() at
+// once: the sum of their max_in_flight.
+func (d *Definition) InFlight() int {
+	n := 0
+	for _, t := range d.Topics {
+		n += t.MaxInFlight
+	}
+	return n
 }
 
 // Tolerance is errors_tolerance.

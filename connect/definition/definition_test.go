@@ -394,3 +394,33 @@ func TestDeclaredLimits(t *testing.T) {
 		t.Errorf("batch_length = MaxBatchLength+1: %v, want %q", err, want)
 	}
 }
+
+// max_in_flight defaults to 1 (batches one at a time, the spec's loop) and
+// takes 1 to MaxInFlight; anything else is refused naming the range.
+func TestMaxInFlight(t *testing.T) {
+	doc := func(line string) []byte {
+		return []byte("type = \"sink\"\nkey = \"k\"\npath = \"p\"\n[[topics]]\ntopics = [\"a\"]\nschema = \"json\"\n" + line)
+	}
+	if d, err := definition.Parse("f.toml", doc("")); err != nil || d.Topics[0].MaxInFlight != 1 {
+		t.Fatalf("default: %v %+v", err, d)
+	}
+	for _, n := range []int{1, 8, definition.MaxInFlight} {
+		if d, err := definition.Parse("f.toml", doc(fmt.Sprintf("max_in_flight = %d\n", n))); err != nil || d.Topics[0].MaxInFlight != n {
+			t.Errorf("max_in_flight = %d: %v", n, err)
+		}
+	}
+	want := fmt.Sprintf("out of range [1, %d]", definition.MaxInFlight)
+	for _, v := range []string{"0", "-1", fmt.Sprint(definition.MaxInFlight + 1)} {
+		if _, err := definition.Parse("f.toml", doc("max_in_flight = "+v+"\n")); err == nil || !strings.Contains(err.Error(), "topics[1].max_in_flight: "+v+" "+want) {
+			t.Errorf("max_in_flight = %s: %v, want %q", v, err, want)
+		}
+	}
+	if _, err := definition.Parse("f.toml", doc("max_in_flight = \"4\"\n")); err == nil {
+		t.Error("a string max_in_flight accepted")
+	}
+	// The sink's batches in flight: what its library's child needs threads for.
+	d, err := definition.Parse("f.toml", doc("max_in_flight = 6\n[[topics]]\ntopics = [\"b\"]\nschema = \"raw\"\n"))
+	if err != nil || d.InFlight() != 7 {
+		t.Errorf("InFlight() of blocks of 6 and 1: %v %v", d, err)
+	}
+}

@@ -178,6 +178,7 @@ func (p *parsed) topic(sinkKey string, i int, r *rawTopic) Topic {
 				t.MaxBatchLatency = time.Duration(*r.MaxBatchLatency)
 			}
 		},
+		"max_in_flight":     func(report) { t.MaxInFlight = int(*r.MaxInFlight) },
 		"auto_offset_reset": func(report) { t.OffsetReset = OffsetReset(*r.AutoOffsetReset) },
 		"errors_tolerance":  func(report) { t.ErrorsTolerance = Tolerance(*r.ErrorsTolerance) },
 		"consumer_group": func(errorf report) {

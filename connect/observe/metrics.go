@@ -24,6 +24,11 @@ type Sink interface {
 	Partitions() []pipeline.PartitionStatus
 }
 
+// Flying is a Sink that counts its batches in consume(); *pipeline.Sink.
+type Flying interface {
+	InFlight() int
+}
+
 // Plugin returns an instance's metrics() JSON; *child.Instance.
 type Plugin interface {
 	Metrics(ctx context.Context) (string, error)
@@ -186,6 +191,8 @@ var (
 		"High watermark minus the committed offset of a topic-partition the sink consumes.", sinkTP, nil)
 	lastBatchDesc = prometheus.NewDesc("picomq_connect_last_batch_timestamp_seconds",
 		"Unix time of the last batch of a topic-partition consume() returned OK for.", sinkTP, nil)
+	inFlightDesc = prometheus.NewDesc("picomq_connect_batches_in_flight",
+		"Batches of the sink handed to consume() and not answered yet: at most one per block, or the sum of the blocks' max_in_flight.", []string{"sink_key"}, nil)
 	pluginUpDesc = prometheus.NewDesc("picomq_connect_plugin_metrics_up",
 		"1 when the sink's plugin answered metrics() within the timeout during this scrape, else 0.", []string{"sink_key"}, nil)
 )
@@ -200,6 +207,9 @@ func (s scrape) Collect(ch chan<- prometheus.Metric) {
 		st, _ := t.sink.State()
 		for _, v := range states {
 			ch <- prometheus.MustNewConstMetric(stateDesc, prometheus.GaugeValue, b2f(st == v), key, string(v))
+		}
+		if f, ok := t.sink.(Flying); ok {
+			ch <- prometheus.MustNewConstMetric(inFlightDesc, prometheus.GaugeValue, float64(f.InFlight()), key)
 		}
 		for _, p := range t.sink.Partitions() {
 			part := fmt.Sprint(p.Partition)

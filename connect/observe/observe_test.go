@@ -293,6 +293,7 @@ func testMetricsAndStatus(t *testing.T, pl plug) {
 		{"picomq_connect_sink_state", []string{"sink_key=obs", "state=running"}, 1},
 		{"picomq_connect_sink_state", []string{"sink_key=obs", "state=error"}, 0},
 		{"picomq_connect_plugin_metrics_up", []string{"sink_key=obs"}, 1},
+		{"picomq_connect_batches_in_flight", []string{"sink_key=obs"}, 0},
 	}, plugin...) {
 		if got, _ := value(t, mfs, c.name, c.labels...); got != c.want {
 			t.Errorf("%s{%v} = %v, want %v", c.name, c.labels, got, c.want)
@@ -365,6 +366,9 @@ func testScrapeDuringConsume(t *testing.T, p plug) {
 	}
 	if lag, _ := value(t, mfs, "picomq_connect_consumer_lag_records", "sink_key=obs", "topic=a", "partition=0"); lag != 1 {
 		t.Errorf("lag %v during the consume, want 1", lag)
+	}
+	if n, _ := value(t, mfs, "picomq_connect_batches_in_flight", "sink_key=obs"); n != 1 {
+		t.Errorf("%v batches in flight during the consume, want 1", n)
 	}
 	if _, err := m.Registry().Gather(); err != nil {
 		t.Error(err)

@@ -1,7 +1,6 @@
 package pipeline
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -31,35 +30,47 @@ type mark struct {
 }
 
 type bucket struct {
-	recs  []*kgo.Record
-	last  time.Time // when a record last arrived
-	first time.Time // when the oldest record in recs arrived
-	bytes int64     // what recs count against the Budget
+	recs   []*kgo.Record
+	last   time.Time // when a record last arrived
+	first  time.Time // when the oldest record not in flight arrived
+	bytes  int64     // what recs count against the Budget
+	flying int       // how many of recs, at the head, are in flight
+	turn   uint64    // when its last flight started, in launches
 }
 
 // due reports whether b flushes a batch smaller than batch_length now:
 // poll_interval passed without a new record, or (max_batch_latency set)
 // its oldest record has waited that long.
 func (c *consumer) due(b *bucket, now time.Time) bool {
-	return len(b.recs) > 0 && (now.Sub(b.last) >= c.t.PollInterval ||
+	return b.pending() > 0 && (now.Sub(b.last) >= c.t.PollInterval ||
 		c.t.MaxBatchLatency > 0 && now.Sub(b.first) >= c.t.MaxBatchLatency)
 }
 
 // consumer is one [[topics]] block: one kgo client in one group. Batches
-// are delivered one at a time, in the loop that polls.
+// are delivered one at a time, in the loop that polls, or with
+// max_in_flight > 1 several at once (inflight.go).
 type consumer struct {
 	s    *Sink
 	t    definition.Topic
 	opts []kgo.Opt
 	log  *slog.Logger
 
-	attempts map[tp]mark // survives rewinds
-	scratch  scratch
+	attemptsMu sync.Mutex
+	attempts   map[tp]mark // survives rewinds
+	scratch    scratch     // the decode buffers of the loop's own deliveries
+	wake       waker       // a flight returned: wakes the poll
 
-	mu      sync.Mutex // the loop holds it while it buffers and delivers; revocations take it
+	mu      sync.Mutex // the loop holds it while it buffers, lands and starts batches; revocations take it
 	buckets map[tp]*bucket
-	cl      *kgo.Client
-	dlq     *kgo.Client // dead-letter producer, made at start with errors_tolerance = "all"
+	// The batches in flight and what they left: see inflight.go.
+	flying map[tp]*flight
+	landed map[string]map[int32]kgo.EpochOffset // delivered, not committed yet
+	failed map[tp]error                         // partitions whose batch failed: the block halts
+	paused map[tp]bool                          // partitions not fetched while their bucket is full
+	spare  []*scratch                           // decode buffers of flights that landed
+	turn   uint64                               // flights launched
+	cl     *kgo.Client
+	dlq    *kgo.Client // dead-letter producer, made at start with errors_tolerance = "all"
 	// dlqReady are the dead-letter topics known to exist: checked at
 	// start, then on assignment (see ensureDeadLetters). Only run, before
 	// any client exists, and the assignment callback, between polls, use it.
@@ -131,27 +142,10 @@ func (c *consumer) run(ctx context.Context) error {
 // session is one client's life: from joining the group at the committed
 // offsets to shutdown, a stop, or a rewind.
 func (c *consumer) session(ctx, work context.Context) error {
-	c.buckets = map[tp]*bucket{}
-	drop := func(_ context.Context, _ *kgo.Client, parts map[string][]int32) {
-		// Buffered records of a partition we no longer own are dropped,
-		// never committed: its next owner fetches them from the group's
-		// offset. A batch being delivered finishes first (we wait for mu),
-		// and only its own offset is committed.
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		for topic, ps := range parts {
-			for _, p := range ps {
-				if b := c.buckets[tp{topic, p}]; b != nil {
-					if len(b.recs) > 0 {
-						c.log.Info("partition revoked; dropping its buffered records", "event", "partition_revoked", "topic", topic, "partition", p, "records", len(b.recs))
-					}
-					c.s.cfg.Budget.add(-b.bytes)
-					b.bytes = 0
-				}
-				delete(c.buckets, tp{topic, p})
-				c.s.forget(tp{topic, p})
-			}
-		}
+	c.buckets, c.flying, c.failed, c.paused = map[tp]*bucket{}, map[tp]*flight{}, map[tp]error{}, map[tp]bool{}
+	c.landed = map[string]map[int32]kgo.EpochOffset{}
+	drop := func(lost bool) func(context.Context, *kgo.Client, map[string][]int32) {
+		return func(_ context.Context, cl *kgo.Client, parts map[string][]int32) { c.drop(work, cl, parts, lost) }
 	}
 	// sctx ends with the session, or earlier with a *DeadLetterTopicError
 	// when a newly assigned topic's dead-letter topic cannot exist, which
@@ -171,7 +165,7 @@ func (c *consumer) session(ctx, work context.Context) error {
 			endSession(err)
 		}
 	}
-	opts := append(slices.Clip(c.opts), kgo.OnPartitionsAssigned(assigned), kgo.OnPartitionsRevoked(drop), kgo.OnPartitionsLost(drop))
+	opts := append(slices.Clip(c.opts), kgo.OnPartitionsAssigned(assigned), kgo.OnPartitionsRevoked(drop(false)), kgo.OnPartitionsLost(drop(true)))
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		endSession(nil)
@@ -200,7 +194,7 @@ func (c *consumer) session(ctx, work context.Context) error {
 		if at, ok := c.nextIdleFlush(); ok {
 			pctx, cancel = context.WithDeadline(sctx, at)
 		}
-		fs := cl.PollRecords(pctx, c.t.BatchLength)
+		fs := c.poll(pctx, cl)
 		cancel()
 		if fs.IsClientClosed() {
 			return errors.New("kafka client closed")
@@ -225,7 +219,7 @@ func (c *consumer) session(ctx, work context.Context) error {
 					b = &bucket{}
 					c.buckets[bk] = b
 				}
-				if len(b.recs) == 0 {
+				if b.pending() == 0 {
 					b.first = now
 				}
 				b.last = now
@@ -248,23 +242,45 @@ func (c *consumer) session(ctx, work context.Context) error {
 			// failed batch, what they buffered flushed and committed.
 			return errors.Join(context.Cause(sctx), c.shutdown(work, nil))
 		}
-		var failed *tp
-		err := c.flush(work, now, &failed)
+		c.settle(work)
+		c.flush(work, now)
+		if c.async() {
+			c.throttle(cl)
+		}
+		halted := len(c.failed) > 0
 		c.mu.Unlock()
 		cl.AllowRebalance()
-		switch {
-		case err == nil:
-			continue
-		case errors.Is(err, errRewind):
-			return err
-		case failed != nil:
-			// A stop: what the other partitions buffered is flushed too,
-			// then committed with one synchronous commit.
-			return errors.Join(err, c.shutdown(work, failed))
-		default: // work ended: the shutdown timeout passed mid-delivery
-			return fmt.Errorf("shutdown timed out with a batch in flight: %w", err)
+		if halted {
+			return c.halt(work)
 		}
 	}
+}
+
+// drop is the revocation callback (lost: partitions lost, not revoked).
+// Buffered records of a partition we no longer own are dropped, never
+// committed: its next owner fetches them from the group's offset. A batch
+// being delivered finishes first (we wait for mu, then for its flight),
+// and only its own offset is committed, before the callback returns;
+// never for a lost partition, which another member may own already.
+func (c *consumer) drop(work context.Context, cl *kgo.Client, parts map[string][]int32, lost bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.landRevoked(work, parts, lost)
+	for topic, ps := range parts {
+		for _, p := range ps {
+			k := tp{topic, p}
+			if b := c.buckets[k]; b != nil {
+				if len(b.recs) > 0 {
+					c.log.Info("partition revoked; dropping its buffered records", "event", "partition_revoked", "topic", topic, "partition", p, "records", len(b.recs))
+				}
+				c.s.cfg.Budget.add(-b.bytes)
+				b.bytes = 0
+			}
+			delete(c.buckets, k)
+			c.s.forget(k)
+		}
+	}
+	c.unpause(cl, parts)
 }
 
 // release gives back to the Budget what the session's buckets still count:
@@ -273,6 +289,9 @@ func (c *consumer) session(ctx, work context.Context) error {
 func (c *consumer) release() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	// Every path out of a session has landed its flights but one: the
+	// client closed under the loop. What lands now is not committed.
+	c.drain()
 	for _, b := range c.buckets {
 		c.s.cfg.Budget.add(-b.bytes)
 		b.bytes = 0
@@ -281,13 +300,18 @@ func (c *consumer) release() {
 
 // nextIdleFlush is when the earliest bucket is due: it has gone
 // poll_interval without a new record or, with max_batch_latency, its oldest
-// record has waited that long.
+// record has waited that long. A bucket whose partition has a batch in
+// flight, or any while every slot is taken, waits for a flight to land
+// instead, which wakes the poll.
 func (c *consumer) nextIdleFlush() (time.Time, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var at time.Time
-	for _, b := range c.buckets {
-		if len(b.recs) > 0 {
+	if !c.room() {
+		return at, false
+	}
+	for k, b := range c.buckets {
+		if c.idle(k, b) {
 			t := b.last.Add(c.t.PollInterval)
 			if c.t.MaxBatchLatency > 0 {
 				if l := b.first.Add(c.t.MaxBatchLatency); l.Before(t) {
@@ -308,37 +332,50 @@ func (c *consumer) sortedKeys() []tp {
 	for k := range c.buckets {
 		keys = append(keys, k)
 	}
-	slices.SortFunc(keys, func(a, b tp) int {
-		return cmp.Or(cmp.Compare(a.topic, b.topic), cmp.Compare(a.partition, b.partition))
-	})
+	slices.SortFunc(keys, cmpTP)
 	return keys
+}
+
+// inFlight is how many batches are in flight.
+func (c *consumer) inFlight() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.flying)
 }
 
 // flush delivers and commits every full batch, and every bucket due (idle
 // for poll_interval, or held max_batch_latency); then, while the runtime's
 // buffered bytes are over --max-buffered-bytes, this block's largest
-// buckets early. On a stop, *failed names the partition that stopped.
-func (c *consumer) flush(work context.Context, now time.Time, failed **tp) error {
-	for _, k := range c.sortedKeys() {
+// buckets early. With max_in_flight > 1 it starts those batches, as many
+// as there are free slots, each partition's once its last one landed. It
+// stops at a failed batch (c.failed).
+func (c *consumer) flush(work context.Context, now time.Time) {
+	if len(c.failed) > 0 {
+		return // a batch that landed failed: the block halts
+	}
+	for _, k := range c.order() {
 		b := c.buckets[k]
-		for len(b.recs) >= c.t.BatchLength || c.due(b, now) {
-			if err := c.flushHead(work, k, b, failed); err != nil {
-				return err
+		for c.idle(k, b) && c.room() && (b.pending() >= c.t.BatchLength || c.due(b, now)) {
+			c.launch(work, k, b)
+			if len(c.failed) > 0 {
+				return
 			}
+			c.commitLanded(work)
 		}
 		if len(b.recs) == 0 {
 			delete(c.buckets, k)
 		}
 	}
 	// Only this block's buckets: another block's are delivered by its own
-	// loop, one batch at a time. Every poll of every block ends here, so
-	// the total stays within the cap plus the polls in flight.
+	// loop. Every poll of every block ends here, so the total stays within
+	// the cap plus the polls in flight (and, with max_in_flight > 1, the
+	// loop waits for a batch to land instead of polling while it is over).
 	budget := c.s.cfg.Budget
-	for budget.over() {
+	for budget.over() && c.room() {
 		var k tp
 		var b *bucket
 		for bk, bb := range c.buckets {
-			if b == nil || bb.bytes > b.bytes || bb.bytes == b.bytes && (bk.topic < k.topic || bk.topic == k.topic && bk.partition < k.partition) {
+			if c.idle(bk, bb) && (b == nil || bb.bytes > b.bytes || bb.bytes == b.bytes && cmpTP(bk, k) < 0) {
 				k, b = bk, bb
 			}
 		}
@@ -346,93 +383,56 @@ func (c *consumer) flush(work context.Context, now time.Time, failed **tp) error
 			break
 		}
 		c.log.Debug("buffered bytes over the budget; flushing the largest bucket early", "event", "memory_flush",
-			"topic", k.topic, "partition", k.partition, "records", len(b.recs), "bytes", b.bytes, "buffered_bytes", budget.Used())
+			"topic", k.topic, "partition", k.partition, "records", b.pending(), "bytes", b.bytes, "buffered_bytes", budget.Used())
 		budget.flushes.Add(1)
-		if err := c.flushHead(work, k, b, failed); err != nil {
-			return err
+		c.launch(work, k, b)
+		if len(c.failed) > 0 {
+			return
 		}
+		c.commitLanded(work)
 		if len(b.recs) == 0 {
 			delete(c.buckets, k)
 		}
 	}
-	return nil
 }
 
-// flushHead delivers and commits the first batch of bucket k (at most
-// batch_length records) and takes it off the bucket and the budget.
-func (c *consumer) flushHead(work context.Context, k tp, b *bucket, failed **tp) error {
-	n := min(len(b.recs), c.t.BatchLength)
-	if err := c.deliver(work, b.recs[:n]); err != nil {
-		var se *StopError
-		if errors.As(err, &se) {
-			*failed = &k
-		}
-		return err
-	}
-	c.commit(work, b.recs[n-1])
-	// Committed: nothing holds these records any more (the plugin's
-	// frame and the dead letters are written), so kgo may decode the
-	// next fetch into them.
-	var freed int64
-	for _, r := range b.recs[:n] {
-		freed += recordBytes(r)
-		r.Recycle()
-	}
-	clear(b.recs[:n])
-	b.recs = b.recs[n:]
-	b.bytes -= freed
-	c.s.cfg.Budget.add(-freed)
-	// Before this poll every bucket held fewer than batch_length records
-	// (each poll is flushed down to that, and a poll returns at most
-	// batch_length), so the first batch took all the older ones: what is
-	// left arrived in this poll.
-	b.first = b.last
-	return nil
-}
-
-// shutdown flushes every bucket but the failed one's and commits what was
-// delivered with one synchronous commit.
-func (c *consumer) shutdown(work context.Context, failed *tp) error {
+// shutdown lands the batches in flight, flushes every bucket but the
+// failed partitions', and commits what was delivered with one synchronous
+// commit. With max_in_flight > 1 the flush runs as many batches at once.
+// It returns the failures of the partitions not in reported.
+func (c *consumer) shutdown(work context.Context, reported map[tp]error) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	offsets := map[string]map[int32]kgo.EpochOffset{}
+	c.drain()
+	for {
+		for _, k := range c.order() {
+			b := c.buckets[k]
+			for c.failed[k] == nil && c.idle(k, b) && c.room() {
+				c.launch(work, k, b)
+			}
+		}
+		if len(c.flying) == 0 {
+			break
+		}
+		c.awaitAny()
+	}
 	var errs []error
-	for _, k := range c.sortedKeys() {
-		if failed != nil && k == *failed {
-			continue
-		}
-		b := c.buckets[k]
-		for len(b.recs) > 0 {
-			n := min(len(b.recs), c.t.BatchLength)
-			err := c.deliver(work, b.recs[:n])
-			if errors.Is(err, errRewind) {
-				c.log.Warn("plugin process died during the shutdown flush; the rest is delivered on restart", "event", "shutdown_flush_cut", "topic", k.topic, "partition", k.partition)
-				break
-			}
-			if err != nil {
-				errs = append(errs, err)
-				break
-			}
-			last := b.recs[n-1]
-			if offsets[k.topic] == nil {
-				offsets[k.topic] = map[int32]kgo.EpochOffset{}
-			}
-			offsets[k.topic][k.partition] = kgo.EpochOffset{Epoch: last.LeaderEpoch, Offset: last.Offset + 1}
-			b.recs = b.recs[n:]
+	for _, k := range slices.SortedFunc(maps.Keys(c.failed), cmpTP) {
+		switch err := c.failed[k]; {
+		case reported[k] != nil:
+		case errors.Is(err, errRewind):
+			c.log.Warn("plugin process died during the shutdown flush; the rest is delivered on restart", "event", "shutdown_flush_cut", "topic", k.topic, "partition", k.partition)
+		default:
+			errs = append(errs, err)
 		}
 	}
-	if len(offsets) > 0 {
-		c.commitOffsets(work, offsets)
+	flushed := 0
+	for _, ps := range c.landed {
+		flushed += len(ps)
 	}
-	c.log.Info("consumer stopped", "event", "consumer_stopped", "flushed_partitions", len(offsets))
+	c.commitLanded(work)
+	c.log.Info("consumer stopped", "event", "consumer_stopped", "flushed_partitions", flushed)
 	return errors.Join(errs...)
-}
-
-// commit commits the offset just past last.
-func (c *consumer) commit(ctx context.Context, last *kgo.Record) {
-	c.commitOffsets(ctx, map[string]map[int32]kgo.EpochOffset{
-		last.Topic: {last.Partition: {Epoch: last.LeaderEpoch, Offset: last.Offset + 1}},
-	})
 }
 
 // commitOffsets commits exactly these offsets and waits. A failed commit is

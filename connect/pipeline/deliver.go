@@ -107,9 +107,11 @@ func (e *StopError) Unwrap() error { return e.Err }
 // committed offsets: the plugin's process died with a batch in flight.
 var errRewind = errors.New("rewind to the committed offsets")
 
-// scratch holds the slices every batch of a consumer is decoded into. A
-// consumer delivers one batch at a time, and the host driver copies a
-// batch into its frame before Consume returns, so they are reused.
+// scratch holds the slices a batch is decoded into. The host driver copies
+// a batch into its frame before Consume returns, so they are reused by the
+// next batch of the same delivery slot: the consumer's own with
+// max_in_flight = 1, one per batch in flight otherwise (never two
+// deliveries at once).
 type scratch struct {
 	records []hostclient.Record
 	sent    []int
@@ -173,14 +175,17 @@ func decode(schema definition.Schema, recs []*kgo.Record, tolerant, pluginChecks
 // deliver hands recs (one topic-partition, in offset order) to the plugin
 // until it returns OK, and returns nil then. It returns errRewind when the
 // plugin's process died, a *StopError when the consumer must stop, or
-// ctx's error when the wait between attempts was cut short.
-func (c *consumer) deliver(ctx context.Context, recs []*kgo.Record) error {
+// ctx's error when the wait between attempts was cut short. The batch is
+// decoded into sc, which no other delivery uses meanwhile. Deliveries of
+// different partitions may run at once (max_in_flight): deliver touches
+// no state of the loop's but the attempts (under attemptsMu).
+func (c *consumer) deliver(ctx context.Context, recs []*kgo.Record, sc *scratch) error {
 	first, last := recs[0], recs[len(recs)-1]
 	k := tp{first.Topic, first.Partition}
 	d := Delivery{Sink: c.s.def.Key, Topic: k.topic, Partition: k.partition, First: first.Offset, Last: last.Offset, Records: len(recs)}
 	tolerant := c.t.ErrorsTolerance == definition.ToleranceAll
 	pc, ok := c.s.out.(PayloadChecker)
-	b, sent, bad, err := decode(c.t.Schema, recs, tolerant, ok && pc.ChecksPayloads(string(c.t.Schema)), &c.scratch)
+	b, sent, bad, err := decode(c.t.Schema, recs, tolerant, ok && pc.ChecksPayloads(string(c.t.Schema)), sc)
 	if err != nil {
 		d.Outcome, d.Err = Invalid, err
 		c.s.cfg.Observer.Delivered(d)
@@ -193,10 +198,12 @@ func (c *consumer) deliver(ctx context.Context, recs []*kgo.Record) error {
 	}
 	// A batch redelivered after its process died keeps counting attempts.
 	attempt := 1
+	c.attemptsMu.Lock()
 	if m, ok := c.attempts[k]; ok && m.offset == first.Offset {
 		attempt = m.attempt + 1
 	}
 	delete(c.attempts, k)
+	c.attemptsMu.Unlock()
 	for {
 		b.Attempt = uint32(attempt)
 		start := time.Now()
@@ -237,7 +244,9 @@ func (c *consumer) deliver(ctx context.Context, recs []*kgo.Record) error {
 			return err
 		}
 		if d.Outcome == Exited {
+			c.attemptsMu.Lock()
 			c.attempts[k] = mark{offset: first.Offset, attempt: attempt}
+			c.attemptsMu.Unlock()
 			return errRewind
 		}
 		attempt++

@@ -5,6 +5,14 @@
 // handed to the plugin's consume(), and the offset just past the batch
 // committed only once consume() returned OK.
 //
+// By default a block delivers one batch at a time, in the loop that polls.
+// With max_in_flight = N > 1 (beyond the spec) it delivers batches of
+// different topic-partitions concurrently, at most one per partition and N
+// per block, while the loop keeps polling: each partition's offset is
+// committed once its own batch returned OK, so a slow partition holds only
+// itself. Every rule below holds per batch; a stop, a host death or a
+// revocation first waits for the batches in flight (inflight.go).
+//
 // A RETRY result hands the same batch again, attempts 2 to 5, with backoff
 // from 200 ms to 5 s; the fifth failure stops that consumer and marks the
 // sink failed. FATAL stops it at once: retrying cannot succeed. When the
@@ -34,7 +42,10 @@
 //
 // File map: sink.go (a sink, its state, Run), open.go (opening, with
 // backoff), consumer.go (the poll and bucket loop, commits, assignments,
-// revocations), deliver.go (decoding, attempts, backoff, outcomes),
+// revocations, the shutdown flush), inflight.go (batches in flight:
+// starting, landing and committing them, halting on a failure, pausing a
+// full partition, the start warning for a plugin that serialises them),
+// deliver.go (decoding, attempts, backoff, outcomes),
 // deadletter.go (the dead-letter producer, the check that its topics
 // exist), jsonvalid.go (the runtime's check of a json payload), budget.go
 // (the runtime-wide cap on buffered bytes),

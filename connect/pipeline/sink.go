@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -29,6 +30,15 @@ type Deliverer interface {
 // anyway, and checking it twice was a quarter of the runtime's CPU.
 type PayloadChecker interface {
 	ChecksPayloads(schema string) bool
+}
+
+// ConcurrentConsumer is implemented by a Deliverer whose plugin says
+// whether concurrent consume calls of one instance run together
+// (describe()'s concurrent_consume: a child.Instance, once open). One that
+// does not serialises them: max_in_flight > 1 is still correct with it, but
+// the batches wait for each other in the plugin.
+type ConcurrentConsumer interface {
+	ConcurrentConsume() bool
 }
 
 // State is where a sink is in its life.
@@ -89,6 +99,8 @@ type Sink struct {
 	cfg Config
 	log *slog.Logger
 
+	flying atomic.Int64 // batches in flight, every block's
+
 	mu      sync.Mutex
 	state   State
 	lastErr error
@@ -123,6 +135,10 @@ func New(def *definition.Definition, out Deliverer, cfg Config) *Sink {
 
 // Key returns the sink's key.
 func (s *Sink) Key() string { return s.def.Key }
+
+// InFlight returns how many batches of the sink are being delivered now:
+// at most one per block with max_in_flight = 1.
+func (s *Sink) InFlight() int { return int(s.flying.Load()) }
 
 // State returns the sink's state and the error that put it there.
 func (s *Sink) State() (State, error) {
@@ -163,6 +179,7 @@ func (s *Sink) Run(ctx context.Context) error {
 			return err
 		}
 	}
+	s.warnSerialised()
 	consumers := make([]*consumer, len(s.def.Topics))
 	for i, t := range s.def.Topics {
 		opts, err := clientOpts(s.cfg.Brokers, t)

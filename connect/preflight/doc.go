@@ -4,7 +4,9 @@
 // stopped; each definition's plugin_config, with the environment overrides
 // the plugin would read at open, is then checked by the SDK's own rules
 // (sdk.CheckConfig): unknown keys, values of the wrong type, required keys
-// missing. Nothing connects anywhere: what only the plugin's open can judge
+// missing. A block with max_in_flight above 1 whose plugin does not
+// declare concurrent_consume is warned about (correct, but the batches
+// wait for each other in the plugin). Nothing connects anywhere: what only the plugin's open can judge
 // (a table that does not exist, an endpoint, a URI the plugin parses) is
 // left to open.
 //

@@ -56,6 +56,13 @@ func Check(ctx context.Context, defs []*definition.Definition, o Options) []erro
 			errs = append(errs, fmt.Errorf("%s: path %q: %w", d.File, d.Path, lib.err))
 			continue
 		}
+		for _, t := range d.Topics {
+			if t.MaxInFlight > 1 && !lib.concurrent {
+				// Correct, so not a problem: the start warns the same.
+				o.Logger.Warn("max_in_flight is above 1 but the plugin does not declare concurrent_consume: it runs the batches one at a time",
+					"event", "max_in_flight_serialised", "file", d.File, "sink_key", d.Key, "block", t.Index, "max_in_flight", t.MaxInFlight)
+			}
+		}
 		if lib.fields == nil {
 			continue
 		}
@@ -81,8 +88,9 @@ func Check(ctx context.Context, defs []*definition.Definition, o Options) []erro
 // library is what Check learnt of one library: its declared fields (nil
 // when describe() lists none), or why it could not be read.
 type library struct {
-	fields *[]sdk.Field
-	err    error
+	fields     *[]sdk.Field
+	concurrent bool // describe()'s concurrent_consume
+	err        error
 }
 
 // describe loads the library at path in a child of its own (one Go runtime
@@ -118,17 +126,18 @@ func describe(ctx context.Context, o Options, path string) *library {
 		o.Logger.Warn("plugin host exit", "event", "host_close_failed", "library", path, "err", err)
 	}
 	var d struct {
-		Config json.RawMessage `json:"plugin_config"`
+		Config     json.RawMessage `json:"plugin_config"`
+		Concurrent bool            `json:"concurrent_consume"`
 	}
 	if err := json.Unmarshal([]byte(js), &d); err != nil {
 		return &library{err: fmt.Errorf("describe of %s is not a JSON object: %w", path, err)}
 	}
 	if len(d.Config) == 0 {
-		return &library{}
+		return &library{concurrent: d.Concurrent}
 	}
 	var fields []sdk.Field // null: declares no keys, so every key is unknown
 	if err := json.Unmarshal(d.Config, &fields); err != nil {
 		return &library{err: fmt.Errorf("describe of %s: plugin_config: %w", path, err)}
 	}
-	return &library{fields: &fields}
+	return &library{fields: &fields, concurrent: d.Concurrent}
 }

@@ -51,7 +51,10 @@ func init() {
 	if d, err := time.ParseDuration(os.Getenv("PICOMQ_TEST_PLUGIN_LOAD_DELAY")); err == nil {
 		time.Sleep(d)
 	}
-	sdk.Register(sdk.Plugin[Config]{Name: "test_sink", New: func() sdk.Sink[Config] { return &sink{} }})
+	// A plugin that runs concurrent consume calls of one instance
+	// together, for the runtime's tests of batches in flight.
+	concurrent := os.Getenv("PICOMQ_TEST_PLUGIN_CONCURRENT") == "1"
+	sdk.Register(sdk.Plugin[Config]{Name: "test_sink", New: func() sdk.Sink[Config] { return &sink{} }, ConcurrentConsume: concurrent})
 }
 
 type sink struct {
@@ -59,15 +62,21 @@ type sink struct {
 	host   *sdk.Host
 	file   *os.File
 	writes atomic.Int64
+	// running counts the consume calls in the sink now: more than one
+	// only with PICOMQ_TEST_PLUGIN_CONCURRENT=1.
+	running atomic.Int64
 }
 
 // recorded is one line of the record file.
 type recorded struct {
-	Topic     string           `json:"topic"`
-	Partition uint32           `json:"partition"`
-	Schema    string           `json:"schema"`
-	Attempt   uint32           `json:"attempt"`
-	Records   []recordedRecord `json:"records"`
+	Topic     string `json:"topic"`
+	Partition uint32 `json:"partition"`
+	Schema    string `json:"schema"`
+	Attempt   uint32 `json:"attempt"`
+	// Running is how many consume calls of the instance ran when this
+	// one began, itself included.
+	Running int64            `json:"running"`
+	Records []recordedRecord `json:"records"`
 }
 
 type recordedRecord struct {
@@ -107,6 +116,8 @@ func (s *sink) Open(ctx context.Context, cfg *Config, host *sdk.Host) error {
 }
 
 func (s *sink) Consume(ctx context.Context, b *sdk.Batch) error {
+	running := s.running.Add(1)
+	defer s.running.Add(-1)
 	if s.cfg.Delay > 0 {
 		// A stalled destination: the sleep ignores close's cancel.
 		s.host.Logger.Info("consume delayed", "topic", b.Topic, "records", len(b.Records), "delay", s.cfg.Delay.String())
@@ -157,7 +168,7 @@ func (s *sink) Consume(ctx context.Context, b *sdk.Batch) error {
 			}
 		}
 	}
-	line := recorded{Topic: b.Topic, Partition: b.Partition, Schema: b.Schema, Attempt: b.Attempt, Records: []recordedRecord{}}
+	line := recorded{Topic: b.Topic, Partition: b.Partition, Schema: b.Schema, Attempt: b.Attempt, Running: running, Records: []recordedRecord{}}
 	for i, r := range b.Records {
 		if b.Rejected(i) {
 			continue

@@ -1,15 +1,18 @@
 // Package fakeplugin is a scripted stand-in for a plugin instance in its
 // child host (a *child.Instance), behind the interfaces the runtime reaches
 // plugins through: pipeline.Deliverer and pipeline.Opener,
-// pipeline.PayloadChecker, observe.Plugin and observe.Described. The tests
+// pipeline.PayloadChecker, pipeline.ConcurrentConsumer, observe.Plugin and
+// observe.Described. The tests
 // of connect/pipeline and connect/observe use it to run the sink loop
 // against an in-process broker without a built library or C host, and so
 // under the race detector.
 //
 // A test says what each call answers: an OK with rejected records, RETRY,
-// FATAL, a contract breach, a delay, or the death of the host process (an
-// error matching child.ErrExited, as a real Instance returns it). The fake
-// keeps a copy of every batch it was handed and of every batch it "wrote".
+// FATAL, a contract breach, a delay, a gate the test opens, or the death of
+// the host process (an error matching child.ErrExited, as a real Instance
+// returns it). The fake keeps a copy of every batch it was handed and of
+// every batch it "wrote", and counts how many calls ran at once (calls may
+// overlap, as a real Instance's do with max_in_flight > 1).
 //
 // Only tests import it; nothing cmd/picomq-connect links does.
 package fakeplugin
@@ -44,6 +47,9 @@ type Result struct {
 	// wrote it would have it.
 	Exit    bool
 	Written bool
+	// Gate, when set, holds the call until it is closed (after Delay),
+	// or until the context ends: a slow partition the test releases.
+	Gate <-chan struct{}
 }
 
 // Retry is a RETRY result with msg.
@@ -76,6 +82,9 @@ type Plugin struct {
 	// Checks are the schemas whose payloads the plugin checks itself
 	// (describe()'s payload_checks).
 	Checks []string
+	// Concurrent is describe()'s concurrent_consume
+	// (pipeline.ConcurrentConsumer).
+	Concurrent bool
 	// Desc is the describe() document; MetricsJSON the metrics()
 	// answer, "" for {"records": <records written>}.
 	Desc        string
@@ -89,9 +98,18 @@ type Plugin struct {
 	restarts int
 	started  int
 	calls    []Call
+	begun    []hostclient.Batch
 	written  []hostclient.Batch
 	records  int
-	changed  chan struct{} // closed and replaced on every call
+	changed  chan struct{}     // closed and replaced on every call
+	running  map[partition]int // calls running, per topic-partition
+	maxRun   int
+	overlaps int
+}
+
+type partition struct {
+	topic string
+	n     uint32
 }
 
 // Queue adds results for the next Consume calls, in order; Decide answers
@@ -166,6 +184,16 @@ func (p *Plugin) Consume(ctx context.Context, b hostclient.Batch) ([]hostclient.
 		p.open = true
 	}
 	p.started++
+	p.begun = append(p.begun, cp)
+	key := partition{b.Topic, b.Partition}
+	if p.running == nil {
+		p.running = map[partition]int{}
+	}
+	if p.running[key] > 0 {
+		p.overlaps++
+	}
+	p.running[key]++
+	p.maxRun = max(p.maxRun, p.started-len(p.calls))
 	p.notify()
 	p.mu.Unlock()
 
@@ -174,6 +202,7 @@ func (p *Plugin) Consume(ctx context.Context, b hostclient.Batch) ([]hostclient.
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	defer p.notify()
+	p.running[key]--
 	p.calls = append(p.calls, Call{Batch: cp, Result: r, Err: err})
 	if r.Exit {
 		p.open = false
@@ -197,6 +226,13 @@ func (p *Plugin) answer(ctx context.Context, b hostclient.Batch, r Result) ([]ho
 		defer t.Stop()
 		select {
 		case <-t.C:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	if r.Gate != nil {
+		select {
+		case <-r.Gate:
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
@@ -255,15 +291,27 @@ func (p *Plugin) Wait(d time.Duration, cond func(s State) bool) bool {
 
 // State is what the fake saw, as Wait's condition reads it.
 type State struct {
-	Started  int    // Consume calls begun, those in flight included
-	Calls    []Call // Consume calls answered
+	Started int    // Consume calls begun, those in flight included
+	Calls   []Call // Consume calls answered
+	// Begun is the batch of every Consume call begun, those in flight
+	// included, in the order they began.
+	Begun    []hostclient.Batch
 	Written  []hostclient.Batch
 	Opens    int
 	Restarts int
+	// MaxRunning is the most Consume calls that ran at once.
+	MaxRunning int
+	// Overlaps counts the calls that began while another call for the
+	// same topic-partition ran.
+	Overlaps int
 }
 
+// Running is how many Consume calls run now.
+func (s State) Running() int { return s.Started - len(s.Calls) }
+
 func (p *Plugin) state() State {
-	return State{Started: p.started, Calls: p.calls, Written: p.written, Opens: p.openN, Restarts: p.restarts}
+	return State{Started: p.started, Calls: p.calls, Begun: p.begun, Written: p.written, Opens: p.openN, Restarts: p.restarts,
+		MaxRunning: p.maxRun, Overlaps: p.overlaps}
 }
 
 // Snapshot returns a copy of what the fake saw so far.
@@ -271,7 +319,7 @@ func (p *Plugin) Snapshot() State {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	s := p.state()
-	s.Calls, s.Written = slices.Clone(s.Calls), slices.Clone(s.Written)
+	s.Calls, s.Written, s.Begun = slices.Clone(s.Calls), slices.Clone(s.Written), slices.Clone(s.Begun)
 	return s
 }
 
@@ -288,6 +336,9 @@ func (p *Plugin) Opens() int { return p.Snapshot().Opens }
 
 // ChecksPayloads reports whether schema is in Checks (pipeline.PayloadChecker).
 func (p *Plugin) ChecksPayloads(schema string) bool { return slices.Contains(p.Checks, schema) }
+
+// ConcurrentConsume returns Concurrent (pipeline.ConcurrentConsumer).
+func (p *Plugin) ConcurrentConsume() bool { return p.Concurrent }
 
 // Description returns Desc (observe.Described).
 func (p *Plugin) Description() string { return p.Desc }
