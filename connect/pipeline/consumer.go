@@ -46,6 +46,34 @@ func (c *consumer) due(b *bucket, now time.Time) bool {
 		c.t.MaxBatchLatency > 0 && now.Sub(b.first) >= c.t.MaxBatchLatency)
 }
 
+// sweeping reports whether buckets flush together now: with
+// max_batch_latency and max_in_flight above 1, once one bucket is due by
+// max_batch_latency, every bucket whose oldest record has waited at least
+// half of it goes too (ripe). Each bucket's clock starts with its own first
+// record, so on a steady stream over many partitions they come due one
+// after another, and a plugin's group commit would write them as a train
+// of small commits; flushed together they make one (measured: 48
+// partitions at 3,000 records/s, max_batch_latency 300ms, docs/runtime.md).
+// Half: a bucket whose records just arrived waits for the next sweep rather
+// than going out with a handful, so the sweeps settle into one per
+// max_batch_latency, and no record waits longer than it.
+func (c *consumer) sweeping(now time.Time) bool {
+	if c.t.MaxBatchLatency <= 0 || c.t.MaxInFlight <= 1 {
+		return false
+	}
+	for k, b := range c.buckets {
+		if c.idle(k, b) && now.Sub(b.first) >= c.t.MaxBatchLatency {
+			return true
+		}
+	}
+	return false
+}
+
+// ripe reports whether b goes with a sweep (see sweeping).
+func (c *consumer) ripe(b *bucket, now time.Time) bool {
+	return b.pending() > 0 && now.Sub(b.first) >= c.t.MaxBatchLatency/2
+}
+
 // consumer is one [[topics]] block: one kgo client in one group. Batches
 // are delivered one at a time, in the loop that polls, or with
 // max_in_flight > 1 several at once (inflight.go).
@@ -353,9 +381,10 @@ func (c *consumer) flush(work context.Context, now time.Time) {
 	if len(c.failed) > 0 {
 		return // a batch that landed failed: the block halts
 	}
+	sweep := c.sweeping(now)
 	for _, k := range c.order() {
 		b := c.buckets[k]
-		for c.idle(k, b) && c.room() && (b.pending() >= c.t.BatchLength || c.due(b, now)) {
+		for c.idle(k, b) && c.room() && (b.pending() >= c.t.BatchLength || c.due(b, now) || sweep && c.ripe(b, now)) {
 			c.launch(work, k, b)
 			if len(c.failed) > 0 {
 				return
