@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/picomq/heavy-sinks/shared/sdk"
 )
@@ -25,8 +26,9 @@ import (
 // member's recorded rejections — and answers each member. Then it hands the
 // queue to the first batch that arrived meanwhile, which leads the next
 // group. There is no linger timer: a group is what queued while the
-// previous commit ran, so a host that calls one at a time gets one batch
-// per commit, as before.
+// previous commit ran (and, once batches have been arriving together, what
+// joined within a burst: gather), so a host that calls one at a time gets
+// one batch per commit, as before, and never waits.
 //
 // Each member is answered for itself, and OK only when the commit holding
 // its records landed (or the table already had them): a member whose
@@ -81,6 +83,40 @@ type queue struct {
 	waiting []*member // in arrival order, none of them the leader
 	leading bool      // a leader is writing a group
 	closed  bool
+	grouped bool // the last group held more than one batch
+}
+
+// A leader of a table whose batches have been arriving together (its last
+// group held more than one) first waits until no batch joined the queue
+// for gatherQuiet, at most gatherMax. A runtime that flushes many
+// partitions at once (picomq-connect with max_in_flight) sends their
+// batches within about a millisecond: without the wait the first to
+// arrive leads a commit alone and the rest make a second one, two versions
+// where one would do (measured: 48 partitions, a sweep every 500 ms, 4.0
+// versions/s without it). Calls that come one at a time never wait.
+const (
+	gatherQuiet = 500 * time.Microsecond
+	gatherMax   = 5 * time.Millisecond
+)
+
+// gather is the leader's wait for the rest of a burst (see gatherQuiet).
+func (q *queue) gather(ctx context.Context) {
+	q.mu.Lock()
+	grouped, n := q.grouped, len(q.waiting)
+	q.mu.Unlock()
+	if !grouped {
+		return
+	}
+	for deadline := time.Now().Add(gatherMax); time.Now().Before(deadline) && ctx.Err() == nil; {
+		time.Sleep(gatherQuiet)
+		q.mu.Lock()
+		m := len(q.waiting)
+		q.mu.Unlock()
+		if m == n {
+			return
+		}
+		n = m
+	}
 }
 
 // join queues m. lead: no group is being written, m leads one now.
@@ -134,6 +170,7 @@ func (q *queue) take(leader *member, maxRecords, maxBytes int) []*member {
 	}
 	clear(q.waiting[len(rest):])
 	q.waiting = rest
+	q.grouped = len(group) > 1
 	return group
 }
 
@@ -186,6 +223,7 @@ func (t *table) write(ctx context.Context, b *sdk.Batch, appID string) error {
 			return m.err
 		}
 	}
+	t.queue.gather(ctx)
 	t.lead(ctx, t.queue.take(m, groupMaxRecords, t.env.opts.groupMaxBytes))
 	return m.err
 }
