@@ -11,5 +11,7 @@
 //     backend, with its plugin_config, its delta-rs options and a listing.
 //   - stores.go: the tests about stores: quick start, concurrent writers,
 //     creation, templates, missing tables and buckets, credentials.
+//   - compaction.go: the tests of compaction = true, and TableLog: a
+//     table's rows as delta-rs and DuckDB read them and its log replayed.
 //   - read.go: the delta-rs scripts (Py, ReadRows, History, Facts).
 package deltatest
