@@ -75,6 +75,7 @@ type compactStats struct {
 	filesRemoved, filesAdded             atomic.Int64
 	bytesRead, bytesWritten              atomic.Int64
 	cpuMicros, wallMicros                atomic.Int64
+	merged                               atomic.Int64 // files rewritten value by value, not spliced
 
 	sem       chan struct{} // one compaction at a time per instance
 	createdBy string
@@ -101,6 +102,7 @@ func (s *compactStats) addTo(m map[string]any) {
 	m["compaction_failures"] = s.failures.Load()
 	m["compaction_files_removed"] = s.filesRemoved.Load()
 	m["compaction_files_added"] = s.filesAdded.Load()
+	m["compaction_files_reencoded"] = s.merged.Load()
 	m["compaction_bytes_read"] = s.bytesRead.Load()
 	m["compaction_bytes_written"] = s.bytesWritten.Load()
 	m["compaction_cpu_ms"] = s.cpuMicros.Load() / 1000
@@ -408,6 +410,7 @@ func (c *compactor) rewrite(ctx context.Context, pv deltalog.PartitionValues, bi
 	type schemaGroup struct {
 		adds  []*deltalog.Add
 		files []*parquet.File
+		data  [][]byte
 		rows  int64
 	}
 	var groups []*schemaGroup
@@ -430,7 +433,7 @@ func (c *compactor) rewrite(ctx context.Context, pv deltalog.PartitionValues, bi
 			groups, i = append(groups, &schemaGroup{}), len(groups)
 		}
 		g := groups[i]
-		g.adds, g.files, g.rows = append(g.adds, a), append(g.files, f), g.rows+f.NumRows()
+		g.adds, g.files, g.data, g.rows = append(g.adds, a), append(g.files, f), append(g.data, data), g.rows+f.NumRows()
 	}
 	dir, err := deltalog.PartitionDir(c.snap.PartitionColumns, pv)
 	if err != nil {
@@ -440,27 +443,52 @@ func (c *compactor) rewrite(ctx context.Context, pv deltalog.PartitionValues, bi
 		if len(g.files) < 2 {
 			continue
 		}
-		coll, err := deltalog.NewStatsCollector(c.snap)
-		if err != nil {
-			return nil, nil, 0, err
-		}
-		var buf bytes.Buffer
-		m, err := encode.Merge(&buf, g.files, coll, c.stats.createdBy)
+		m, out, err := c.combine(g.adds, g.files, g.data)
 		if err != nil {
 			return nil, nil, 0, err
 		}
 		if m.NumRecords != g.rows {
-			return nil, nil, 0, fmt.Errorf("internal error: merged %d rows of %d", m.NumRecords, g.rows)
+			return nil, nil, 0, fmt.Errorf("internal error: combined %d rows of %d", m.NumRecords, g.rows)
 		}
 		path := dir + "part-00000-" + uuid.NewString() + "-c000.snappy.parquet"
 		*written = append(*written, path)
-		if err := c.store.Put(ctx, path, buf.Bytes()); err != nil {
+		if err := c.store.Put(ctx, path, out); err != nil {
 			return nil, nil, 0, fmt.Errorf("writing %s: %w", path, err)
 		}
 		removed = append(removed, g.adds...)
 		added = append(added, deltalog.DataFile{Path: path, PartitionValues: pv, Size: m.Size, Stats: m.Stats})
 	}
 	return removed, added, bytesRead, nil
+}
+
+// combine makes one file of files (their adds and bytes): spliced, their
+// pages copied as they are and their stats combined, when they qualify
+// (the sink's own files do); else merged, every value decoded and encoded
+// again and the stats collected anew.
+func (c *compactor) combine(adds []*deltalog.Add, files []*parquet.File, data [][]byte) (encode.Merged, []byte, error) {
+	coll, err := deltalog.NewStatsCollector(c.snap)
+	if err != nil {
+		return encode.Merged{}, nil, err
+	}
+	out, rows, err := encode.Splice(nil, data)
+	if err == nil {
+		for _, a := range adds {
+			if err = coll.ObserveStats(a.Stats); err != nil {
+				break
+			}
+		}
+	}
+	if err == nil {
+		js, err := coll.JSON()
+		return encode.Merged{NumRecords: rows, Size: int64(len(out)), Stats: js}, out, err
+	}
+	if !errors.Is(err, encode.ErrNotSpliceable) && !errors.Is(err, deltalog.ErrStatsIncomplete) {
+		return encode.Merged{}, nil, err
+	}
+	c.stats.merged.Add(1)
+	var buf bytes.Buffer
+	m, err := encode.Merge(&buf, files, coll, c.stats.createdBy)
+	return m, buf.Bytes(), err
 }
 
 // discardTimeout bounds the deletion of a failed compaction's files.

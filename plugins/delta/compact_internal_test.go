@@ -255,3 +255,33 @@ func TestCompactionKilledLeavesOrphansOnly(t *testing.T) {
 		})
 	}
 }
+
+// Files whose stats do not cover the columns the table indexes now (here:
+// written with no column indexed) cannot have their stats combined: they
+// are rewritten value by value, and the new file's stats are complete.
+func TestCompactionReencodesWhenStatsDoNotCombine(t *testing.T) {
+	dir := compactTable(t, `{"delta.dataSkippingNumIndexedCols":"0"}`, 3)
+	v0, err := os.ReadFile(filepath.Join(dir, "_delta_log", "00000000000000000000.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	md := strings.Split(string(v0), "\n")[1]
+	md = strings.Replace(md, `{"delta.dataSkippingNumIndexedCols":"0"}`, `{}`, 1)
+	if err := os.WriteFile(filepath.Join(dir, "_delta_log", "00000000000000000004.json"), []byte(md+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	store, _ := objstore.NewLocal(dir)
+	c := newTestCompactor(t, store)
+	if err := c.check(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	rows, files, _, st := tableFacts(t, dir)
+	if rows != 9 || files["a"] != 1 || files["b"] != 1 || c.stats.merged.Load() != 2 {
+		t.Fatalf("%d rows, files %v, %d re-encoded; want 9 rows, one file each, both re-encoded", rows, files, c.stats.merged.Load())
+	}
+	for a := range st.Files() {
+		if !strings.Contains(a.Stats, `"minValues":{"id":`) || !strings.Contains(a.Stats, `"nullCount":{"id":0}`) {
+			t.Errorf("stats of the re-encoded file: %s", a.Stats)
+		}
+	}
+}

@@ -37,6 +37,7 @@ var metrics = []sdk.Metric{
 	{Field: "compaction_failures", Name: "sink_compaction_failures_total", Type: sdk.Counter, Help: "Compaction checks that failed (logged; tried again at the next check)."},
 	{Field: "compaction_files_removed", Name: "sink_compaction_files_removed_total", Type: sdk.Counter, Help: "Data files compaction commits removed (dataChange = false)."},
 	{Field: "compaction_files_added", Name: "sink_compaction_files_added_total", Type: sdk.Counter, Help: "Data files compaction commits added."},
+	{Field: "compaction_files_reencoded", Name: "sink_compaction_files_reencoded_total", Type: sdk.Counter, Help: "Files compaction wrote by decoding and encoding every value, because their inputs could not be spliced page by page (dictionary pages, different writers, incomplete stats)."},
 	{Field: "compaction_bytes_read", Name: "sink_compaction_read_bytes_total", Type: sdk.Counter, Unit: sdk.UnitBytes, Help: "Bytes of the data files compactions read."},
 	{Field: "compaction_bytes_written", Name: "sink_compaction_written_bytes_total", Type: sdk.Counter, Unit: sdk.UnitBytes, Help: "Bytes of the data files compaction commits added."},
 	{Field: "compaction_cpu_ms", Name: "sink_compaction_cpu_seconds_total", Type: sdk.Counter, Unit: sdk.UnitSeconds, Scale: 0.001, Help: "CPU time of the compactor's thread while compacting."},

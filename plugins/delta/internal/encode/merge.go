@@ -23,7 +23,7 @@ import (
 // are collected from the copied values by a deltalog.StatsCollector for
 // the table, as the encoder collects them for a batch.
 
-// mergeChunk is how many rows are copied at once.
+// mergeChunk is how many values are copied at once.
 const mergeChunk = 1024
 
 // Merged is the result of Merge.
@@ -60,45 +60,100 @@ func Merge(w io.Writer, srcs []*parquet.File, stats *deltalog.StatsCollector, cr
 	cw := &countingWriter{w: w}
 	pw := parquet.NewGenericWriter[any](cw, config)
 	stats.Reset()
-	buf := make([]parquet.Row, mergeChunk)
-	var n int64
+	var rows int64
 	for _, f := range srcs {
-		for _, rg := range f.RowGroups() {
-			rows := rg.Rows()
-			for {
-				k, err := rows.ReadRows(buf)
-				for _, row := range buf[:k] {
-					feed.row(row)
+		rows += f.NumRows()
+	}
+	// Column by column, as the encoder writes a batch: each column's
+	// values go from the source pages to its column writer without
+	// assembling rows, and the whole file is one row group.
+	buf := make([]parquet.Value, mergeChunk)
+	for ci, col := range pw.ColumnWriters() {
+		leaf, _ := schema.Lookup(schema.Columns()[ci]...)
+		for _, f := range srcs {
+			for _, rg := range f.RowGroups() {
+				if err := copyColumn(col, rg.ColumnChunks()[ci], ci, leaf.MaxRepetitionLevel > 0, buf, feed); err != nil {
+					return Merged{}, fmt.Errorf("encode: merge: column %v: %w", schema.Columns()[ci], err)
 				}
-				if k > 0 {
-					if _, werr := pw.WriteRows(buf[:k]); werr != nil {
-						rows.Close()
-						return Merged{}, fmt.Errorf("encode: merge: write: %w", werr)
-					}
-					n += int64(k)
-				}
-				if errors.Is(err, io.EOF) {
-					break
-				}
-				if err != nil {
-					rows.Close()
-					return Merged{}, fmt.Errorf("encode: merge: read: %w", err)
-				}
-			}
-			if err := rows.Close(); err != nil {
-				return Merged{}, fmt.Errorf("encode: merge: read: %w", err)
 			}
 		}
 	}
 	if err := pw.Close(); err != nil {
 		return Merged{}, fmt.Errorf("encode: merge: write parquet: %w", err)
 	}
-	stats.AddRows(n)
+	for _, st := range feed.missing {
+		for range rows {
+			st.ObserveNull()
+		}
+	}
+	stats.AddRows(rows)
 	js, err := stats.JSON()
 	if err != nil {
 		return Merged{}, fmt.Errorf("encode: merge: statistics: %w", err)
 	}
-	return Merged{NumRecords: n, Size: cw.n, Stats: js}, nil
+	return Merged{NumRecords: rows, Size: cw.n, Stats: js}, nil
+}
+
+// copyColumn copies one column chunk's values to cw, feeding statistics.
+// A non-repeated column's values are rows and go as read; a repeated
+// column's are gathered (cloned: they point into the page) and written up
+// to a row start, so that no row is split between two writes.
+func copyColumn(cw *parquet.ColumnWriter, chunk parquet.ColumnChunk, ci int, repeated bool, buf []parquet.Value, feed *mergeFeed) error {
+	pages := chunk.Pages()
+	defer pages.Close()
+	var pending []parquet.Value
+	for {
+		p, err := pages.ReadPage()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		err = copyPage(cw, p, ci, repeated, buf, &pending, feed)
+		parquet.Release(p)
+		if err != nil {
+			return err
+		}
+	}
+	if len(pending) > 0 {
+		_, err := cw.WriteRowValues(pending)
+		return err
+	}
+	return nil
+}
+
+func copyPage(cw *parquet.ColumnWriter, p parquet.Page, ci int, repeated bool, buf []parquet.Value, pending *[]parquet.Value, feed *mergeFeed) error {
+	vr := p.Values()
+	for {
+		n, rerr := vr.ReadValues(buf)
+		vals := buf[:n]
+		for i := range vals {
+			feed.value(ci, vals[i])
+		}
+		if !repeated && n > 0 {
+			if _, err := cw.WriteRowValues(vals); err != nil {
+				return err
+			}
+		}
+		if repeated {
+			for _, v := range vals {
+				if v.RepetitionLevel() == 0 && len(*pending) >= mergeChunk {
+					if _, err := cw.WriteRowValues(*pending); err != nil {
+						return err
+					}
+					*pending = (*pending)[:0]
+				}
+				*pending = append(*pending, v.Clone())
+			}
+		}
+		if errors.Is(rerr, io.EOF) {
+			return nil
+		}
+		if rerr != nil {
+			return rerr
+		}
+	}
 }
 
 // mergeFeed feeds a StatsCollector from rows of one file schema: per
@@ -218,49 +273,45 @@ func leafConv(t deltalog.DataType, n parquet.Node) (mergeConv, int64) {
 	return convNone, 0
 }
 
-func (f *mergeFeed) row(row parquet.Row) {
-	for _, st := range f.missing {
-		st.ObserveNull()
+// value feeds one value of column ci.
+func (f *mergeFeed) value(ci int, v parquet.Value) {
+	ml := &f.leaves[ci]
+	if ml.st == nil || v.RepetitionLevel() != 0 {
+		return
 	}
-	for _, v := range row {
-		ml := &f.leaves[v.Column()]
-		if ml.st == nil || v.RepetitionLevel() != 0 {
-			continue
-		}
-		if v.DefinitionLevel() < ml.nullBelow {
-			ml.st.ObserveNull()
-			continue
-		}
-		if !ml.direct {
-			continue
-		}
-		switch ml.conv {
-		case convInt32:
-			ml.st.ObserveInt(int64(v.Int32()))
-		case convInt64:
-			ml.st.ObserveInt(v.Int64())
-		case convFloat:
-			ml.st.ObserveFloat(float64(v.Float()))
-		case convDouble:
-			ml.st.ObserveFloat(v.Double())
-		case convString:
-			ml.st.ObserveString(string(v.ByteArray()))
-		case convTimestamp:
-			x := v.Int64()
-			if ml.scale > 0 {
-				x *= ml.scale
-			} else {
-				d := -ml.scale
-				q := x / d
-				if x%d != 0 && x < 0 {
-					q--
-				}
-				x = q
+	if v.DefinitionLevel() < ml.nullBelow {
+		ml.st.ObserveNull()
+		return
+	}
+	if !ml.direct {
+		return
+	}
+	switch ml.conv {
+	case convInt32:
+		ml.st.ObserveInt(int64(v.Int32()))
+	case convInt64:
+		ml.st.ObserveInt(v.Int64())
+	case convFloat:
+		ml.st.ObserveFloat(float64(v.Float()))
+	case convDouble:
+		ml.st.ObserveFloat(v.Double())
+	case convString:
+		ml.st.ObserveString(string(v.ByteArray()))
+	case convTimestamp:
+		x := v.Int64()
+		if ml.scale > 0 {
+			x *= ml.scale
+		} else {
+			d := -ml.scale
+			q := x / d
+			if x%d != 0 && x < 0 {
+				q--
 			}
-			ml.st.ObserveInt(x)
-		case convDecimal:
-			ml.st.ObserveDecimal(unscaled(v))
+			x = q
 		}
+		ml.st.ObserveInt(x)
+	case convDecimal:
+		ml.st.ObserveDecimal(unscaled(v))
 	}
 }
 
