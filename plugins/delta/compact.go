@@ -119,6 +119,9 @@ type compactor struct {
 
 	ctx    context.Context // cancelled by stop
 	cancel context.CancelFunc
+	// committed, when set, hands each compaction commit to the table's
+	// checkpointer, so that a checkpoint due at its version is written.
+	committed func(*deltalog.Snapshot, []deltalog.Action)
 
 	// Owned by the goroutine.
 	snap    *deltalog.Snapshot
@@ -126,15 +129,29 @@ type compactor struct {
 	skipped string // the reason the table is not compacted, logged once
 }
 
-// startCompactor starts the compactor of a table; nil when compaction is off.
-func startCompactor(uri string, store objstore.Store, env *tableEnv) *compactor {
+// startCompactor starts the compactor of table t (just loaded, with its
+// store); nil when compaction is off.
+func startCompactor(t *table, store objstore.Store) *compactor {
+	env := t.env
 	if env.compact == nil {
 		return nil
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	c := &compactor{uri: uri, store: store, log: env.log, opts: *env.compact, stats: env.compactStats, ctx: ctx, cancel: cancel}
+	c := &compactor{uri: t.uri, store: store, log: env.log, opts: *env.compact, stats: env.compactStats, ctx: ctx, cancel: cancel,
+		committed: t.compactionCommitted}
 	env.spawn(c.run)
 	return c
+}
+
+// compactionCommitted tells the table's checkpointer of a compaction
+// commit (the checkpointer only hears of the batches' commits otherwise).
+// It waits for the batch in progress, if any: the compactor can wait.
+func (t *table) compactionCommitted(snap *deltalog.Snapshot, actions []deltalog.Action) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.ckpt != nil && t.snap != nil && t.snap.Metadata.ID == snap.Metadata.ID {
+		t.ckpt.committed(snap, actions)
+	}
 }
 
 // stop ends the goroutine, abandoning a compaction in progress (its new
@@ -196,22 +213,39 @@ func (c *compactor) check(ctx context.Context) error {
 	if c.skipped != "" {
 		return nil
 	}
-	for _, p := range c.plan() {
-		if err := c.compact(ctx, p); err != nil {
+	// One partition value per commit, planned afresh from the state after
+	// each: a plan's files are live at the state's version, and only the
+	// commits after that version are checked against them.
+	for range maxCommitsPerCheck {
+		plans := c.plan()
+		if len(plans) == 0 {
+			return nil
+		}
+		done, err := c.compact(ctx, plans[0])
+		if err != nil {
+			c.snap, c.state = nil, nil
 			if errors.Is(err, deltalog.ErrCompactionConflict) || errors.Is(err, deltalog.ErrConcurrentModification) {
 				// Someone else rewrote or deleted what we read: read the
 				// log again at the next check and plan afresh.
 				c.stats.aborts.Add(1)
 				c.log.Info("Delta compaction abandoned: a concurrent commit changed the files it read", "table", c.uri, "error", err)
-				c.snap, c.state = nil, nil
 				return nil
 			}
-			c.snap, c.state = nil, nil
 			return err
+		}
+		if !done || c.snap == nil {
+			// Nothing to commit after all (files alone with their schema),
+			// or the state could not follow the commit: next check.
+			return nil
 		}
 	}
 	return nil
 }
+
+// maxCommitsPerCheck bounds the compaction commits of one check, so that
+// a table with many ripe partition values still refreshes its view of the
+// log between them every so often.
+const maxCommitsPerCheck = 100
 
 // unsupported says why the table is not compacted, or "".
 func (c *compactor) unsupported() string {
@@ -335,11 +369,11 @@ func partitionKey(pv deltalog.PartitionValues) string {
 // compact rewrites one partition value's bins and commits them as one
 // commit. Unless that commit may have landed, the files it wrote are
 // deleted on the way out.
-func (c *compactor) compact(ctx context.Context, p part) (err error) {
+func (c *compactor) compact(ctx context.Context, p part) (committed bool, err error) {
 	select {
 	case c.stats.sem <- struct{}{}:
 	case <-ctx.Done():
-		return ctx.Err()
+		return false, ctx.Err()
 	}
 	defer func() { <-c.stats.sem }()
 	start := time.Now()
@@ -359,16 +393,20 @@ func (c *compactor) compact(ctx context.Context, p part) (err error) {
 	for _, bin := range p.bins {
 		r, a, n, err := c.rewrite(ctx, p.values, bin, &written)
 		if err != nil {
-			return err
+			return false, err
 		}
 		removed, added, bytesRead = append(removed, r...), append(added, a...), bytesRead+n
 	}
 	if len(added) == 0 {
-		return nil
+		return false, nil
+	}
+	st := c.state
+	if st.Version != c.snap.Version {
+		return false, fmt.Errorf("internal error: compaction planned at version %d, snapshot at %d", st.Version, c.snap.Version)
 	}
 	if c.stats.beforeCommit != nil {
 		if err := c.stats.beforeCommit(ctx); err != nil {
-			return err
+			return false, err
 		}
 	}
 	res, err := deltalog.CommitCompaction(ctx, c.store, c.snap, deltalog.Compaction{
@@ -379,12 +417,18 @@ func (c *compactor) compact(ctx context.Context, p part) (err error) {
 		keep = true // it may have landed: its files may be referenced
 	}
 	if err != nil {
-		return err
+		return false, err
 	}
 	keep = true
+	// Follow the commit, or drop the view: the next plan must come from a
+	// state at the snapshot's version.
+	c.snap, c.state = nil, nil
 	if res.Snapshot != nil {
-		if _, err := c.state.Update(ctx, c.store, res.Version); err == nil {
-			c.snap = res.Snapshot
+		if _, err := st.Update(ctx, c.store, res.Version); err == nil && st.Version == res.Snapshot.Version {
+			c.snap, c.state = res.Snapshot, st
+		}
+		if c.committed != nil {
+			c.committed(res.Snapshot, res.Actions)
 		}
 	}
 	var bytesWritten int64
@@ -399,7 +443,7 @@ func (c *compactor) compact(ctx context.Context, p part) (err error) {
 	c.log.Info("compacted Delta files", "table", c.uri, "version", res.Version, "partition", partitionLabel(p.values),
 		"files_removed", len(removed), "files_added", len(added), "bytes_read", bytesRead, "bytes_written", bytesWritten,
 		"duration_ms", time.Since(start).Milliseconds())
-	return nil
+	return true, nil
 }
 
 // rewrite reads one bin's files and writes them as one file per Parquet

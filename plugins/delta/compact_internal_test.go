@@ -285,3 +285,58 @@ func TestCompactionReencodesWhenStatsDoNotCombine(t *testing.T) {
 		}
 	}
 }
+
+// A file of the second partition value deleted by a commit that wins the
+// race against the first partition value's compaction is not compacted
+// (nor brought back) with the second: each partition value is planned
+// from the log as of the commit before it. No commit removes a file that
+// is not live, and every row but the deleted file's is there once.
+func TestCompactionPlansEachPartitionAfresh(t *testing.T) {
+	dir := compactTable(t, "", 4)
+	store, _ := objstore.NewLocal(dir)
+	_, _, _, st := tableFacts(t, dir)
+	var victim *deltalog.Add
+	for a := range st.Files() {
+		if *a.PartitionValues["p"] == "b" && (victim == nil || a.Path < victim.Path) {
+			victim = a
+		}
+	}
+	c := newTestCompactor(t, store)
+	deleted := false
+	c.stats.beforeCommit = func(ctx context.Context) error {
+		if deleted {
+			return nil
+		}
+		deleted = true
+		del := fmt.Sprintf(`{"commitInfo":{"timestamp":1,"operation":"DELETE"}}`+"\n"+
+			`{"remove":{"path":%q,"dataChange":true,"deletionTimestamp":1,"size":%d,"partitionValues":{"p":"b"}}}`+"\n", victim.Path, victim.Size)
+		return store.PutIfAbsent(ctx, deltalog.CommitPath(5), []byte(del))
+	}
+	if err := c.check(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var gone struct{ NumRecords int }
+	_ = json.Unmarshal([]byte(victim.Stats), &gone)
+	rows, files, _, st := tableFacts(t, dir)
+	if rows != 12-gone.NumRecords || files["a"] != 1 || files["b"] != 1 || st.Version != 7 {
+		t.Fatalf("%d rows (want %d), files %v, version %d (want 7: delete, a, b)", rows, 12-gone.NumRecords, files, st.Version)
+	}
+	live := map[string]bool{}
+	for v := int64(1); v <= st.Version; v++ {
+		cm, err := deltalog.ReadCommit(context.Background(), store, v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, a := range cm.Actions {
+			switch a := a.(type) {
+			case *deltalog.Add:
+				live[a.Path] = true
+			case *deltalog.Remove:
+				if !live[a.Path] {
+					t.Errorf("version %d removes %s, which is not live", v, a.Path)
+				}
+				delete(live, a.Path)
+			}
+		}
+	}
+}

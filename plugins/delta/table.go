@@ -104,7 +104,7 @@ func (t *table) load(ctx context.Context) error {
 	}
 	t.store, t.snap = store, snap
 	t.ckpt = t.newCheckpointer(snap)
-	t.comp = startCompactor(t.uri, store, t.env)
+	t.comp = startCompactor(t, store)
 	return nil
 }
 
