@@ -163,29 +163,23 @@ func ResolveCompactionConflict(read map[string]bool, txnID string, winners []Com
 	last := int64(-1)
 	for _, w := range winners {
 		last = w.Version
-		for _, a := range w.Actions {
-			if ci, ok := a.(*CommitInfo); ok && txnID != "" && ci.TxnID == txnID {
-				return ConflictResult{Resolution: ResolutionCommitted, Version: w.Version}
-			}
+		if isOwnCommit(w, txnID) {
+			return ConflictResult{Resolution: ResolutionCommitted, Version: w.Version}
 		}
 		for _, a := range w.Actions {
+			if r, ok := definitionChanged(w.Version, a); ok {
+				return r
+			}
+			var path string
 			switch a := a.(type) {
 			case *Remove:
-				if read[a.Path] {
-					return ConflictResult{Resolution: ResolutionAbort, Version: w.Version,
-						Err: &CompactionConflictError{Version: w.Version, Path: a.Path}}
-				}
+				path = a.Path
 			case *Add:
-				if read[a.Path] {
-					return ConflictResult{Resolution: ResolutionAbort, Version: w.Version,
-						Err: &CompactionConflictError{Version: w.Version, Path: a.Path}}
-				}
-			case *Protocol:
+				path = a.Path
+			}
+			if path != "" && read[path] {
 				return ConflictResult{Resolution: ResolutionAbort, Version: w.Version,
-					Err: &ConcurrentModificationError{Version: w.Version, Action: KindProtocol}}
-			case *Metadata:
-				return ConflictResult{Resolution: ResolutionAbort, Version: w.Version,
-					Err: &ConcurrentModificationError{Version: w.Version, Action: KindMetadata}}
+					Err: &CompactionConflictError{Version: w.Version, Path: path}}
 			}
 		}
 	}
@@ -262,12 +256,7 @@ func CommitCompaction(ctx context.Context, store Store, s *Snapshot, c Compactio
 		outcome, first, err := putCommit(ctx, store, pc)
 		switch outcome {
 		case Committed:
-			next, err := s.Apply(pc.Version, pc.Actions)
-			if err != nil {
-				return nil, err
-			}
-			return &CommitResult{Version: pc.Version, TxnID: pc.TxnID, Snapshot: next.withHead(pc.Data), Attempts: attempt,
-				Actions: pc.Actions}, nil
+			return landed(s, pc, attempt)
 		case Retryable:
 			return nil, err
 		case Conflict:
