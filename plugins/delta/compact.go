@@ -16,6 +16,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/format"
 
 	"github.com/picomq/heavy-sinks/plugins/delta/deltalog"
 	"github.com/picomq/heavy-sinks/plugins/delta/internal/encode"
@@ -452,10 +453,11 @@ func (c *compactor) compact(ctx context.Context, p part) (committed bool, err er
 func (c *compactor) rewrite(ctx context.Context, pv deltalog.PartitionValues, bin []*deltalog.Add, written *[]string) (
 	removed []*deltalog.Add, added []deltalog.DataFile, bytesRead int64, err error) {
 	type schemaGroup struct {
-		adds  []*deltalog.Add
-		files []*parquet.File
-		data  [][]byte
-		rows  int64
+		schema  string // encode.SchemaKey
+		adds    []*deltalog.Add
+		data    [][]byte
+		footers []*format.FileMetaData
+		rows    int64
 	}
 	var groups []*schemaGroup
 	for _, a := range bin {
@@ -468,26 +470,27 @@ func (c *compactor) rewrite(ctx context.Context, pv deltalog.PartitionValues, bi
 			return nil, nil, 0, fmt.Errorf("reading %s: %w", p, err)
 		}
 		bytesRead += int64(len(data))
-		f, err := parquet.OpenFile(bytes.NewReader(data), int64(len(data)))
+		md, err := encode.Footer(data)
 		if err != nil {
 			return nil, nil, 0, fmt.Errorf("reading %s: %w", p, err)
 		}
-		i := slices.IndexFunc(groups, func(g *schemaGroup) bool { return parquet.EqualNodes(g.files[0].Schema(), f.Schema()) })
+		key := encode.SchemaKey(md)
+		i := slices.IndexFunc(groups, func(g *schemaGroup) bool { return g.schema == key })
 		if i < 0 {
-			groups, i = append(groups, &schemaGroup{}), len(groups)
+			groups, i = append(groups, &schemaGroup{schema: key}), len(groups)
 		}
 		g := groups[i]
-		g.adds, g.files, g.data, g.rows = append(g.adds, a), append(g.files, f), append(g.data, data), g.rows+f.NumRows()
+		g.adds, g.data, g.footers, g.rows = append(g.adds, a), append(g.data, data), append(g.footers, md), g.rows+md.NumRows
 	}
 	dir, err := deltalog.PartitionDir(c.snap.PartitionColumns, pv)
 	if err != nil {
 		return nil, nil, 0, err
 	}
 	for _, g := range groups {
-		if len(g.files) < 2 {
+		if len(g.data) < 2 {
 			continue
 		}
-		m, out, err := c.combine(g.adds, g.files, g.data)
+		m, out, err := c.combine(g.adds, g.data, g.footers)
 		if err != nil {
 			return nil, nil, 0, err
 		}
@@ -509,12 +512,12 @@ func (c *compactor) rewrite(ctx context.Context, pv deltalog.PartitionValues, bi
 // pages copied as they are and their stats combined, when they qualify
 // (the sink's own files do); else merged, every value decoded and encoded
 // again and the stats collected anew.
-func (c *compactor) combine(adds []*deltalog.Add, files []*parquet.File, data [][]byte) (encode.Merged, []byte, error) {
+func (c *compactor) combine(adds []*deltalog.Add, data [][]byte, footers []*format.FileMetaData) (encode.Merged, []byte, error) {
 	coll, err := deltalog.NewStatsCollector(c.snap)
 	if err != nil {
 		return encode.Merged{}, nil, err
 	}
-	out, rows, err := encode.Splice(nil, data)
+	out, rows, err := encode.Splice(nil, data, footers)
 	if err == nil {
 		for _, a := range adds {
 			if err = coll.ObserveStats(a.Stats); err != nil {
@@ -530,6 +533,12 @@ func (c *compactor) combine(adds []*deltalog.Add, files []*parquet.File, data []
 		return encode.Merged{}, nil, err
 	}
 	c.stats.merged.Add(1)
+	files := make([]*parquet.File, len(data))
+	for i, d := range data {
+		if files[i], err = parquet.OpenFile(bytes.NewReader(d), int64(len(d))); err != nil {
+			return encode.Merged{}, nil, err
+		}
+	}
 	var buf bytes.Buffer
 	m, err := encode.Merge(&buf, files, coll, c.stats.createdBy)
 	return m, buf.Bytes(), err

@@ -67,7 +67,7 @@ func testMerge(t *testing.T, count, perFile int) {
 	}
 
 	// Splice: the pages as they are, the stats combined from the files'.
-	spliced, rows, err := encode.Splice(nil, datas)
+	spliced, rows, err := encode.Splice(nil, datas, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,7 +146,7 @@ func TestSpliceRefusesDictionaryPages(t *testing.T) {
 	enc := mustEncoder(t, schema, nil, encode.Options{DictionaryEncoding: true})
 	a := encodeRecords(t, enc, `{"s":"x"}`, `{"s":"x"}`)[0].Data
 	b := encodeRecords(t, enc, `{"s":"y"}`)[0].Data
-	if _, _, err := encode.Splice(nil, [][]byte{a, b}); !errors.Is(err, encode.ErrNotSpliceable) {
+	if _, _, err := encode.Splice(nil, [][]byte{a, b}, nil); !errors.Is(err, encode.ErrNotSpliceable) {
 		t.Fatalf("err %v, want ErrNotSpliceable", err)
 	}
 }

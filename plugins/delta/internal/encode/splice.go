@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"reflect"
 	"slices"
 
 	"github.com/parquet-go/parquet-go"
@@ -36,13 +35,19 @@ var ErrNotSpliceable = errors.New("encode: files cannot be spliced")
 
 // Splice puts the rows of srcs (whole Parquet files) together as one row
 // group of a new file, appended to out, and returns it with its row count.
-func Splice(out []byte, srcs [][]byte) ([]byte, int64, error) {
+// footers are the files' footers when the caller decoded them (Footer)
+// already, else nil.
+func Splice(out []byte, srcs [][]byte, footers []*format.FileMetaData) ([]byte, int64, error) {
 	var md *format.FileMetaData
 	var all *ckptfile.RowGroup
 	var types []parquet.Type
 	for i, data := range srcs {
-		fmd, err := footer(data)
-		if err != nil {
+		var fmd *format.FileMetaData
+		if footers != nil {
+			fmd = footers[i]
+		} else if f, err := Footer(data); err == nil {
+			fmd = f
+		} else {
 			return nil, 0, err
 		}
 		if i == 0 {
@@ -55,7 +60,7 @@ func Splice(out []byte, srcs [][]byte) ([]byte, int64, error) {
 				leaf, _ := schema.Schema().Lookup(path...)
 				types = append(types, leaf.Node.Type())
 			}
-		} else if fmd.CreatedBy != md.CreatedBy || !reflect.DeepEqual(fmd.Schema, md.Schema) {
+		} else if fmd.CreatedBy != md.CreatedBy || SchemaKey(fmd) != SchemaKey(md) {
 			return nil, 0, fmt.Errorf("%w: file %d has another schema or writer", ErrNotSpliceable, i)
 		}
 		for r := range fmd.RowGroups {
@@ -78,13 +83,14 @@ func Splice(out []byte, srcs [][]byte) ([]byte, int64, error) {
 	if all == nil {
 		return nil, 0, fmt.Errorf("%w: no rows", ErrNotSpliceable)
 	}
-	md.RowGroups = nil
-	data, err := ckptfile.Assemble(out, md, []*ckptfile.RowGroup{all})
+	head := *md // the caller's footer stays as it was
+	head.RowGroups = nil
+	data, err := ckptfile.Assemble(out, &head, []*ckptfile.RowGroup{all})
 	return data, all.Rows, err
 }
 
-// footer decodes a Parquet file's footer.
-func footer(data []byte) (*format.FileMetaData, error) {
+// Footer decodes a Parquet file's footer.
+func Footer(data []byte) (*format.FileMetaData, error) {
 	if len(data) < 12 || string(data[:4]) != "PAR1" || string(data[len(data)-4:]) != "PAR1" {
 		return nil, errors.New("encode: not a Parquet file")
 	}
@@ -97,6 +103,17 @@ func footer(data []byte) (*format.FileMetaData, error) {
 		return nil, fmt.Errorf("encode: Parquet footer: %w", err)
 	}
 	return md, nil
+}
+
+// SchemaKey is a file's schema (from its footer) as a string: equal for
+// files whose schemas are the same, element by element. (reflect.DeepEqual
+// of the decoded thrift structs found identical schemas unequal.)
+func SchemaKey(md *format.FileMetaData) string {
+	b, err := thrift.Marshal(new(thrift.CompactProtocol), &format.FileMetaData{Schema: md.Schema})
+	if err != nil {
+		return fmt.Sprintf("unkeyed %p", md) // equal to no other file's key
+	}
+	return string(b)
 }
 
 // spliceGroup is one row group of a file as a ckptfile.RowGroup whose
