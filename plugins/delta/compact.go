@@ -27,8 +27,9 @@ import (
 //
 // Each table gets a goroutine (Host.Go, so closing the instance stops it)
 // that keeps its own snapshot and file list (deltalog.State), advanced
-// from the log every check, and never takes the table's lock: a batch
-// never waits for it. Each check:
+// from the log every check. It takes the table's lock only for a moment
+// after each commit, to hand the commit to the checkpointer: a batch never
+// waits for a compaction. Each check:
 //
 //  1. groups the live files by partition value; a partition value is
 //     ripe when nothing was added to it for compaction_idle (the newest
@@ -38,15 +39,19 @@ import (
 //  2. bin-packs a ripe partition value's small files, oldest first, into
 //     bins of up to compaction_target_file_size (by input bytes); a bin of
 //     one file is left alone;
-//  3. reads each bin's files and writes one file per bin
-//     (encode.Merge: same writer settings as a batch, values copied as
-//     stored, stats collected again; files whose Parquet schemas differ,
-//     from before and after a schema change, go to separate files);
-//  4. commits, per partition value, the removes (dataChange = false) of
-//     the files read and the adds (dataChange = false) of the files
-//     written in one commit (deltalog.CommitCompaction). A winner that
-//     removed a file it read aborts it and its new files are deleted;
-//     winning appends only move it to the next version.
+//  3. reads each bin's files and writes one file per bin: their data
+//     pages spliced into one row group and their add.stats combined
+//     (encode.Splice, deltalog's ObserveStats), or, for files that do not
+//     qualify, every value decoded and encoded again with a batch's writer
+//     settings and the stats collected anew (encode.Merge); files whose
+//     Parquet schemas differ, from before and after a schema change, go
+//     to separate files;
+//  4. commits the partition value's removes (dataChange = false) of the
+//     files read and adds (dataChange = false) of the files written in
+//     one commit (deltalog.CommitCompaction). A winner that removed a file
+//     it read aborts it and its new files are deleted; winning appends
+//     only move it to the next version. The next partition value is
+//     planned afresh from the log as of that commit.
 //
 // One compaction runs at a time per instance (the semaphore bounds memory
 // to about one target file plus its inputs, and CPU to one core).
