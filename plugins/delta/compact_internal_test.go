@@ -340,3 +340,41 @@ func TestCompactionPlansEachPartitionAfresh(t *testing.T) {
 		}
 	}
 }
+
+// A compaction commit at a checkpoint version gets its checkpoint from the
+// table's checkpointer, which hears of compaction commits as of batches';
+// the checkpoint lists the compacted file and the removed ones as
+// tombstones.
+func TestCompactionCommitIsCheckpointed(t *testing.T) {
+	dir := compactTable(t, `{"delta.checkpointInterval":"5"}`, 4) // versions 1-4: 4 files for each of a, b
+	store, _ := objstore.NewLocal(dir)
+	var sp spawner
+	defer sp.wg.Wait()
+	stats := newCompactStats()
+	stats.checkEvery = 20 * time.Millisecond
+	env := &tableEnv{
+		open:  func(context.Context, objstore.Location) (objstore.Store, error) { return store, nil },
+		log:   slog.New(slog.DiscardHandler),
+		spawn: sp.spawn,
+		opts:  tableOptions{exactlyOnce: true},
+		stats: &counters{}, ckpt: newCheckpointStats(), requests: &objstore.Requests{},
+		compact: &compactOptions{target: 64 << 20, minFiles: 2}, compactStats: stats,
+	}
+	tb := newTable("file://"+dir, env)
+	defer tb.close()
+	tb.mu.Lock()
+	err := tb.load(context.Background())
+	tb.mu.Unlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "the checkpoint at version 5", func() bool { return env.ckpt.lastVersion.Load() == 5 })
+	st, err := deltalog.LoadStateAt(context.Background(), store, 5, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.CheckpointVersion != 5 || st.NumFiles() != 5 || st.NumTombstones() != 4 {
+		t.Fatalf("checkpoint %d: %d files, %d tombstones; want a's one file and b's four, a's four removed",
+			st.CheckpointVersion, st.NumFiles(), st.NumTombstones())
+	}
+}
