@@ -35,7 +35,8 @@ import (
 //     ripe when nothing was added to it for compaction_idle (the newest
 //     add.modificationTime, whoever wrote it) and it has at least
 //     compaction_min_files small files (under half of
-//     compaction_target_file_size, without deletion vectors or row ids);
+//     compaction_target_file_size, without deletion vectors, row ids or
+//     a clustering provider);
 //  2. bin-packs a ripe partition value's small files, oldest first, into
 //     bins of up to compaction_target_file_size (by input bytes); a bin of
 //     one file is left alone;
@@ -318,7 +319,9 @@ func (c *compactor) plan() []part {
 			groups[key] = g
 		}
 		g.newest = max(g.newest, a.ModificationTime)
-		if a.Size < c.opts.target/2 && len(a.DeletionVector) == 0 && a.BaseRowID == nil {
+		// Clustered files are left to the engine that clusters them: a
+		// plain rewrite would undo their layout.
+		if a.Size < c.opts.target/2 && len(a.DeletionVector) == 0 && a.BaseRowID == nil && a.ClusteringProvider == "" {
 			g.small = append(g.small, a)
 		}
 	}
