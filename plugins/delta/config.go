@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"time"
 
 	"github.com/picomq/heavy-sinks/plugins/delta/objstore"
 	"github.com/picomq/heavy-sinks/shared/sdk"
@@ -20,11 +21,15 @@ type Config struct {
 	MetadataColumns    bool   `config:"metadata_columns" default:"false" doc:"Fill the table's top-level pico_* columns, those it has, from each record's metadata instead of its payload: pico_topic (string), pico_partition (integer or long), pico_offset (long), pico_timestamp (long epoch milliseconds, or timestamp), pico_key (binary as sent, or string base64; null without a key), pico_headers (map<string,string>, values base64 when not UTF-8). Another type fails the first batch naming the column. With create_table the pico_* columns are added to the created schema (after table_schema's columns, unless table_schema lists them itself). false: no metadata is written, as the spec says"`
 	DerivedColumns     string `config:"derived_columns" doc:"Fill columns from a timestamp in another top-level field, e.g. \"day = date(ts), hour = hour(ts)\" (UTC). Functions: date (date or string column), year, month, day, hour (integer or zero-padded string column). The source: a timestamp, timestamp_ntz, date or string column, or a field the table lacks, read as a timestamp column would read it; null or missing gives null. Typically partition columns. See docs/delta.md"`
 
-	CreateTable   bool   `config:"create_table" default:"false" doc:"Create a table that does not exist yet: the first batch for its URI commits version 0 with table_schema, partition_by and the batch's records in one commit. A table that exists is written as it is, whatever table_schema says. With a templated table_uri, one table per resolved URI. false: a missing table is an error"`
-	TableSchema   string `config:"table_schema" doc:"Required with create_table, refused without it. The schema of the tables the sink creates, in Delta's own JSON form (the schemaString of a metaData action: a struct type whose fields have a name and a type; nullable defaults to true). Columns metadata_columns adds need not be listed. See docs/delta.md, Creating tables"`
-	FileSync      string `config:"file_sync" default:"file" doc:"file:// tables: how a batch's data files become durable before its commit names them. file: each data file and each directory that gained one is fsynced (a batch over 5 partitions makes 12 syncs, the commit's 2 included). filesystem: they are left to one syncfs(2) of the table's filesystem before the commit, 2 syncs per batch; it also writes out other programs' unsynced data on that filesystem, so use it where the tables have a filesystem to themselves. ext4, XFS and Btrfs (elsewhere it fsyncs file by file). After a failed syncfs every commit of the table fails until the sink is opened again. Needs Linux 5.8 or later (refused at open before, whatever the table). Object stores ignore it. See docs/delta.md, Durability"`
-	PartitionBy   string `config:"partition_by" doc:"With create_table: the partition columns of the tables the sink creates, comma-separated, e.g. region, day. Each names a top-level column of table_schema (or a pico_* column metadata_columns adds) of a primitive type. Default: not partitioned"`
-	GroupMaxBytes int    `config:"group_commit_max_bytes" default:"67108864" doc:"When a runtime delivers several batches for one table at once (concurrent consume calls, picomq-connect's max_in_flight), they are written as one commit while the payload bytes of its batches stay within this; the first batch goes in whatever its size. A commit writes one data file per partition value, so this is the byte target of a grouped commit's data files (in JSON payload bytes; the Parquet file is usually several times smaller). No effect when batches come one at a time. See docs/delta.md, Group commits"`
+	CreateTable              bool          `config:"create_table" default:"false" doc:"Create a table that does not exist yet: the first batch for its URI commits version 0 with table_schema, partition_by and the batch's records in one commit. A table that exists is written as it is, whatever table_schema says. With a templated table_uri, one table per resolved URI. false: a missing table is an error"`
+	TableSchema              string        `config:"table_schema" doc:"Required with create_table, refused without it. The schema of the tables the sink creates, in Delta's own JSON form (the schemaString of a metaData action: a struct type whose fields have a name and a type; nullable defaults to true). Columns metadata_columns adds need not be listed. See docs/delta.md, Creating tables"`
+	FileSync                 string        `config:"file_sync" default:"file" doc:"file:// tables: how a batch's data files become durable before its commit names them. file: each data file and each directory that gained one is fsynced (a batch over 5 partitions makes 12 syncs, the commit's 2 included). filesystem: they are left to one syncfs(2) of the table's filesystem before the commit, 2 syncs per batch; it also writes out other programs' unsynced data on that filesystem, so use it where the tables have a filesystem to themselves. ext4, XFS and Btrfs (elsewhere it fsyncs file by file). After a failed syncfs every commit of the table fails until the sink is opened again. Needs Linux 5.8 or later (refused at open before, whatever the table). Object stores ignore it. See docs/delta.md, Durability"`
+	Compaction               bool          `config:"compaction" default:"false" doc:"Compact small data files in the background: per table, a partition value that no writer appended to for compaction_idle and that has at least compaction_min_files files under half of compaction_target_file_size gets them rewritten into files of about that size, committed as remove and add actions with dataChange = false (rows unchanged; streaming readers skip the commit). Batches never wait for it and never fail because of it. Removed files stay for readers of older versions until a VACUUM. false: every file stays as its batch wrote it. See docs/delta.md, Compaction"`
+	CompactionTargetFileSize int64         `config:"compaction_target_file_size" default:"67108864" doc:"With compaction: the size in bytes compaction packs small files up to (by their total size; the rewritten file is about as large). At least 1048576. Default 64 MiB: a compacted file is built in memory before its upload, one at a time per instance"`
+	CompactionMinFiles       int           `config:"compaction_min_files" default:"10" doc:"With compaction: the fewest small files (under half of compaction_target_file_size) a partition value must have before it is compacted. At least 2"`
+	CompactionIdle           time.Duration `config:"compaction_idle" default:"10m" doc:"With compaction: how long no file may have been added to a partition value (the newest add's modificationTime, whoever wrote it) before it is compacted, so that partitions still being written, such as the current hour, are left alone. The table is checked every quarter of it (between 1s and 1m). 0 compacts whatever qualifies at every check"`
+	PartitionBy              string        `config:"partition_by" doc:"With create_table: the partition columns of the tables the sink creates, comma-separated, e.g. region, day. Each names a top-level column of table_schema (or a pico_* column metadata_columns adds) of a primitive type. Default: not partitioned"`
+	GroupMaxBytes            int           `config:"group_commit_max_bytes" default:"67108864" doc:"When a runtime delivers several batches for one table at once (concurrent consume calls, picomq-connect's max_in_flight), they are written as one commit while the payload bytes of its batches stay within this; the first batch goes in whatever its size. A commit writes one data file per partition value, so this is the byte target of a grouped commit's data files (in JSON payload bytes; the Parquet file is usually several times smaller). No effect when batches come one at a time. See docs/delta.md, Group commits"`
 
 	AWSAccessKey   string `config:"aws_s3_access_key,secret" doc:"S3 access key. Set both keys or neither; neither uses the standard AWS credential chain"`
 	AWSSecretKey   string `config:"aws_s3_secret_key,secret" doc:"S3 secret key"`
@@ -57,7 +62,28 @@ const (
 	keyDerivedColumns     = "derived_columns"
 	keyFileSync           = "file_sync"
 	keyGroupMaxBytes      = "group_commit_max_bytes"
+
+	keyCompactionTargetFileSize = "compaction_target_file_size"
+	keyCompactionMinFiles       = "compaction_min_files"
+	keyCompactionIdle           = "compaction_idle"
 )
+
+// compactOptions returns the compaction settings, validated; nil when
+// compaction is off.
+func (c *Config) compactOptions() (*compactOptions, error) {
+	if !c.Compaction {
+		return nil, nil
+	}
+	switch {
+	case c.CompactionTargetFileSize < 1<<20:
+		return nil, sdk.BadConfigf("plugin_config key %q: %d is below 1048576 (1 MiB)", keyCompactionTargetFileSize, c.CompactionTargetFileSize)
+	case c.CompactionMinFiles < 2:
+		return nil, sdk.BadConfigf("plugin_config key %q: %d is below 2", keyCompactionMinFiles, c.CompactionMinFiles)
+	case c.CompactionIdle < 0:
+		return nil, sdk.BadConfigf("plugin_config key %q: %s is negative", keyCompactionIdle, c.CompactionIdle)
+	}
+	return &compactOptions{target: c.CompactionTargetFileSize, minFiles: c.CompactionMinFiles, idle: c.CompactionIdle}, nil
+}
 
 // file_sync values.
 const (

@@ -45,6 +45,7 @@ type Sink struct {
 
 	stats counters
 	ckpt  *checkpointStats
+	comp  *compactStats
 	// requests counts every table's store operations (objstore.Counted).
 	requests objstore.Requests
 }
@@ -111,6 +112,10 @@ func (s *Sink) Open(ctx context.Context, cfg *Config, host *sdk.Host) error {
 	if cfg.GroupMaxBytes <= 0 {
 		return sdk.BadConfigf("plugin_config key %q: %d is not a positive number of bytes", keyGroupMaxBytes, cfg.GroupMaxBytes)
 	}
+	compact, err := cfg.compactOptions()
+	if err != nil {
+		return err
+	}
 	tmpl, err := template.Parse(cfg.TableURI)
 	if err != nil {
 		return sdk.BadConfigf("plugin_config key %q: %v", keyTableURI, err)
@@ -129,6 +134,7 @@ func (s *Sink) Open(ctx context.Context, cfg *Config, host *sdk.Host) error {
 	s.host, s.uri = host, tmpl
 	s.tables = map[string]*table{}
 	s.ckpt = newCheckpointStats()
+	s.comp = newCompactStats()
 	s.env = &tableEnv{
 		open: func(ctx context.Context, loc objstore.Location) (objstore.Store, error) {
 			return objstore.Open(ctx, loc, storage)
@@ -137,6 +143,7 @@ func (s *Sink) Open(ctx context.Context, cfg *Config, host *sdk.Host) error {
 		opts: tableOptions{exactlyOnce: cfg.ExactlyOnce, skipEmpty: cfg.SkipEmptyPayloads, metadataColumns: cfg.MetadataColumns,
 			addColumns: cfg.SchemaEvolution == evolveAddColumns, derive: derive, create: create, groupMaxBytes: cfg.GroupMaxBytes},
 		stats: &s.stats, ckpt: s.ckpt, requests: &s.requests,
+		compact: compact, compactStats: s.comp,
 	}
 	if !tmpl.IsStatic() {
 		return nil
@@ -239,6 +246,7 @@ func (s *Sink) Metrics() map[string]any {
 		"fsyncs":                 s.stats.fsyncs.Load(),
 	}
 	s.ckpt.addTo(m)
+	s.comp.addTo(m)
 	m["storage_get_requests"] = s.requests.Get.Load()
 	m["storage_put_requests"] = s.requests.Put.Load()
 	m["storage_list_requests"] = s.requests.List.Load()

@@ -46,6 +46,7 @@ type table struct {
 	hdrs   []encode.Header // meta.Headers' backing array, reused
 
 	ckpt *checkpointer // checkpoints and log cleanup (checkpointer.go)
+	comp *compactor    // compaction = true (compact.go); nil when off
 }
 
 // tableEnv is what a table needs from the sink that opened it, given at
@@ -66,6 +67,9 @@ type tableEnv struct {
 	stats    *counters
 	ckpt     *checkpointStats
 	requests *objstore.Requests // every table's store operations (objstore.Counted)
+
+	compact      *compactOptions // nil: compaction is off
+	compactStats *compactStats
 }
 
 // tableOptions are the plugin_config settings a table writes by.
@@ -109,6 +113,7 @@ func (t *table) load(ctx context.Context) error {
 	t.store, t.snap = store, snap
 	t.ckpt = t.newCheckpointer(snap)
 	t.opened.Store(true)
+	t.comp = startCompactor(t, store)
 	return nil
 }
 
@@ -133,6 +138,7 @@ func (t *table) close() {
 	if t.ckpt != nil {
 		t.ckpt.stop()
 	}
+	t.comp.stop()
 	if t.local != nil {
 		// A checkpoint still running fails its put rather than use a
 		// closed root (file_sync = "filesystem").

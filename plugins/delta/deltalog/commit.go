@@ -568,12 +568,7 @@ func CommitAppend(ctx context.Context, store Store, s *Snapshot, c AppendCommit,
 		outcome, first, err := putCommit(ctx, store, pc)
 		switch outcome {
 		case Committed:
-			next, err := s.Apply(pc.Version, pc.Actions)
-			if err != nil {
-				return nil, err
-			}
-			return &CommitResult{Version: pc.Version, TxnID: pc.TxnID, Snapshot: next.withHead(pc.Data), Attempts: attempt,
-				Actions: pc.Actions}, nil
+			return landed(s, pc, attempt)
 		case Retryable:
 			return nil, err
 		case Conflict:
@@ -590,6 +585,17 @@ func CommitAppend(ctx context.Context, store Store, s *Snapshot, c AppendCommit,
 			return nil, err
 		}
 	}
+}
+
+// landed is the result of pc, put as version pc.Version on top of s at the
+// given attempt.
+func landed(s *Snapshot, pc *PreparedCommit, attempt int) (*CommitResult, error) {
+	next, err := s.Apply(pc.Version, pc.Actions)
+	if err != nil {
+		return nil, err
+	}
+	return &CommitResult{Version: pc.Version, TxnID: pc.TxnID, Snapshot: next.withHead(pc.Data), Attempts: attempt,
+		Actions: pc.Actions}, nil
 }
 
 // Commit is one commit file read from the log.

@@ -117,12 +117,13 @@ func ResolveGroupConflict(apps []App, txnID string, winners []Commit) ConflictRe
 	var partial ConflictResult
 	for _, w := range winners {
 		last = w.Version
-		for _, a := range w.Actions {
-			if ci, ok := a.(*CommitInfo); ok && txnID != "" && ci.TxnID == txnID {
-				return ConflictResult{Resolution: ResolutionCommitted, Version: w.Version}
-			}
+		if isOwnCommit(w, txnID) {
+			return ConflictResult{Resolution: ResolutionCommitted, Version: w.Version}
 		}
 		for _, a := range w.Actions {
+			if r, ok := definitionChanged(w.Version, a); ok {
+				return r
+			}
 			switch a := a.(type) {
 			case *Txn:
 				i := slices.IndexFunc(apps, func(p App) bool { return p.ID == a.AppID })
@@ -142,12 +143,6 @@ func ResolveGroupConflict(apps []App, txnID string, winners []Commit) ConflictRe
 				if len(covered) == len(apps) {
 					return ConflictResult{Resolution: ResolutionAlreadyCommitted, Version: w.Version}
 				}
-			case *Protocol:
-				return ConflictResult{Resolution: ResolutionAbort, Version: w.Version,
-					Err: &ConcurrentModificationError{Version: w.Version, Action: KindProtocol}}
-			case *Metadata:
-				return ConflictResult{Resolution: ResolutionAbort, Version: w.Version,
-					Err: &ConcurrentModificationError{Version: w.Version, Action: KindMetadata}}
 			}
 		}
 	}
@@ -155,6 +150,32 @@ func ResolveGroupConflict(apps []App, txnID string, winners []Commit) ConflictRe
 		return partial
 	}
 	return ConflictResult{Resolution: ResolutionRetry, Version: last}
+}
+
+// isOwnCommit reports whether winner w is the commit with commitInfo.txnId
+// txnID: an earlier attempt of ours that landed after all.
+func isOwnCommit(w Commit, txnID string) bool {
+	for _, a := range w.Actions {
+		if ci, ok := a.(*CommitInfo); ok && txnID != "" && ci.TxnID == txnID {
+			return true
+		}
+	}
+	return false
+}
+
+// definitionChanged is the abort verdict for a winner's protocol or
+// metaData action: what was written against the old definition may no
+// longer hold.
+func definitionChanged(version int64, a Action) (ConflictResult, bool) {
+	switch a.(type) {
+	case *Protocol:
+		return ConflictResult{Resolution: ResolutionAbort, Version: version,
+			Err: &ConcurrentModificationError{Version: version, Action: KindProtocol}}, true
+	case *Metadata:
+		return ConflictResult{Resolution: ResolutionAbort, Version: version,
+			Err: &ConcurrentModificationError{Version: version, Action: KindMetadata}}, true
+	}
+	return ConflictResult{}, false
 }
 
 // IsOurCommit reports whether a commit file's commitInfo.txnId is txnID —

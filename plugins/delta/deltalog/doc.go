@@ -56,9 +56,15 @@
 //	partition.go       partition value serialization, Hive directory escaping,
 //	                   add.path URI encoding
 //	stats.go           per-file statistics collection (Spark-compatible)
+//	stats_merge.go     ObserveStats: a file's stats from the stats of the
+//	                   files it was made of (compaction)
 //	commit.go          PrepareAppend, PutCommit, CommitAppend, ReadCommits
 //	conflict.go        ResolveConflict (ResolveGroupConflict for a commit
 //	                   with several txn actions) and IsOurCommit
+//	compact.go         compaction commits: PrepareCompaction,
+//	                   CommitCompaction (remove/add with dataChange = false,
+//	                   aborted when a winner removed a file read),
+//	                   ResolveCompactionConflict, FilePath
 //	state.go           State: the full table state with its file list,
 //	                   LoadState/LoadStateAt, Apply, Update, retention
 //	state_read.go      file actions (add/remove/sidecar) of Parquet

@@ -67,6 +67,7 @@ type ColumnStats struct {
 	nulls     int64
 	seen      bool // at least one non-null value
 	nonFinite bool // float column saw NaN or ±Inf
+	unbounded bool // a file folded in by ObserveStats had values but no bounds
 	finite    bool // float column saw a finite value
 
 	minI, maxI int64
@@ -589,7 +590,7 @@ func (c *StatsCollector) leafValue(s *ColumnStats, section string) []byte {
 	if section == "nullCount" {
 		return strconv.AppendInt(nil, s.nulls, 10)
 	}
-	if !s.minMax || !(s.seen || s.finite) {
+	if !s.minMax || !(s.seen || s.finite) || s.unbounded {
 		return nil
 	}
 	isMin := section == "minValues"

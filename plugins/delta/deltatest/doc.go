@@ -14,5 +14,7 @@
 //   - group.go: the group commit tests, batches of several topic
 //     partitions delivered at once (sinkdriver.ConsumeConcurrently), and the txn
 //     readers (WantTxns with delta-rs, LogTxns from a file:// log).
+//   - compaction.go: the tests of compaction = true, and TableLog: a
+//     table's rows as delta-rs and DuckDB read them and its log replayed.
 //   - read.go: the delta-rs scripts (Py, ReadRows, History, Facts).
 package deltatest

@@ -37,6 +37,9 @@ var Tests = []Test{
 	// syncfs is a local filesystem's.
 	{Name: "FileSyncFilesystemSyncsTwicePerBatch", Run: FileSyncFilesystemSyncsTwicePerBatch, Backends: []string{File}},
 	// The encoder's: the store plays no part.
+	// compaction = true: the local store and one object store.
+	{Name: "CompactionRewritesSmallFiles", Run: CompactionRewritesSmallFiles, Backends: []string{File, S3}},
+	{Name: "CompactionRacesWritersAndCompactors", Run: CompactionRacesWritersAndCompactors, Backends: []string{File, S3}},
 	{Name: "NanosecondTimestampsAreTruncatedCountedAndLoggedOnce", Run: NanosecondTimestampsAreTruncatedCountedAndLoggedOnce, Backends: []string{File}},
 	// Group commits (group.go): the commit path is every store's; the
 	// rest is the queue's, checked where a commit is cheap.

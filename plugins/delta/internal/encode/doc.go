@@ -117,4 +117,8 @@
 //	stats.go    feeding deltalog's StatsCollector from the buffers
 //	errors.go   RecordError, ErrorKind
 //	unknown.go  top-level fields that name no column: Unknown, NewColumns
+//	merge.go    Merge: compaction's rewrite of several files into one, every
+//	            value decoded and encoded again, stats collected anew
+//	splice.go   Splice: compaction's fast path, the files' data pages copied
+//	            as they are into one row group
 package encode

@@ -191,22 +191,11 @@ func New(schema *deltalog.StructType, partitionColumns []string, opts Options) (
 	}
 
 	e.schema = parquetSchema(root, opts.DictionaryEncoding)
-	wopts := []parquet.WriterOption{
-		e.schema,
-		parquet.DataPageVersion(1),
-		parquet.Compression(snappyCodec{}),
-		parquet.CreatedBy(e.opts.CreatedBy, "", ""),
-		parquet.DictionaryMaxBytes(e.opts.DictionaryMaxBytes),
-		// Belt and braces: leafEncoding sets every leaf's encoding, but no
-		// byte array may ever fall back to DELTA_LENGTH_BYTE_ARRAY.
-		parquet.DefaultEncodingFor(parquet.ByteArray, &parquet.Plain),
+	paths := make([][]string, len(e.leaves))
+	for i, li := range e.leaves {
+		paths[i] = li.path
 	}
-	// Page header statistics duplicate the column index and the column
-	// chunk statistics, which readers use instead; computing them costs a
-	// second pass over every page.
-	for _, li := range e.leaves {
-		wopts = append(wopts, parquet.SkipPageStatistics(li.path...))
-	}
+	wopts := writerOptions(e.schema, e.opts.CreatedBy, e.opts.DictionaryMaxBytes, paths)
 	if e.opts.PageBufferSize > 0 {
 		wopts = append(wopts, parquet.PageBufferSize(e.opts.PageBufferSize))
 	}
@@ -219,6 +208,28 @@ func New(schema *deltalog.StructType, partitionColumns []string, opts Options) (
 		return nil, fmt.Errorf("encode: internal error: parquet schema has %d leaf columns, encoder %d", n, e.nFile)
 	}
 	return e, nil
+}
+
+// writerOptions are the Parquet writer settings of every data file the
+// sink writes, batches and compactions alike.
+func writerOptions(schema *parquet.Schema, createdBy string, dictMax int64, leaves [][]string) []parquet.WriterOption {
+	wopts := []parquet.WriterOption{
+		schema,
+		parquet.DataPageVersion(1),
+		parquet.Compression(snappyCodec{}),
+		parquet.CreatedBy(createdBy, "", ""),
+		parquet.DictionaryMaxBytes(dictMax),
+		// Belt and braces: leafEncoding sets every leaf's encoding, but no
+		// byte array may ever fall back to DELTA_LENGTH_BYTE_ARRAY.
+		parquet.DefaultEncodingFor(parquet.ByteArray, &parquet.Plain),
+	}
+	// Page header statistics duplicate the column index and the column
+	// chunk statistics, which readers use instead; computing them costs a
+	// second pass over every page.
+	for _, p := range leaves {
+		wopts = append(wopts, parquet.SkipPageStatistics(p...))
+	}
+	return wopts
 }
 
 func defaultFileName(i int) string {
