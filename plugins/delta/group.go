@@ -84,6 +84,8 @@ type queue struct {
 	leading bool      // a leader is writing a group
 	closed  bool
 	grouped bool // the last group held more than one batch
+	// pause is gather's sleep: time.Sleep, or a test's hook.
+	pause func(time.Duration)
 }
 
 // A leader of a table whose batches have been arriving together (its last
@@ -107,8 +109,12 @@ func (q *queue) gather(ctx context.Context) {
 	if !grouped {
 		return
 	}
+	pause := q.pause
+	if pause == nil {
+		pause = time.Sleep
+	}
 	for deadline := time.Now().Add(gatherMax); time.Now().Before(deadline) && ctx.Err() == nil; {
-		time.Sleep(gatherQuiet)
+		pause(gatherQuiet)
 		q.mu.Lock()
 		m := len(q.waiting)
 		q.mu.Unlock()

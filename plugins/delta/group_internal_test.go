@@ -467,3 +467,40 @@ func TestDescribeDeclaresConcurrentConsume(t *testing.T) {
 		t.Errorf("describe: concurrent_consume %v (%v)", d.ConcurrentConsume, err)
 	}
 }
+
+// gather: once a table's batches have arrived together, a leader waits
+// while a burst is still arriving (one more batch during each of its quiet
+// waits here) and takes it whole; a table fed one batch at a time never
+// makes its leader wait.
+func TestGatherWaitsForABurst(t *testing.T) {
+	for _, grouped := range []bool{false, true} {
+		t.Run(fmt.Sprint("grouped=", grouped), func(t *testing.T) {
+			const burst = 8
+			var q queue
+			q.grouped = grouped
+			pauses, joined := 0, 0
+			q.pause = func(d time.Duration) {
+				if d != gatherQuiet {
+					t.Errorf("paused %v, want %v", d, gatherQuiet)
+				}
+				pauses++
+				if joined < burst {
+					q.join(&member{b: &sdk.Batch{Records: make([]sdk.Record, 1)}, appID: fmt.Sprint(joined), wake: make(chan struct{})})
+					joined++
+				}
+			}
+			leader := &member{b: &sdk.Batch{Records: make([]sdk.Record, 1)}, appID: "lead", wake: make(chan struct{})}
+			if lead, err := q.join(leader); !lead || err != nil {
+				t.Fatalf("join: %v %v", lead, err)
+			}
+			q.gather(context.Background())
+			group := q.take(leader, 1000, 1<<20)
+			switch {
+			case grouped && (len(group) != burst+1 || pauses != burst+1):
+				t.Errorf("the leader took %d batches after %d pauses, want the burst of %d and its own after %d", len(group), pauses, burst, burst+1)
+			case !grouped && pauses != 0:
+				t.Errorf("a table fed one batch at a time made its leader pause %d times", pauses)
+			}
+		})
+	}
+}

@@ -24,11 +24,13 @@ type CompactionFacts struct {
 	Files map[string]int
 	// Versions summarises each commit: its operation and the dataChange
 	// flag of each add and remove.
+	// flag of each add and remove, and how many txn actions it holds.
 	Versions []struct {
 		Version int64
 		Op      string
 		Adds    []bool
 		Removes []bool
+		Txns    int
 	}
 	// Errors: a remove of a file that is not live, a remove whose size or
 	// partition values are not the file's, a live file missing from the
@@ -57,11 +59,13 @@ names = sorted(i.base_name for i in fs.get_file_info(pafs.FileSelector(root + "/
 live, errors, versions = {}, [], []
 for n in names:
     v = int(n[:20])
-    s = {"Version": v, "Op": "", "Adds": [], "Removes": []}
+    s = {"Version": v, "Op": "", "Adds": [], "Removes": [], "Txns": 0}
     for line in read("_delta_log/" + n).decode().splitlines():
         if not line.strip():
             continue
         a = json.loads(line)
+        if "txn" in a:
+            s["Txns"] += 1
         if "commitInfo" in a:
             s["Op"] = a["commitInfo"].get("operation", "")
         if "add" in a:
@@ -115,13 +119,21 @@ dump({"deltars": rows, "duckdb": drows, "DuckDBTypes": types, "Files": files, "V
 // the column sortBy.
 func (s *Store) TableLog(uri, sortBy string) CompactionFacts {
 	s.t.Helper()
-	out := s.Py(compactionFactsScript, uri, sortBy)
+	return ReadTableLog(s.t, s.env, uri, sortBy)
+}
+
+// ReadTableLog is TableLog for any file:// or s3:// table, the readers
+// given env (S3ReaderEnv for an S3 store): the chaos tests read the tables
+// of their private MinIO with it. Each broken rule found fails t.
+func ReadTableLog(t *testing.T, env []string, uri, sortBy string) CompactionFacts {
+	t.Helper()
+	out := py(t, env, compactionFactsScript, uri, sortBy)
 	var f CompactionFacts
 	if err := json.Unmarshal([]byte(out), &f); err != nil {
-		s.t.Fatalf("%v: %s", err, out)
+		t.Fatalf("%v: %s", err, out)
 	}
 	for _, e := range f.Errors {
-		s.t.Errorf("table %s: %s", uri, e)
+		t.Errorf("table %s: %s", uri, e)
 	}
 	return f
 }
