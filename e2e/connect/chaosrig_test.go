@@ -20,6 +20,7 @@ import (
 	"github.com/picomq/heavy-sinks/internal/testenv/hosttest"
 	"github.com/picomq/heavy-sinks/internal/testenv/pyenv"
 	"github.com/picomq/heavy-sinks/internal/testenv/services"
+	"github.com/picomq/heavy-sinks/plugins/delta/deltatest"
 	"github.com/picomq/heavy-sinks/plugins/redshift/rsemu"
 )
 
@@ -390,89 +391,47 @@ func head(ids []int64) string {
 	return fmt.Sprint(ids)
 }
 
-// checkDeltaLog replays each table's log itself (adds and removes of every
-// commit JSON) and requires: the live files it finds are delta-rs's; no
-// file a remove named is live; some commit held several txn actions (a
-// group commit); some commit was a compaction (removes with dataChange =
-// false); and DuckDB, reading the live files, sees every id exactly once,
-// the same rows delta-rs reads.
+// checkDeltaLog replays each table's log itself and requires (beyond what
+// deltatest.ReadTableLog checks: every remove names a live file, live files
+// exist, delta-rs lists the live files the replay finds) that some commit
+// held several txn actions (a group commit), some commit was a compaction
+// (OPTIMIZE, dataChange = false), and that DuckDB, reading the live files,
+// sees every id exactly once, the rows delta-rs reads.
 func (r *chaosRig) checkDeltaLog(perTopic int) {
 	r.t.Helper()
-	out := pyenv.Run(r.t, `
-import json, os, sys, tempfile
-from urllib.parse import unquote, urlparse
-import duckdb
-import pyarrow.fs as pafs
-from deltalake import DeltaTable
-opts = json.loads(sys.argv[1])
-ep = urlparse(opts["AWS_ENDPOINT_URL"])
-fs = pafs.S3FileSystem(access_key=opts["AWS_ACCESS_KEY_ID"], secret_key=opts["AWS_SECRET_ACCESS_KEY"],
-                       region=opts["AWS_REGION"], endpoint_override=ep.netloc, scheme=ep.scheme)
-res = {}
-for uri in sys.argv[2:]:
-    u = urlparse(uri)
-    root = u.netloc + u.path
-    logs = sorted(i.path for i in fs.get_file_info(pafs.FileSelector(root + "/_delta_log")) if i.path.endswith(".json"))
-    live, removed, max_txns, compactions = {}, set(), 0, 0
-    for p in logs:
-        with fs.open_input_stream(p) as f:
-            acts = [json.loads(l) for l in f.read().decode().splitlines() if l.strip()]
-        max_txns = max(max_txns, sum(1 for a in acts if "txn" in a))
-        if any("remove" in a and a["remove"].get("dataChange") is False for a in acts):
-            compactions += 1
-        for a in acts:
-            if "add" in a:
-                live[unquote(a["add"]["path"])] = True
-            if "remove" in a:
-                path = unquote(a["remove"]["path"])
-                removed.add(path)
-                live.pop(path, None)
-    dt = DeltaTable(uri, storage_options=opts)
-    deltars = sorted(unquote(f) for f in dt.files())
-    tmp = tempfile.mkdtemp()
-    local = []
-    for i, p in enumerate(sorted(live)):
-        dst = os.path.join(tmp, "%d.parquet" % i)
-        with fs.open_input_stream(root + "/" + p) as f, open(dst, "wb") as o:
-            o.write(f.read())
-        local.append(dst)
-    duck = [r[0] for r in duckdb.sql("SELECT id FROM read_parquet(?) ORDER BY id", params=[local]).fetchall()] if local else []
-    rs = sorted(x["id"] for x in dt.to_pyarrow_table(columns=["id"]).to_pylist())
-    res[uri] = {"ours": sorted(live), "deltars": deltars, "removed_live": sorted(removed & set(deltars)),
-                "max_txns": max_txns, "compactions": compactions, "versions": len(logs), "duckdb": duck, "deltars_ids": rs}
-print(json.dumps(res))
-`, append([]string{string(r.storage)}, r.uris...)...)
-	var got map[string]struct {
-		Ours        []string `json:"ours"`
-		Deltars     []string `json:"deltars"`
-		RemovedLive []string `json:"removed_live"`
-		MaxTxns     int      `json:"max_txns"`
-		Compactions int      `json:"compactions"`
-		Versions    int      `json:"versions"`
-		DuckDB      []int64  `json:"duckdb"`
-		DeltarsIDs  []int64  `json:"deltars_ids"`
-	}
-	if err := json.Unmarshal([]byte(out), &got); err != nil {
-		r.t.Fatalf("%v: %s", err, out)
-	}
 	for _, uri := range r.uris {
-		g := got[uri]
+		f := deltatest.ReadTableLog(r.t, deltatest.S3ReaderEnv(r.priv.Services), uri, "id")
+		maxTxns, compactions := 0, 0
+		for _, v := range f.Versions {
+			maxTxns = max(maxTxns, v.Txns)
+			if v.Op == "OPTIMIZE" {
+				compactions++
+			}
+		}
+		files := 0
+		for _, n := range f.Files {
+			files += n
+		}
 		r.t.Logf("delta %s: %d versions, %d compactions, at most %d txn actions in one commit, %d live files",
-			uri, g.Versions, g.Compactions, g.MaxTxns, len(g.Ours))
-		if !slices.Equal(g.Ours, g.Deltars) {
-			r.t.Errorf("delta %s: the log's live files %v, delta-rs's %v", uri, g.Ours, g.Deltars)
-		}
-		if len(g.RemovedLive) > 0 {
-			r.t.Errorf("delta %s: files removed and still referenced: %v", uri, g.RemovedLive)
-		}
-		if g.MaxTxns < 2 {
+			uri, len(f.Versions), compactions, maxTxns, files)
+		if maxTxns < 2 {
 			r.t.Errorf("delta %s: no commit holds more than one txn action: no group commit happened", uri)
 		}
-		if g.Compactions == 0 {
+		if compactions == 0 {
 			r.t.Errorf("delta %s: no compaction commit", uri)
 		}
-		checkExactlyOnce(r.t, "duckdb "+uri, g.DuckDB, perTopic)
-		if !slices.Equal(g.DuckDB, g.DeltarsIDs) {
+		ids := func(rows []map[string]any) []int64 {
+			var out []int64
+			for _, row := range rows {
+				n, _ := row["id"].(float64)
+				out = append(out, int64(n))
+			}
+			return out
+		}
+		duck, rs := ids(f.DuckDB), ids(f.DeltaRS)
+		checkExactlyOnce(r.t, "duckdb "+uri, duck, perTopic)
+		slices.Sort(rs)
+		if !slices.Equal(duck, rs) {
 			r.t.Errorf("delta %s: DuckDB and delta-rs read different rows", uri)
 		}
 	}
