@@ -107,6 +107,24 @@ type Remove struct {
 
 func (*Remove) Kind() string { return KindRemove }
 
+// MarshalJSON writes partitionValues whenever extendedFileMetadata is true:
+// PROTOCOL.md says partitionValues, size and tags are then present, and
+// omitempty would drop an unpartitioned table's empty map.
+func (r Remove) MarshalJSON() ([]byte, error) {
+	type plain Remove
+	if r.ExtendedFileMetadata == nil || !*r.ExtendedFileMetadata {
+		return json.Marshal(plain(r))
+	}
+	pv := r.PartitionValues
+	if pv == nil {
+		pv = PartitionValues{}
+	}
+	return json.Marshal(struct {
+		plain
+		PartitionValues PartitionValues `json:"partitionValues"`
+	}{plain(r), pv})
+}
+
 // Txn is an application transaction identifier (the "txn" action), the
 // mechanism behind exactly-once appends.
 type Txn struct {

@@ -155,3 +155,23 @@ func TestParseInterval(t *testing.T) {
 		}
 	}
 }
+
+// A remove with extendedFileMetadata = true carries partitionValues, an
+// unpartitioned table's empty map included (PROTOCOL.md: the extended
+// fields are then present); without it an absent map stays absent.
+func TestRemoveWithExtendedMetadataCarriesPartitionValues(t *testing.T) {
+	yes, size := true, int64(7)
+	for _, c := range []struct {
+		r    deltalog.Remove
+		want string
+	}{
+		{deltalog.Remove{Path: "f", ExtendedFileMetadata: &yes, Size: &size},
+			`{"path":"f","dataChange":false,"extendedFileMetadata":true,"size":7,"partitionValues":{}}`},
+		{deltalog.Remove{Path: "f"}, `{"path":"f","dataChange":false}`},
+	} {
+		got, err := json.Marshal(&c.r)
+		if err != nil || string(got) != c.want {
+			t.Errorf("%+v: %s (%v), want %s", c.r, got, err, c.want)
+		}
+	}
+}
