@@ -1,9 +1,7 @@
 package deltalog
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"maps"
 	"math/bits"
@@ -344,37 +342,22 @@ func mergeSidecars(st *State, list []*sidecarRef) []*sidecarRef {
 
 // encodeSidecar returns a sidecar file of adds (in seq order), per rows to
 // a row group.
-func (e *ckptEncoder) encodeSidecar(ctx context.Context, cs *checkpointSchema, adds []fileEntry, per int) ([]byte, error) {
+func (e *rowEncoder) encodeSidecar(ctx context.Context, cs *checkpointSchema, adds []fileEntry, per int) ([]byte, error) {
 	e.start(ctx, cs)
 	if err := e.addRows(adds, per); err != nil {
 		return nil, err
 	}
-	return e.closeFile()
+	return e.Close()
 }
 
 // encodeRemovesSidecar returns a sidecar file of st's unexpired removes
 // and how many there are.
-func (e *ckptEncoder) encodeRemovesSidecar(ctx context.Context, cs *checkpointSchema, st *State, o *CheckpointOptions, per int) ([]byte, int64, error) {
+func (e *rowEncoder) encodeRemovesSidecar(ctx context.Context, cs *checkpointSchema, st *State, o *CheckpointOptions, per int) ([]byte, int64, error) {
 	e.start(ctx, cs)
 	n, err := e.removeRows(st, o, per)
 	if err != nil || n == 0 {
 		return nil, 0, err
 	}
-	data, err := e.closeFile()
+	data, err := e.Close()
 	return data, n, err
-}
-
-// closeFile ends the file and returns a copy of its bytes (the encoder's
-// buffer is reused).
-func (e *ckptEncoder) closeFile() ([]byte, error) {
-	if err := e.cut(); err != nil {
-		return nil, err
-	}
-	if err := e.pw.Close(); err != nil {
-		return nil, fmt.Errorf("deltalog: write checkpoint: %w", err)
-	}
-	if !bytes.HasSuffix(e.buf.Bytes(), []byte("PAR1")) {
-		return nil, errors.New("deltalog: internal error: parquet-go wrote no Parquet trailer")
-	}
-	return bytes.Clone(e.buf.Bytes()), nil
 }

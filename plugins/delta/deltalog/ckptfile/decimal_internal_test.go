@@ -1,4 +1,4 @@
-package deltalog
+package ckptfile
 
 import "testing"
 
