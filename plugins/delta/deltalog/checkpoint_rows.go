@@ -20,29 +20,23 @@ func writePV(w *ckptfile.Row, n *ckptfile.Field, pv *pvTuple) {
 	})
 }
 
+// writeDV writes a deletionVector group (its fields in dvNode's order).
 func writeDV(w *ckptfile.Row, n *ckptfile.Field, dv *DeletionVector) {
 	if dv == nil {
 		w.Null(n)
 		return
 	}
-	for _, k := range n.Kids {
-		switch k.Name {
-		case "storageType":
-			w.Str(k, dv.StorageType)
-		case "pathOrInlineDv":
-			w.Str(k, dv.PathOrInlineDv)
-		case "offset":
-			w.Int32p(k, dv.Offset)
-		case "sizeInBytes":
-			w.Int32(k, dv.SizeInBytes)
-		case "cardinality":
-			w.Int64(k, dv.Cardinality)
-		case "maxRowIndex":
-			w.Int64p(k, dv.MaxRowIndex)
-		default:
-			w.Null(k)
-		}
+	k := n.Kids
+	w.Str(k[0], dv.StorageType)
+	w.Str(k[1], dv.PathOrInlineDv)
+	if dv.Offset != nil {
+		w.Int32(k[2], *dv.Offset)
+	} else {
+		w.Null(k[2])
 	}
+	w.Int32(k[3], dv.SizeInBytes)
+	w.Int64(k[4], dv.Cardinality)
+	w.Int64p(k[5], dv.MaxRowIndex)
 }
 
 // fileField writes field k of an add or remove row when it is one both
@@ -123,8 +117,8 @@ func removeFields(w *ckptfile.Row, n *ckptfile.Field, t *tombEntry) {
 }
 
 // protocolFields, metadataFields, txnFields and domainFields fill the
-// fields of one non-file action's row (n is the action's top-level group),
-// like addFields and removeFields.
+// fields of one non-file action's row (n is the action's top-level group,
+// its fields in the order buildCheckpointSchema declares them).
 
 func protocolFields(w *ckptfile.Row, n *ckptfile.Field, p *Protocol) {
 	w.Int32(n.Kids[0], p.MinReaderVersion)
@@ -134,27 +128,16 @@ func protocolFields(w *ckptfile.Row, n *ckptfile.Field, p *Protocol) {
 }
 
 func metadataFields(w *ckptfile.Row, n *ckptfile.Field, m *Metadata) {
-	for _, k := range n.Kids {
-		switch k.Name {
-		case "id":
-			w.Str(k, m.ID)
-		case "name":
-			w.StrOrNull(k, m.Name)
-		case "description":
-			w.StrOrNull(k, m.Description)
-		case "format":
-			w.StrOrNull(k.Kids[0], m.Format.Provider)
-			w.StrMap(k.Kids[1], m.Format.Options, true)
-		case "schemaString":
-			w.Str(k, m.SchemaString)
-		case "partitionColumns":
-			w.List(k, m.PartitionColumns, true)
-		case "configuration":
-			w.StrMap(k, m.Configuration, true)
-		case "createdTime":
-			w.Int64p(k, m.CreatedTime)
-		}
-	}
+	k := n.Kids
+	w.Str(k[0], m.ID)
+	w.StrOrNull(k[1], m.Name)
+	w.StrOrNull(k[2], m.Description)
+	w.StrOrNull(k[3].Kids[0], m.Format.Provider)
+	w.StrMap(k[3].Kids[1], m.Format.Options, true)
+	w.Str(k[4], m.SchemaString)
+	w.List(k[5], m.PartitionColumns, true)
+	w.StrMap(k[6], m.Configuration, true)
+	w.Int64p(k[7], m.CreatedTime)
 }
 
 func txnFields(w *ckptfile.Row, n *ckptfile.Field, t *Txn) {

@@ -21,24 +21,15 @@ type checkpointSchema struct {
 }
 
 // Short names for the schema's declaration.
-const (
-	cString = ckptfile.String
-	cInt64  = ckptfile.Int64
-	cInt32  = ckptfile.Int32
-	cBool   = ckptfile.Bool
-	cList   = ckptfile.StringList
-	cMap    = ckptfile.StringMap
-)
+var group, fieldOf = ckptfile.NewGroup, ckptfile.NewLeaf
 
-var (
-	group   = ckptfile.NewGroup
-	fieldOf = ckptfile.NewLeaf
-)
+const cString, cInt64, cInt32, cBool = ckptfile.String, ckptfile.Int64, ckptfile.Int32, ckptfile.Bool
+const cList, cMap = ckptfile.StringList, ckptfile.StringMap
 
 func dvNode() *ckptfile.Field {
-	return group("deletionVector", fieldOf("storageType", cString), fieldOf("pathOrInlineDv", cString),
-		fieldOf("offset", cInt32), fieldOf("sizeInBytes", cInt32), fieldOf("cardinality", cInt64),
-		fieldOf("maxRowIndex", cInt64))
+	return group("deletionVector",
+		fieldOf("storageType", cString), fieldOf("pathOrInlineDv", cString), fieldOf("offset", cInt32),
+		fieldOf("sizeInBytes", cInt32), fieldOf("cardinality", cInt64), fieldOf("maxRowIndex", cInt64))
 }
 
 // buildCheckpointSchema returns the schema of st's checkpoint, or with
@@ -59,16 +50,18 @@ func buildCheckpointSchema(st *State, o *CheckpointOptions, sidecar bool) (*chec
 		cs.stats = &statsWriter{n: statsParsed}
 	}
 	cs.add = group("add", addKids...)
-	cs.remove = group("remove", fieldOf("path", cString), fieldOf("deletionTimestamp", cInt64), fieldOf("dataChange", cBool),
-		fieldOf("extendedFileMetadata", cBool), fieldOf("partitionValues", cMap), fieldOf("size", cInt64),
-		dvNode(), fieldOf("baseRowId", cInt64), fieldOf("defaultRowCommitVersion", cInt64))
+	cs.remove = group("remove", fieldOf("path", cString), fieldOf("deletionTimestamp", cInt64),
+		fieldOf("dataChange", cBool), fieldOf("extendedFileMetadata", cBool),
+		fieldOf("partitionValues", cMap), fieldOf("size", cInt64), dvNode(), fieldOf("baseRowId", cInt64),
+		fieldOf("defaultRowCommitVersion", cInt64))
 	cs.metaData = group("metaData", fieldOf("id", cString), fieldOf("name", cString), fieldOf("description", cString),
 		group("format", fieldOf("provider", cString), fieldOf("options", cMap)),
-		fieldOf("schemaString", cString), fieldOf("partitionColumns", cList), fieldOf("configuration", cMap),
-		fieldOf("createdTime", cInt64))
+		fieldOf("schemaString", cString), fieldOf("partitionColumns", cList),
+		fieldOf("configuration", cMap), fieldOf("createdTime", cInt64))
 	cs.protocol = group("protocol", fieldOf("minReaderVersion", cInt32), fieldOf("minWriterVersion", cInt32),
 		fieldOf("readerFeatures", cList), fieldOf("writerFeatures", cList))
-	cs.domain = group("domainMetadata", fieldOf("domain", cString), fieldOf("configuration", cString), fieldOf("removed", cBool))
+	cs.domain = group("domainMetadata", fieldOf("domain", cString), fieldOf("configuration", cString),
+		fieldOf("removed", cBool))
 	top := []*ckptfile.Field{cs.txn, cs.add, cs.remove, cs.metaData, cs.protocol, cs.domain}
 	if sidecar {
 		top = []*ckptfile.Field{cs.add, cs.remove}
@@ -161,12 +154,12 @@ func statField(name string, t DataType) *ckptfile.Field {
 			return fieldOf(name, k)
 		}
 	}
-	return fieldOf(name, cString)
+	return fieldOf(name, ckptfile.String)
 }
 
 // statKinds are the leaf kinds of the primitive types with stats.
 var statKinds = map[PrimitiveType]ckptfile.Kind{
-	TypeByte: ckptfile.Int8, TypeShort: ckptfile.Int16, TypeInteger: cInt32, TypeLong: cInt64,
+	TypeByte: ckptfile.Int8, TypeShort: ckptfile.Int16, TypeInteger: ckptfile.Int32, TypeLong: ckptfile.Int64,
 	TypeFloat: ckptfile.Float, TypeDouble: ckptfile.Double, TypeDate: ckptfile.Date,
-	TypeTimestamp: ckptfile.Timestamp, TypeTimestampNTZ: ckptfile.TimestampNTZ, TypeBoolean: cBool,
+	TypeTimestamp: ckptfile.Timestamp, TypeTimestampNTZ: ckptfile.TimestampNTZ, TypeBoolean: ckptfile.Bool,
 }

@@ -90,19 +90,8 @@ type CheckpointOptions struct {
 	Cache *CheckpointCache
 }
 
-func (o *CheckpointOptions) now() time.Time {
-	if o.Now != nil {
-		return o.Now()
-	}
-	return time.Now()
-}
-
-func (o *CheckpointOptions) logger() *slog.Logger {
-	if o.Logger != nil {
-		return o.Logger
-	}
-	return slog.New(slog.DiscardHandler)
-}
+func (o *CheckpointOptions) now() time.Time       { return orNow(o.Now) }
+func (o *CheckpointOptions) logger() *slog.Logger { return orDiscard(o.Logger) }
 
 // CheckpointResult describes a written (or found) checkpoint.
 type CheckpointResult struct {

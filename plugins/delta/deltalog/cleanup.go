@@ -90,10 +90,7 @@ type CleanupResult struct {
 // with what was deleted so far.
 func CleanupLog(ctx context.Context, store Store, checkpoint int64, opts CleanupOptions) (*CleanupResult, error) {
 	res := &CleanupResult{Boundary: -1}
-	log := opts.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
+	log := orDiscard(opts.Logger)
 	conf := opts.Metadata.Configuration
 	if strings.EqualFold(strings.TrimSpace(conf["delta.enableExpiredLogCleanup"]), "false") {
 		res.Skipped = "delta.enableExpiredLogCleanup is false"

@@ -67,16 +67,22 @@ type LoadOptions struct {
 	Logger *slog.Logger
 }
 
-func (o *LoadOptions) now() time.Time {
-	if o.Now != nil {
-		return o.Now()
+func (o *LoadOptions) now() time.Time       { return orNow(o.Now) }
+func (o *LoadOptions) logger() *slog.Logger { return orDiscard(o.Logger) }
+
+// orNow reads clock, the default of every option named Now: time.Now.
+func orNow(clock func() time.Time) time.Time {
+	if clock != nil {
+		return clock()
 	}
 	return time.Now()
 }
 
-func (o *LoadOptions) logger() *slog.Logger {
-	if o.Logger != nil {
-		return o.Logger
+// orDiscard is l, or when nil the default of every option named Logger: a
+// logger that drops everything.
+func orDiscard(l *slog.Logger) *slog.Logger {
+	if l != nil {
+		return l
 	}
 	return slog.New(slog.DiscardHandler)
 }

@@ -102,30 +102,26 @@ func writeStatValue(w *ckptfile.Row, k *ckptfile.Field, v any) bool {
 			return false
 		}
 		w.Decimal(k, u)
-	case ckptfile.Int8, ckptfile.Int16, ckptfile.Int32:
+	case ckptfile.Int8, ckptfile.Int16, ckptfile.Int32, ckptfile.Int64:
 		n, err := num.Int64()
 		if !isNum || err != nil {
 			return false
 		}
-		w.Int32(k, int32(n))
-	case ckptfile.Int64:
-		n, err := num.Int64()
-		if !isNum || err != nil {
-			return false
+		if k.Kind == ckptfile.Int64 {
+			w.Int64(k, n)
+		} else {
+			w.Int32(k, int32(n))
 		}
-		w.Int64(k, n)
-	case ckptfile.Float:
+	case ckptfile.Float, ckptfile.Double:
 		f, err := num.Float64()
 		if !isNum || err != nil {
 			return false
 		}
-		w.Float(k, float32(f))
-	case ckptfile.Double:
-		f, err := num.Float64()
-		if !isNum || err != nil {
-			return false
+		if k.Kind == ckptfile.Float {
+			w.Float(k, float32(f))
+		} else {
+			w.Double(k, f)
 		}
-		w.Double(k, f)
 	case ckptfile.Date:
 		d, err := time.Parse("2006-01-02", str)
 		if !isStr || err != nil {

@@ -61,15 +61,6 @@ func (r *Row) Int64p(f *Field, v *int64) {
 // Int32 writes an Int32, Int8, Int16 or Date leaf.
 func (r *Row) Int32(f *Field, v int32) { r.value(f, parquet.Int32Value(v)) }
 
-// Int32p writes an Int32 leaf, null when v is nil.
-func (r *Row) Int32p(f *Field, v *int32) {
-	if v == nil {
-		r.Null(f)
-		return
-	}
-	r.Int32(f, *v)
-}
-
 // Bool writes a Bool leaf.
 func (r *Row) Bool(f *Field, b bool) { r.value(f, parquet.BooleanValue(b)) }
 
