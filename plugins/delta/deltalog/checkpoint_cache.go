@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"time"
 
 	"github.com/picomq/heavy-sinks/plugins/delta/deltalog/ckptfile"
 )
@@ -513,7 +512,7 @@ func (e *rowEncoder) headRows(st *State, o *CheckpointOptions) (int64, error) {
 	}
 	rows := int64(2)
 	now := o.now()
-	txns := liveTxns(st.txns, &st.Metadata, LoadOptions{Now: func() time.Time { return now }, Logger: o.Logger})
+	txns := st.checkpointTxns(o, now)
 	for _, id := range slices.Sorted(maps.Keys(txns)) {
 		t := txns[id]
 		if err := e.row(cs.txn, func(w *ckptfile.Row) { txnFields(w, cs.txn, &t) }); err != nil {
