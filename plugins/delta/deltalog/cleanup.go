@@ -187,30 +187,17 @@ type logFiles struct {
 // checkpoint at version checkpoint.
 func scanLogFiles(files []FileInfo, checkpoint int64, cutoff time.Time) *logFiles {
 	l := &logFiles{keep: checkpoint, complete: map[int64]bool{}}
-	parts := map[int64]map[int]map[int]bool{}
+	cps := checkpointSets{}
 	for _, fi := range files {
 		if lf, ok := parseLogFile(fi); ok {
-			switch lf.kind {
-			case fileCommit:
+			if lf.kind == fileCommit {
 				l.all = append(l.all, cleanupFile{fi, lf.version, "commit"})
 				if !l.all[len(l.all)-1].expired(cutoff) && lf.version < l.keep {
 					l.keep = lf.version
 				}
-			case fileCheckpointMultiPart:
+			} else {
 				l.all = append(l.all, cleanupFile{fi, lf.version, "checkpoint"})
-				if parts[lf.version] == nil {
-					parts[lf.version] = map[int]map[int]bool{}
-				}
-				if parts[lf.version][lf.parts] == nil {
-					parts[lf.version][lf.parts] = map[int]bool{}
-				}
-				parts[lf.version][lf.parts][lf.part] = true
-				if len(parts[lf.version][lf.parts]) == lf.parts {
-					l.complete[lf.version] = true
-				}
-			default:
-				l.all = append(l.all, cleanupFile{fi, lf.version, "checkpoint"})
-				l.complete[lf.version] = true
+				cps.add(lf)
 			}
 			continue
 		}
@@ -222,6 +209,11 @@ func scanLogFiles(files []FileInfo, checkpoint int64, cutoff time.Time) *logFile
 			l.all = append(l.all, cleanupFile{fi, v, "crc"})
 		} else if start, end, ok := compactionRange(name); ok {
 			l.all = append(l.all, cleanupFile{fi, start, "compaction:" + strconv.FormatInt(end, 10)})
+		}
+	}
+	for v, cs := range cps {
+		if cs.complete() {
+			l.complete[v] = true
 		}
 	}
 	return l
