@@ -66,11 +66,16 @@ func fileField(w *ckptfile.Row, k *ckptfile.Field, path string, pv *pvTuple, x *
 // noExtra stands for the fields of an entry without a fileExtra.
 var noExtra = &fileExtra{}
 
-func addFields(w *ckptfile.Row, n *ckptfile.Field, e *fileEntry, sp *statsWriter) {
-	x := e.x
+// extraOr is x, or noExtra when nil.
+func extraOr(x *fileExtra) *fileExtra {
 	if x == nil {
-		x = noExtra
+		return noExtra
 	}
+	return x
+}
+
+func addFields(w *ckptfile.Row, n *ckptfile.Field, e *fileEntry, sp *statsWriter) {
+	x := extraOr(e.x)
 	for _, k := range n.Kids {
 		if fileField(w, k, e.path, e.pv, x) {
 			continue
@@ -95,10 +100,7 @@ func addFields(w *ckptfile.Row, n *ckptfile.Field, e *fileEntry, sp *statsWriter
 }
 
 func removeFields(w *ckptfile.Row, n *ckptfile.Field, t *tombEntry) {
-	x := t.x
-	if x == nil {
-		x = noExtra
-	}
+	x := extraOr(t.x)
 	for _, k := range n.Kids {
 		if fileField(w, k, t.path, t.pv, x) {
 			continue
