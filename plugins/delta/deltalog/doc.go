@@ -80,8 +80,8 @@
 //	checkpoint_v2.go   V2 checkpoints: sidecars that later checkpoints
 //	                   reference again, delta.checkpointPolicy
 //	create.go          creating a table with its first append (version 0)
-//	parquet_decimal.go SignedFixedLenByteArrayType for the sink's data files
-//	                   (ckptfile's, which checkpoints use)
+//	parquet_decimal.go SignedFixedLenByteArrayType, kept for callers
+//	                   (ckptfile's)
 //
 // # One log, two projections
 //

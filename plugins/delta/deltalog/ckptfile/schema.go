@@ -84,14 +84,7 @@ func (f *Field) parquetNode() parquet.Node {
 	case StringMap:
 		pn = parquet.Map(parquet.String(), parquet.Optional(parquet.String()))
 	case Decimal:
-		switch {
-		case f.Precision <= 9:
-			pn = parquet.Decimal(f.Scale, f.Precision, parquet.Int32Type)
-		case f.Precision <= 18:
-			pn = parquet.Decimal(f.Scale, f.Precision, parquet.Int64Type)
-		default:
-			pn = parquet.Decimal(f.Scale, f.Precision, SignedFixedLenByteArrayType(DecimalWidth(f.Precision)))
-		}
+		pn = DecimalNode(f.Precision, f.Scale)
 	default:
 		pn = leafNode(f.Kind)
 	}
@@ -128,8 +121,21 @@ func leafNode(k Kind) parquet.Node {
 	return parquet.String()
 }
 
+// DecimalNode is the Parquet node of a Delta decimal(precision, scale), in
+// data files as in checkpoint stats: INT32 up to precision 9, INT64 up to
+// 18, else a signed FIXED_LEN_BYTE_ARRAY of DecimalWidth bytes.
+func DecimalNode(precision, scale int) parquet.Node {
+	switch {
+	case precision <= 9:
+		return parquet.Decimal(scale, precision, parquet.Int32Type)
+	case precision <= 18:
+		return parquet.Decimal(scale, precision, parquet.Int64Type)
+	}
+	return parquet.Decimal(scale, precision, SignedFixedLenByteArrayType(DecimalWidth(precision)))
+}
+
 // DecimalWidth is the smallest two's complement byte width holding every
-// unscaled value of the precision.
+// unscaled value of the precision (Spark's minBytesForPrecision).
 func DecimalWidth(precision int) int {
 	limit := new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(precision)), nil)
 	for n := 1; ; n++ {
