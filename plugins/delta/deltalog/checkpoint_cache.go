@@ -47,9 +47,11 @@ import (
 //     as parquet-go does between pages). The page index parquet-go writes
 //     after the row groups is not copied: Delta readers do not use it.
 //
-// Encoding is parquet-go's throughout (the same schema and options as a
-// full encode); only the framing — magic, page bytes, footer — is put
-// together here. The cache keeps at most MaxBytes of pages; past that it
+// This file decides which adds are encoded and which groups are copied;
+// the bytes are ckptfile's: encoding is parquet-go's throughout (the same
+// schema and options as a full encode, ckptfile.Encoder), and only the
+// framing — magic, page bytes, footer — is put together by
+// ckptfile.Assemble. The cache keeps at most MaxBytes of pages; past that it
 // is dropped after the checkpoint (the next one encodes every add again
 // and counts as a fallback), so memory stays bounded on tables whose
 // checkpoint is very large.
