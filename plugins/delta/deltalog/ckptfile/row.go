@@ -12,7 +12,8 @@ import (
 // Row is one checkpoint row being written (Encoder.Begin): the caller
 // fills the fields of its action, each leaf in column order, and leaves
 // the levels, null groups and physical types to Row. Strings are not
-// copied: they must stay unchanged until the Encoder's next Cut or Finish.
+// copied: they must stay unchanged until the Encoder's next Cut, Finish
+// or Close.
 type Row struct {
 	vals parquet.Row
 }
