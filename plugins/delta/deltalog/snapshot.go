@@ -562,7 +562,8 @@ func (cs *checkpointSet) complete() bool {
 func (cs *checkpointSet) add(lf logFile) {
 	switch lf.kind {
 	case fileCheckpointClassic:
-		cs.classic = &lf
+		c := lf // escapes: a copy here, so that lf does not
+		cs.classic = &c
 	case fileCheckpointV2JSON, fileCheckpointV2Parquet:
 		cs.v2 = append(cs.v2, lf)
 	case fileCheckpointMultiPart:

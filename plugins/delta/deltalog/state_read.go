@@ -243,7 +243,8 @@ func (c *fileColumns) readRemoves(rg parquet.RowGroup, fn func(Action) error) er
 		rm.DeletionTimestamp = delTS.Int64p(r)
 		rm.DataChange, _ = dataChange.Bool(r)
 		if b, ok := ext.Bool(r); ok {
-			rm.ExtendedFileMetadata = &b
+			v := b // escapes: allocated only for a row that has one
+			rm.ExtendedFileMetadata = &v
 		}
 		rm.Size = size.Int64p(r)
 		if pvPresent.Has(r) {

@@ -139,10 +139,11 @@ func (c *Cursor) Strs(r int32) []string {
 
 // Int64p returns row r's value as an integer, nil when it has none.
 func (c *Cursor) Int64p(r int32) *int64 {
-	x, ok := c.Int64(r)
+	v, ok := c.At(r)
 	if !ok {
 		return nil
 	}
+	x := v.Int64() // declared here, not above: it escapes, so is allocated where declared
 	return &x
 }
 
