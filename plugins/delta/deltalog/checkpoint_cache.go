@@ -1,20 +1,11 @@
 package deltalog
 
 import (
-	"bytes"
 	"cmp"
 	"context"
-	"encoding/binary"
 	"fmt"
 	"maps"
-	"math"
 	"slices"
-	"time"
-
-	"github.com/parquet-go/parquet-go"
-	"github.com/parquet-go/parquet-go/compress/snappy"
-	"github.com/parquet-go/parquet-go/encoding/thrift"
-	"github.com/parquet-go/parquet-go/format"
 
 	"github.com/picomq/heavy-sinks/plugins/delta/deltalog/ckptfile"
 )
@@ -56,9 +47,11 @@ import (
 //     as parquet-go does between pages). The page index parquet-go writes
 //     after the row groups is not copied: Delta readers do not use it.
 //
-// Encoding is parquet-go's throughout (the same schema and options as a
-// full encode); only the framing — magic, page bytes, footer — is put
-// together here. The cache keeps at most MaxBytes of pages; past that it
+// This file decides which adds are encoded and which groups are copied;
+// the bytes are ckptfile's: encoding is parquet-go's throughout (the same
+// schema and options as a full encode, ckptfile.Encoder), and only the
+// framing — magic, page bytes, footer — is put together by
+// ckptfile.Assemble. The cache keeps at most MaxBytes of pages; past that it
 // is dropped after the checkpoint (the next one encodes every add again
 // and counts as a fallback), so memory stays bounded on tables whose
 // checkpoint is very large.
@@ -92,7 +85,7 @@ type CheckpointCache struct {
 	seen     uint64 // every live add with seq <= seen is in groups
 	groups   []*pageGroup
 	size     int64
-	enc      *ckptEncoder
+	enc      rowEncoder
 	// out is the previous file's buffer, reused: a checkpoint's bytes are
 	// valid until the next one (fresh pages for every file cost page
 	// faults and zeroing of the whole file).
@@ -162,11 +155,10 @@ func (j *fileJournal) check() {
 
 // ---- encoded row groups --------------------------------------------------------
 
-// pageGroup is one encoded row group of adds (or of the other actions,
-// with no addRun).
+// pageGroup is one encoded row group of adds.
 type pageGroup struct {
 	ckptfile.RowGroup
-	addRun // for add groups
+	addRun
 }
 
 // addRun is a run of adds encoded together (a row group, or a V2 sidecar):
@@ -177,10 +169,10 @@ type addRun struct {
 	dirty  bool // lost an add since it was encoded
 }
 
-// appendGroup appends b's pages to g's column chunks: the rows of b follow
-// g's in the same row group.
-func (g *pageGroup) appendGroup(b *pageGroup, types []parquet.Type) {
-	g.RowGroup.Append(&b.RowGroup, types)
+// appendGroup appends b's pages to g's column chunks (e encoded both):
+// the rows of b follow g's in the same row group.
+func (g *pageGroup) appendGroup(e *rowEncoder, b *pageGroup) {
+	e.Append(&g.RowGroup, &b.RowGroup)
 	g.keys = append(g.keys, b.keys...)
 	g.hi = max(g.hi, b.hi)
 	if g.lo == 0 {
@@ -188,210 +180,40 @@ func (g *pageGroup) appendGroup(b *pageGroup, types []parquet.Type) {
 	}
 }
 
-// ---- encoder -----------------------------------------------------------------
+// ---- rows --------------------------------------------------------------------
 
-// ckptEncoder writes checkpoint rows with parquet-go into an in-memory
-// Parquet file and splits the result into pageGroups. It is reused from
-// one checkpoint to the next while the schema holds.
-type ckptEncoder struct {
-	ctx   context.Context
-	cs    *checkpointSchema
-	types []parquet.Type // per leaf column
-	pw    *parquet.GenericWriter[any]
-	buf   bytes.Buffer
-	w     shredder
-	sp    *statsWriter
-	flat  []parquet.Value
-	ends  []int
-	batch []parquet.Row
-	cuts  []int64 // rows of each row group cut so far
-	open  int64   // rows since the last cut
+// rowEncoder writes a State's actions as the rows of cs through the
+// cache's ckptfile.Encoder, which is reused from one checkpoint to the
+// next while the schema holds.
+type rowEncoder struct {
+	*ckptfile.Encoder
+	cs *checkpointSchema
 }
 
-func newCkptEncoder(cs *checkpointSchema, createdBy string) *ckptEncoder {
-	e := &ckptEncoder{cs: cs}
-	wopts := []parquet.WriterOption{cs.schema,
-		parquet.Compression(&snappy.Codec{}),
-		parquet.DataPageVersion(1),
-		parquet.CreatedBy(createdBy, "", ""),
-		parquet.DefaultEncodingFor(parquet.ByteArray, &parquet.Plain),
-		parquet.MaxRowsPerRowGroup(math.MaxInt64), // cut explicitly
-		parquet.PageBufferSize(256 << 10),
-	}
-	// Page statistics duplicate the column chunk's; computing them is a
-	// second pass over every value.
-	for _, path := range cs.schema.Columns() {
-		wopts = append(wopts, parquet.SkipPageStatistics(path...))
-		leaf, _ := cs.schema.Lookup(path...)
-		e.types = append(e.types, leaf.Node.Type())
-	}
-	e.pw = parquet.NewGenericWriter[any](&e.buf, wopts...)
-	return e
+// start starts a new file of cs (the same Parquet schema as the encoder's).
+func (e *rowEncoder) start(ctx context.Context, cs *checkpointSchema) {
+	e.cs = cs
+	e.Start(ctx, cs.file)
 }
 
-// start points the encoder at this checkpoint's schema nodes (the same
-// Parquet schema as the encoder's) and starts a new file.
-func (e *ckptEncoder) start(ctx context.Context, cs *checkpointSchema) {
-	e.ctx, e.cs = ctx, cs
-	e.sp = nil
-	if n := cs.add.kid("stats_parsed"); n != nil {
-		e.sp = &statsWriter{n: n}
-	}
-	e.buf.Reset()
-	e.pw.Reset(&e.buf)
-	e.cuts, e.open = e.cuts[:0], 0
-	e.flat, e.ends = e.flat[:0], e.ends[:0]
+// row writes one row of the top-level field target, whose fields fill
+// writes.
+func (e *rowEncoder) row(target *ckptfile.Field, fill func(w *ckptfile.Row)) error {
+	fill(e.Begin(target))
+	return e.End(target)
 }
 
-// flush hands the staged rows to the writer. Rows are staged in one flat
-// buffer and cut into row slices only here, when it no longer moves.
-func (e *ckptEncoder) flush() error {
-	if len(e.ends) == 0 {
-		return nil
-	}
-	e.batch = e.batch[:0]
-	start := 0
-	for _, end := range e.ends {
-		e.batch = append(e.batch, e.flat[start:end:end])
-		start = end
-	}
-	if _, err := e.pw.WriteRows(e.batch); err != nil {
-		return fmt.Errorf("deltalog: write checkpoint: %w", err)
-	}
-	e.flat, e.ends = e.flat[:0], e.ends[:0]
-	return e.ctx.Err()
-}
-
-// begin starts a row for target: nulls for the top-level columns before it.
-func (e *ckptEncoder) begin(target *cnode) {
-	w := &e.w
-	w.row = w.row[:0]
-	for _, k := range e.cs.root.kids {
-		if k == target {
-			break
-		}
-		w.null(k, 0)
-	}
-}
-
-// end closes the row: nulls for the top-level columns after target.
-func (e *ckptEncoder) end(target *cnode) error {
-	w := &e.w
-	after := false
-	for _, k := range e.cs.root.kids {
-		if after {
-			w.null(k, 0)
-		}
-		after = after || k == target
-	}
-	if len(w.row) < e.cs.ncols {
-		return fmt.Errorf("deltalog: internal error: checkpoint row has %d values for %d columns", len(w.row), e.cs.ncols)
-	}
-	e.flat = append(e.flat, w.row...)
-	e.ends = append(e.ends, len(e.flat))
-	e.open++
-	if len(e.ends) >= 1024 {
-		return e.flush()
-	}
-	return nil
-}
-
-func (e *ckptEncoder) addRow(f *fileEntry) error {
-	e.begin(e.cs.add)
-	e.w.addFields(e.cs.add, f, e.sp)
-	return e.end(e.cs.add)
-}
-
-// cut ends the current row group (nothing when it has no rows).
-func (e *ckptEncoder) cut() error {
-	if e.open == 0 {
-		return nil
-	}
-	if err := e.flush(); err != nil {
-		return err
-	}
-	if err := e.pw.Flush(); err != nil {
-		return fmt.Errorf("deltalog: write checkpoint: %w", err)
-	}
-	e.cuts = append(e.cuts, e.open)
-	e.open = 0
-	return nil
-}
-
-// finish closes the file and returns its row groups (one per cut) and its
-// footer, whose schema and file-level fields the assembled file reuses.
-func (e *ckptEncoder) finish() ([]*pageGroup, *format.FileMetaData, error) {
-	if err := e.cut(); err != nil {
-		return nil, nil, err
-	}
-	if err := e.pw.Close(); err != nil {
-		return nil, nil, fmt.Errorf("deltalog: write checkpoint: %w", err)
-	}
-	data := e.buf.Bytes()
-	if len(data) < 12 || string(data[len(data)-4:]) != "PAR1" {
-		return nil, nil, fmt.Errorf("deltalog: internal error: parquet-go wrote no Parquet trailer")
-	}
-	n := int(binary.LittleEndian.Uint32(data[len(data)-8:]))
-	if n > len(data)-12 {
-		return nil, nil, fmt.Errorf("deltalog: internal error: footer length %d", n)
-	}
-	md := new(format.FileMetaData)
-	if err := thrift.Unmarshal(new(thrift.CompactProtocol), data[len(data)-8-n:len(data)-8], md); err != nil {
-		return nil, nil, fmt.Errorf("deltalog: internal error: reading back the footer: %w", err)
-	}
-	if len(md.RowGroups) != len(e.cuts) {
-		return nil, nil, fmt.Errorf("deltalog: internal error: %d row groups for %d cuts", len(md.RowGroups), len(e.cuts))
-	}
-	groups := make([]*pageGroup, len(md.RowGroups))
-	for i := range md.RowGroups {
-		rg := &md.RowGroups[i]
-		if rg.NumRows != e.cuts[i] || len(rg.Columns) != len(e.types) {
-			return nil, nil, fmt.Errorf("deltalog: internal error: row group %d has %d rows and %d columns, expected %d and %d",
-				i, rg.NumRows, len(rg.Columns), e.cuts[i], len(e.types))
-		}
-		// One allocation per group, holding its column chunks back to back.
-		var total int64
-		for j := range rg.Columns {
-			total += rg.Columns[j].MetaData.TotalCompressedSize
-		}
-		own := make([]byte, 0, total)
-		g := &pageGroup{RowGroup: ckptfile.RowGroup{Rows: rg.NumRows, Cols: make([]ckptfile.Chunk, len(rg.Columns)), Size: total}}
-		for j := range rg.Columns {
-			m := rg.Columns[j].MetaData
-			if m.DictionaryPageOffset != 0 || slices.ContainsFunc(m.EncodingStats, func(s format.PageEncodingStats) bool {
-				return s.PageType != format.DataPage
-			}) {
-				return nil, nil, fmt.Errorf("deltalog: internal error: column %v has pages other than v1 data pages", m.PathInSchema)
-			}
-			lo, hi := m.DataPageOffset, m.DataPageOffset+m.TotalCompressedSize
-			if lo < 4 || hi > int64(len(data)) {
-				return nil, nil, fmt.Errorf("deltalog: internal error: column chunk at %d..%d", lo, hi)
-			}
-			start := len(own)
-			own = append(own, data[lo:hi]...)
-			// The footer was decoded from e.buf, which the next file reuses:
-			// keep nothing of it.
-			m.Statistics = format.Statistics{NullCount: m.Statistics.NullCount,
-				Min: bytes.Clone(m.Statistics.Min), Max: bytes.Clone(m.Statistics.Max),
-				MinValue: bytes.Clone(m.Statistics.MinValue), MaxValue: bytes.Clone(m.Statistics.MaxValue)}
-			m.SizeStatistics.RepetitionLevelHistogram = slices.Clone(m.SizeStatistics.RepetitionLevelHistogram)
-			m.SizeStatistics.DefinitionLevelHistogram = slices.Clone(m.SizeStatistics.DefinitionLevelHistogram)
-			m.EncodingStats = slices.Clone(m.EncodingStats)
-			m.Encoding = slices.Clone(m.Encoding)
-			m.DataPageOffset, m.IndexPageOffset, m.BloomFilterOffset, m.BloomFilterLength = 0, 0, 0, 0
-			g.Cols[j] = ckptfile.Chunk{Pages: [][]byte{own[start:len(own):len(own)]}, MD: m}
-		}
-		groups[i] = g
-	}
-	md.RowGroups = nil
-	return groups, md, nil
+func (e *rowEncoder) addRow(f *fileEntry) error {
+	w := e.Begin(e.cs.add)
+	addFields(w, e.cs.add, f, e.cs.stats)
+	return e.End(e.cs.add)
 }
 
 // addRows writes adds (in seq order), per rows to a row group.
-func (e *ckptEncoder) addRows(adds []fileEntry, per int) error {
+func (e *rowEncoder) addRows(adds []fileEntry, per int) error {
 	for i := range adds {
 		if i > 0 && i%per == 0 {
-			if err := e.cut(); err != nil {
+			if err := e.Cut(); err != nil {
 				return err
 			}
 		}
@@ -403,7 +225,7 @@ func (e *ckptEncoder) addRows(adds []fileEntry, per int) error {
 }
 
 // encodeAdds encodes adds (in seq order) as groups of at most per rows.
-func (e *ckptEncoder) encodeAdds(ctx context.Context, cs *checkpointSchema, adds []fileEntry, per int) ([]*pageGroup, error) {
+func (e *rowEncoder) encodeAdds(ctx context.Context, cs *checkpointSchema, adds []fileEntry, per int) ([]*pageGroup, error) {
 	if len(adds) == 0 {
 		return nil, nil
 	}
@@ -411,13 +233,14 @@ func (e *ckptEncoder) encodeAdds(ctx context.Context, cs *checkpointSchema, adds
 	if err := e.addRows(adds, per); err != nil {
 		return nil, err
 	}
-	groups, _, err := e.finish()
+	rgs, _, err := e.Finish()
 	if err != nil {
 		return nil, err
 	}
-	for i, g := range groups {
+	groups := make([]*pageGroup, len(rgs))
+	for i := range rgs {
 		part := adds[i*per : min(len(adds), (i+1)*per)]
-		g.addRun = newAddRun(part)
+		groups[i] = &pageGroup{RowGroup: rgs[i], addRun: newAddRun(part)}
 	}
 	return groups, nil
 }
@@ -452,7 +275,6 @@ func (c *CheckpointCache) encode(ctx context.Context, st *State, o *CheckpointOp
 	if err != nil {
 		return nil, 0, 0, cst, err
 	}
-	e := c.enc
 	// Too many groups for the live adds (removes left them small): start
 	// over, which packs them again.
 	if len(c.groups) > 2*(len(st.files)/per)+8 {
@@ -463,10 +285,38 @@ func (c *CheckpointCache) encode(ctx context.Context, st *State, o *CheckpointOp
 		runs[i] = &g.addRun
 	}
 	fresh := c.newAdds(st, runs)
+	if fresh, err = c.reencodeDirty(ctx, st, cs, per, fresh, &cst); err != nil {
+		return nil, 0, 0, cst, err
+	}
+	if err := c.addFresh(ctx, st, cs, per, fresh, &cst); err != nil {
+		return nil, 0, 0, cst, err
+	}
+	c.size = 0
+	for _, g := range c.groups {
+		c.size += g.Size
+		adds += g.Rows
+	}
+	if adds != int64(len(st.files)) {
+		return nil, 0, 0, cst, fmt.Errorf("deltalog: internal error: checkpoint cache holds %d adds, the state %d", adds, len(st.files))
+	}
+	cst.AddsCopied = adds - cst.AddsEncoded
+	data, others, err := c.assemble(ctx, st, cs, o, per)
+	if err != nil {
+		return nil, 0, 0, cst, err
+	}
+	if c.size > c.maxBytes() {
+		c.reset()
+		cst.Dropped = true
+	} else {
+		c.out = data
+	}
+	return data, others + adds, adds, cst, nil
+}
 
-	// Groups that lost adds are encoded again from those they still hold;
-	// a run of such groups together. The last group's survivors join the
-	// new adds instead.
+// reencodeDirty encodes the groups that lost adds again from those they
+// still hold, a run of such groups together. The last group's survivors
+// join the new adds (fresh, returned) instead.
+func (c *CheckpointCache) reencodeDirty(ctx context.Context, st *State, cs *checkpointSchema, per int, fresh []fileEntry, cst *CheckpointCacheStats) ([]fileEntry, error) {
 	var out []*pageGroup
 	for i := 0; i < len(c.groups); {
 		g := c.groups[i]
@@ -484,89 +334,83 @@ func (c *CheckpointCache) encode(ctx context.Context, st *State, o *CheckpointOp
 			fresh = append(live, fresh...)
 			break
 		}
-		rebuilt, err := e.encodeAdds(ctx, cs, live, per)
+		rebuilt, err := c.enc.encodeAdds(ctx, cs, live, per)
 		if err != nil {
-			return nil, 0, 0, cst, err
+			return nil, err
 		}
 		cst.AddsEncoded += int64(len(live))
 		out = append(out, rebuilt...)
 		i = j
 	}
 	c.groups = out
+	return fresh, nil
+}
 
-	// New adds: appended as pages to the last group while it has room,
-	// else encoded with the last group's adds into full groups.
-	if len(fresh) > 0 {
-		var last *pageGroup
-		if n := len(c.groups); n > 0 && c.groups[n-1].Rows < int64(per) {
-			last = c.groups[n-1]
+// addFresh adds the new adds: appended as pages to the last group while it
+// has room (and fewer than maxPageSets), else encoded with the last
+// group's adds into full groups.
+func (c *CheckpointCache) addFresh(ctx context.Context, st *State, cs *checkpointSchema, per int, fresh []fileEntry, cst *CheckpointCacheStats) error {
+	if len(fresh) == 0 {
+		return nil
+	}
+	e := &c.enc
+	var last *pageGroup
+	if n := len(c.groups); n > 0 && c.groups[n-1].Rows < int64(per) {
+		last = c.groups[n-1]
+	}
+	if last != nil && last.Rows+int64(len(fresh)) <= int64(per) && last.PageSets() < maxPageSets {
+		gs, err := e.encodeAdds(ctx, cs, fresh, per)
+		if err != nil {
+			return err
 		}
-		if last != nil && last.Rows+int64(len(fresh)) <= int64(per) && len(last.Cols[0].Pages) < maxPageSets {
-			gs, err := e.encodeAdds(ctx, cs, fresh, per)
-			if err != nil {
-				return nil, 0, 0, cst, err
-			}
-			last.appendGroup(gs[0], e.types)
-		} else {
-			if last != nil {
-				fresh = append(last.survivors(st, nil), fresh...)
-				c.groups = c.groups[:len(c.groups)-1]
-			}
-			gs, err := e.encodeAdds(ctx, cs, fresh, per)
-			if err != nil {
-				return nil, 0, 0, cst, err
-			}
-			c.groups = append(c.groups, gs...)
+		last.appendGroup(e, gs[0])
+	} else {
+		if last != nil {
+			fresh = append(last.survivors(st, nil), fresh...)
+			c.groups = c.groups[:len(c.groups)-1]
 		}
-		cst.AddsEncoded += int64(len(fresh))
+		gs, err := e.encodeAdds(ctx, cs, fresh, per)
+		if err != nil {
+			return err
+		}
+		c.groups = append(c.groups, gs...)
 	}
-	c.size = 0
-	for _, g := range c.groups {
-		c.size += g.Size
-		adds += g.Rows
-	}
-	if adds != int64(len(st.files)) {
-		return nil, 0, 0, cst, fmt.Errorf("deltalog: internal error: checkpoint cache holds %d adds, the state %d", adds, len(st.files))
-	}
-	cst.AddsCopied = adds - cst.AddsEncoded
+	cst.AddsEncoded += int64(len(fresh))
+	return nil
+}
 
-	// protocol, metaData, txns, domains: the first
-	// row group; unexpired removes: the last ones.
+// assemble encodes the other actions — protocol, metaData, txns and
+// domains: the first row group; unexpired removes: the last ones — and
+// puts the file together with the cached add groups between them. It
+// returns the file and the number of other actions.
+func (c *CheckpointCache) assemble(ctx context.Context, st *State, cs *checkpointSchema, o *CheckpointOptions, per int) ([]byte, int64, error) {
+	e := &c.enc
 	e.start(ctx, cs)
 	head, err := e.headRows(st, o)
 	if err != nil {
-		return nil, 0, 0, cst, err
+		return nil, 0, err
 	}
-	if err := e.cut(); err != nil {
-		return nil, 0, 0, cst, err
+	if err := e.Cut(); err != nil {
+		return nil, 0, err
 	}
 	removes, err := e.removeRows(st, o, per)
 	if err != nil {
-		return nil, 0, 0, cst, err
+		return nil, 0, err
 	}
-	other, md, err := e.finish()
+	other, footer, err := e.Finish()
 	if err != nil {
-		return nil, 0, 0, cst, err
+		return nil, 0, err
 	}
 	all := make([]*ckptfile.RowGroup, 0, len(other)+len(c.groups))
-	all = append(all, &other[0].RowGroup)
+	all = append(all, &other[0])
 	for _, g := range c.groups {
 		all = append(all, &g.RowGroup)
 	}
-	for _, g := range other[1:] {
-		all = append(all, &g.RowGroup)
+	for i := range other[1:] {
+		all = append(all, &other[1+i])
 	}
-	data, err = ckptfile.Assemble(c.out[:0], md, all)
-	if err != nil {
-		return nil, 0, 0, cst, err
-	}
-	if c.size > c.maxBytes() {
-		c.reset()
-		cst.Dropped = true
-	} else {
-		c.out = data
-	}
-	return data, head + adds + removes, adds, cst, nil
+	data, err := ckptfile.Assemble(c.out[:0], footer, all)
+	return data, head + removes, err
 }
 
 // useEncoder builds the schema of st's checkpoint (or sidecars) and points
@@ -588,10 +432,10 @@ func (c *CheckpointCache) useEncoder(st *State, o *CheckpointOptions, sidecar bo
 	}
 	// With sidecar in the key, a table that moves between classic and V2
 	// checkpoints starts over: the cache holds one kind's encoded adds.
-	key := fmt.Sprintf("%t\x00%d\x00%s\x00%s", sidecar, per, createdBy, cs.schema.String())
-	if c.enc == nil || c.key != key {
+	key := fmt.Sprintf("%t\x00%d\x00%s\x00%s", sidecar, per, createdBy, cs.file.String())
+	if c.enc.Encoder == nil || c.key != key {
 		c.reset()
-		c.enc, c.key = newCkptEncoder(cs, createdBy), key
+		c.enc, c.key = rowEncoder{Encoder: ckptfile.NewEncoder(cs.file, createdBy)}, key
 	}
 	return cs, per, nil
 }
@@ -660,41 +504,37 @@ func (r *addRun) survivors(st *State, out []fileEntry) []fileEntry {
 
 // headRows writes protocol, metaData, the live txns and domains and returns
 // how many rows that was.
-func (e *ckptEncoder) headRows(st *State, o *CheckpointOptions) (int64, error) {
-	cs, w := e.cs, &e.w
-	rows := int64(0)
-	row := func(target *cnode, fields func(n *cnode)) error {
-		rows++
-		e.begin(target)
-		fields(target)
-		return e.end(target)
-	}
-	if err := row(cs.protocol, func(n *cnode) { w.protocolFields(n, &st.Protocol) }); err != nil {
+func (e *rowEncoder) headRows(st *State, o *CheckpointOptions) (int64, error) {
+	cs := e.cs
+	if err := e.row(cs.protocol, func(w *ckptfile.Row) { protocolFields(w, cs.protocol, &st.Protocol) }); err != nil {
 		return 0, err
 	}
-	if err := row(cs.metaData, func(n *cnode) { w.metadataFields(n, &st.Metadata) }); err != nil {
+	if err := e.row(cs.metaData, func(w *ckptfile.Row) { metadataFields(w, cs.metaData, &st.Metadata) }); err != nil {
 		return 0, err
 	}
+	rows := int64(2)
 	now := o.now()
-	txns := liveTxns(st.txns, &st.Metadata, LoadOptions{Now: func() time.Time { return now }, Logger: o.Logger})
+	txns := st.checkpointTxns(o, now)
 	for _, id := range slices.Sorted(maps.Keys(txns)) {
 		t := txns[id]
-		if err := row(cs.txn, func(n *cnode) { w.txnFields(n, &t) }); err != nil {
+		if err := e.row(cs.txn, func(w *ckptfile.Row) { txnFields(w, cs.txn, &t) }); err != nil {
 			return 0, err
 		}
+		rows++
 	}
 	for _, name := range slices.Sorted(maps.Keys(st.domains)) {
 		d := st.domains[name]
-		if err := row(cs.domain, func(n *cnode) { w.domainFields(n, &d) }); err != nil {
+		if err := e.row(cs.domain, func(w *ckptfile.Row) { domainFields(w, cs.domain, &d) }); err != nil {
 			return 0, err
 		}
+		rows++
 	}
 	return rows, nil
 }
 
 // removeRows writes the unexpired tombstones in log order, per rows to a
 // row group, and returns how many.
-func (e *ckptEncoder) removeRows(st *State, o *CheckpointOptions, per int) (int64, error) {
+func (e *rowEncoder) removeRows(st *State, o *CheckpointOptions, per int) (int64, error) {
 	cutoff, expire := st.tombstoneCutoff(o.now())
 	tombs := tombsInOrder(st.tombs)
 	var rows int64
@@ -703,13 +543,11 @@ func (e *ckptEncoder) removeRows(st *State, o *CheckpointOptions, per int) (int6
 			continue
 		}
 		if rows > 0 && rows%int64(per) == 0 {
-			if err := e.cut(); err != nil {
+			if err := e.Cut(); err != nil {
 				return 0, err
 			}
 		}
-		e.begin(e.cs.remove)
-		e.w.removeFields(e.cs.remove, &tombs[i])
-		if err := e.end(e.cs.remove); err != nil {
+		if err := e.row(e.cs.remove, func(w *ckptfile.Row) { removeFields(w, e.cs.remove, &tombs[i]) }); err != nil {
 			return 0, err
 		}
 		rows++

@@ -234,9 +234,8 @@ func (c *checkpointColumns) readProtocols(rg parquet.RowGroup, fn func(Action) e
 	}
 	for _, rc := range readers {
 		p := &Protocol{MinReaderVersion: int32(rc.Int64())}
-		if w, ok := writer.At(rc.Row); ok {
-			p.MinWriterVersion = int32(w.Int64())
-		}
+		w, _ := writer.Int64(rc.Row)
+		p.MinWriterVersion = int32(w)
 		p.ReaderFeatures = readerFeatures.Strs(rc.Row)
 		p.WriterFeatures = writerFeatures.Strs(rc.Row)
 		if err := fn(p); err != nil {
@@ -298,11 +297,11 @@ func (c *checkpointColumns) readTxns(rg parquet.RowGroup, fn func(Action) error)
 	}
 	for _, a := range apps {
 		t := &Txn{AppID: a.Str()}
-		v, ok := version.At(a.Row)
+		v, ok := version.Int64(a.Row)
 		if !ok {
 			return fmt.Errorf("txn for app %q has no version", t.AppID)
 		}
-		t.Version = v.Int64()
+		t.Version = v
 		t.LastUpdated = lastUpdated.Int64p(a.Row)
 		if err := fn(t); err != nil {
 			return err
@@ -323,9 +322,7 @@ func (c *checkpointColumns) readDomains(rg parquet.RowGroup, fn func(Action) err
 	for _, d := range doms {
 		dm := &DomainMetadata{Domain: d.Str()}
 		dm.Configuration, _ = config.Str(d.Row)
-		if v, ok := removed.At(d.Row); ok {
-			dm.Removed = v.Val.Boolean()
-		}
+		dm.Removed, _ = removed.Bool(d.Row)
 		if err := fn(dm); err != nil {
 			return err
 		}

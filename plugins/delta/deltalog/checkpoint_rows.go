@@ -1,113 +1,18 @@
 package deltalog
 
-import (
-	"maps"
-	"slices"
-	"unsafe"
+import "github.com/picomq/heavy-sinks/plugins/delta/deltalog/ckptfile"
 
-	"github.com/parquet-go/parquet-go"
-)
+// Checkpoint rows: which field of an action goes into which column of the
+// checkpoint schema, for the entries of a State. ckptfile.Row writes the
+// values (levels, nulls, physical types).
 
-// Checkpoint rows: shredder fills one Parquet row of the checkpoint schema,
-// leaf by leaf in column order, from a State's entries.
-
-// shredder builds one Parquet row (every leaf column, in column order).
-type shredder struct {
-	row parquet.Row
-}
-
-func unsafeBytes(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }
-
-// null writes n as null; its parent is present (or n is top-level).
-func (w *shredder) null(n *cnode, rep int) {
-	if rep == 0 {
-		if n.nulls == nil {
-			for c := n.col; c < n.col+n.nleaves; c++ {
-				n.nulls = append(n.nulls, parquet.Value{}.Level(0, n.def-1, c))
-			}
-		}
-		w.row = append(w.row, n.nulls...)
-		return
-	}
-	for c := n.col; c < n.col+n.nleaves; c++ {
-		w.row = append(w.row, parquet.Value{}.Level(rep, n.def-1, c))
-	}
-}
-
-func (w *shredder) value(n *cnode, v parquet.Value) {
-	w.row = append(w.row, v.Level(0, n.def, n.col))
-}
-
-func (w *shredder) str(n *cnode, s string) {
-	w.value(n, parquet.ByteArrayValue(unsafeBytes(s)))
-}
-
-func (w *shredder) strOrNull(n *cnode, s string) {
-	if s == "" {
-		w.null(n, 0)
-		return
-	}
-	w.str(n, s)
-}
-
-func (w *shredder) i64(n *cnode, v int64) { w.value(n, parquet.Int64Value(v)) }
-
-func (w *shredder) i64p(n *cnode, v *int64) {
-	if v == nil {
-		w.null(n, 0)
-		return
-	}
-	w.i64(n, *v)
-}
-
-func (w *shredder) boolean(n *cnode, b bool) { w.value(n, parquet.BooleanValue(b)) }
-
-func (w *shredder) list(n *cnode, elems []string, present bool) {
-	if !present {
-		w.null(n, 0)
-		return
-	}
-	if len(elems) == 0 {
-		w.row = append(w.row, parquet.Value{}.Level(0, n.def, n.col))
-		return
-	}
-	for i, e := range elems {
-		w.row = append(w.row, parquet.ByteArrayValue(unsafeBytes(e)).Level(min(i, 1), n.def+2, n.col))
-	}
-}
-
-// mapEntries writes a map given as sorted keys and a value lookup.
-func (w *shredder) mapEntries(n *cnode, keys []string, value func(string) (string, bool)) {
-	if len(keys) == 0 {
-		w.row = append(w.row, parquet.Value{}.Level(0, n.def, n.col), parquet.Value{}.Level(0, n.def, n.col+1))
-		return
-	}
-	for i, k := range keys {
-		w.row = append(w.row, parquet.ByteArrayValue(unsafeBytes(k)).Level(min(i, 1), n.def+1, n.col))
-	}
-	for i, k := range keys {
-		if v, ok := value(k); ok {
-			w.row = append(w.row, parquet.ByteArrayValue(unsafeBytes(v)).Level(min(i, 1), n.def+2, n.col+1))
-		} else {
-			w.row = append(w.row, parquet.Value{}.Level(min(i, 1), n.def+1, n.col+1))
-		}
-	}
-}
-
-func (w *shredder) strMap(n *cnode, m map[string]string, present bool) {
-	if !present {
-		w.null(n, 0)
-		return
-	}
-	w.mapEntries(n, slices.Sorted(maps.Keys(m)), func(k string) (string, bool) { v, ok := m[k]; return v, ok })
-}
-
-func (w *shredder) pvMap(n *cnode, pv *pvTuple) {
+// writePV writes partitionValues, keys in the order the add listed them.
+func writePV(w *ckptfile.Row, n *ckptfile.Field, pv *pvTuple) {
 	if pv == nil {
-		w.null(n, 0)
+		w.Null(n)
 		return
 	}
-	w.mapEntries(n, pv.keys, func(k string) (string, bool) {
+	w.Map(n, pv.keys, func(k string) (string, bool) {
 		if v := pv.m[k]; v != nil {
 			return *v, true
 		}
@@ -115,158 +20,136 @@ func (w *shredder) pvMap(n *cnode, pv *pvTuple) {
 	})
 }
 
-func (w *shredder) dv(n *cnode, dv *DeletionVector) {
+// writeDV writes a deletionVector group (its fields in dvNode's order).
+func writeDV(w *ckptfile.Row, n *ckptfile.Field, dv *DeletionVector) {
 	if dv == nil {
-		w.null(n, 0)
+		w.Null(n)
 		return
 	}
-	for _, k := range n.kids {
-		switch k.name {
-		case "storageType":
-			w.str(k, dv.StorageType)
-		case "pathOrInlineDv":
-			w.str(k, dv.PathOrInlineDv)
-		case "offset":
-			if dv.Offset == nil {
-				w.null(k, 0)
-			} else {
-				w.value(k, parquet.Int32Value(*dv.Offset))
-			}
-		case "sizeInBytes":
-			w.value(k, parquet.Int32Value(dv.SizeInBytes))
-		case "cardinality":
-			w.i64(k, dv.Cardinality)
-		case "maxRowIndex":
-			w.i64p(k, dv.MaxRowIndex)
-		default:
-			w.null(k, 0)
-		}
+	k := n.Kids
+	w.Str(k[0], dv.StorageType)
+	w.Str(k[1], dv.PathOrInlineDv)
+	if dv.Offset != nil {
+		w.Int32(k[2], *dv.Offset)
+	} else {
+		w.Null(k[2])
 	}
+	w.Int32(k[3], dv.SizeInBytes)
+	w.Int64(k[4], dv.Cardinality)
+	w.Int64p(k[5], dv.MaxRowIndex)
 }
 
-func (w *shredder) addFields(n *cnode, e *fileEntry, sp *statsWriter) {
-	x := e.x
-	if x == nil {
-		x = &fileExtra{}
+// fileField writes field k of an add or remove row when it is one both
+// have (path, partitionValues, dataChange — false in a checkpoint, as
+// Spark's — deletionVector and the row-tracking fields) and reports
+// whether it was.
+func fileField(w *ckptfile.Row, k *ckptfile.Field, path string, pv *pvTuple, x *fileExtra) bool {
+	switch k.Name {
+	case "path":
+		w.Str(k, path)
+	case "partitionValues":
+		writePV(w, k, pv)
+	case "dataChange":
+		w.Bool(k, false)
+	case "deletionVector":
+		writeDV(w, k, x.dv)
+	case "baseRowId":
+		w.Int64p(k, x.baseRowID)
+	case "defaultRowCommitVersion":
+		w.Int64p(k, x.defaultRowCommitVersion)
+	default:
+		return false
 	}
-	for _, k := range n.kids {
-		switch k.name {
-		case "path":
-			w.str(k, e.path)
-		case "partitionValues":
-			w.pvMap(k, e.pv)
+	return true
+}
+
+// noExtra stands for the fields of an entry without a fileExtra.
+var noExtra = &fileExtra{}
+
+// extraOr is x, or noExtra when nil.
+func extraOr(x *fileExtra) *fileExtra {
+	if x == nil {
+		return noExtra
+	}
+	return x
+}
+
+func addFields(w *ckptfile.Row, n *ckptfile.Field, e *fileEntry, sp *statsWriter) {
+	x := extraOr(e.x)
+	for _, k := range n.Kids {
+		if fileField(w, k, e.path, e.pv, x) {
+			continue
+		}
+		switch k.Name {
 		case "size":
-			w.i64(k, e.size)
+			w.Int64(k, e.size)
 		case "modificationTime":
-			w.i64(k, e.modTime)
-		case "dataChange":
-			w.boolean(k, false)
+			w.Int64(k, e.modTime)
 		case "stats":
-			w.strOrNull(k, e.stats)
+			w.StrOrNull(k, e.stats)
 		case "tags":
-			w.strMap(k, x.tags, x.tags != nil)
-		case "deletionVector":
-			w.dv(k, x.dv)
-		case "baseRowId":
-			w.i64p(k, x.baseRowID)
-		case "defaultRowCommitVersion":
-			w.i64p(k, x.defaultRowCommitVersion)
+			w.StrMap(k, x.tags, x.tags != nil)
 		case "clusteringProvider":
-			w.strOrNull(k, x.clusteringProvider)
+			w.StrOrNull(k, x.clusteringProvider)
 		case "stats_parsed":
 			sp.write(w, e.stats)
 		default:
-			w.null(k, 0)
+			w.Null(k)
 		}
 	}
 }
 
-func (w *shredder) removeFields(n *cnode, t *tombEntry) {
-	x := t.x
-	if x == nil {
-		x = &fileExtra{}
-	}
-	for _, k := range n.kids {
-		switch k.name {
-		case "path":
-			w.str(k, t.path)
-		case "deletionTimestamp":
-			if t.delTS == 0 {
-				w.null(k, 0)
-			} else {
-				w.i64(k, t.delTS)
-			}
-		case "dataChange":
-			w.boolean(k, false)
-		case "extendedFileMetadata":
-			if t.flags&tombHasExt == 0 {
-				w.null(k, 0)
-			} else {
-				w.boolean(k, t.flags&tombExtTrue != 0)
-			}
-		case "partitionValues":
-			w.pvMap(k, t.pv)
-		case "size":
-			if t.flags&tombHasSize == 0 {
-				w.null(k, 0)
-			} else {
-				w.i64(k, t.size)
-			}
-		case "deletionVector":
-			w.dv(k, x.dv)
-		case "baseRowId":
-			w.i64p(k, x.baseRowID)
-		case "defaultRowCommitVersion":
-			w.i64p(k, x.defaultRowCommitVersion)
-		default:
-			w.null(k, 0)
+func removeFields(w *ckptfile.Row, n *ckptfile.Field, t *tombEntry) {
+	x := extraOr(t.x)
+	for _, k := range n.Kids {
+		if fileField(w, k, t.path, t.pv, x) {
+			continue
+		}
+		switch {
+		case k.Name == "deletionTimestamp" && t.delTS != 0:
+			w.Int64(k, t.delTS)
+		case k.Name == "extendedFileMetadata" && t.flags&tombHasExt != 0:
+			w.Bool(k, t.flags&tombExtTrue != 0)
+		case k.Name == "size" && t.flags&tombHasSize != 0:
+			w.Int64(k, t.size)
+		default: // absent from the remove, or not a remove field
+			w.Null(k)
 		}
 	}
 }
 
 // protocolFields, metadataFields, txnFields and domainFields fill the
-// fields of one non-file action's row (n is the action's top-level group),
-// like addFields and removeFields.
+// fields of one non-file action's row (n is the action's top-level group,
+// its fields in the order buildCheckpointSchema declares them).
 
-func (w *shredder) protocolFields(n *cnode, p *Protocol) {
-	w.value(n.kids[0], parquet.Int32Value(p.MinReaderVersion))
-	w.value(n.kids[1], parquet.Int32Value(p.MinWriterVersion))
-	w.list(n.kids[2], p.ReaderFeatures, p.MinReaderVersion >= TableFeaturesReaderVersion || p.ReaderFeatures != nil)
-	w.list(n.kids[3], p.WriterFeatures, p.MinWriterVersion >= TableFeaturesWriterVersion || p.WriterFeatures != nil)
+func protocolFields(w *ckptfile.Row, n *ckptfile.Field, p *Protocol) {
+	w.Int32(n.Kids[0], p.MinReaderVersion)
+	w.Int32(n.Kids[1], p.MinWriterVersion)
+	w.List(n.Kids[2], p.ReaderFeatures, p.MinReaderVersion >= TableFeaturesReaderVersion || p.ReaderFeatures != nil)
+	w.List(n.Kids[3], p.WriterFeatures, p.MinWriterVersion >= TableFeaturesWriterVersion || p.WriterFeatures != nil)
 }
 
-func (w *shredder) metadataFields(n *cnode, m *Metadata) {
-	for _, k := range n.kids {
-		switch k.name {
-		case "id":
-			w.str(k, m.ID)
-		case "name":
-			w.strOrNull(k, m.Name)
-		case "description":
-			w.strOrNull(k, m.Description)
-		case "format":
-			w.strOrNull(k.kids[0], m.Format.Provider)
-			w.strMap(k.kids[1], m.Format.Options, true)
-		case "schemaString":
-			w.str(k, m.SchemaString)
-		case "partitionColumns":
-			w.list(k, m.PartitionColumns, true)
-		case "configuration":
-			w.strMap(k, m.Configuration, true)
-		case "createdTime":
-			w.i64p(k, m.CreatedTime)
-		}
-	}
+func metadataFields(w *ckptfile.Row, n *ckptfile.Field, m *Metadata) {
+	k := n.Kids
+	w.Str(k[0], m.ID)
+	w.StrOrNull(k[1], m.Name)
+	w.StrOrNull(k[2], m.Description)
+	w.StrOrNull(k[3].Kids[0], m.Format.Provider)
+	w.StrMap(k[3].Kids[1], m.Format.Options, true)
+	w.Str(k[4], m.SchemaString)
+	w.List(k[5], m.PartitionColumns, true)
+	w.StrMap(k[6], m.Configuration, true)
+	w.Int64p(k[7], m.CreatedTime)
 }
 
-func (w *shredder) txnFields(n *cnode, t *Txn) {
-	w.str(n.kids[0], t.AppID)
-	w.i64(n.kids[1], t.Version)
-	w.i64p(n.kids[2], t.LastUpdated)
+func txnFields(w *ckptfile.Row, n *ckptfile.Field, t *Txn) {
+	w.Str(n.Kids[0], t.AppID)
+	w.Int64(n.Kids[1], t.Version)
+	w.Int64p(n.Kids[2], t.LastUpdated)
 }
 
-func (w *shredder) domainFields(n *cnode, d *DomainMetadata) {
-	w.str(n.kids[0], d.Domain)
-	w.str(n.kids[1], d.Configuration)
-	w.boolean(n.kids[2], false)
+func domainFields(w *ckptfile.Row, n *ckptfile.Field, d *DomainMetadata) {
+	w.Str(n.Kids[0], d.Domain)
+	w.Str(n.Kids[1], d.Configuration)
+	w.Bool(n.Kids[2], false)
 }

@@ -1,9 +1,7 @@
 package deltalog
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"maps"
 	"math/bits"
@@ -191,57 +189,18 @@ func (c *CheckpointCache) planV2(ctx context.Context, st *State, o *CheckpointOp
 	if err != nil {
 		return nil, err
 	}
-
 	runs := make([]*addRun, len(c.sidecars))
 	for i, r := range c.sidecars {
 		runs[i] = &r.addRun
 	}
 	fresh := c.newAdds(st, runs)
-
-	// Sidecars that lost adds or are too old to reference: their
-	// survivors, to be encoded again.
 	now := o.now()
-	list := make([]*sidecarRef, 0, len(c.sidecars)+1)
-	for _, r := range c.sidecars {
-		if !r.dirty && now.Sub(time.UnixMilli(r.action.ModificationTime)) < SidecarReuseWindow && time.Since(r.created) < SidecarReuseWindow {
-			list = append(list, r)
-			continue
-		}
-		if live := r.survivors(st, nil); len(live) > 0 {
-			list = append(list, &sidecarRef{rows: len(live), pending: live})
-		}
-	}
-	if len(fresh) > 0 {
-		list = append(list, &sidecarRef{rows: len(fresh), pending: fresh})
-	}
-	// Too many sidecars for the live adds (removes left them small):
-	// start over, which packs them again.
-	if len(list) > 2*(len(st.files)/sidecarFullRows)+maxSidecars {
-		list = []*sidecarRef{{rows: len(st.files), pending: filesInOrder(st.files)}}
-	}
-	list = mergeSidecars(st, list)
+	list := mergeSidecars(st, c.sidecarsFor(st, fresh, now))
 
 	plan = &v2Plan{}
-	var written []*sidecarRef
-	for _, r := range list {
-		if r.pending == nil {
-			plan.stats.AddsCopied += int64(r.rows)
-			written = append(written, r)
-			continue
-		}
-		for part := range slices.Chunk(r.pending, sidecarFullRows) {
-			data, err := c.enc.encodeSidecar(ctx, cs, part, per)
-			if err != nil {
-				return nil, err
-			}
-			name := NewUUID() + ".parquet"
-			plan.writes = append(plan.writes, sidecarWrite{path: SidecarDir + name, data: data})
-			written = append(written, &sidecarRef{addRun: newAddRun(part), rows: len(part), created: time.Now(),
-				action: Sidecar{Path: name, SizeInBytes: int64(len(data)), ModificationTime: now.UnixMilli()}})
-			plan.stats.AddsEncoded += int64(len(part))
-		}
+	if list, err = c.encodeSidecars(ctx, cs, per, list, now, plan); err != nil {
+		return nil, err
 	}
-	list = written
 	for _, r := range list {
 		plan.adds += int64(r.rows)
 	}
@@ -261,12 +220,77 @@ func (c *CheckpointCache) planV2(ctx context.Context, st *State, o *CheckpointOp
 		}
 		if n > 0 {
 			removes = n
-			name := NewUUID() + ".parquet"
-			plan.writes = append(plan.writes, sidecarWrite{path: SidecarDir + name, data: data})
-			list = append(list, &sidecarRef{action: Sidecar{Path: name, SizeInBytes: int64(len(data)), ModificationTime: now.UnixMilli()}})
+			list = append(list, plan.addSidecar(data, now))
 		}
 	}
+	plan.top = v2TopActions(st, o, now, list)
+	plan.actions = int64(len(plan.top)) + plan.adds + removes
+	return plan, nil
+}
 
+// sidecarsFor returns the sidecars of st's adds before merging: the
+// cache's that may be referenced again, pending ones with the survivors of
+// those that lost adds or are too old to reference, and one of the fresh
+// adds (all in seq order).
+func (c *CheckpointCache) sidecarsFor(st *State, fresh []fileEntry, now time.Time) []*sidecarRef {
+	list := make([]*sidecarRef, 0, len(c.sidecars)+1)
+	for _, r := range c.sidecars {
+		if !r.dirty && now.Sub(time.UnixMilli(r.action.ModificationTime)) < SidecarReuseWindow && time.Since(r.created) < SidecarReuseWindow {
+			list = append(list, r)
+			continue
+		}
+		if live := r.survivors(st, nil); len(live) > 0 {
+			list = append(list, &sidecarRef{rows: len(live), pending: live})
+		}
+	}
+	if len(fresh) > 0 {
+		list = append(list, &sidecarRef{rows: len(fresh), pending: fresh})
+	}
+	// Too many sidecars for the live adds (removes left them small):
+	// start over, which packs them again.
+	if len(list) > 2*(len(st.files)/sidecarFullRows)+maxSidecars {
+		list = []*sidecarRef{{rows: len(st.files), pending: filesInOrder(st.files)}}
+	}
+	return list
+}
+
+// encodeSidecars encodes the pending sidecars of list (at most
+// sidecarFullRows adds to a file) into plan's writes and returns the
+// sidecars as written.
+func (c *CheckpointCache) encodeSidecars(ctx context.Context, cs *checkpointSchema, per int, list []*sidecarRef, now time.Time, plan *v2Plan) ([]*sidecarRef, error) {
+	var written []*sidecarRef
+	for _, r := range list {
+		if r.pending == nil {
+			plan.stats.AddsCopied += int64(r.rows)
+			written = append(written, r)
+			continue
+		}
+		for part := range slices.Chunk(r.pending, sidecarFullRows) {
+			data, err := c.enc.encodeSidecar(ctx, cs, part, per)
+			if err != nil {
+				return nil, err
+			}
+			ref := plan.addSidecar(data, now)
+			ref.addRun, ref.rows, ref.created = newAddRun(part), len(part), time.Now()
+			written = append(written, ref)
+			plan.stats.AddsEncoded += int64(len(part))
+		}
+	}
+	return written, nil
+}
+
+// addSidecar adds a sidecar file of data, written at now, to the plan's
+// writes and returns its reference.
+func (p *v2Plan) addSidecar(data []byte, now time.Time) *sidecarRef {
+	name := NewUUID() + ".parquet"
+	p.writes = append(p.writes, sidecarWrite{path: SidecarDir + name, data: data})
+	return &sidecarRef{action: Sidecar{Path: name, SizeInBytes: int64(len(data)), ModificationTime: now.UnixMilli()}}
+}
+
+// v2TopActions are the actions of st's JSON V2 checkpoint:
+// checkpointMetadata, protocol, metaData, the live txns and domains, and
+// one sidecar action per sidecar.
+func v2TopActions(st *State, o *CheckpointOptions, now time.Time, sidecars []*sidecarRef) []Action {
 	// Present, if empty, as in a Parquet checkpoint: delta-kernel-rs
 	// refuses a JSON checkpoint whose metaData has a null map or list.
 	md := st.Metadata
@@ -279,22 +303,21 @@ func (c *CheckpointCache) planV2(ctx context.Context, st *State, o *CheckpointOp
 	if md.PartitionColumns == nil {
 		md.PartitionColumns = []string{}
 	}
-	plan.top = append(plan.top, &CheckpointMetadata{Version: st.Version}, &st.Protocol, &md)
-	txns := liveTxns(st.txns, &st.Metadata, LoadOptions{Now: func() time.Time { return now }, Logger: o.Logger})
+	top := []Action{&CheckpointMetadata{Version: st.Version}, &st.Protocol, &md}
+	txns := st.checkpointTxns(o, now)
 	for _, id := range slices.Sorted(maps.Keys(txns)) {
 		t := txns[id]
-		plan.top = append(plan.top, &t)
+		top = append(top, &t)
 	}
 	for _, name := range slices.Sorted(maps.Keys(st.domains)) {
 		d := st.domains[name]
-		plan.top = append(plan.top, &d)
+		top = append(top, &d)
 	}
-	for _, r := range list {
+	for _, r := range sidecars {
 		a := r.action
-		plan.top = append(plan.top, &a)
+		top = append(top, &a)
 	}
-	plan.actions = int64(len(plan.top)) + plan.adds + removes
-	return plan, nil
+	return top
 }
 
 // mergeSidecars merges, among the sidecars after the last full one, the
@@ -344,37 +367,22 @@ func mergeSidecars(st *State, list []*sidecarRef) []*sidecarRef {
 
 // encodeSidecar returns a sidecar file of adds (in seq order), per rows to
 // a row group.
-func (e *ckptEncoder) encodeSidecar(ctx context.Context, cs *checkpointSchema, adds []fileEntry, per int) ([]byte, error) {
+func (e *rowEncoder) encodeSidecar(ctx context.Context, cs *checkpointSchema, adds []fileEntry, per int) ([]byte, error) {
 	e.start(ctx, cs)
 	if err := e.addRows(adds, per); err != nil {
 		return nil, err
 	}
-	return e.closeFile()
+	return e.Close()
 }
 
 // encodeRemovesSidecar returns a sidecar file of st's unexpired removes
 // and how many there are.
-func (e *ckptEncoder) encodeRemovesSidecar(ctx context.Context, cs *checkpointSchema, st *State, o *CheckpointOptions, per int) ([]byte, int64, error) {
+func (e *rowEncoder) encodeRemovesSidecar(ctx context.Context, cs *checkpointSchema, st *State, o *CheckpointOptions, per int) ([]byte, int64, error) {
 	e.start(ctx, cs)
 	n, err := e.removeRows(st, o, per)
 	if err != nil || n == 0 {
 		return nil, 0, err
 	}
-	data, err := e.closeFile()
+	data, err := e.Close()
 	return data, n, err
-}
-
-// closeFile ends the file and returns a copy of its bytes (the encoder's
-// buffer is reused).
-func (e *ckptEncoder) closeFile() ([]byte, error) {
-	if err := e.cut(); err != nil {
-		return nil, err
-	}
-	if err := e.pw.Close(); err != nil {
-		return nil, fmt.Errorf("deltalog: write checkpoint: %w", err)
-	}
-	if !bytes.HasSuffix(e.buf.Bytes(), []byte("PAR1")) {
-		return nil, errors.New("deltalog: internal error: parquet-go wrote no Parquet trailer")
-	}
-	return bytes.Clone(e.buf.Bytes()), nil
 }

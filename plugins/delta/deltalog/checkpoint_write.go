@@ -90,19 +90,8 @@ type CheckpointOptions struct {
 	Cache *CheckpointCache
 }
 
-func (o *CheckpointOptions) now() time.Time {
-	if o.Now != nil {
-		return o.Now()
-	}
-	return time.Now()
-}
-
-func (o *CheckpointOptions) logger() *slog.Logger {
-	if o.Logger != nil {
-		return o.Logger
-	}
-	return slog.New(slog.DiscardHandler)
-}
+func (o *CheckpointOptions) now() time.Time       { return orNow(o.Now) }
+func (o *CheckpointOptions) logger() *slog.Logger { return orDiscard(o.Logger) }
 
 // CheckpointResult describes a written (or found) checkpoint.
 type CheckpointResult struct {
@@ -173,11 +162,21 @@ func pointLastCheckpoint(ctx context.Context, store Store, res *CheckpointResult
 	return res, nil
 }
 
+// checkpointTxns is the txns a checkpoint at now keeps: those
+// delta.setTransactionRetentionDuration has not expired. o may be nil.
+func (st *State) checkpointTxns(o *CheckpointOptions, now time.Time) map[string]Txn {
+	lo := LoadOptions{Now: func() time.Time { return now }}
+	if o != nil {
+		lo.Logger = o.Logger
+	}
+	return liveTxns(st.txns, &st.Metadata, lo)
+}
+
 // checkpointActions counts the rows EncodeCheckpoint would write.
 func checkpointActions(st *State, now time.Time) (actions, adds int64) {
 	adds = int64(len(st.files))
 	actions = 2 + adds + int64(len(st.domains))
-	actions += int64(len(liveTxns(st.txns, &st.Metadata, LoadOptions{Now: func() time.Time { return now }})))
+	actions += int64(len(st.checkpointTxns(nil, now)))
 	cutoff, expire := st.tombstoneCutoff(now)
 	for _, t := range st.tombs {
 		if !expire || t.delTS > cutoff {

@@ -90,68 +90,114 @@ type CleanupResult struct {
 // with what was deleted so far.
 func CleanupLog(ctx context.Context, store Store, checkpoint int64, opts CleanupOptions) (*CleanupResult, error) {
 	res := &CleanupResult{Boundary: -1}
-	log := opts.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
+	log := orDiscard(opts.Logger)
 	conf := opts.Metadata.Configuration
-	if strings.EqualFold(strings.TrimSpace(conf["delta.enableExpiredLogCleanup"]), "false") {
-		res.Skipped = "delta.enableExpiredLogCleanup is false"
+	retention, skip := logRetention(conf)
+	if skip != "" {
+		res.Skipped = skip
 		return res, nil
 	}
-	retention := DefaultLogRetention
-	if raw, ok := conf["delta.logRetentionDuration"]; ok {
-		d, err := ParseInterval(raw)
-		if err != nil {
-			res.Skipped = fmt.Sprintf("delta.logRetentionDuration %q does not parse: %v", raw, err)
-			return res, nil
-		}
-		retention = d
-	}
-	now := time.Now()
-	if opts.Now != nil {
-		now = opts.Now()
-	}
-	cutoff := now.Add(-retention)
-	expired := func(fi FileInfo) bool { return !fi.ModTime.After(cutoff) }
-
+	cutoff := orNow(opts.Now).Add(-retention)
 	files, err := store.List(ctx, LogDir, "")
 	if err != nil {
 		return res, err
 	}
-	type versioned struct {
-		FileInfo
-		version int64
-		kind    string // commit, checkpoint, crc, compaction
+	l := scanLogFiles(files, checkpoint, cutoff)
+	if !l.complete[checkpoint] {
+		res.Skipped = fmt.Sprintf("no complete checkpoint at version %d", checkpoint)
+		return res, nil
 	}
-	var all []versioned
-	keep := checkpoint
-	// Complete checkpoints by version (multi-part: every part present).
-	complete := map[int64]bool{}
-	parts := map[int64]map[int]map[int]bool{}
+	boundary := int64(-1)
+	for v := range l.complete {
+		if v <= l.keep && v > boundary {
+			boundary = v
+		}
+	}
+	if boundary <= 0 {
+		res.NextCheck = l.nextCheck(nil, retention) // nothing below it
+		return res, nil
+	}
+	if p := protectedBefore(opts.Protocol, conf); p > 0 && boundary < p {
+		res.Skipped = fmt.Sprintf("checkpointProtection: history before version %d must be truncated in one go, and the oldest checkpoint that can be kept is %d", p, boundary)
+		return res, nil
+	}
+	res.Boundary = boundary
+	deleted := map[string]bool{}
+	for _, f := range l.victims(boundary, cutoff) {
+		if err := ctx.Err(); err != nil {
+			return res, err
+		}
+		if err := store.Delete(ctx, f.Path); err != nil {
+			return res, fmt.Errorf("deltalog: log cleanup: delete %s: %w", f.Path, err)
+		}
+		log.Debug("deltalog: deleted expired log file", "path", f.Path, "boundary", boundary)
+		res.Deleted = append(res.Deleted, f.Path)
+		deleted[f.Path] = true
+	}
+	res.NextCheck = l.nextCheck(deleted, retention)
+	if slices.Contains(SupportedFeatures(opts.Protocol), "v2Checkpoint") {
+		for _, f := range l.all {
+			if f.kind == "commit" && f.version == boundary {
+				return res, cleanupSidecars(ctx, store, f.ModTime, cutoff, log, res)
+			}
+		}
+	}
+	return res, nil
+}
+
+// logRetention is the table's log retention
+// (delta.logRetentionDuration), or why the log must not be cleaned up.
+func logRetention(conf map[string]string) (time.Duration, string) {
+	if strings.EqualFold(strings.TrimSpace(conf["delta.enableExpiredLogCleanup"]), "false") {
+		return 0, "delta.enableExpiredLogCleanup is false"
+	}
+	raw, ok := conf["delta.logRetentionDuration"]
+	if !ok {
+		return DefaultLogRetention, ""
+	}
+	d, err := ParseInterval(raw)
+	if err != nil {
+		return 0, fmt.Sprintf("delta.logRetentionDuration %q does not parse: %v", raw, err)
+	}
+	return d, ""
+}
+
+// cleanupFile is a file of _delta_log that cleanup may delete.
+type cleanupFile struct {
+	FileInfo
+	version int64
+	kind    string // commit, checkpoint, crc, compaction:<end version>
+}
+
+// expired reports whether the file is older than the retention cutoff.
+func (f *cleanupFile) expired(cutoff time.Time) bool { return !f.ModTime.After(cutoff) }
+
+// logFiles is what cleanup knows of _delta_log.
+type logFiles struct {
+	all []cleanupFile
+	// keep is the oldest version to keep: the checkpoint's, or an older
+	// unexpired commit's.
+	keep int64
+	// complete are the versions of complete checkpoints (multi-part:
+	// every part present).
+	complete map[int64]bool
+}
+
+// scanLogFiles sorts the listing of _delta_log for a cleanup behind the
+// checkpoint at version checkpoint.
+func scanLogFiles(files []FileInfo, checkpoint int64, cutoff time.Time) *logFiles {
+	l := &logFiles{keep: checkpoint, complete: map[int64]bool{}}
+	cps := checkpointSets{}
 	for _, fi := range files {
 		if lf, ok := parseLogFile(fi); ok {
-			switch lf.kind {
-			case fileCommit:
-				all = append(all, versioned{fi, lf.version, "commit"})
-				if !expired(fi) && lf.version < keep {
-					keep = lf.version
+			if lf.kind == fileCommit {
+				l.all = append(l.all, cleanupFile{fi, lf.version, "commit"})
+				if !l.all[len(l.all)-1].expired(cutoff) && lf.version < l.keep {
+					l.keep = lf.version
 				}
-			case fileCheckpointMultiPart:
-				all = append(all, versioned{fi, lf.version, "checkpoint"})
-				if parts[lf.version] == nil {
-					parts[lf.version] = map[int]map[int]bool{}
-				}
-				if parts[lf.version][lf.parts] == nil {
-					parts[lf.version][lf.parts] = map[int]bool{}
-				}
-				parts[lf.version][lf.parts][lf.part] = true
-				if len(parts[lf.version][lf.parts]) == lf.parts {
-					complete[lf.version] = true
-				}
-			default:
-				all = append(all, versioned{fi, lf.version, "checkpoint"})
-				complete[lf.version] = true
+			} else {
+				l.all = append(l.all, cleanupFile{fi, lf.version, "checkpoint"})
+				cps.add(lf)
 			}
 			continue
 		}
@@ -160,44 +206,57 @@ func CleanupLog(ctx context.Context, store Store, checkpoint int64, opts Cleanup
 			continue
 		}
 		if v, ok := crcVersion(name); ok {
-			all = append(all, versioned{fi, v, "crc"})
+			l.all = append(l.all, cleanupFile{fi, v, "crc"})
 		} else if start, end, ok := compactionRange(name); ok {
-			all = append(all, versioned{fi, start, "compaction:" + strconv.FormatInt(end, 10)})
+			l.all = append(l.all, cleanupFile{fi, start, "compaction:" + strconv.FormatInt(end, 10)})
 		}
 	}
-	if !complete[checkpoint] {
-		res.Skipped = fmt.Sprintf("no complete checkpoint at version %d", checkpoint)
-		return res, nil
+	for v, cs := range cps {
+		if cs.complete() {
+			l.complete[v] = true
+		}
 	}
-	// nextCheck is computed over the files that remain.
-	nextCheck := func(deleted map[string]bool) time.Time {
-		var oldest time.Time
-		for _, f := range all {
-			if !deleted[f.Path] && (oldest.IsZero() || f.ModTime.Before(oldest)) {
-				oldest = f.ModTime
+	return l
+}
+
+// nextCheck is when the oldest file that remains (not deleted) expires.
+func (l *logFiles) nextCheck(deleted map[string]bool, retention time.Duration) time.Time {
+	var oldest time.Time
+	for _, f := range l.all {
+		if !deleted[f.Path] && (oldest.IsZero() || f.ModTime.Before(oldest)) {
+			oldest = f.ModTime
+		}
+	}
+	if oldest.IsZero() {
+		return time.Time{}
+	}
+	return oldest.Add(retention)
+}
+
+// victims are the expired files below boundary, in the order to delete
+// them (see the rules above): commits, oldest first, then checksum and
+// compaction files, then checkpoints.
+func (l *logFiles) victims(boundary int64, cutoff time.Time) []cleanupFile {
+	var victims []cleanupFile
+	for _, f := range l.all {
+		if f.version >= boundary {
+			continue
+		}
+		switch {
+		case f.kind == "commit":
+			// keep <= every unexpired commit, so this one has expired.
+		case strings.HasPrefix(f.kind, "compaction:"):
+			end, _ := strconv.ParseInt(strings.TrimPrefix(f.kind, "compaction:"), 10, 64)
+			if end >= boundary || !f.expired(cutoff) {
+				continue
+			}
+		default:
+			if !f.expired(cutoff) {
+				continue
 			}
 		}
-		if oldest.IsZero() {
-			return time.Time{}
-		}
-		return oldest.Add(retention)
+		victims = append(victims, f)
 	}
-	boundary := int64(-1)
-	for v := range complete {
-		if v <= keep && v > boundary {
-			boundary = v
-		}
-	}
-	if boundary <= 0 {
-		res.NextCheck = nextCheck(nil) // nothing below it
-		return res, nil
-	}
-	if p := protectedBefore(opts.Protocol, conf); p > 0 && boundary < p {
-		res.Skipped = fmt.Sprintf("checkpointProtection: history before version %d must be truncated in one go, and the oldest checkpoint that can be kept is %d", p, boundary)
-		return res, nil
-	}
-	res.Boundary = boundary
-
 	rank := func(kind string) int {
 		switch {
 		case kind == "commit":
@@ -207,27 +266,7 @@ func CleanupLog(ctx context.Context, store Store, checkpoint int64, opts Cleanup
 		}
 		return 2
 	}
-	var victims []versioned
-	for _, f := range all {
-		if f.version >= boundary {
-			continue
-		}
-		switch {
-		case f.kind == "commit":
-			// keep <= every unexpired commit, so this one has expired.
-		case strings.HasPrefix(f.kind, "compaction:"):
-			end, _ := strconv.ParseInt(strings.TrimPrefix(f.kind, "compaction:"), 10, 64)
-			if end >= boundary || !expired(f.FileInfo) {
-				continue
-			}
-		default:
-			if !expired(f.FileInfo) {
-				continue
-			}
-		}
-		victims = append(victims, f)
-	}
-	slices.SortStableFunc(victims, func(a, b versioned) int {
+	slices.SortStableFunc(victims, func(a, b cleanupFile) int {
 		if r := rank(a.kind) - rank(b.kind); r != 0 {
 			return r
 		}
@@ -239,27 +278,7 @@ func CleanupLog(ctx context.Context, store Store, checkpoint int64, opts Cleanup
 		}
 		return strings.Compare(a.Path, b.Path)
 	})
-	deleted := map[string]bool{}
-	for _, f := range victims {
-		if err := ctx.Err(); err != nil {
-			return res, err
-		}
-		if err := store.Delete(ctx, f.Path); err != nil {
-			return res, fmt.Errorf("deltalog: log cleanup: delete %s: %w", f.Path, err)
-		}
-		log.Debug("deltalog: deleted expired log file", "path", f.Path, "boundary", boundary)
-		res.Deleted = append(res.Deleted, f.Path)
-		deleted[f.Path] = true
-	}
-	res.NextCheck = nextCheck(deleted)
-	if slices.Contains(SupportedFeatures(opts.Protocol), "v2Checkpoint") {
-		for _, f := range all {
-			if f.kind == "commit" && f.version == boundary {
-				return res, cleanupSidecars(ctx, store, f.ModTime, cutoff, log, res)
-			}
-		}
-	}
-	return res, nil
+	return victims
 }
 
 // cleanupSidecars deletes the sidecars created more than

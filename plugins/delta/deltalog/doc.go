@@ -18,7 +18,10 @@
 // State is the full reconciled table state (LoadState, then Apply/Update
 // commit by commit), WriteCheckpoint writes it as a classic Parquet
 // checkpoint plus _last_checkpoint, and CleanupLog deletes the expired log
-// behind a checkpoint.
+// behind a checkpoint. This package decides what a checkpoint holds (which
+// actions, which fields, tombstone and txn retention, row groups, cache
+// reuse, _last_checkpoint); the Parquet bytes, read and written, are
+// ckptfile's.
 //
 // A typical commit:
 //
@@ -71,20 +74,21 @@
 //	                   checkpoints and sidecars
 //	checkpoint_write.go WriteCheckpoint, EncodeCheckpoint: orchestration
 //	checkpoint_last.go _last_checkpoint: WriteLastCheckpoint and its checksum
-//	checkpoint_schema.go the checkpoint schema (cnode tree → Parquet schema)
-//	checkpoint_rows.go the row writer (shredder) filling checkpoint rows
+//	checkpoint_schema.go the checkpoint schema: which actions and fields a
+//	                   checkpoint holds (laid out as Parquet by ckptfile)
+//	checkpoint_rows.go which action field fills which checkpoint column
 //	stats_parsed.go    add.stats_parsed both ways: JSON → typed columns when
 //	                   writing, typed columns → JSON when reading
 //	checkpoint_cache.go CheckpointCache: a checkpoint copies the previous
 //	                   one's encoded add row groups and encodes only what
-//	                   changed (the row groups and the file's framing and
+//	                   changed (encoding, row groups, the file's framing and
 //	                   footer: ckptfile)
 //	cleanup.go         CleanupLog: expired-log cleanup behind a checkpoint
 //	checkpoint_v2.go   V2 checkpoints: sidecars that later checkpoints
 //	                   reference again, delta.checkpointPolicy
 //	create.go          creating a table with its first append (version 0)
-//	parquet_decimal.go the signed FIXED_LEN_BYTE_ARRAY type of wide decimals
-//	                   (statistics ordered as numbers, not bytes)
+//	parquet_decimal.go SignedFixedLenByteArrayType, kept for callers
+//	                   (ckptfile's)
 //
 // # One log, two projections
 //

@@ -274,28 +274,24 @@ func SupportedFeatures(p Protocol) []string {
 			names = append(names, n)
 		}
 	}
-	if p.MinWriterVersion >= TableFeaturesWriterVersion {
-		for _, n := range p.WriterFeatures {
-			add(n)
+	// One side of the protocol: the features it lists from table-features
+	// versions on, else the known ones whose legacy version (above the
+	// side's base) it reaches.
+	side := func(version, featuresFrom int32, listed []string, base int32, legacy func(Feature) int32) {
+		if version >= featuresFrom {
+			for _, n := range listed {
+				add(n)
+			}
+			return
 		}
-	} else {
 		for _, f := range knownFeatures {
-			if f.MinWriter > 0 && f.MinWriter <= p.MinWriterVersion {
+			if v := legacy(f); v > base && v <= version {
 				add(f.Name)
 			}
 		}
 	}
-	if p.MinReaderVersion >= TableFeaturesReaderVersion {
-		for _, n := range p.ReaderFeatures {
-			add(n)
-		}
-	} else {
-		for _, f := range knownFeatures {
-			if f.MinReader > 1 && f.MinReader <= p.MinReaderVersion {
-				add(f.Name)
-			}
-		}
-	}
+	side(p.MinWriterVersion, TableFeaturesWriterVersion, p.WriterFeatures, 0, func(f Feature) int32 { return f.MinWriter })
+	side(p.MinReaderVersion, TableFeaturesReaderVersion, p.ReaderFeatures, 1, func(f Feature) int32 { return f.MinReader })
 	return names
 }
 

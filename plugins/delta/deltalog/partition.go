@@ -66,28 +66,8 @@ func serializePartitionValue(t DataType, v any) (string, error) {
 		return formatDecimalRat(r, t)
 	case PrimitiveType:
 		switch t {
-		case TypeString:
-			switch v := v.(type) {
-			case string:
-				return v, nil
-			case []byte:
-				return string(v), nil
-			}
-			return "", fmt.Errorf("want a string")
-		case TypeBinary:
-			var b string
-			switch v := v.(type) {
-			case []byte:
-				b = string(v)
-			case string:
-				b = v
-			default:
-				return "", fmt.Errorf("want []byte")
-			}
-			if !utf8.ValidString(b) {
-				return "", fmt.Errorf("binary value is not valid UTF-8 and cannot be a partition value")
-			}
-			return b, nil
+		case TypeString, TypeBinary:
+			return partitionText(t, v)
 		case TypeBoolean:
 			switch v := v.(type) {
 			case bool:
@@ -140,6 +120,27 @@ func serializePartitionValue(t DataType, v any) (string, error) {
 		}
 	}
 	return "", fmt.Errorf("type cannot be a partition column")
+}
+
+// partitionText is a string or binary partition value as it is (binary
+// only when valid UTF-8: a partition value is a string).
+func partitionText(t PrimitiveType, v any) (string, error) {
+	var s string
+	switch v := v.(type) {
+	case string:
+		s = v
+	case []byte:
+		s = string(v)
+	default:
+		if t == TypeBinary {
+			return "", fmt.Errorf("want []byte")
+		}
+		return "", fmt.Errorf("want a string")
+	}
+	if t == TypeBinary && !utf8.ValidString(s) {
+		return "", fmt.Errorf("binary value is not valid UTF-8 and cannot be a partition value")
+	}
+	return s, nil
 }
 
 // PartitionDir returns the Hive-style directory ("a=1/b=x%2Fy/") for one

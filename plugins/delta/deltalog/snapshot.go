@@ -67,16 +67,22 @@ type LoadOptions struct {
 	Logger *slog.Logger
 }
 
-func (o *LoadOptions) now() time.Time {
-	if o.Now != nil {
-		return o.Now()
+func (o *LoadOptions) now() time.Time       { return orNow(o.Now) }
+func (o *LoadOptions) logger() *slog.Logger { return orDiscard(o.Logger) }
+
+// orNow reads clock, the default of every option named Now: time.Now.
+func orNow(clock func() time.Time) time.Time {
+	if clock != nil {
+		return clock()
 	}
 	return time.Now()
 }
 
-func (o *LoadOptions) logger() *slog.Logger {
-	if o.Logger != nil {
-		return o.Logger
+// orDiscard is l, or when nil the default of every option named Logger: a
+// logger that drops everything.
+func orDiscard(l *slog.Logger) *slog.Logger {
+	if l != nil {
+		return l
 	}
 	return slog.New(slog.DiscardHandler)
 }
@@ -487,12 +493,7 @@ func listSegmentUpTo(ctx context.Context, store Store, startAfter string, maxVer
 		return nil, err
 	}
 	commits := map[int64]logFile{}
-	type cpSet struct {
-		classic   *logFile
-		v2        []logFile
-		multipart map[int]map[int]logFile // parts -> part -> file
-	}
-	cps := map[int64]*cpSet{}
+	cps := checkpointSets{}
 	latest := int64(-1)
 	for _, fi := range files {
 		lf, ok := parseLogFile(fi)
@@ -504,52 +505,9 @@ func listSegmentUpTo(ctx context.Context, store Store, startAfter string, maxVer
 			latest = max(latest, lf.version)
 			continue
 		}
-		cs := cps[lf.version]
-		if cs == nil {
-			cs = &cpSet{}
-			cps[lf.version] = cs
-		}
-		switch lf.kind {
-		case fileCheckpointClassic:
-			cs.classic = &lf
-		case fileCheckpointV2JSON, fileCheckpointV2Parquet:
-			cs.v2 = append(cs.v2, lf)
-		case fileCheckpointMultiPart:
-			if cs.multipart == nil {
-				cs.multipart = map[int]map[int]logFile{}
-			}
-			if cs.multipart[lf.parts] == nil {
-				cs.multipart[lf.parts] = map[int]logFile{}
-			}
-			cs.multipart[lf.parts][lf.part] = lf
-		}
+		cps.add(lf)
 	}
-
-	// Newest complete checkpoint. Preference within a version: a V2 JSON
-	// checkpoint (no Parquet decoding), V2 Parquet, classic, then multi-part
-	// — any complete one yields the same state.
-	var chosen []logFile
-	versions := slices.Sorted(maps.Keys(cps))
-	for i := len(versions) - 1; i >= 0 && chosen == nil; i-- {
-		cs := cps[versions[i]]
-		slices.SortFunc(cs.v2, func(a, b logFile) int { return int(a.kind) - int(b.kind) })
-		switch {
-		case len(cs.v2) > 0:
-			chosen = []logFile{cs.v2[0]}
-		case cs.classic != nil:
-			chosen = []logFile{*cs.classic}
-		default:
-			for _, n := range slices.Sorted(maps.Keys(cs.multipart)) {
-				if len(cs.multipart[n]) == n {
-					for p := 1; p <= n; p++ {
-						chosen = append(chosen, cs.multipart[n][p])
-					}
-					break
-				}
-			}
-		}
-	}
-
+	chosen := newestCheckpoint(cps)
 	seg := &segment{checkpoint: chosen, latest: latest}
 	start := int64(0)
 	if chosen != nil {
@@ -574,4 +532,83 @@ func listSegmentUpTo(ctx context.Context, store Store, startAfter string, maxVer
 		seg.commits = append(seg.commits, c)
 	}
 	return seg, nil
+}
+
+// checkpointSets are the checkpoint files listed, by version.
+type checkpointSets map[int64]*checkpointSet
+
+func (m checkpointSets) add(lf logFile) {
+	cs := m[lf.version]
+	if cs == nil {
+		cs = &checkpointSet{}
+		m[lf.version] = cs
+	}
+	cs.add(lf)
+}
+
+// checkpointSet is the checkpoint files listed for one version.
+type checkpointSet struct {
+	classic   *logFile
+	v2        []logFile
+	multipart map[int]map[int]logFile // parts -> part -> file
+}
+
+// complete reports whether the set holds a whole checkpoint: a classic or
+// V2 one, or every part of a multi-part one.
+func (cs *checkpointSet) complete() bool {
+	return cs.pick() != nil
+}
+
+func (cs *checkpointSet) add(lf logFile) {
+	switch lf.kind {
+	case fileCheckpointClassic:
+		c := lf // escapes: a copy here, so that lf does not
+		cs.classic = &c
+	case fileCheckpointV2JSON, fileCheckpointV2Parquet:
+		cs.v2 = append(cs.v2, lf)
+	case fileCheckpointMultiPart:
+		if cs.multipart == nil {
+			cs.multipart = map[int]map[int]logFile{}
+		}
+		if cs.multipart[lf.parts] == nil {
+			cs.multipart[lf.parts] = map[int]logFile{}
+		}
+		cs.multipart[lf.parts][lf.part] = lf
+	}
+}
+
+// newestCheckpoint returns the files of the newest complete checkpoint
+// (nil: none).
+func newestCheckpoint(cps checkpointSets) []logFile {
+	versions := slices.Sorted(maps.Keys(cps))
+	for i := len(versions) - 1; i >= 0; i-- {
+		if files := cps[versions[i]].pick(); files != nil {
+			return files
+		}
+	}
+	return nil
+}
+
+// pick returns the files of the set's checkpoint to read, nil when none
+// is complete. Preference: a V2 JSON checkpoint (no Parquet decoding), V2
+// Parquet, classic, then multi-part — any complete one yields the same
+// state.
+func (cs *checkpointSet) pick() []logFile {
+	slices.SortFunc(cs.v2, func(a, b logFile) int { return int(a.kind) - int(b.kind) })
+	switch {
+	case len(cs.v2) > 0:
+		return []logFile{cs.v2[0]}
+	case cs.classic != nil:
+		return []logFile{*cs.classic}
+	}
+	for _, n := range slices.Sorted(maps.Keys(cs.multipart)) {
+		if len(cs.multipart[n]) == n {
+			var files []logFile
+			for p := 1; p <= n; p++ {
+				files = append(files, cs.multipart[n][p])
+			}
+			return files
+		}
+	}
+	return nil
 }

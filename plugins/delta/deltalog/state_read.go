@@ -114,16 +114,13 @@ func (c *dvCursor) at(r int32) *DeletionVector {
 	}
 	dv := &DeletionVector{StorageType: st}
 	dv.PathOrInlineDv, _ = c.pathOrInline.Str(r)
-	if v, ok := c.offset.At(r); ok {
-		o := int32(v.Int64())
+	if v, ok := c.offset.Int64(r); ok {
+		o := int32(v)
 		dv.Offset = &o
 	}
-	if v, ok := c.size.At(r); ok {
-		dv.SizeInBytes = int32(v.Int64())
-	}
-	if v, ok := c.cardinality.At(r); ok {
-		dv.Cardinality = v.Int64()
-	}
+	size, _ := c.size.Int64(r)
+	dv.SizeInBytes = int32(size)
+	dv.Cardinality, _ = c.cardinality.Int64(r)
 	dv.MaxRowIndex = c.maxRowIndex.Int64p(r)
 	return dv
 }
@@ -197,15 +194,9 @@ func (c *fileColumns) readAdds(rg parquet.RowGroup, fn func(Action) error) error
 	for _, pc := range paths {
 		r := pc.Row
 		a := &Add{Path: pc.Str(), PartitionValues: PartitionValues{}}
-		if v, ok := size.At(r); ok {
-			a.Size = v.Int64()
-		}
-		if v, ok := modTime.At(r); ok {
-			a.ModificationTime = v.Int64()
-		}
-		if v, ok := dataChange.At(r); ok {
-			a.DataChange = v.Val.Boolean()
-		}
+		a.Size, _ = size.Int64(r)
+		a.ModificationTime, _ = modTime.Int64(r)
+		a.DataChange, _ = dataChange.Bool(r)
 		if s, ok := stats.Str(r); ok {
 			a.Stats = s
 		} else if sp != nil {
@@ -250,12 +241,10 @@ func (c *fileColumns) readRemoves(rg parquet.RowGroup, fn func(Action) error) er
 		r := pc.Row
 		rm := &Remove{Path: pc.Str()}
 		rm.DeletionTimestamp = delTS.Int64p(r)
-		if v, ok := dataChange.At(r); ok {
-			rm.DataChange = v.Val.Boolean()
-		}
-		if v, ok := ext.At(r); ok {
-			b := v.Val.Boolean()
-			rm.ExtendedFileMetadata = &b
+		rm.DataChange, _ = dataChange.Bool(r)
+		if b, ok := ext.Bool(r); ok {
+			v := b // escapes: allocated only for a row that has one
+			rm.ExtendedFileMetadata = &v
 		}
 		rm.Size = size.Int64p(r)
 		if pvPresent.Has(r) {
@@ -283,12 +272,8 @@ func (c *fileColumns) readSidecars(rg parquet.RowGroup, fn func(Action) error) e
 	}
 	for _, pc := range paths {
 		sc := &Sidecar{Path: pc.Str()}
-		if v, ok := size.At(pc.Row); ok {
-			sc.SizeInBytes = v.Int64()
-		}
-		if v, ok := modTime.At(pc.Row); ok {
-			sc.ModificationTime = v.Int64()
-		}
+		sc.SizeInBytes, _ = size.Int64(pc.Row)
+		sc.ModificationTime, _ = modTime.Int64(pc.Row)
 		if err := fn(sc); err != nil {
 			return err
 		}

@@ -413,17 +413,7 @@ func (s *ColumnStats) ObserveNull() { s.nulls++ }
 // ObserveInt records a value of an integer-backed column: byte, short, integer,
 // long, date (days since epoch), timestamp and timestamp_ntz (microseconds
 // since epoch), and decimals with precision ≤ 18 (the unscaled value).
-func (s *ColumnStats) ObserveInt(v int64) {
-	if !s.seen {
-		s.minI, s.maxI, s.seen = v, v, true
-		return
-	}
-	if v < s.minI {
-		s.minI = v
-	} else if v > s.maxI {
-		s.maxI = v
-	}
-}
+func (s *ColumnStats) ObserveInt(v int64) { widen(v, &s.minI, &s.maxI, &s.seen) }
 
 // ObserveFloat records a float or double value.
 func (s *ColumnStats) ObserveFloat(v float64) {
@@ -431,27 +421,23 @@ func (s *ColumnStats) ObserveFloat(v float64) {
 		s.nonFinite = true
 		return
 	}
-	if !s.finite {
-		s.minF, s.maxF, s.finite = v, v, true
-		return
-	}
-	if v < s.minF {
-		s.minF = v
-	} else if v > s.maxF {
-		s.maxF = v
-	}
+	widen(v, &s.minF, &s.maxF, &s.finite)
 }
 
 // ObserveString records a string value.
-func (s *ColumnStats) ObserveString(v string) {
-	if !s.seen {
-		s.minS, s.maxS, s.seen = v, v, true
+func (s *ColumnStats) ObserveString(v string) { widen(v, &s.minS, &s.maxS, &s.seen) }
+
+// widen records v in the bounds lo..hi, which hold no value yet unless
+// seen.
+func widen[T int64 | float64 | string](v T, lo, hi *T, seen *bool) {
+	if !*seen {
+		*lo, *hi, *seen = v, v, true
 		return
 	}
-	if v < s.minS {
-		s.minS = v
-	} else if v > s.maxS {
-		s.maxS = v
+	if v < *lo {
+		*lo = v
+	} else if v > *hi {
+		*hi = v
 	}
 }
 

@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/parquet-go/parquet-go"
-
 	"github.com/parquet-go/parquet-go/format"
+
 	"github.com/picomq/heavy-sinks/plugins/delta/deltalog/ckptfile"
 )
 
@@ -23,136 +23,132 @@ import (
 
 // ---- JSON → stats_parsed ---------------------------------------------------
 
-// statsWriter fills add.stats_parsed from an add's stats JSON.
+// statsWriter fills add.stats_parsed (n) from an add's stats JSON.
 type statsWriter struct {
-	n *cnode
+	n *ckptfile.Field
 }
 
-func (s *statsWriter) write(w *shredder, stats string) {
+func (s *statsWriter) write(w *ckptfile.Row, stats string) {
 	if stats == "" {
-		w.null(s.n, 0)
+		w.Null(s.n)
 		return
 	}
 	dec := json.NewDecoder(strings.NewReader(stats))
 	dec.UseNumber()
 	var obj map[string]any
 	if dec.Decode(&obj) != nil {
-		w.null(s.n, 0)
+		w.Null(s.n)
 		return
 	}
-	for _, k := range s.n.kids {
-		switch k.name {
+	for _, k := range s.n.Kids {
+		switch k.Name {
 		case "numRecords":
 			if n, ok := obj["numRecords"].(json.Number); ok {
 				if v, err := n.Int64(); err == nil {
-					w.i64(k, v)
+					w.Int64(k, v)
 					continue
 				}
 			}
-			w.null(k, 0)
+			w.Null(k)
 		case "tightBounds":
 			if b, ok := obj["tightBounds"].(bool); ok {
-				w.boolean(k, b)
+				w.Bool(k, b)
 			} else {
-				w.null(k, 0)
+				w.Null(k)
 			}
 		default: // minValues, maxValues, nullCount
-			section, _ := obj[k.name].(map[string]any)
+			section, _ := obj[k.Name].(map[string]any)
 			s.writeStruct(w, k, section)
 		}
 	}
 }
 
-func (s *statsWriter) writeStruct(w *shredder, n *cnode, obj map[string]any) {
+func (s *statsWriter) writeStruct(w *ckptfile.Row, n *ckptfile.Field, obj map[string]any) {
 	if obj == nil {
-		w.null(n, 0)
+		w.Null(n)
 		return
 	}
-	for _, k := range n.kids {
-		v, ok := obj[k.name]
-		if !ok || v == nil {
-			w.null(k, 0)
-			continue
-		}
-		if k.kind == cGroup {
+	for _, k := range n.Kids {
+		v, ok := obj[k.Name]
+		switch {
+		case !ok || v == nil:
+			w.Null(k)
+		case k.Kind == ckptfile.Group:
 			sub, _ := v.(map[string]any)
 			s.writeStruct(w, k, sub)
-			continue
-		}
-		if pv, ok := statParquetValue(k.dtype, v); ok {
-			w.value(k, pv)
-		} else {
-			w.null(k, 0)
+		case !writeStatValue(w, k, v):
+			w.Null(k)
 		}
 	}
 }
 
-// statParquetValue converts one JSON stats value to the Parquet value of its
-// column type; false when it does not parse (the bound is then left out,
-// which only disables skipping on it).
-func statParquetValue(t DataType, v any) (parquet.Value, bool) {
+// writeStatValue writes one JSON stats value as leaf k (its kind is the
+// column's type, statField); false when it does not parse (the bound is
+// then left out, which only disables skipping on it).
+func writeStatValue(w *ckptfile.Row, k *ckptfile.Field, v any) bool {
 	num, isNum := v.(json.Number)
 	str, isStr := v.(string)
-	switch t := t.(type) {
-	case DecimalType:
+	switch k.Kind {
+	case ckptfile.Decimal:
 		if !isNum {
-			return parquet.Value{}, false
+			return false
 		}
 		r, ok := new(big.Rat).SetString(num.String())
 		if !ok {
-			return parquet.Value{}, false
+			return false
 		}
-		u, err := unscaledDecimal(r, t)
+		u, err := unscaledDecimal(r, DecimalType{Precision: k.Precision, Scale: k.Scale})
 		if err != nil {
-			return parquet.Value{}, false
+			return false
 		}
-		switch {
-		case t.Precision <= 9:
-			return parquet.Int32Value(int32(u.Int64())), true
-		case t.Precision <= 18:
-			return parquet.Int64Value(u.Int64()), true
-		default:
-			return parquet.FixedLenByteArrayValue(twosComplementBytes(u, decimalWidth(t.Precision))), true
+		w.Decimal(k, u)
+	case ckptfile.Int8, ckptfile.Int16, ckptfile.Int32, ckptfile.Int64:
+		n, err := num.Int64()
+		if !isNum || err != nil {
+			return false
 		}
-	case PrimitiveType:
-		switch t {
-		case TypeByte, TypeShort, TypeInteger:
-			if n, err := num.Int64(); isNum && err == nil {
-				return parquet.Int32Value(int32(n)), true
-			}
-		case TypeLong:
-			if n, err := num.Int64(); isNum && err == nil {
-				return parquet.Int64Value(n), true
-			}
-		case TypeFloat:
-			if f, err := num.Float64(); isNum && err == nil {
-				return parquet.FloatValue(float32(f)), true
-			}
-		case TypeDouble:
-			if f, err := num.Float64(); isNum && err == nil {
-				return parquet.DoubleValue(f), true
-			}
-		case TypeDate:
-			if d, err := time.Parse("2006-01-02", str); isStr && err == nil {
-				return parquet.Int32Value(int32(floorDiv(d.Unix(), 86400))), true
-			}
-		case TypeTimestamp, TypeTimestampNTZ:
-			if isStr {
-				if ts, ok := parseStatTimestamp(str); ok {
-					return parquet.Int64Value(ts.UnixMicro()), true
-				}
-			}
-		case TypeString:
-			if isStr {
-				return parquet.ByteArrayValue([]byte(str)), true
-			}
-		case TypeBoolean:
-			if b, ok := v.(bool); ok {
-				return parquet.BooleanValue(b), true
-			}
+		if k.Kind == ckptfile.Int64 {
+			w.Int64(k, n)
+		} else {
+			w.Int32(k, int32(n))
 		}
+	case ckptfile.Float, ckptfile.Double:
+		f, err := num.Float64()
+		if !isNum || err != nil {
+			return false
+		}
+		if k.Kind == ckptfile.Float {
+			w.Float(k, float32(f))
+		} else {
+			w.Double(k, f)
+		}
+	case ckptfile.Date:
+		d, err := time.Parse("2006-01-02", str)
+		if !isStr || err != nil {
+			return false
+		}
+		w.Int32(k, int32(floorDiv(d.Unix(), 86400)))
+	case ckptfile.Timestamp, ckptfile.TimestampNTZ:
+		ts, ok := parseStatTimestamp(str)
+		if !isStr || !ok {
+			return false
+		}
+		w.Int64(k, ts.UnixMicro())
+	case ckptfile.String:
+		if !isStr {
+			return false
+		}
+		w.Str(k, str)
+	case ckptfile.Bool:
+		b, ok := v.(bool)
+		if !ok {
+			return false
+		}
+		w.Bool(k, b)
+	default:
+		return false
 	}
-	return parquet.Value{}, false
+	return true
 }
 
 func parseStatTimestamp(s string) (time.Time, bool) {
@@ -162,18 +158,6 @@ func parseStatTimestamp(s string) (time.Time, bool) {
 		}
 	}
 	return time.Time{}, false
-}
-
-// twosComplementBytes renders x big-endian in width bytes.
-func twosComplementBytes(x *big.Int, width int) []byte {
-	out := make([]byte, width)
-	v := new(big.Int).Set(x)
-	if v.Sign() < 0 {
-		v.Add(v, new(big.Int).Lsh(big.NewInt(1), uint(8*width)))
-	}
-	b := v.Bytes()
-	copy(out[width-len(b):], b)
-	return out
 }
 
 // ---- stats_parsed → JSON ---------------------------------------------------

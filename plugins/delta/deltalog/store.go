@@ -120,12 +120,7 @@ type memFile struct {
 // NewMemStore returns an empty MemStore.
 func NewMemStore() *MemStore { return &MemStore{files: map[string]memFile{}} }
 
-func (m *MemStore) now() time.Time {
-	if m.Now != nil {
-		return m.Now()
-	}
-	return time.Now()
-}
+func (m *MemStore) now() time.Time { return orNow(m.Now) }
 
 // Put writes unconditionally (test setup; the Delta log itself is only ever
 // written with PutIfAbsent).

@@ -106,6 +106,24 @@ func (c *Cursor) Str(r int32) (string, bool) {
 	return v.Str(), true
 }
 
+// Int64 returns row r's value as an integer (INT32 or INT64).
+func (c *Cursor) Int64(r int32) (int64, bool) {
+	v, ok := c.At(r)
+	if !ok {
+		return 0, false
+	}
+	return v.Int64(), true
+}
+
+// Bool returns row r's value as a boolean.
+func (c *Cursor) Bool(r int32) (bool, bool) {
+	v, ok := c.At(r)
+	if !ok {
+		return false, false
+	}
+	return v.Val.Boolean(), true
+}
+
 // Strs returns the values of row r (a list's elements), nil when it has
 // none.
 func (c *Cursor) Strs(r int32) []string {
@@ -125,7 +143,7 @@ func (c *Cursor) Int64p(r int32) *int64 {
 	if !ok {
 		return nil
 	}
-	x := v.Int64()
+	x := v.Int64() // declared here, not above: it escapes, so is allocated where declared
 	return &x
 }
 

@@ -27,9 +27,18 @@ type Chunk struct {
 	MD    format.ColumnMetaData
 }
 
-// Append appends b's pages to g's column chunks: the rows of b follow g's
+// PageSets is how many runs of pages (an encoded group and those appended
+// to it) each of g's column chunks holds.
+func (g *RowGroup) PageSets() int {
+	if len(g.Cols) == 0 {
+		return 0
+	}
+	return len(g.Cols[0].Pages)
+}
+
+// append appends b's pages to g's column chunks: the rows of b follow g's
 // in the same row group. types are the columns' Parquet types.
-func (g *RowGroup) Append(b *RowGroup, types []parquet.Type) {
+func (g *RowGroup) append(b *RowGroup, types []parquet.Type) {
 	for j := range g.Cols {
 		a, n := &g.Cols[j], &b.Cols[j]
 		a.Pages = append(a.Pages, n.Pages...)
@@ -102,9 +111,9 @@ func addHistogram(a, b []int64) []int64 {
 }
 
 // Assemble puts a Parquet file together from encoded row groups: the magic,
-// every group's pages, and a footer with md's schema and file fields.
+// every group's pages, and a footer with f's schema and file fields.
 // The file is appended to out, which it replaces when too small.
-func Assemble(out []byte, md *format.FileMetaData, groups []*RowGroup) ([]byte, error) {
+func Assemble(out []byte, f Footer, groups []*RowGroup) ([]byte, error) {
 	var total int64 = 8
 	for _, g := range groups {
 		total += g.Size
@@ -113,7 +122,7 @@ func Assemble(out []byte, md *format.FileMetaData, groups []*RowGroup) ([]byte, 
 		out = make([]byte, 0, need+need/8)
 	}
 	out = append(out[:0], "PAR1"...)
-	meta := *md
+	meta := *f.md
 	meta.NumRows = 0
 	meta.RowGroups = make([]format.RowGroup, 0, len(groups))
 	for _, g := range groups {

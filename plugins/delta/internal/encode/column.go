@@ -1,5 +1,7 @@
 package encode
 
+import "github.com/picomq/heavy-sinks/plugins/delta/deltalog/ckptfile"
+
 // phys is how a leaf column stores its values.
 type phys uint8
 
@@ -70,7 +72,7 @@ type column struct {
 func newColumn(li *leafInfo) *column {
 	c := &column{phys: physOf(li.node), maxDef: li.maxDef, maxRep: li.maxRep}
 	if c.phys == physFixed {
-		c.width = decimalBytes(li.node.precision)
+		c.width = ckptfile.DecimalWidth(li.node.precision)
 	}
 	return c
 }

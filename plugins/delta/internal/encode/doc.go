@@ -108,7 +108,8 @@
 //	truncated.go timestamps cut to microseconds, per column (Truncated)
 //	schema.go   deltalog schema -> decoder nodes, levels and leaf columns
 //	column.go   slot-aligned column buffers
-//	parquet.go  the Parquet schema (ordered groups), encodings
+//	parquet.go  the Parquet schema (ordered groups; decimals as checkpoint
+//	            stats have them: ckptfile.DecimalNode), encodings
 //	codec.go    snappy at s2's default speed
 //	partition.go grouping records by partition values
 //	fill.go     columns filled by the encoder: pico_* metadata (Options.

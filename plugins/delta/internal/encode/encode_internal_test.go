@@ -127,13 +127,3 @@ func TestTimestampParseAndFormat(t *testing.T) {
 		}
 	}
 }
-
-func TestDecimalBytes(t *testing.T) {
-	// Spark's minBytesForPrecision for precisions 1..38.
-	want := []int{1, 1, 2, 2, 3, 3, 4, 4, 4, 5, 5, 6, 6, 6, 7, 7, 8, 8, 9, 9, 9, 10, 10, 11, 11, 11, 12, 12, 13, 13, 13, 14, 14, 15, 15, 16, 16, 16}
-	for p := 1; p <= 38; p++ {
-		if got := decimalBytes(p); got != want[p-1] {
-			t.Errorf("decimalBytes(%d) = %d, want %d", p, got, want[p-1])
-		}
-	}
-}

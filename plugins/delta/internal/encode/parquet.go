@@ -4,7 +4,7 @@ import (
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/encoding"
 
-	"github.com/picomq/heavy-sinks/plugins/delta/deltalog"
+	"github.com/picomq/heavy-sinks/plugins/delta/deltalog/ckptfile"
 	"github.com/picomq/heavy-sinks/shared/pqgroup"
 )
 
@@ -62,14 +62,7 @@ func (b schemaBuilder) node(n *node) parquet.Node {
 	case kTimestampNTZ:
 		pn = parquet.TimestampAdjusted(parquet.Microsecond, false)
 	case kDecimal:
-		switch {
-		case n.precision <= 9:
-			pn = parquet.Decimal(n.scale, n.precision, parquet.Int32Type)
-		case n.precision <= 18:
-			pn = parquet.Decimal(n.scale, n.precision, parquet.Int64Type)
-		default:
-			pn = parquet.Decimal(n.scale, n.precision, deltalog.SignedFixedLenByteArrayType(decimalBytes(n.precision)))
-		}
+		pn = ckptfile.DecimalNode(n.precision, n.scale)
 	case kStruct:
 		pn = b.structGroup(n)
 	case kArray:
@@ -101,39 +94,4 @@ func (b schemaBuilder) encoding(n *node) encoding.Encoding {
 		return &parquet.RLEDictionary
 	}
 	return &parquet.Plain
-}
-
-// decimalBytes is the smallest two's complement width holding every
-// unscaled value of the precision (Spark's minBytesForPrecision).
-func decimalBytes(precision int) int {
-	n := 1
-	for !fitsDigits(n, precision) {
-		n++
-	}
-	return n
-}
-
-// fitsDigits reports whether 10^p - 1 < 2^(8n-1), exactly, for p <= 38.
-func fitsDigits(n, p int) bool {
-	bits := 8*n - 1
-	if bits >= 127 {
-		return true // 10^38 - 1 < 2^127
-	}
-	// compare 10^p - 1 < 2^bits using 128-bit arithmetic
-	var hi, lo uint64 = 0, 1
-	for range p {
-		hi, lo = mul128(hi, lo, 10)
-	}
-	// 10^p - 1
-	if lo == 0 {
-		hi--
-	}
-	lo--
-	var thi, tlo uint64
-	if bits >= 64 {
-		thi = 1 << (bits - 64)
-	} else {
-		tlo = 1 << bits
-	}
-	return hi < thi || (hi == thi && lo < tlo)
 }

@@ -1,4 +1,4 @@
-package deltalog
+package ckptfile
 
 import "testing"
 
@@ -20,6 +20,16 @@ func TestCompareSigned(t *testing.T) {
 			if got := compareSigned(a, b); got != want {
 				t.Errorf("compareSigned(%x, %x) = %d, want %d", a, b, got, want)
 			}
+		}
+	}
+}
+
+func TestDecimalWidth(t *testing.T) {
+	// Spark's minBytesForPrecision for precisions 1..38.
+	want := []int{1, 1, 2, 2, 3, 3, 4, 4, 4, 5, 5, 6, 6, 6, 7, 7, 8, 8, 9, 9, 9, 10, 10, 11, 11, 11, 12, 12, 13, 13, 13, 14, 14, 15, 15, 16, 16, 16}
+	for p := 1; p <= 38; p++ {
+		if got := DecimalWidth(p); got != want[p-1] {
+			t.Errorf("DecimalWidth(%d) = %d, want %d", p, got, want[p-1])
 		}
 	}
 }
