@@ -165,6 +165,10 @@ func (e *Encoder) Close() ([]byte, error) {
 // file-level fields, for Assemble.
 type Footer struct{ md *format.FileMetaData }
 
+// FooterOf is the footer md of a file read back, for Assemble: compaction
+// splices the row groups of the sink's own data files under it.
+func FooterOf(md *format.FileMetaData) Footer { return Footer{md} }
+
 // Finish ends the file and returns its row groups (one per cut, their
 // pages copied out of the encoder's buffer) and its footer. The slice is
 // the encoder's, valid until its next Finish: keep the RowGroup values,
@@ -257,4 +261,4 @@ func (e *Encoder) rowGroup(rg *format.RowGroup, rows int64) (RowGroup, error) {
 // Append appends b's pages to g's column chunks (both encoded by e, or by
 // an encoder of the same schema): the rows of b follow g's in the same row
 // group.
-func (e *Encoder) Append(g, b *RowGroup) { g.append(b, e.types) }
+func (e *Encoder) Append(g, b *RowGroup) { g.Append(b, e.types) }

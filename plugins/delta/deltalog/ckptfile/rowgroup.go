@@ -36,9 +36,9 @@ func (g *RowGroup) PageSets() int {
 	return len(g.Cols[0].Pages)
 }
 
-// append appends b's pages to g's column chunks: the rows of b follow g's
+// Append appends b's pages to g's column chunks: the rows of b follow g's
 // in the same row group. types are the columns' Parquet types.
-func (g *RowGroup) append(b *RowGroup, types []parquet.Type) {
+func (g *RowGroup) Append(b *RowGroup, types []parquet.Type) {
 	for j := range g.Cols {
 		a, n := &g.Cols[j], &b.Cols[j]
 		a.Pages = append(a.Pages, n.Pages...)

@@ -85,7 +85,7 @@ func Splice(out []byte, srcs [][]byte, footers []*format.FileMetaData) ([]byte, 
 	}
 	head := *md // the caller's footer stays as it was
 	head.RowGroups = nil
-	data, err := ckptfile.Assemble(out, &head, []*ckptfile.RowGroup{all})
+	data, err := ckptfile.Assemble(out, ckptfile.FooterOf(&head), []*ckptfile.RowGroup{all})
 	return data, all.Rows, err
 }
 
