@@ -152,20 +152,8 @@ func PrepareAppend(s *Snapshot, c AppendCommit) (*PreparedCommit, error) {
 	if err := checkApps(s, apps); err != nil {
 		return nil, err
 	}
-	now := c.Now
-	if now.IsZero() {
-		now = time.Now()
-	}
-	txnID := c.TxnID
-	if txnID == "" {
-		txnID = NewUUID()
-	}
-	engine := c.EngineInfo
-	if engine == "" {
-		engine = DefaultEngineInfo
-	}
+	now, txnID, engine := commitDefaults(c.Now, c.TxnID, c.EngineInfo)
 
-	ts := now.UnixMilli()
 	readVersion := s.Version
 	info := &CommitInfo{
 		Operation:           "WRITE",
@@ -186,13 +174,7 @@ func PrepareAppend(s *Snapshot, c AppendCommit) (*PreparedCommit, error) {
 		}
 		info.Other[k] = v
 	}
-	var ict int64
-	if s.InCommitTimestampEnabled() {
-		ict = s.NextInCommitTimestamp(now)
-		info.InCommitTimestamp = &ict
-		ts = ict // readers show the ICT as the commit time; keep both equal
-	}
-	info.Timestamp = &ts
+	ict := stampCommitInfo(s, info, now)
 
 	actions := []Action{info}
 	if s.IsNew() {
@@ -227,31 +209,11 @@ func PrepareAppend(s *Snapshot, c AppendCommit) (*PreparedCommit, error) {
 	}
 	seen := make(map[string]bool, len(c.Files))
 	for i, f := range c.Files {
-		if err := validateDataFile(s, f); err != nil {
-			return nil, fmt.Errorf("deltalog: file %d (%q): %w", i, f.Path, err)
+		add, err := newAdd(s, seen, i, f, now, true)
+		if err != nil {
+			return nil, err
 		}
-		p := AddPath(f.Path)
-		if seen[p] {
-			return nil, fmt.Errorf("deltalog: file %q appears twice in the commit", f.Path)
-		}
-		seen[p] = true
-		mt := f.ModificationTime
-		if mt == 0 {
-			mt = now.UnixMilli()
-		}
-		pv := f.PartitionValues
-		if pv == nil {
-			pv = PartitionValues{}
-		}
-		actions = append(actions, &Add{
-			Path:             p,
-			PartitionValues:  pv,
-			Size:             f.Size,
-			ModificationTime: mt,
-			DataChange:       true,
-			Stats:            f.Stats,
-			Tags:             f.Tags,
-		})
+		actions = append(actions, add)
 	}
 	data, err := EncodeActions(actions)
 	if err != nil {

@@ -80,19 +80,7 @@ func PrepareCompaction(s *Snapshot, c Compaction) (*PreparedCommit, error) {
 	if len(c.Removed) == 0 || len(c.Added) == 0 {
 		return nil, errors.New("deltalog: a compaction removes and adds at least one file")
 	}
-	now := c.Now
-	if now.IsZero() {
-		now = time.Now()
-	}
-	txnID := c.TxnID
-	if txnID == "" {
-		txnID = NewUUID()
-	}
-	engine := c.EngineInfo
-	if engine == "" {
-		engine = DefaultEngineInfo
-	}
-	ts := now.UnixMilli()
+	now, txnID, engine := commitDefaults(c.Now, c.TxnID, c.EngineInfo)
 	readVersion := s.Version
 	info := &CommitInfo{
 		Operation:           "OPTIMIZE",
@@ -103,13 +91,8 @@ func PrepareCompaction(s *Snapshot, c Compaction) (*PreparedCommit, error) {
 		EngineInfo:          engine,
 		TxnID:               txnID,
 	}
-	var ict int64
-	if s.InCommitTimestampEnabled() {
-		ict = s.NextInCommitTimestamp(now)
-		info.InCommitTimestamp = &ict
-		ts = ict
-	}
-	info.Timestamp = &ts
+	ict := stampCommitInfo(s, info, now)
+	ts := *info.Timestamp
 
 	actions := make([]Action, 0, 1+len(c.Removed)+len(c.Added))
 	actions = append(actions, info)
@@ -129,24 +112,11 @@ func PrepareCompaction(s *Snapshot, c Compaction) (*PreparedCommit, error) {
 			ExtendedFileMetadata: &ext, PartitionValues: a.PartitionValues, Size: &size, Stats: a.Stats, Tags: a.Tags})
 	}
 	for i, f := range c.Added {
-		if err := validateDataFile(s, f); err != nil {
-			return nil, fmt.Errorf("deltalog: file %d (%q): %w", i, f.Path, err)
+		add, err := newAdd(s, seen, i, f, now, false)
+		if err != nil {
+			return nil, err
 		}
-		p := AddPath(f.Path)
-		if seen[p] {
-			return nil, fmt.Errorf("deltalog: file %q appears twice in the commit", f.Path)
-		}
-		seen[p] = true
-		mt := f.ModificationTime
-		if mt == 0 {
-			mt = now.UnixMilli()
-		}
-		pv := f.PartitionValues
-		if pv == nil {
-			pv = PartitionValues{}
-		}
-		actions = append(actions, &Add{Path: p, PartitionValues: pv, Size: f.Size, ModificationTime: mt,
-			DataChange: false, Stats: f.Stats, Tags: f.Tags})
+		actions = append(actions, add)
 	}
 	data, err := EncodeActions(actions)
 	if err != nil {
