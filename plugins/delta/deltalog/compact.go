@@ -130,30 +130,21 @@ func PrepareCompaction(s *Snapshot, c Compaction) (*PreparedCommit, error) {
 // the files in read (by add.path) does after losing a race to winners
 // (ascending, contiguous). See the file comment.
 func ResolveCompactionConflict(read map[string]bool, txnID string, winners []Commit) ConflictResult {
-	last := int64(-1)
-	for _, w := range winners {
-		last = w.Version
-		if isOwnCommit(w, txnID) {
-			return ConflictResult{Resolution: ResolutionCommitted, Version: w.Version}
+	r, _ := walkWinners(winners, txnID, func(version int64, a Action) (ConflictResult, bool) {
+		var path string
+		switch a := a.(type) {
+		case *Remove:
+			path = a.Path
+		case *Add:
+			path = a.Path
 		}
-		for _, a := range w.Actions {
-			if r, ok := definitionChanged(w.Version, a); ok {
-				return r
-			}
-			var path string
-			switch a := a.(type) {
-			case *Remove:
-				path = a.Path
-			case *Add:
-				path = a.Path
-			}
-			if path != "" && read[path] {
-				return ConflictResult{Resolution: ResolutionAbort, Version: w.Version,
-					Err: &CompactionConflictError{Version: w.Version, Path: path}}
-			}
+		if path != "" && read[path] {
+			return ConflictResult{Resolution: ResolutionAbort, Version: version,
+				Err: &CompactionConflictError{Version: version, Path: path}}, true
 		}
-	}
-	return ConflictResult{Resolution: ResolutionRetry, Version: last}
+		return ConflictResult{}, false
+	})
+	return r
 }
 
 // CommitCompaction commits c on top of s, the snapshot at which c.Removed
