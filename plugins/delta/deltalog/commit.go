@@ -208,19 +208,11 @@ func PrepareAppend(s *Snapshot, c AppendCommit) (*PreparedCommit, error) {
 		actions = append(actions, &Txn{AppID: a.ID, Version: a.Version, LastUpdated: &lu})
 	}
 	seen := make(map[string]bool, len(c.Files))
-	for i, f := range c.Files {
-		add, err := newAdd(s, seen, i, f, now, true)
-		if err != nil {
-			return nil, err
-		}
-		actions = append(actions, add)
-	}
-	data, err := EncodeActions(actions)
+	actions, err := appendAdds(actions, s, seen, c.Files, now, true)
 	if err != nil {
 		return nil, err
 	}
-	v := s.Version + 1
-	return &PreparedCommit{Version: v, Path: CommitPath(v), Data: data, TxnID: txnID, InCommitTimestamp: ict, Actions: actions}, nil
+	return prepared(s, actions, txnID, ict)
 }
 
 func validateDataFile(s *Snapshot, f DataFile) error {

@@ -111,19 +111,11 @@ func PrepareCompaction(s *Snapshot, c Compaction) (*PreparedCommit, error) {
 		actions = append(actions, &Remove{Path: a.Path, DeletionTimestamp: &del, DataChange: false,
 			ExtendedFileMetadata: &ext, PartitionValues: a.PartitionValues, Size: &size, Stats: a.Stats, Tags: a.Tags})
 	}
-	for i, f := range c.Added {
-		add, err := newAdd(s, seen, i, f, now, false)
-		if err != nil {
-			return nil, err
-		}
-		actions = append(actions, add)
-	}
-	data, err := EncodeActions(actions)
+	actions, err := appendAdds(actions, s, seen, c.Added, now, false)
 	if err != nil {
 		return nil, err
 	}
-	v := s.Version + 1
-	return &PreparedCommit{Version: v, Path: CommitPath(v), Data: data, TxnID: txnID, InCommitTimestamp: ict, Actions: actions}, nil
+	return prepared(s, actions, txnID, ict)
 }
 
 // ResolveCompactionConflict decides what a pending compaction that read

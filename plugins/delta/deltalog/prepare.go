@@ -38,6 +38,28 @@ func stampCommitInfo(s *Snapshot, info *CommitInfo, now time.Time) int64 {
 	return ict
 }
 
+// appendAdds appends the add action of each of files (newAdd) to actions.
+func appendAdds(actions []Action, s *Snapshot, seen map[string]bool, files []DataFile, now time.Time, dataChange bool) ([]Action, error) {
+	for i, f := range files {
+		add, err := newAdd(s, seen, i, f, now, dataChange)
+		if err != nil {
+			return nil, err
+		}
+		actions = append(actions, add)
+	}
+	return actions, nil
+}
+
+// prepared is the commit of actions at version s.Version+1.
+func prepared(s *Snapshot, actions []Action, txnID string, ict int64) (*PreparedCommit, error) {
+	data, err := EncodeActions(actions)
+	if err != nil {
+		return nil, err
+	}
+	v := s.Version + 1
+	return &PreparedCommit{Version: v, Path: CommitPath(v), Data: data, TxnID: txnID, InCommitTimestamp: ict, Actions: actions}, nil
+}
+
 // newAdd is the add action for f, the i'th file of a commit made at now,
 // after checking f against s and against the paths already in seen (which
 // it extends). A missing modificationTime is now; missing partition values
