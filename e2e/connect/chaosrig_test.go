@@ -127,6 +127,20 @@ type chaosBlock struct {
 // broker's minimum).
 const chaosProperties = `properties = { "session.timeout.ms" = 6000, "heartbeat.interval.ms" = 1000 }`
 
+// topicsBlock is a definition's [[topics]] block: the topics matching
+// pattern, consumed in group with the rig's properties and b's settings.
+func topicsBlock(pattern, group string, b chaosBlock) string {
+	return fmt.Sprintf(`[[topics]]
+pattern = %q
+schema = "json"
+batch_length = %d
+poll_interval = %q
+consumer_group = %q
+%s
+%s
+`, pattern, b.batchLength, b.pollInterval, group, chaosProperties, b.extraTopic)
+}
+
 // writeDeltaDef writes the Delta definition (key chaos_delta, a table per
 // topic) consuming every topic of the rig in group, and returns group.
 func (r *chaosRig) writeDeltaDef(b chaosBlock) string {
@@ -135,15 +149,7 @@ func (r *chaosRig) writeDeltaDef(b chaosBlock) string {
 key = "chaos_delta"
 path = "libpicomq_connector_delta_sink"
 
-[[topics]]
-pattern = %q
-schema = "json"
-batch_length = %d
-poll_interval = %q
-consumer_group = %q
 %s
-%s
-
 [plugin_config]
 table_uri = %q
 storage_backend_type = "s3"
@@ -153,7 +159,7 @@ aws_s3_region = %q
 aws_s3_endpoint_url = %q
 aws_s3_allow_http = true
 %s
-`, `^`+r.prefix+`\..*`, b.batchLength, b.pollInterval, group, chaosProperties, b.extraTopic,
+`, topicsBlock(`^`+r.prefix+`\..*`, group, b),
 		"s3://"+r.bucket+"/chaos/{topic_segment[-1]}",
 		r.priv.S3AccessKey, r.priv.S3SecretKey, r.priv.S3Region, r.priv.S3Endpoint, b.extraConfig))
 	return group
@@ -167,15 +173,7 @@ func (r *chaosRig) writeRedshiftDef(b chaosBlock) string {
 key = "chaos_redshift"
 path = "libpicomq_connector_redshift_sink"
 
-[[topics]]
-pattern = %q
-schema = "json"
-batch_length = %d
-poll_interval = %q
-consumer_group = %q
 %s
-%s
-
 [plugin_config]
 connection_string = %q
 target_table = "chaos_{topic_segment[-1]}"
@@ -191,7 +189,7 @@ payload_format = "text"
 retry_delay = "200ms"
 max_retries = 5
 %s
-`, `^`+r.prefix+`\..*`, b.batchLength, b.pollInterval, group, chaosProperties, b.extraTopic,
+`, topicsBlock(`^`+r.prefix+`\..*`, group, b),
 		r.emu.DSN(r.db.Name), rsemu.DefaultRole, r.bucket, r.priv.S3Region, r.priv.S3Endpoint,
 		r.priv.S3AccessKey, r.priv.S3SecretKey, b.batchLength, b.extraConfig))
 	return group

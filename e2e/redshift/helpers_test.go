@@ -309,22 +309,6 @@ func firstWords(emu *rsemu.Server) string {
 	return strings.Join(out, " ")
 }
 
-// sinkMetrics returns the sink's counters of an instance, through the ABI.
-func sinkMetrics(t *testing.T, inst *hostclient.Instance) map[string]float64 {
-	t.Helper()
-	raw, err := inst.Metrics()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var m struct {
-		Sink map[string]float64 `json:"sink"`
-	}
-	if err := json.Unmarshal([]byte(raw), &m); err != nil {
-		t.Fatalf("%v: %s", err, raw)
-	}
-	return m.Sink
-}
-
 func logText(lines []hostclient.LogLine) string {
 	var b strings.Builder
 	for _, l := range lines {

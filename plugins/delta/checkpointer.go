@@ -240,32 +240,26 @@ func (c *checkpointer) schedule(v int64) {
 func (c *checkpointer) stop() { c.cancel() }
 
 func (c *checkpointer) run(hostCtx context.Context) {
-	ctx, cancel := context.WithCancel(c.ctx)
-	defer cancel()
-	defer context.AfterFunc(hostCtx, cancel)()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-c.wake:
-		}
+	wake := func() <-chan struct{} { return c.wake }
+	background(c.ctx, hostCtx, wake, func(ctx context.Context) bool {
 		c.mu.Lock()
 		v := c.due
 		c.due = -1
 		c.mu.Unlock()
 		if v < 0 {
-			continue
+			return true
 		}
 		start := time.Now()
 		if err := c.safeCheckpoint(ctx, v); err != nil {
 			if ctx.Err() != nil {
-				return
+				return false
 			}
 			c.stats.failures.Add(1)
 			c.log.Warn("Delta checkpoint failed; it is retried at the next checkpoint interval", "table", c.uri,
 				"version", v, "error", err, "duration_ms", time.Since(start).Milliseconds())
 		}
-	}
+		return true
+	})
 }
 
 // safeCheckpoint is checkpoint with a panic turned into a failure: a bug

@@ -179,20 +179,14 @@ func (c *compactor) every() time.Duration {
 }
 
 func (c *compactor) run(hostCtx context.Context) {
-	ctx, cancel := context.WithCancel(c.ctx)
-	defer cancel()
-	defer context.AfterFunc(hostCtx, cancel)()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(c.every()):
-		}
+	wake := func() <-chan time.Time { return time.After(c.every()) }
+	background(c.ctx, hostCtx, wake, func(ctx context.Context) bool {
 		if err := c.safeCheck(ctx); err != nil && ctx.Err() == nil {
 			c.stats.failures.Add(1)
 			c.log.Warn("Delta compaction failed; it is tried again at the next check", "table", c.uri, "error", err)
 		}
-	}
+		return true
+	})
 }
 
 // safeCheck is check with a panic turned into a failure (Host.Go would

@@ -33,6 +33,7 @@
 // offsets recorded in commitInfo so a replay rejects them again),
 // checkpointer.go (checkpoints and log cleanup off the commit path),
 // compact.go (compaction = true: small files rewritten off the commit path),
+// background.go (the loop the checkpointer and compactor goroutines share),
 // cpu_linux.go and cpu_other.go (the checkpointer's thread CPU),
 // metrics.go (metric declarations), timestamps.go (timestamps cut to
 // microseconds, counted and warned once).

@@ -66,6 +66,7 @@ import (
 	"github.com/picomq/heavy-sinks/internal/testenv"
 	"github.com/picomq/heavy-sinks/internal/testenv/hosttest"
 	"github.com/picomq/heavy-sinks/internal/testenv/services"
+	"github.com/picomq/heavy-sinks/internal/testenv/workload"
 	"github.com/picomq/heavy-sinks/plugins/redshift/rsemu"
 	"github.com/picomq/heavy-sinks/plugins/redshift/rsparquet"
 	"github.com/picomq/heavy-sinks/plugins/redshift/rsql"
@@ -437,26 +438,15 @@ func (p *countingProxy) close() { _ = p.srv.Close() }
 func generate(nb, size int) ([][]hostclient.Record, int) {
 	statuses := []string{"paid", "pending", "shipped", "refunded"}
 	cities := []string{"Berlin", "Hamburg", "Munich", "Cologne", "Frankfurt"}
-	base := time.Date(2026, 9, 3, 21, 15, 4, 0, time.UTC)
-	total := 0
-	out := make([][]hostclient.Record, nb)
-	for b := range nb {
-		recs := make([]hostclient.Record, size)
-		for i := range size {
-			n := b*size + i
-			ts := base.Add(time.Duration(n) * time.Millisecond)
-			p := fmt.Appendf(nil, `{"order_id":%d,"customer":"customer-%07d","status":"%s","amount":%d.%02d,"currency":"EUR",`+
-				`"items":[{"sku":"SKU-%05d","qty":%d},{"sku":"SKU-%05d","qty":1}],"shipping":{"country":"DE","city":"%s","zip":"10%03d"},`+
-				`"created":"%s"}`,
-				n, n%5000, statuses[n%len(statuses)], n%997, n%100, n%40000, 1+n%3, (n*7)%40000, cities[n%len(cities)], n%1000,
-				ts.Format("2006-01-02T15:04:05.000Z"))
-			recs[i] = hostclient.Record{Offset: uint64(n), TimestampMs: ts.UnixMilli(),
-				Key: fmt.Appendf(nil, "customer-%07d", n%5000), Payload: p}
-			total += len(p)
-		}
-		out[b] = recs
-	}
-	return out, total
+	return workload.Batches(nb, size, func(n int, ts time.Time) hostclient.Record {
+		p := fmt.Appendf(nil, `{"order_id":%d,"customer":"customer-%07d","status":"%s","amount":%d.%02d,"currency":"EUR",`+
+			`"items":[{"sku":"SKU-%05d","qty":%d},{"sku":"SKU-%05d","qty":1}],"shipping":{"country":"DE","city":"%s","zip":"10%03d"},`+
+			`"created":"%s"}`,
+			n, n%5000, statuses[n%len(statuses)], n%997, n%100, n%40000, 1+n%3, (n*7)%40000, cities[n%len(cities)], n%1000,
+			ts.Format("2006-01-02T15:04:05.000Z"))
+		return hostclient.Record{Offset: uint64(n), TimestampMs: ts.UnixMilli(),
+			Key: fmt.Appendf(nil, "customer-%07d", n%5000), Payload: p}
+	})
 }
 
 func randomHex(n int) string {

@@ -1,7 +1,8 @@
 // Package workload generates the Delta benchmark workload, shared by
 // `make bench-delta` (tools/deltabench, the plugin alone in the C host) and
 // `make bench-pipeline` (tools/pipelinebench, through picomq-connect), so the
-// two measure the same records in the same batches.
+// two measure the same records in the same batches; Batches, the batching
+// it is built on, also makes tools/rsbench's records.
 package workload
 
 import (
@@ -67,6 +68,22 @@ func Delta(nb, size int) ([][]hostclient.Record, int) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	words := []string{"alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel"}
 	regions := []string{"eu", "us", "apac", "latam", "mea"}
+	return Batches(nb, size, func(n int, ts time.Time) hostclient.Record {
+		p := fmt.Sprintf(`{"event_id":%d,"user_id":%d,"session":"%08x","event":"%s","page":"/%s/%d","referrer":"%s","country":"%s","device":"%s","browser":"%s","amount":%.2f,"discount":%.3f,"score":%.4f,"quantity":%d,"items":%d,"is_new":%t,"is_paid":%t,"created_at":"%s","updated_at":"%s","note":"%s %s","region":"%s"}`,
+			n, rng.IntN(1_000_000), rng.Uint32(), words[rng.IntN(8)], words[rng.IntN(8)], rng.IntN(1000), words[rng.IntN(8)],
+			[]string{"NO", "DE", "US", "BR", "JP"}[rng.IntN(5)], []string{"mobile", "desktop", "tablet"}[rng.IntN(3)],
+			[]string{"firefox", "chrome", "safari"}[rng.IntN(3)], rng.Float64()*500, rng.Float64(), rng.Float64()*100,
+			rng.IntN(20), rng.IntN(10), rng.IntN(2) == 0, rng.IntN(3) > 0,
+			ts.Format(time.RFC3339Nano), ts.Add(time.Second).Format("2006-01-02 15:04:05.000"),
+			words[rng.IntN(8)], words[rng.IntN(8)], regions[rng.IntN(len(regions))])
+		return hostclient.Record{Offset: uint64(n), TimestampMs: ts.UnixMilli(), Payload: []byte(p)}
+	})
+}
+
+// Batches returns nb batches of size records made by record, called for
+// n = 0..nb*size-1 in order with ts = 2026-09-03 21:15:04 UTC + n ms; and
+// the total payload bytes. record sets the offset (n for every caller).
+func Batches(nb, size int, record func(n int, ts time.Time) hostclient.Record) ([][]hostclient.Record, int) {
 	base := time.Date(2026, 9, 3, 21, 15, 4, 0, time.UTC)
 	total := 0
 	out := make([][]hostclient.Record, nb)
@@ -74,16 +91,8 @@ func Delta(nb, size int) ([][]hostclient.Record, int) {
 		recs := make([]hostclient.Record, size)
 		for i := range size {
 			n := b*size + i
-			ts := base.Add(time.Duration(n) * time.Millisecond)
-			p := fmt.Sprintf(`{"event_id":%d,"user_id":%d,"session":"%08x","event":"%s","page":"/%s/%d","referrer":"%s","country":"%s","device":"%s","browser":"%s","amount":%.2f,"discount":%.3f,"score":%.4f,"quantity":%d,"items":%d,"is_new":%t,"is_paid":%t,"created_at":"%s","updated_at":"%s","note":"%s %s","region":"%s"}`,
-				n, rng.IntN(1_000_000), rng.Uint32(), words[rng.IntN(8)], words[rng.IntN(8)], rng.IntN(1000), words[rng.IntN(8)],
-				[]string{"NO", "DE", "US", "BR", "JP"}[rng.IntN(5)], []string{"mobile", "desktop", "tablet"}[rng.IntN(3)],
-				[]string{"firefox", "chrome", "safari"}[rng.IntN(3)], rng.Float64()*500, rng.Float64(), rng.Float64()*100,
-				rng.IntN(20), rng.IntN(10), rng.IntN(2) == 0, rng.IntN(3) > 0,
-				ts.Format(time.RFC3339Nano), ts.Add(time.Second).Format("2006-01-02 15:04:05.000"),
-				words[rng.IntN(8)], words[rng.IntN(8)], regions[rng.IntN(len(regions))])
-			recs[i] = hostclient.Record{Offset: uint64(n), TimestampMs: ts.UnixMilli(), Payload: []byte(p)}
-			total += len(p)
+			recs[i] = record(n, base.Add(time.Duration(n)*time.Millisecond))
+			total += len(recs[i].Payload)
 		}
 		out[b] = recs
 	}

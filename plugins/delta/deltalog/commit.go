@@ -152,20 +152,8 @@ func PrepareAppend(s *Snapshot, c AppendCommit) (*PreparedCommit, error) {
 	if err := checkApps(s, apps); err != nil {
 		return nil, err
 	}
-	now := c.Now
-	if now.IsZero() {
-		now = time.Now()
-	}
-	txnID := c.TxnID
-	if txnID == "" {
-		txnID = NewUUID()
-	}
-	engine := c.EngineInfo
-	if engine == "" {
-		engine = DefaultEngineInfo
-	}
+	now, txnID, engine := commitDefaults(c.Now, c.TxnID, c.EngineInfo)
 
-	ts := now.UnixMilli()
 	readVersion := s.Version
 	info := &CommitInfo{
 		Operation:           "WRITE",
@@ -186,13 +174,7 @@ func PrepareAppend(s *Snapshot, c AppendCommit) (*PreparedCommit, error) {
 		}
 		info.Other[k] = v
 	}
-	var ict int64
-	if s.InCommitTimestampEnabled() {
-		ict = s.NextInCommitTimestamp(now)
-		info.InCommitTimestamp = &ict
-		ts = ict // readers show the ICT as the commit time; keep both equal
-	}
-	info.Timestamp = &ts
+	ict := stampCommitInfo(s, info, now)
 
 	actions := []Action{info}
 	if s.IsNew() {
@@ -226,39 +208,11 @@ func PrepareAppend(s *Snapshot, c AppendCommit) (*PreparedCommit, error) {
 		actions = append(actions, &Txn{AppID: a.ID, Version: a.Version, LastUpdated: &lu})
 	}
 	seen := make(map[string]bool, len(c.Files))
-	for i, f := range c.Files {
-		if err := validateDataFile(s, f); err != nil {
-			return nil, fmt.Errorf("deltalog: file %d (%q): %w", i, f.Path, err)
-		}
-		p := AddPath(f.Path)
-		if seen[p] {
-			return nil, fmt.Errorf("deltalog: file %q appears twice in the commit", f.Path)
-		}
-		seen[p] = true
-		mt := f.ModificationTime
-		if mt == 0 {
-			mt = now.UnixMilli()
-		}
-		pv := f.PartitionValues
-		if pv == nil {
-			pv = PartitionValues{}
-		}
-		actions = append(actions, &Add{
-			Path:             p,
-			PartitionValues:  pv,
-			Size:             f.Size,
-			ModificationTime: mt,
-			DataChange:       true,
-			Stats:            f.Stats,
-			Tags:             f.Tags,
-		})
-	}
-	data, err := EncodeActions(actions)
+	actions, err := appendAdds(actions, s, seen, c.Files, now, true)
 	if err != nil {
 		return nil, err
 	}
-	v := s.Version + 1
-	return &PreparedCommit{Version: v, Path: CommitPath(v), Data: data, TxnID: txnID, InCommitTimestamp: ict, Actions: actions}, nil
+	return prepared(s, actions, txnID, ict)
 }
 
 func validateDataFile(s *Snapshot, f DataFile) error {

@@ -80,19 +80,7 @@ func PrepareCompaction(s *Snapshot, c Compaction) (*PreparedCommit, error) {
 	if len(c.Removed) == 0 || len(c.Added) == 0 {
 		return nil, errors.New("deltalog: a compaction removes and adds at least one file")
 	}
-	now := c.Now
-	if now.IsZero() {
-		now = time.Now()
-	}
-	txnID := c.TxnID
-	if txnID == "" {
-		txnID = NewUUID()
-	}
-	engine := c.EngineInfo
-	if engine == "" {
-		engine = DefaultEngineInfo
-	}
-	ts := now.UnixMilli()
+	now, txnID, engine := commitDefaults(c.Now, c.TxnID, c.EngineInfo)
 	readVersion := s.Version
 	info := &CommitInfo{
 		Operation:           "OPTIMIZE",
@@ -103,13 +91,8 @@ func PrepareCompaction(s *Snapshot, c Compaction) (*PreparedCommit, error) {
 		EngineInfo:          engine,
 		TxnID:               txnID,
 	}
-	var ict int64
-	if s.InCommitTimestampEnabled() {
-		ict = s.NextInCommitTimestamp(now)
-		info.InCommitTimestamp = &ict
-		ts = ict
-	}
-	info.Timestamp = &ts
+	ict := stampCommitInfo(s, info, now)
+	ts := *info.Timestamp
 
 	actions := make([]Action, 0, 1+len(c.Removed)+len(c.Added))
 	actions = append(actions, info)
@@ -128,62 +111,32 @@ func PrepareCompaction(s *Snapshot, c Compaction) (*PreparedCommit, error) {
 		actions = append(actions, &Remove{Path: a.Path, DeletionTimestamp: &del, DataChange: false,
 			ExtendedFileMetadata: &ext, PartitionValues: a.PartitionValues, Size: &size, Stats: a.Stats, Tags: a.Tags})
 	}
-	for i, f := range c.Added {
-		if err := validateDataFile(s, f); err != nil {
-			return nil, fmt.Errorf("deltalog: file %d (%q): %w", i, f.Path, err)
-		}
-		p := AddPath(f.Path)
-		if seen[p] {
-			return nil, fmt.Errorf("deltalog: file %q appears twice in the commit", f.Path)
-		}
-		seen[p] = true
-		mt := f.ModificationTime
-		if mt == 0 {
-			mt = now.UnixMilli()
-		}
-		pv := f.PartitionValues
-		if pv == nil {
-			pv = PartitionValues{}
-		}
-		actions = append(actions, &Add{Path: p, PartitionValues: pv, Size: f.Size, ModificationTime: mt,
-			DataChange: false, Stats: f.Stats, Tags: f.Tags})
-	}
-	data, err := EncodeActions(actions)
+	actions, err := appendAdds(actions, s, seen, c.Added, now, false)
 	if err != nil {
 		return nil, err
 	}
-	v := s.Version + 1
-	return &PreparedCommit{Version: v, Path: CommitPath(v), Data: data, TxnID: txnID, InCommitTimestamp: ict, Actions: actions}, nil
+	return prepared(s, actions, txnID, ict)
 }
 
 // ResolveCompactionConflict decides what a pending compaction that read
 // the files in read (by add.path) does after losing a race to winners
 // (ascending, contiguous). See the file comment.
 func ResolveCompactionConflict(read map[string]bool, txnID string, winners []Commit) ConflictResult {
-	last := int64(-1)
-	for _, w := range winners {
-		last = w.Version
-		if isOwnCommit(w, txnID) {
-			return ConflictResult{Resolution: ResolutionCommitted, Version: w.Version}
+	r, _ := walkWinners(winners, txnID, func(version int64, a Action) (ConflictResult, bool) {
+		var path string
+		switch a := a.(type) {
+		case *Remove:
+			path = a.Path
+		case *Add:
+			path = a.Path
 		}
-		for _, a := range w.Actions {
-			if r, ok := definitionChanged(w.Version, a); ok {
-				return r
-			}
-			var path string
-			switch a := a.(type) {
-			case *Remove:
-				path = a.Path
-			case *Add:
-				path = a.Path
-			}
-			if path != "" && read[path] {
-				return ConflictResult{Resolution: ResolutionAbort, Version: w.Version,
-					Err: &CompactionConflictError{Version: w.Version, Path: path}}
-			}
+		if path != "" && read[path] {
+			return ConflictResult{Resolution: ResolutionAbort, Version: version,
+				Err: &CompactionConflictError{Version: version, Path: path}}, true
 		}
-	}
-	return ConflictResult{Resolution: ResolutionRetry, Version: last}
+		return ConflictResult{}, false
+	})
+	return r
 }
 
 // CommitCompaction commits c on top of s, the snapshot at which c.Removed

@@ -112,44 +112,61 @@ func ResolveConflict(appID string, appVersion int64, txnID string, winners []Com
 // *ConcurrentTxnError, since retried as it is it would write their records
 // twice, as does a winner that records any of them at an older version.
 func ResolveGroupConflict(apps []App, txnID string, winners []Commit) ConflictResult {
-	last := int64(-1)
 	var covered map[string]bool // apps the winners recorded at their versions or later
 	var partial ConflictResult
+	r, done := walkWinners(winners, txnID, func(version int64, a Action) (ConflictResult, bool) {
+		t, ok := a.(*Txn)
+		if !ok {
+			return ConflictResult{}, false
+		}
+		i := slices.IndexFunc(apps, func(p App) bool { return p.ID == t.AppID })
+		if t.AppID == "" || i < 0 {
+			return ConflictResult{}, false
+		}
+		if t.Version < apps[i].Version {
+			return ConflictResult{Resolution: ResolutionAbort, Version: version,
+				Err: &ConcurrentTxnError{Version: version, AppID: t.AppID, AppVersion: t.Version}}, true
+		}
+		if covered == nil {
+			covered = map[string]bool{}
+			partial = ConflictResult{Resolution: ResolutionAbort, Version: version,
+				Err: &ConcurrentTxnError{Version: version, AppID: t.AppID, AppVersion: t.Version}}
+		}
+		covered[t.AppID] = true
+		if len(covered) == len(apps) {
+			return ConflictResult{Resolution: ResolutionAlreadyCommitted, Version: version}, true
+		}
+		return ConflictResult{}, false
+	})
+	if !done && covered != nil {
+		return partial
+	}
+	return r
+}
+
+// walkWinners runs the checks every resolver makes on winners (ascending,
+// contiguous), in order: a winner that is our own earlier attempt means
+// committed; a protocol or metaData action aborts; every other action goes
+// to visit, whose verdict, when it gives one, ends the walk. With no
+// verdict it returns a retry at the last winner's version (-1 for none)
+// and done false.
+func walkWinners(winners []Commit, txnID string, visit func(version int64, a Action) (ConflictResult, bool)) (r ConflictResult, done bool) {
+	last := int64(-1)
 	for _, w := range winners {
 		last = w.Version
 		if isOwnCommit(w, txnID) {
-			return ConflictResult{Resolution: ResolutionCommitted, Version: w.Version}
+			return ConflictResult{Resolution: ResolutionCommitted, Version: w.Version}, true
 		}
 		for _, a := range w.Actions {
 			if r, ok := definitionChanged(w.Version, a); ok {
-				return r
+				return r, true
 			}
-			switch a := a.(type) {
-			case *Txn:
-				i := slices.IndexFunc(apps, func(p App) bool { return p.ID == a.AppID })
-				if a.AppID == "" || i < 0 {
-					continue
-				}
-				if a.Version < apps[i].Version {
-					return ConflictResult{Resolution: ResolutionAbort, Version: w.Version,
-						Err: &ConcurrentTxnError{Version: w.Version, AppID: a.AppID, AppVersion: a.Version}}
-				}
-				if covered == nil {
-					covered = map[string]bool{}
-					partial = ConflictResult{Resolution: ResolutionAbort, Version: w.Version,
-						Err: &ConcurrentTxnError{Version: w.Version, AppID: a.AppID, AppVersion: a.Version}}
-				}
-				covered[a.AppID] = true
-				if len(covered) == len(apps) {
-					return ConflictResult{Resolution: ResolutionAlreadyCommitted, Version: w.Version}
-				}
+			if r, ok := visit(w.Version, a); ok {
+				return r, true
 			}
 		}
 	}
-	if covered != nil {
-		return partial
-	}
-	return ConflictResult{Resolution: ResolutionRetry, Version: last}
+	return ConflictResult{Resolution: ResolutionRetry, Version: last}, false
 }
 
 // isOwnCommit reports whether winner w is the commit with commitInfo.txnId

@@ -62,6 +62,8 @@
 //	stats_merge.go     ObserveStats: a file's stats from the stats of the
 //	                   files it was made of (compaction)
 //	commit.go          PrepareAppend, PutCommit, CommitAppend, ReadCommits
+//	prepare.go         what PrepareAppend and PrepareCompaction share:
+//	                   commitInfo defaults and timestamp, add actions
 //	conflict.go        ResolveConflict (ResolveGroupConflict for a commit
 //	                   with several txn actions) and IsOurCommit
 //	compact.go         compaction commits: PrepareCompaction,
