@@ -56,6 +56,17 @@ type connectProc struct {
 	starts, runtimeKills, hostKills, selfExits int
 }
 
+// startConnect starts the built picomq-connect on the definitions in defs
+// against brokers, logging to a file of the test's, killed at cleanup.
+func startConnect(t *testing.T, brokers []string, defs string) *connectProc {
+	t.Helper()
+	rt := &connectProc{t: t, bin: buildConnect(t), host: hosttest.BuildHost(t), plugins: distDir(t),
+		brokers: strings.Join(brokers, ","), defs: defs, log: filepath.Join(t.TempDir(), "connect.log")}
+	t.Cleanup(rt.kill)
+	rt.start()
+	return rt
+}
+
 func (r *connectProc) start() {
 	r.t.Helper()
 	f, err := os.OpenFile(r.log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)

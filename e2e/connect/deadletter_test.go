@@ -14,7 +14,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/picomq/heavy-sinks/internal/testenv/hosttest"
 	"github.com/picomq/heavy-sinks/internal/testenv/pyenv"
 	"github.com/picomq/heavy-sinks/internal/testenv/services"
 	"github.com/picomq/heavy-sinks/shared/metadata"
@@ -101,10 +100,7 @@ errors_tolerance = "all"
 [plugin_config]
 table_uri = %q
 `, topic, group, table))
-	rt := &connectProc{t: t, bin: buildConnect(t), host: hosttest.BuildHost(t), plugins: distDir(t),
-		brokers: strings.Join(kafka.KafkaBrokers, ","), defs: defs, log: filepath.Join(t.TempDir(), "connect.log")}
-	t.Cleanup(rt.kill)
-	rt.start()
+	rt := startConnect(t, kafka.KafkaBrokers, defs)
 	ends, err := adm.ListEndOffsets(ctx, topic)
 	if err != nil {
 		t.Fatal(err)

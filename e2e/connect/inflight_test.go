@@ -16,7 +16,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/picomq/heavy-sinks/internal/testenv/hosttest"
 	"github.com/picomq/heavy-sinks/internal/testenv/services"
 )
 
@@ -73,10 +72,7 @@ max_in_flight = 4
 record_path = %q
 delay = "150ms"
 `, topic, group, records))
-	rt := &connectProc{t: t, bin: buildConnect(t), host: hosttest.BuildHost(t), plugins: distDir(t),
-		brokers: strings.Join(kafka.KafkaBrokers, ","), defs: defs, log: filepath.Join(t.TempDir(), "connect.log")}
-	t.Cleanup(rt.kill)
-	rt.start()
+	rt := startConnect(t, kafka.KafkaBrokers, defs)
 	ends, err := adm.ListEndOffsets(ctx, topic)
 	if err != nil {
 		t.Fatal(err)
