@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/picomq/heavy-sinks/connect/internal/fakeplugin"
@@ -26,11 +25,7 @@ func TestBucketsFlushTogether(t *testing.T) {
 	const parts, total, gap = 8, 120, 25 * time.Millisecond
 	{
 		{
-			kf, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(parts, "p"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(kf.Close)
+			kf := partitioned(t, parts, 0) // the trickle below produces
 			var mu sync.Mutex
 			var starts []time.Time
 			p := &fakeplugin.Plugin{Concurrent: true, Decide: func(hostclient.Batch, int) fakeplugin.Result {
