@@ -159,6 +159,44 @@ func TestCompactionFailureDeletesItsFiles(t *testing.T) {
 	}
 }
 
+// lateStore fails the put of a commit as a timed-out request does, and
+// keeps it: the test lands it afterwards, as a store that took the request
+// after all would.
+type lateStore struct {
+	*objstore.Local
+	path string
+	data []byte
+}
+
+func (l *lateStore) PutIfAbsent(ctx context.Context, p string, data []byte) error {
+	if strings.HasPrefix(p, "_delta_log/") && l.data == nil {
+		l.path, l.data = p, data
+		return errors.New("injected: request timed out")
+	}
+	return l.Local.PutIfAbsent(ctx, p, data)
+}
+
+// A compaction whose commit put failed may still land (a timeout, a 5xx):
+// its new files must stay, or the table would name a file that is gone.
+func TestCompactionWhosePutFailedKeepsItsFiles(t *testing.T) {
+	dir := compactTable(t, "", 4)
+	local, _ := objstore.NewLocal(dir)
+	store := &lateStore{Local: local}
+	c := newTestCompactor(t, store)
+	if err := c.check(context.Background()); err == nil {
+		t.Fatal("no error")
+	}
+	if store.data == nil {
+		t.Fatal("the compaction put no commit")
+	}
+	if err := local.PutIfAbsent(context.Background(), store.path, store.data); err != nil {
+		t.Fatal(err)
+	}
+	if rows, files, _, _ := tableFacts(t, dir); rows != 12 || files["a"] != 1 {
+		t.Fatalf("%d rows, files %v after the late commit landed: want 12 rows, one file for a", rows, files)
+	}
+}
+
 // compactChildEnv names the table a child process compacts and where it
 // kills itself.
 const compactChildEnv = "PICOMQ_TEST_COMPACT_CHILD"

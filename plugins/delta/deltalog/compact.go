@@ -209,9 +209,17 @@ func CommitCompaction(ctx context.Context, store Store, s *Snapshot, c Compactio
 		outcome, first, err := putCommit(ctx, store, pc)
 		switch outcome {
 		case Committed:
-			return landed(s, pc, attempt)
+			res, err := landed(s, pc, attempt)
+			if err != nil {
+				// It is in the log: its files are referenced.
+				return nil, &CompactionUnknownError{Err: err}
+			}
+			return res, nil
 		case Retryable:
-			return nil, err
+			// The version was free when read back, but a put that failed
+			// (a timeout, a 5xx) may still land after that, as the append
+			// path assumes too (outcome.go's decide): keep the files.
+			return nil, &CompactionUnknownError{Err: err}
 		case Conflict:
 			lost(pc.Version)
 			if winners, err = readWinners(ctx, store, pc.Version, first); err != nil {
@@ -224,9 +232,9 @@ func CommitCompaction(ctx context.Context, store Store, s *Snapshot, c Compactio
 }
 
 // CompactionUnknownError is a compaction commit whose put failed in a way
-// that may have landed it (and reading the version back failed too): the
-// files it added must be kept. Every other error of CommitCompaction means
-// nothing was committed.
+// that may have landed it, or that landed but could not be followed: the
+// files it added must be kept (at worst orphans, left for VACUUM). Every
+// other error of CommitCompaction means nothing was committed.
 type CompactionUnknownError struct{ Err error }
 
 func (e *CompactionUnknownError) Error() string {
