@@ -66,14 +66,14 @@ func TestFromDescriptorSet(t *testing.T) {
 }
 
 // TestFromSchema decodes what confluent-kafka's ProtobufSerializer wrote
-// (message indexes [0], [0, 0], [1], [2]), with the schema in both forms a
+// (message indexes [0], [0, 0], [1], [2], and [1, 1] after a map entry), with the schema in both forms a
 // registry returns: as its serializer registered it (a base64
 // FileDescriptorProto, the mock registry keeps it) and as .proto text (what
 // Confluent's registry returns by default).
 func TestFromSchema(t *testing.T) {
 	var reg registryFile
 	readJSON(t, "registry.json", &reg)
-	if len(reg.Vectors) != 4 || len(reg.Refs) != 1 {
+	if len(reg.Vectors) != 5 || len(reg.Refs) != 1 {
 		t.Fatalf("registry.json: %d vectors, %d refs", len(reg.Vectors), len(reg.Refs))
 	}
 	forms := map[string]func() (string, map[string]string){
@@ -154,4 +154,15 @@ func sameJSON(got, want []byte) error {
 			return fmt.Errorf("token %#v, want %#v", gt, wt)
 		}
 	}
+}
+
+// compact removes the whitespace protojson may add (it varies its output
+// on purpose).
+func compact(t *testing.T, b []byte) string {
+	t.Helper()
+	var out bytes.Buffer
+	if err := json.Compact(&out, b); err != nil {
+		t.Fatal(err)
+	}
+	return out.String()
 }

@@ -45,6 +45,9 @@ func (e encoder) message(b []byte, m protoreflect.Message) ([]byte, error) {
 		case fd.IsMap():
 			b, err = e.mapValue(b, fd, m.Get(fd).Map())
 		case fd.HasPresence() && !m.Has(fd):
+			if fd.Cardinality() == protoreflect.Required {
+				return b, fmt.Errorf("required field %s is missing", fd.FullName())
+			}
 			b = append(b, "null"...)
 		default:
 			b, err = e.value(b, fd, m.Get(fd))

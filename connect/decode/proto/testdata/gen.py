@@ -127,8 +127,10 @@ def vectors(order_pb2, common_pb2):
     ts0 = timestamp_pb2.Timestamp(seconds=-62135596800)
     add("wkt_edges", Order(created_at=ts0, big=wrappers_pb2.Int64Value(), ttl=duration_pb2.Duration(seconds=1, nanos=5)),
         full(O, created_at="0001-01-01T00:00:00Z", big=0, ttl="1.000000005s"))
-    add("refund", Refund(order_id="o-1", amount=money("EUR", 3)),
-        full(Refund.DESCRIPTOR, order_id="o-1", amount=mj("EUR", 3)))
+    add("refund", Refund(order_id="o-1", amount=money("EUR", 3), labels={"z": "", "a": "b"},
+                         reason=Refund.Reason(code="late")),
+        full(Refund.DESCRIPTOR, order_id="o-1", amount=mj("EUR", 3), labels={"a": "b", "z": ""},
+             reason={"code": "late"}))
     add("pageview", bench_record(order_pb2, common_pb2, ts), full(PageView.DESCRIPTOR,
         event_id="0b6c3e4e-6f1d-4f7e-9a52-2f6f1b1c9d01", user_id=4200000000017,
         session_id="s-7f3a9c21", ts="2026-09-03T21:15:04.123456Z",
@@ -160,11 +162,14 @@ def registry(order_pb2, common_pb2, plain):
         ("line_[0,0]", Order.Line, None, b"\x04\x00\x00"),
         ("refund_[1]", order_pb2.Refund, by_name["refund"], b"\x02\x02"),
         ("pageview_[2]", order_pb2.PageView, by_name["pageview"], b"\x02\x04"),
+        ("reason_[1,1]", order_pb2.Refund.Reason, None, b"\x04\x02\x02"),
     ]
     out, schema_id = [], None
     for name, cls, vec, indexes in cases:
         ser = ProtobufSerializer(cls, client, {"use.deprecated.format": False})
-        if vec is None:
+        if cls is order_pb2.Refund.Reason:
+            msg, want = cls(code="damaged"), {"code": "damaged"}
+        elif vec is None:
             msg = Order.Line(sku="sku-2", count=-4, price=common_pb2.Money(currency="EUR", units=2**63 - 1))
             want = {"sku": "sku-2", "count": -4, "price": {"currency": "EUR", "units": 2**63 - 1, "nanos": 0}}
         else:
