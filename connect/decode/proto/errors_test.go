@@ -125,3 +125,19 @@ func TestCompileErrors(t *testing.T) {
 		})
 	}
 }
+
+// A field sent with the wrong wire type for its number is, by protobuf's
+// rules, an unknown field: dropped, not an error. Bytes after a valid
+// message are more fields: protobuf cannot tell trailing garbage.
+func TestWrongWireTypeIsUnknown(t *testing.T) {
+	c, err := protodec.FromDescriptorSet(descriptorSet(t), "shop.v1.Refund")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// order_id (1) as a varint, then field 9 (not in Refund) as a varint.
+	got, err := c.AppendJSON(nil, []byte{0x08, 0x05, 0x48, 0x01})
+	want := `{"order_id":"","amount":null,"labels":{},"reason":null}`
+	if err != nil || string(got) != want {
+		t.Fatalf("got %s, %v; want %s", got, err, want)
+	}
+}
