@@ -13,7 +13,7 @@ import (
 )
 
 // BenchmarkPageView decodes the 12-field PageView record of vectors.json
-// (strings, int64, Timestamp, double, bool, enum, repeated string: 263
+// (strings, int64, Timestamp, double, bool, enum, repeated string: 223
 // bytes) into a reused buffer, as the pipeline does per record. "unmarshal"
 // is the official runtime's part alone (dynamicpb, as the codec calls it):
 // the difference is the JSON writer's.
