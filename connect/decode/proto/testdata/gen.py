@@ -16,6 +16,9 @@ Run from the repository root with the project's venv (internal/testenv/pyenv):
   message indexes kept, with the schema and references as that registry
   returns them, for FromSchema.
 
+Python writes map entries in hash order: a rerun may encode a map's entries
+in another order (the same message; the Go test passes on either).
+
 Expected JSON is written here by hand from the values set, in the Go codec's
 conventions (docs/decode.md "Protobuf"): not derived from the Go output.
 """
