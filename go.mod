@@ -18,6 +18,7 @@ require (
 	github.com/aws/aws-sdk-go-v2/service/redshiftserverless v1.35.2
 	github.com/aws/aws-sdk-go-v2/service/s3 v1.114.10
 	github.com/aws/smithy-go v1.28.9
+	github.com/bufbuild/protocompile v0.14.1
 	github.com/google/uuid v1.6.0
 	github.com/jackc/pgx/v5 v5.13.0
 	github.com/klauspost/compress v1.20.4
@@ -32,6 +33,7 @@ require (
 	github.com/twmb/franz-go/pkg/kmsg v1.15.1
 	golang.org/x/oauth2 v0.38.0
 	golang.org/x/sys v0.50.0
+	google.golang.org/protobuf v1.36.12
 )
 
 require (
@@ -70,5 +72,4 @@ require (
 	golang.org/x/net v0.62.0 // indirect
 	golang.org/x/sync v0.25.0 // indirect
 	golang.org/x/text v0.43.0 // indirect
-	google.golang.org/protobuf v1.36.12 // indirect
 )

@@ -1,0 +1,21 @@
+// Package protodec decodes Protobuf payloads into the JSON object the
+// plugins take, with the official Go runtime (google.golang.org/protobuf,
+// dynamic messages): no hand-written wire decoding here. Only the JSON
+// writing is this package's, over protoreflect, because the proto3 JSON
+// mapping writes 64-bit integers as strings and a Delta long column takes
+// a number (docs/decode.md "Protobuf" says every rule).
+//
+// Two kinds of Codec (connect/decode):
+//   - FromDescriptorSet: a FileDescriptorSet file and a message name, as
+//     the definition's proto_descriptor_set_path and proto_message give
+//     them; each payload is the message's plain bytes.
+//   - FromSchema: a Schema Registry schema (.proto text, compiled with
+//     github.com/bufbuild/protocompile, and its references); each payload
+//     is the Confluent wire format's remainder after the schema id: the
+//     message indexes, then the message's bytes.
+//
+// File map: codec.go (Message, FromDescriptorSet, the unmarshalling),
+// schema.go (Schema, FromSchema: compiling registry schemas), indexes.go
+// (Confluent message indexes), json.go (the JSON writer), wkt.go (the
+// well-known types' JSON).
+package protodec

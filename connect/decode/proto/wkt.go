@@ -1,0 +1,117 @@
+package protodec
+
+import (
+	"fmt"
+	"time"
+
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/reflect/protoreflect"
+)
+
+// wellKnown holds the JSON of the well-known types that the proto3 JSON
+// mapping writes specially, by full name (a dynamic message of one is not
+// the generated Go type).
+var wellKnown map[protoreflect.FullName]func(encoder, []byte, protoreflect.Message) ([]byte, error)
+
+func init() {
+	wellKnown = map[protoreflect.FullName]func(encoder, []byte, protoreflect.Message) ([]byte, error){
+		"google.protobuf.Timestamp": appendTimestamp,
+		"google.protobuf.Struct":    appendStruct,
+		"google.protobuf.Value":     appendValue,
+		"google.protobuf.ListValue": appendListValue,
+		// protojson's own forms: "1.5s", "a.b,cD", {"@type": ..., fields}.
+		"google.protobuf.Duration":  appendProtojson,
+		"google.protobuf.FieldMask": appendProtojson,
+		"google.protobuf.Any":       appendProtojson,
+	}
+	// Wrappers are their value, null when the wrapper itself is unset.
+	for _, name := range []protoreflect.FullName{
+		"google.protobuf.DoubleValue", "google.protobuf.FloatValue",
+		"google.protobuf.Int64Value", "google.protobuf.UInt64Value",
+		"google.protobuf.Int32Value", "google.protobuf.UInt32Value",
+		"google.protobuf.BoolValue", "google.protobuf.StringValue",
+		"google.protobuf.BytesValue",
+	} {
+		wellKnown[name] = appendWrapper
+	}
+}
+
+func appendWrapper(e encoder, b []byte, m protoreflect.Message) ([]byte, error) {
+	fd := m.Descriptor().Fields().ByNumber(1)
+	return e.value(b, fd, m.Get(fd))
+}
+
+// Timestamp's valid range, 0001-01-01T00:00:00Z to 9999-12-31T23:59:59Z.
+const (
+	minTimestamp = -62135596800
+	maxTimestamp = 253402300799
+)
+
+// appendTimestamp writes RFC 3339 in UTC with 0, 3, 6 or 9 fractional
+// digits, the fewest that keep every nonzero digit (protojson's form).
+func appendTimestamp(_ encoder, b []byte, m protoreflect.Message) ([]byte, error) {
+	fields := m.Descriptor().Fields()
+	secs := m.Get(fields.ByNumber(1)).Int()
+	nanos := m.Get(fields.ByNumber(2)).Int()
+	if secs < minTimestamp || secs > maxTimestamp || nanos < 0 || nanos >= 1e9 {
+		return b, fmt.Errorf("google.protobuf.Timestamp out of range: seconds %d, nanos %d", secs, nanos)
+	}
+	b = append(b, '"')
+	b = time.Unix(secs, 0).UTC().AppendFormat(b, "2006-01-02T15:04:05")
+	b = appendFraction(b, nanos)
+	return append(b, 'Z', '"'), nil
+}
+
+// appendFraction appends ".ddd", ".dddddd" or ".ddddddddd" for nanos in
+// [0, 1e9), nothing for 0.
+func appendFraction(b []byte, nanos int64) []byte {
+	if nanos == 0 {
+		return b
+	}
+	digits := 9
+	for digits > 3 && nanos%1000 == 0 {
+		nanos /= 1000
+		digits -= 3
+	}
+	b = append(b, '.')
+	for i := digits - 1; i >= 0; i-- {
+		b = append(b, '0')
+	}
+	for i := len(b) - 1; nanos > 0; i-- {
+		b[i] = byte('0' + nanos%10)
+		nanos /= 10
+	}
+	return b
+}
+
+// appendStruct writes a google.protobuf.Struct as the JSON object it holds.
+func appendStruct(e encoder, b []byte, m protoreflect.Message) ([]byte, error) {
+	fd := m.Descriptor().Fields().ByNumber(1)
+	return e.mapValue(b, fd, m.Get(fd).Map())
+}
+
+func appendListValue(e encoder, b []byte, m protoreflect.Message) ([]byte, error) {
+	fd := m.Descriptor().Fields().ByNumber(1)
+	return e.list(b, fd, m.Get(fd).List())
+}
+
+// appendValue writes a google.protobuf.Value as the JSON value it holds.
+// One with no kind set, which protojson refuses, is null: nothing is lost.
+// A NaN or infinite number_value is a string like any other double.
+func appendValue(e encoder, b []byte, m protoreflect.Message) ([]byte, error) {
+	od := m.Descriptor().Oneofs().ByName("kind")
+	fd := m.WhichOneof(od)
+	if fd == nil {
+		return append(b, "null"...), nil
+	}
+	return e.value(b, fd, m.Get(fd))
+}
+
+// appendProtojson writes m as protojson does, resolving Any type URLs in
+// the schema's files (an Any of a type they do not hold is an error, as in
+// protojson). Inside an Any the values are protojson's own: 64-bit
+// integers are strings there.
+func appendProtojson(e encoder, b []byte, m protoreflect.Message) ([]byte, error) {
+	opts := protojson.MarshalOptions{UseProtoNames: true, Resolver: e.types}
+	return opts.MarshalAppend(b, m.Interface())
+}
