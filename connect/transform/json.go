@@ -1,6 +1,7 @@
 package transform
 
 import (
+	"bytes"
 	"encoding/json"
 	"unicode/utf8"
 )
@@ -10,11 +11,15 @@ import (
 // stack without end.
 const maxDepth = 10000
 
-// member is one name/value pair of an object, both as raw JSON: the name
-// decoded for comparison, the value's bytes kept as written (numbers keep
-// every digit, nested objects their order) unless a step replaced them.
+// member is one name/value pair of an object: the name decoded for
+// comparison and, while unchanged, its literal as written (so that it is
+// copied out, not escaped again); the value's bytes kept as written
+// (numbers keep every digit, nested objects their order) unless a step
+// replaced them. Both point into the payload or the state's arena: no
+// allocation per member.
 type member struct {
-	name  string
+	name  []byte
+	lit   []byte // the quoted name as written; nil: write name
 	value []byte
 }
 
@@ -28,6 +33,12 @@ type object struct {
 // it allowed), into its members. ok is false when raw is not valid JSON;
 // isObj is false when it is valid JSON but not an object.
 func parseObject(raw []byte, o *object) (ok, isObj bool) {
+	return parseObjectInto(raw, o, nil)
+}
+
+// parseObjectInto is parseObject with an arena for the names that need
+// unescaping (nil: allocate them).
+func parseObjectInto(raw []byte, o *object, arena *[]byte) (ok, isObj bool) {
 	o.members = o.members[:0]
 	i := skipSpace(raw, 0)
 	if i >= len(raw) || raw[i] != '{' {
@@ -46,9 +57,20 @@ func parseObject(raw []byte, o *object) (ok, isObj bool) {
 		if end < 0 {
 			return false, true
 		}
-		name, ok := decodeString(raw[i:end])
-		if !ok {
-			return false, true
+		lit := raw[i:end:end]
+		name := lit[1 : len(lit)-1]
+		if bytes.IndexByte(name, '\\') >= 0 {
+			s, ok := decodeString(lit)
+			if !ok {
+				return false, true
+			}
+			if arena == nil {
+				name = []byte(s)
+			} else {
+				start := len(*arena)
+				*arena = append(*arena, s...)
+				name = (*arena)[start:len(*arena):len(*arena)]
+			}
 		}
 		i = skipSpace(raw, end)
 		if i >= len(raw) || raw[i] != ':' {
@@ -59,7 +81,7 @@ func parseObject(raw []byte, o *object) (ok, isObj bool) {
 		if vend < 0 {
 			return false, true
 		}
-		o.members = append(o.members, member{name: name, value: raw[i:vend]})
+		o.members = append(o.members, member{name: name, lit: lit, value: raw[i:vend]})
 		i = skipSpace(raw, vend)
 		if i >= len(raw) {
 			return false, true
@@ -83,7 +105,11 @@ func (o *object) appendTo(dst []byte) []byte {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		dst = appendString(dst, m.name)
+		if m.lit != nil {
+			dst = append(dst, m.lit...)
+		} else {
+			dst = appendString(dst, string(m.name))
+		}
 		dst = append(dst, ':')
 		dst = append(dst, m.value...)
 	}
@@ -94,7 +120,7 @@ func (o *object) appendTo(dst []byte) []byte {
 // encoding/json would keep), or -1.
 func (o *object) find(name string) int {
 	for i := len(o.members) - 1; i >= 0; i-- {
-		if o.members[i].name == name {
+		if string(o.members[i].name) == name {
 			return i
 		}
 	}
@@ -105,7 +131,7 @@ func (o *object) find(name string) int {
 func (o *object) remove(name string) bool {
 	n := 0
 	for _, m := range o.members {
-		if m.name != name {
+		if string(m.name) != name {
 			o.members[n] = m
 			n++
 		}
@@ -116,13 +142,14 @@ func (o *object) remove(name string) bool {
 }
 
 // set replaces the value of the last member called name in place (keeping
-// its position) or appends a new member.
-func (o *object) set(name string, value []byte) {
-	if i := o.find(name); i >= 0 {
+// its position) or appends nm (its name and literal) with value.
+func (o *object) set(nm member, value []byte) {
+	if i := o.find(string(nm.name)); i >= 0 {
 		o.members[i].value = value
 		return
 	}
-	o.members = append(o.members, member{name: name, value: value})
+	nm.value = value
+	o.members = append(o.members, nm)
 }
 
 func skipSpace(b []byte, i int) int {

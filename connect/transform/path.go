@@ -21,7 +21,7 @@ func modify(s *state, o *object, path []string, fn func(parent *object, name str
 		return fn(nil, path[len(path)-1])
 	}
 	var child object
-	if _, isObj := parseObject(o.members[i].value, &child); !isObj {
+	if _, isObj := parseObjectInto(o.members[i].value, &child, &s.arena); !isObj {
 		return false, fmt.Errorf("field %q is %s, not an object", path[0], kindOf(o.members[i].value))
 	}
 	changed, err := modify(s, &child, path[1:], fn)

@@ -89,6 +89,7 @@ func staticJSON(key string, v any) ([]byte, error) {
 
 type addField struct {
 	name    string
+	member  member // the name and its JSON literal, made once
 	static  []byte // nil: computed
 	compute string
 	header  string
@@ -117,7 +118,7 @@ func compileAdd(sp Spec) (step, error) {
 		case f.Compute != "" && !slices.Contains(Computes, f.Compute):
 			return nil, &SpecError{Key: key + ".compute", Msg: fmt.Sprintf("%q: want one of %v", f.Compute, Computes)}
 		}
-		a := addField{name: f.Name, compute: f.Compute, header: f.Header}
+		a := addField{name: f.Name, member: member{name: []byte(f.Name), lit: appendString(nil, f.Name)}, compute: f.Compute, header: f.Header}
 		if f.HasValue {
 			v, err := staticJSON(key+".value", f.Value)
 			if err != nil {
@@ -141,7 +142,7 @@ func (a addFields) apply(s *state, m *Meta) (bool, error) {
 			}
 			v = s.arena[start:len(s.arena):len(s.arena)]
 		}
-		s.o.set(f.name, v)
+		s.o.set(f.member, v)
 	}
 	return true, nil
 }
@@ -218,7 +219,7 @@ type filterFields []string
 func (f filterFields) apply(s *state, _ *Meta) (bool, error) {
 	ms := s.o.members[:0]
 	for _, m := range s.o.members {
-		if slices.Contains(f, m.name) {
+		if slices.ContainsFunc(f, func(k string) bool { return k == string(m.name) }) {
 			ms = append(ms, m)
 		}
 	}
@@ -232,6 +233,7 @@ func (f filterFields) apply(s *state, _ *Meta) (bool, error) {
 type updateField struct {
 	path     []string
 	renameTo string
+	rename   []byte // renameTo, as a member's name
 	value    []byte // nil: keep the value
 	mustHave bool
 }
@@ -241,7 +243,7 @@ func compileUpdate(sp Spec) (step, error) {
 	if err != nil {
 		return nil, err
 	}
-	u := updateField{path: path, renameTo: sp.RenameTo}
+	u := updateField{path: path, renameTo: sp.RenameTo, rename: []byte(sp.RenameTo)}
 	switch sp.IfMissing {
 	case "", "skip":
 	case "error":
@@ -278,10 +280,10 @@ func (u *updateField) apply(s *state, _ *Meta) (bool, error) {
 		if u.renameTo != "" && u.renameTo != name {
 			// The renamed field takes the place of any field already
 			// called renameTo.
-			parent.members[i].name = u.renameTo
+			parent.members[i].name, parent.members[i].lit = u.rename, nil
 			ms := parent.members[:0]
 			for j, m := range parent.members {
-				if j == i || m.name != u.renameTo {
+				if j == i || string(m.name) != u.renameTo {
 					ms = append(ms, m)
 				}
 			}
@@ -455,7 +457,7 @@ func (u *unwrapEnvelope) apply(s *state, _ *Meta) (bool, error) {
 		return false, nil
 	}
 	var inner object
-	if _, isObj := parseObject(v, &inner); !isObj {
+	if _, isObj := parseObjectInto(v, &inner, &s.arena); !isObj {
 		return false, fmt.Errorf("envelope field %q is %s, not an object", joinPath(u.path), kindOf(v))
 	}
 	s.o.members = append(s.o.members[:0], inner.members...)

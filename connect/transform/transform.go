@@ -172,7 +172,7 @@ func (c *Chain) Apply(dst, payload []byte, m *Meta) (out []byte, keep bool, err 
 		s.o.members, s.arena = s.o.members[:0], s.arena[:0]
 		states.Put(s)
 	}()
-	ok, isObj := parseObject(payload, &s.o)
+	ok, isObj := parseObjectInto(payload, &s.o, &s.arena)
 	switch {
 	case !ok:
 		return dst, false, &RecordError{NotJSON: true, Msg: "the payload does not parse"}
