@@ -121,6 +121,8 @@ type scratch struct {
 	records  []hostclient.Record
 	sent     []int
 	payloads []byte // the transformed payloads of the batch (transform.go)
+	meta     transform.Meta
+	headers  []transform.Header
 }
 
 // rejected is a record that will never be written, on its way to the

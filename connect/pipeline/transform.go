@@ -21,22 +21,24 @@ func transformed(xf *transform.Chain, r *kgo.Record, payload []byte, sc *scratch
 	if len(payload) == 0 {
 		return payload, true, 0, nil
 	}
-	m := transform.Meta{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Timestamp: r.Timestamp, Key: r.Key}
-	if len(r.Headers) > 0 {
-		m.Headers = make([]transform.Header, len(r.Headers))
-		for i, h := range r.Headers {
-			m.Headers[i] = transform.Header{Key: h.Key, Value: h.Value}
-		}
+	// The record's Meta is built in sc: nothing allocated per record.
+	m := &sc.meta
+	*m = transform.Meta{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Timestamp: r.Timestamp, Key: r.Key,
+		Headers: sc.headers[:0]}
+	for _, h := range r.Headers {
+		m.Headers = append(m.Headers, transform.Header{Key: h.Key, Value: h.Value})
 	}
+	sc.headers = m.Headers
 	start := len(sc.payloads)
-	sc.payloads, keep, err = xf.Apply(sc.payloads, payload, &m)
-	var re *transform.RecordError
-	switch {
-	case errors.As(err, &re) && re.NotJSON:
-		return nil, false, hostclient.RejectEncoding, fmt.Errorf("record at offset %d is not valid JSON (schema = \"json\")", r.Offset)
-	case err != nil:
+	sc.payloads, keep, err = xf.Apply(sc.payloads, payload, m)
+	if err != nil {
+		var re *transform.RecordError
+		if errors.As(err, &re) && re.NotJSON {
+			return nil, false, hostclient.RejectEncoding, fmt.Errorf("record at offset %d is not valid JSON (schema = \"json\")", r.Offset)
+		}
 		return nil, false, hostclient.RejectValue, fmt.Errorf("record at offset %d: %w", r.Offset, err)
-	case !keep:
+	}
+	if !keep {
 		return nil, false, 0, nil
 	}
 	return sc.payloads[start:len(sc.payloads):len(sc.payloads)], true, 0, nil
