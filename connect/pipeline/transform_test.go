@@ -79,7 +79,7 @@ func TestTransformsRewriteAndDrop(t *testing.T) {
 			`{"after":null,"op":"d"}`,
 			`{"after":{"id":2,"op":"r"}}`,
 			`{"after":{"id":3,"op":"u","n":{"b":1,"a":2}}}`,
-			``, // a tombstone is not transformed
+			`{"after":{"id":4},"op":"d"}`,
 			`{"after":{"op":"c"}}`)
 		h.start()
 		poll.Until(t, 15*time.Second, "commit at 6", func() bool { return committed(t, kf, group, "orders")["orders"] == 6 })
@@ -87,7 +87,7 @@ func TestTransformsRewriteAndDrop(t *testing.T) {
 		want := map[uint64]string{
 			0: `{"id":12345678901234567890,"op":"c","price":1.10,"pico_offset":0}`,
 			3: `{"id":3,"op":"u","n":{"b":1,"a":2},"pico_offset":3}`,
-			4: ``,
+			4: `{"id":4,"pico_offset":4}`,
 			5: `{"op":"c","pico_offset":5}`,
 		}
 		if len(got) != len(want) {
@@ -102,6 +102,19 @@ func TestTransformsRewriteAndDrop(t *testing.T) {
 			t.Errorf("filtered %d, want 2", n)
 		}
 	})
+}
+
+// An empty payload (a tombstone) is not transformed: it reaches the plugin
+// as it does without transforms, which decides what it gets.
+func TestTransformsPassTombstones(t *testing.T) {
+	kf := cluster(t, "orders")
+	h := newHarness(t, kf, strings.Replace(block(""), "batch_length = 6", "batch_length = 2", 1), fake(&fakeplugin.Plugin{}))
+	produce(t, kf, "orders", ``, `{"after":{"id":1}}`)
+	h.start()
+	poll.Until(t, 15*time.Second, "commit at 2", func() bool { return committed(t, kf, group, "orders")["orders"] == 2 })
+	if got := payloads(h.lines()); len(got) != 2 || got[0] != "" || got[1] != `{"id":1,"pico_offset":1}` {
+		t.Fatalf("plugin got %v", got)
+	}
 }
 
 // A batch whose every record a transform dropped reaches no plugin and is
