@@ -199,3 +199,35 @@ func TestCompileErrors(t *testing.T) {
 		})
 	}
 }
+
+// One chain serves every batch of a block at once (max_in_flight): run it
+// from several goroutines, under -race in make unit.
+func TestConcurrentApply(t *testing.T) {
+	c := chain(t,
+		transform.Spec{Type: transform.UnwrapEnvelope, Field: "after"},
+		transform.Spec{Type: transform.DeleteFields, Paths: []string{"n.x"}},
+		transform.Spec{Type: transform.AddFields, Fields: []transform.Field{{Name: "o", Compute: "offset"}}},
+	)
+	done := make(chan string)
+	for g := range 4 {
+		go func() {
+			m := meta
+			m.Offset = int64(g)
+			var out []byte
+			for range 500 {
+				var err error
+				if out, _, err = c.Apply(out[:0], []byte(`{"after":{"n":{"x":1,"y":2},"id":"a"}}`), &m); err != nil {
+					done <- err.Error()
+					return
+				}
+			}
+			done <- string(out)
+		}()
+	}
+	for range 4 {
+		got := <-done
+		if !strings.HasPrefix(got, `{"n":{"y":2},"id":"a","o":`) {
+			t.Errorf("got %s", got)
+		}
+	}
+}
