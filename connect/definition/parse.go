@@ -92,6 +92,13 @@ func (p *parsed) errorf(key, format string, args ...any) {
 			e.Line, e.Col = pos.Line, pos.Column
 			break
 		}
+		// An entry of an array of inline tables (fields[2]): the array's key.
+		if j := strings.LastIndexByte(k, '['); j > 0 && strings.HasSuffix(k, "]") && strings.Contains(k[:j], ".") {
+			if pos, ok := p.pos[k[:j]]; ok {
+				e.Line, e.Col = pos.Line, pos.Column
+				break
+			}
+		}
 		i := strings.LastIndexByte(strings.TrimSuffix(k, "."), '.')
 		if i < 0 {
 			break
@@ -314,8 +321,8 @@ func positions(data []byte) map[string]unstable.Position {
 			counts[name]++
 			prefix = name + "[" + strconv.Itoa(counts[name]) + "]."
 			pos[prefix] = at()
-			if counts[name] == 1 {
-				pos[name] = at() // the array as a whole: where it starts
+			if counts[name] == 1 && strings.Contains(name, ".") {
+				pos[name] = at() // a block's array as a whole: where it starts
 			}
 		case unstable.KeyValue:
 			if _, dup := pos[prefix+name]; !dup {
