@@ -28,6 +28,8 @@ type key struct {
 var (
 	definitionKeys = declared(reflect.TypeFor[rawDefinition]())
 	topicKeys      = declared(reflect.TypeFor[rawTopic]())
+	transformKeys  = declared(reflect.TypeFor[rawTransform]())
+	fieldKeys      = declared(reflect.TypeFor[rawField]())
 )
 
 // declared reads the keys of a raw struct. A bad tag is a programming
@@ -95,6 +97,8 @@ func typeName(t reflect.Type) string {
 		return "array of " + typeName(t.Elem()) + "s"
 	case t.Kind() == reflect.Map:
 		return "table"
+	case t.Kind() == reflect.Interface:
+		return "value"
 	case t.Kind() == reflect.Int64:
 		return "integer"
 	}

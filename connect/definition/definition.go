@@ -9,6 +9,8 @@ import (
 	"regexp"
 	"strings"
 	"time"
+
+	"github.com/picomq/heavy-sinks/connect/transform"
 )
 
 // Defaults the spec gives for a [[topics]] block, as keys.go declares them
@@ -66,6 +68,9 @@ type Topic struct {
 	// DeadLetterTopic is where ToleranceAll produces rejected records; empty
 	// means "<source topic>.dlq" (see DeadLetterFor).
 	DeadLetterTopic string
+	// Transforms are the block's [[topics.transforms]], compiled; nil when
+	// it has none (payloads go to the plugin as before).
+	Transforms *transform.Chain
 }
 
 // InFlight is how many batches the sink's blocks may have in consume() at

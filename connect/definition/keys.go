@@ -55,6 +55,32 @@ type rawTopic struct {
 	ErrorsTolerance *string        `toml:"errors_tolerance" default:"none" values:"none,all" doc:"Beyond the spec: what a record that can never be written does. none: the spec's behaviour, the consumer stops on it. all: it goes to the dead-letter topic and the rest of its batch is written (see \"Bad records\")."`
 	DeadLetterTopic *string        `toml:"dead_letter_topic" derived:"<topic>.dlq" doc:"With errors_tolerance = \"all\" only: the topic rejected records are produced to; by default the source topic's name plus .dlq. A block's pattern never matches its own dead-letter topics: with the default naming it leaves out every topic ending in .dlq (so 'orders\\..*' does not read orders.eu.dlq), with an explicit dead_letter_topic that topic. A dead-letter topic the block names in topics is refused. A missing dead-letter topic is created before the block consumes (see \"Bad records\")."`
 	Properties      map[string]any `toml:"properties" derived:"{}" doc:"librdkafka consumer keys mapped to the client (below). Any other key is refused by name."`
+	Transforms      []rawTransform `toml:"transforms" derived:"[]" doc:"Beyond the spec's keys (the spec names the stage): the [[topics.transforms]] tables, run in the order written on each record's JSON object after decoding, before consume() (below, and see \"Transforms\"). Refused with schema = \"raw\" or \"text\"."`
+}
+
+// rawTransform is the keys of a [[topics.transforms]] table. Which keys a
+// type takes is transform.Compile's to check (it names the key).
+type rawTransform struct {
+	Type      *string    `toml:"type" required:"add_fields, delete_fields, update_fields, filter_fields, filter_records or unwrap_envelope" values:"add_fields,delete_fields,update_fields,filter_fields,filter_records,unwrap_envelope" want:"unknown transform type %[1]q (%[2]s)" doc:"The transform. Each type takes only its own keys below; any other is refused naming it."`
+	Fields    []rawField `toml:"fields" doc:"add_fields: the fields to add, in order, each an inline table (below). A field that exists already gets the new value in its place."`
+	Paths     []string   `toml:"paths" doc:"delete_fields: the fields to remove, dotted paths into nested objects (a.b); a missing one is nothing. filter_fields: the top-level fields to keep, in the record's order; every other is removed."`
+	Field     *string    `toml:"field" doc:"update_fields, filter_records, unwrap_envelope: the field acted on, a dotted path (a.b). A path through a value that is neither an object nor null is the record's error."`
+	RenameTo  *string    `toml:"rename_to" doc:"update_fields: the field's new name, in the same object and the same place; a field already called so is replaced."`
+	Value     any        `toml:"value" doc:"update_fields: the field's new value, any TOML value (tables with their keys sorted, dates as RFC 3339 strings)."`
+	IfMissing *string    `toml:"if_missing" derived:"skip" values:"skip,error" doc:"update_fields: a record without the field goes on unchanged (skip) or is the record's error (error)."`
+	Equals    any        `toml:"equals" doc:"filter_records: the test is that the field equals this string, number (exact: 1, 1.0 and 1e0 are equal) or boolean. A missing or null field is equal to nothing."`
+	In        []any      `toml:"in" doc:"filter_records: the test is that the field equals one of these values, compared as equals does."`
+	Present   *bool      `toml:"present" doc:"filter_records: the test is that the field is there and not null (true), or missing or null (false)."`
+	Action    *string    `toml:"action" derived:"keep" values:"keep,drop" doc:"filter_records: what a record that passes the test (exactly one of equals, in and present) does: keep (the others are dropped) or drop. A dropped record is counted and its offset moves."`
+	OnNull    *string    `toml:"on_null" derived:"drop" values:"drop,error" doc:"unwrap_envelope: what a record whose field is null (a Debezium delete) does: drop (counted, its offset moves) or error (the record's error). A missing field or one that is not an object is always the record's error."`
+}
+
+// rawField is one entry of add_fields' fields.
+type rawField struct {
+	Name    string  `toml:"name" required:"the name of the field to add" doc:"The top-level field, written as is (a dot is part of the name)."`
+	Value   any     `toml:"value" doc:"A static value: any TOML value, as value of update_fields."`
+	Compute *string `toml:"compute" values:"timestamp_ms,timestamp_rfc3339,topic,partition,offset,key,key_base64,uuid" want:"compute %[1]q: want %[2]s" doc:"A value of the record: its timestamp (epoch milliseconds, or an RFC 3339 UTC string with milliseconds), topic, partition, offset, key (a UTF-8 string: a key that is not UTF-8 is the record's error; key_base64: padded standard base64, any key; null without a key) or a random UUID v4 string."`
+	Header  *string `toml:"header" doc:"The value of the record's header of this name (the last one when repeated) as a string; null when it has none; not UTF-8 is the record's error."`
 }
 
 // property is one librdkafka key of a block's properties table that the

@@ -12,6 +12,10 @@ func Markdown() string {
 	keyTable(&b, definitionKeys)
 	b.WriteString("\nPer `[[topics]]` block:\n\n")
 	keyTable(&b, topicKeys)
+	b.WriteString("\nPer `[[topics.transforms]]` table:\n\n")
+	keyTable(&b, transformKeys)
+	b.WriteString("\nEach entry of `fields` (add_fields), one of `value`, `compute` and `header`:\n\n")
+	keyTable(&b, fieldKeys)
 	b.WriteString("\n`properties` (values are strings or, for the numeric keys, integers):\n\n")
 	b.WriteString("| Key | Type | Values | Client setting |\n|---|---|---|---|\n")
 	for _, p := range properties {

@@ -11,6 +11,8 @@ import (
 
 	"github.com/pelletier/go-toml/v2"
 	"github.com/pelletier/go-toml/v2/unstable"
+
+	"github.com/picomq/heavy-sinks/connect/transform"
 )
 
 // Error is a definition refused at start: the file, the position of the
@@ -89,6 +91,13 @@ func (p *parsed) errorf(key, format string, args ...any) {
 		if pos, ok := p.pos[k]; ok {
 			e.Line, e.Col = pos.Line, pos.Column
 			break
+		}
+		// An entry of an array of inline tables (fields[2]): the array's key.
+		if j := strings.LastIndexByte(k, '['); j > 0 && strings.HasSuffix(k, "]") && strings.Contains(k[:j], ".") {
+			if pos, ok := p.pos[k[:j]]; ok {
+				e.Line, e.Col = pos.Line, pos.Column
+				break
+			}
 		}
 		i := strings.LastIndexByte(strings.TrimSuffix(k, "."), '.')
 		if i < 0 {
@@ -206,8 +215,67 @@ func (p *parsed) topic(sinkKey string, i int, r *rawTopic) Topic {
 			}
 		},
 		"properties": func(report) { t.Client = p.client(i, r.Properties) },
+		"transforms": func(errorf report) {
+			if len(r.Transforms) == 0 {
+				return
+			}
+			if t.Schema == SchemaRaw || t.Schema == SchemaText {
+				errorf("transforms act on JSON objects; schema = %q payloads are not decoded to JSON", t.Schema)
+				return
+			}
+			t.Transforms = p.transforms(i, r.Transforms)
+		},
 	})
 	return t
+}
+
+// transforms checks a block's [[topics.transforms]] tables and compiles
+// them into one chain; nil when one of them is refused (reported).
+func (p *parsed) transforms(block int, raws []rawTransform) *transform.Chain {
+	var specs []transform.Spec
+	for j := range raws {
+		r := &raws[j]
+		k := func(key string) string { return blockKey(block, fmt.Sprintf("transforms[%d].%s", j+1, key)) }
+		before := len(p.errs)
+		p.apply(transformKeys, r, k, nil)
+		sp := transform.Spec{Type: transform.Type(deref(r.Type)), Paths: r.Paths, Field: deref(r.Field), RenameTo: deref(r.RenameTo),
+			Value: r.Value, HasValue: r.Value != nil, IfMissing: deref(r.IfMissing), Equals: r.Equals, HasEquals: r.Equals != nil,
+			In: r.In, Present: r.Present, Action: deref(r.Action), OnNull: deref(r.OnNull)}
+		if r.Fields != nil {
+			sp.Fields = []transform.Field{}
+		}
+		for n := range r.Fields {
+			f := &r.Fields[n]
+			p.apply(fieldKeys, f, func(key string) string { return k(fmt.Sprintf("fields[%d].%s", n+1, key)) }, nil)
+			sp.Fields = append(sp.Fields, transform.Field{Name: f.Name, Value: f.Value, HasValue: f.Value != nil,
+				Compute: deref(f.Compute), Header: deref(f.Header)})
+		}
+		if len(p.errs) > before {
+			continue
+		}
+		specs = append(specs, sp)
+		if _, _, err := transform.Compile([]transform.Spec{sp}); err != nil {
+			var se *transform.SpecError
+			if errors.As(err, &se) {
+				p.errorf(k(se.Key), "%s", se.Msg)
+			} else {
+				p.errorf(k(""), "%v", err)
+			}
+		}
+	}
+	c, _, err := transform.Compile(specs)
+	if err != nil || len(specs) < len(raws) {
+		return nil // each problem is reported above
+	}
+	return c
+}
+
+func deref[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
 }
 
 // topicRE is what Kafka accepts as a topic name ("." and ".." aside).
@@ -246,9 +314,16 @@ func positions(data []byte) map[string]unstable.Position {
 			prefix = indexed(prefix, counts)
 			pos[strings.TrimSuffix(prefix, ".")] = at()
 		case unstable.ArrayTable:
+			// [[topics.transforms]] belongs to the last [[topics]] block.
+			if n := counts["topics"]; n > 0 && strings.HasPrefix(name, "topics.") {
+				name = "topics[" + strconv.Itoa(n) + "]." + strings.TrimPrefix(name, "topics.")
+			}
 			counts[name]++
 			prefix = name + "[" + strconv.Itoa(counts[name]) + "]."
 			pos[prefix] = at()
+			if counts[name] == 1 && strings.Contains(name, ".") {
+				pos[name] = at() // a block's array as a whole: where it starts
+			}
 		case unstable.KeyValue:
 			if _, dup := pos[prefix+name]; !dup {
 				pos[prefix+name] = at()

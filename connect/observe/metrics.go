@@ -50,6 +50,7 @@ type Metrics struct {
 	records     *prometheus.CounterVec
 	retries     *prometheus.CounterVec
 	deadLetters *prometheus.CounterVec
+	filtered    *prometheus.CounterVec // records a transform dropped
 	consume     *prometheus.HistogramVec
 	batch       *prometheus.HistogramVec
 
@@ -91,6 +92,10 @@ func NewMetrics() *Metrics {
 			Name: "picomq_connect_dead_letters_total",
 			Help: "Records routed to the dead-letter topic, each acknowledged by the broker, by reason class (value, size, encoding).",
 		}, append(sinkTopic[:len(sinkTopic):len(sinkTopic)], "reason")),
+		filtered: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "picomq_connect_records_filtered_total",
+			Help: "Records a transform dropped (filter_records, unwrap_envelope of a null): never handed to the plugin, their offsets committed with their batch.",
+		}, sinkTopic),
 		consume: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "picomq_connect_consume_duration_seconds",
 			Help:    "Time of one consume() call, from the request to the plugin's answer, every attempt and outcome.",
@@ -102,7 +107,7 @@ func NewMetrics() *Metrics {
 			Buckets: prometheus.ExponentialBuckets(1, 4, 11), // 1 to 1 048 576
 		}, sinkTopic),
 	}
-	m.reg.MustRegister(m.deliveries, m.records, m.retries, m.deadLetters, m.consume, m.batch,
+	m.reg.MustRegister(m.deliveries, m.records, m.retries, m.deadLetters, m.filtered, m.consume, m.batch,
 		scrape{m}, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -148,12 +153,13 @@ func (m *Metrics) Delivered(d pipeline.Delivery) {
 		m.deliveries.WithLabelValues(d.Sink, d.Topic, o.String())
 	}
 	m.deliveries.WithLabelValues(d.Sink, d.Topic, d.Outcome.String()).Inc()
-	records, retries := m.records.With(l), m.retries.With(l)
+	records, retries, filtered := m.records.With(l), m.retries.With(l), m.filtered.With(l)
 	for _, reason := range deadLetterReasons { // at zero from the first delivery, like the others
 		m.deadLetters.WithLabelValues(d.Sink, d.Topic, reason)
 	}
 	if d.Outcome == pipeline.OK {
 		records.Add(float64(d.Records))
+		filtered.Add(float64(d.Filtered)) // once: only the attempt that returned OK
 	}
 	if d.Attempt > 1 {
 		retries.Inc()

@@ -185,3 +185,25 @@ func TestDeadLettersCountedByReason(t *testing.T) {
 		t.Errorf("dead letters by reason = %v, want %v", got, want)
 	}
 }
+
+// Records a transform dropped are counted once, at the attempt that
+// returned OK, not at the retries before it.
+func TestFilteredCountedOnce(t *testing.T) {
+	m := observe.NewMetrics()
+	m.Delivered(pipeline.Delivery{Sink: "s", Topic: "t", Attempt: 1, Outcome: pipeline.Retry, Records: 5, Filtered: 3})
+	m.Delivered(pipeline.Delivery{Sink: "s", Topic: "t", Attempt: 2, Outcome: pipeline.OK, Records: 5, Filtered: 3})
+	m.Delivered(pipeline.Delivery{Sink: "s", Topic: "t", Attempt: 0, Outcome: pipeline.OK, Records: 2, Filtered: 2})
+	mfs, err := m.Registry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := -1.0
+	for _, mf := range mfs {
+		if mf.GetName() == "picomq_connect_records_filtered_total" {
+			got = mf.GetMetric()[0].GetCounter().GetValue()
+		}
+	}
+	if got != 5 {
+		t.Errorf("picomq_connect_records_filtered_total = %v, want 5", got)
+	}
+}

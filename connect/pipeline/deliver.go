@@ -11,6 +11,7 @@ import (
 
 	"github.com/picomq/heavy-sinks/connect/child"
 	"github.com/picomq/heavy-sinks/connect/definition"
+	"github.com/picomq/heavy-sinks/connect/transform"
 	"github.com/picomq/heavy-sinks/shared/hostclient"
 	"github.com/picomq/heavy-sinks/shared/retry/backoff"
 )
@@ -54,6 +55,10 @@ type Delivery struct {
 	// the offset moves. Attempt 0 is a batch no record of which reached the
 	// plugin.
 	DeadLetters map[string]int
+	// Filtered counts the records of the batch a transform dropped
+	// (filter_records, unwrap_envelope of a null): handled, never handed
+	// to the plugin, and committed past with their batch.
+	Filtered int
 }
 
 // Observer is told about every delivery attempt. Its methods must not
@@ -113,8 +118,11 @@ var errRewind = errors.New("rewind to the committed offsets")
 // max_in_flight = 1, one per batch in flight otherwise (never two
 // deliveries at once).
 type scratch struct {
-	records []hostclient.Record
-	sent    []int
+	records  []hostclient.Record
+	sent     []int
+	payloads []byte // the transformed payloads of the batch (transform.go)
+	meta     transform.Meta
+	headers  []transform.Header
 }
 
 // rejected is a record that will never be written, on its way to the
@@ -130,12 +138,16 @@ type rejected struct {
 // not rewritten, unless pluginChecks (the plugin checks them itself). A
 // payload that fails the check stops the batch, or, with tolerant set, is
 // left out of the batch and returned in bad; sent maps the batch's records
-// back to recs.
+// back to recs. With transforms (xf not nil) each JSON payload is run
+// through them (transformed): the plugin gets the result, a record they
+// drop is left out and counted in dropped, and one they cannot apply to is
+// a bad record like a payload that is not JSON.
 // The batch's records and sent are built in sc's slices.
-func decode(schema definition.Schema, recs []*kgo.Record, tolerant, pluginChecks bool, sc *scratch) (b hostclient.Batch, sent []int, bad []rejected, err error) {
+func decode(schema definition.Schema, recs []*kgo.Record, tolerant, pluginChecks bool, xf *transform.Chain, sc *scratch) (b hostclient.Batch, sent []int, bad []rejected, dropped int, err error) {
 	b = hostclient.Batch{Topic: recs[0].Topic, Partition: uint32(recs[0].Partition), Schema: string(schema),
 		Records: sc.records[:0]}
 	sent = sc.sent[:0]
+	sc.payloads = sc.payloads[:0]
 	defer func() { sc.records, sc.sent = b.Records, sent }()
 	for i, r := range recs {
 		var derr error
@@ -144,7 +156,8 @@ func decode(schema definition.Schema, recs []*kgo.Record, tolerant, pluginChecks
 			// An empty value is a tombstone (a deletion on a compacted
 			// topic), not malformed JSON: it goes to the plugin, which
 			// says what a tombstone gets (docs/delta.md, docs/redshift.md).
-			if len(r.Value) > 0 && !pluginChecks && !validJSON(r.Value) {
+			// Transforms check the payload as they parse it.
+			if len(r.Value) > 0 && !pluginChecks && xf == nil && !validJSON(r.Value) {
 				derr = fmt.Errorf("record at offset %d is not valid JSON (schema = \"json\")", r.Offset)
 			}
 		case definition.SchemaText:
@@ -152,14 +165,22 @@ func decode(schema definition.Schema, recs []*kgo.Record, tolerant, pluginChecks
 				derr = fmt.Errorf("record at offset %d is not valid UTF-8 (schema = \"text\")", r.Offset)
 			}
 		}
+		payload, reason := r.Value, hostclient.RejectEncoding
+		if derr == nil && xf != nil {
+			var keep bool
+			if payload, keep, reason, derr = transformed(xf, r, payload, sc); derr == nil && !keep {
+				dropped++
+				continue
+			}
+		}
 		if derr != nil {
 			if !tolerant {
-				return b, nil, nil, derr
+				return b, nil, nil, dropped, derr
 			}
-			bad = append(bad, rejected{rec: r, reason: hostclient.RejectEncoding, msg: fmt.Sprintf("topic %q partition %d %v", r.Topic, r.Partition, derr)})
+			bad = append(bad, rejected{rec: r, reason: reason, msg: fmt.Sprintf("topic %q partition %d %v", r.Topic, r.Partition, derr)})
 			continue
 		}
-		hr := hostclient.Record{Offset: uint64(r.Offset), TimestampMs: r.Timestamp.UnixMilli(), Key: r.Key, Payload: r.Value}
+		hr := hostclient.Record{Offset: uint64(r.Offset), TimestampMs: r.Timestamp.UnixMilli(), Key: r.Key, Payload: payload}
 		if hr.Payload == nil {
 			hr.Payload = []byte{}
 		}
@@ -169,7 +190,7 @@ func decode(schema definition.Schema, recs []*kgo.Record, tolerant, pluginChecks
 		b.Records = append(b.Records, hr)
 		sent = append(sent, i)
 	}
-	return b, sent, bad, nil
+	return b, sent, bad, dropped, nil
 }
 
 // deliver hands recs (one topic-partition, in offset order) to the plugin
@@ -185,13 +206,20 @@ func (c *consumer) deliver(ctx context.Context, recs []*kgo.Record, sc *scratch)
 	d := Delivery{Sink: c.s.def.Key, Topic: k.topic, Partition: k.partition, First: first.Offset, Last: last.Offset, Records: len(recs)}
 	tolerant := c.t.ErrorsTolerance == definition.ToleranceAll
 	pc, ok := c.s.out.(PayloadChecker)
-	b, sent, bad, err := decode(c.t.Schema, recs, tolerant, ok && pc.ChecksPayloads(string(c.t.Schema)), sc)
+	b, sent, bad, dropped, err := decode(c.t.Schema, recs, tolerant, ok && pc.ChecksPayloads(string(c.t.Schema)), c.t.Transforms, sc)
+	d.Filtered = dropped
 	if err != nil {
 		d.Outcome, d.Err = Invalid, err
 		c.s.cfg.Observer.Delivered(d)
 		return &StopError{Topic: k.topic, Partition: k.partition, Offset: first.Offset, Outcome: Invalid, Err: err}
 	}
 	b.AcceptRejections = tolerant
+	if len(b.Records) == 0 && len(bad) == 0 {
+		// Every record was dropped by a transform: handled, the offset
+		// moves past them (attempt 0, as a batch of only dead letters).
+		c.s.cfg.Observer.Delivered(d)
+		return nil
+	}
 	if len(b.Records) == 0 {
 		// Nothing the plugin could take: only dead letters.
 		return c.deadLetter(ctx, d, bad)

@@ -46,6 +46,7 @@
 // starting, landing and committing them, halting on a failure, pausing a
 // full partition, the start warning for a plugin that serialises them),
 // deliver.go (decoding, attempts, backoff, outcomes),
+// transform.go (a block's transforms run on one record's JSON payload),
 // deadletter.go (the dead-letter producer, the check that its topics
 // exist), jsonvalid.go (the runtime's check of a json payload), budget.go
 // (the runtime-wide cap on buffered bytes),
