@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/picomq/heavy-sinks/connect/child"
+	decoding "github.com/picomq/heavy-sinks/connect/decode"
 	"github.com/picomq/heavy-sinks/connect/definition"
 	"github.com/picomq/heavy-sinks/shared/hostclient"
 	"github.com/picomq/heavy-sinks/shared/retry/backoff"
@@ -115,6 +116,7 @@ var errRewind = errors.New("rewind to the committed offsets")
 type scratch struct {
 	records []hostclient.Record
 	sent    []int
+	json    []byte // the decoded payloads of a binary-format batch (binary.go)
 }
 
 // rejected is a record that will never be written, on its way to the
@@ -127,27 +129,41 @@ type rejected struct {
 
 // decode checks each payload against the schema and builds the batch. The
 // plugin gets the payload bytes as they are: json and text are checked,
-// not rewritten, unless pluginChecks (the plugin checks them itself). A
-// payload that fails the check stops the batch, or, with tolerant set, is
-// left out of the batch and returned in bad; sent maps the batch's records
-// back to recs.
+// not rewritten, unless pluginChecks (the plugin checks them itself). With
+// dec set (a binary schema) each payload is decoded into JSON instead
+// (binary.go), and the batch goes as json. A payload that fails the check
+// stops the batch, or, with tolerant set, is left out of the batch and
+// returned in bad; sent maps the batch's records back to recs. A decoder's
+// failure that is not the record's is a *transientError.
 // The batch's records and sent are built in sc's slices.
-func decode(schema definition.Schema, recs []*kgo.Record, tolerant, pluginChecks bool, sc *scratch) (b hostclient.Batch, sent []int, bad []rejected, err error) {
+func decode(ctx context.Context, schema definition.Schema, dec decoding.Decoder, recs []*kgo.Record, tolerant, pluginChecks bool, sc *scratch) (b hostclient.Batch, sent []int, bad []rejected, err error) {
 	b = hostclient.Batch{Topic: recs[0].Topic, Partition: uint32(recs[0].Partition), Schema: string(schema),
 		Records: sc.records[:0]}
+	if dec != nil {
+		b.Schema = string(definition.SchemaJSON)
+	}
 	sent = sc.sent[:0]
+	sc.json = sc.json[:0]
 	defer func() { sc.records, sc.sent = b.Records, sent }()
 	for i, r := range recs {
+		payload := r.Value
 		var derr error
-		switch schema {
-		case definition.SchemaJSON:
+		switch {
+		case dec != nil:
+			if payload, derr = sc.decodeBinary(ctx, dec, schema, r); derr != nil {
+				var te *transientError
+				if errors.As(derr, &te) {
+					return b, nil, nil, derr
+				}
+			}
+		case schema == definition.SchemaJSON:
 			// An empty value is a tombstone (a deletion on a compacted
 			// topic), not malformed JSON: it goes to the plugin, which
 			// says what a tombstone gets (docs/delta.md, docs/redshift.md).
 			if len(r.Value) > 0 && !pluginChecks && !validJSON(r.Value) {
 				derr = fmt.Errorf("record at offset %d is not valid JSON (schema = \"json\")", r.Offset)
 			}
-		case definition.SchemaText:
+		case schema == definition.SchemaText:
 			if !pluginChecks && !utf8.Valid(r.Value) {
 				derr = fmt.Errorf("record at offset %d is not valid UTF-8 (schema = \"text\")", r.Offset)
 			}
@@ -159,7 +175,7 @@ func decode(schema definition.Schema, recs []*kgo.Record, tolerant, pluginChecks
 			bad = append(bad, rejected{rec: r, reason: hostclient.RejectEncoding, msg: fmt.Sprintf("topic %q partition %d %v", r.Topic, r.Partition, derr)})
 			continue
 		}
-		hr := hostclient.Record{Offset: uint64(r.Offset), TimestampMs: r.Timestamp.UnixMilli(), Key: r.Key, Payload: r.Value}
+		hr := hostclient.Record{Offset: uint64(r.Offset), TimestampMs: r.Timestamp.UnixMilli(), Key: r.Key, Payload: payload}
 		if hr.Payload == nil {
 			hr.Payload = []byte{}
 		}
@@ -184,8 +200,10 @@ func (c *consumer) deliver(ctx context.Context, recs []*kgo.Record, sc *scratch)
 	k := tp{first.Topic, first.Partition}
 	d := Delivery{Sink: c.s.def.Key, Topic: k.topic, Partition: k.partition, First: first.Offset, Last: last.Offset, Records: len(recs)}
 	tolerant := c.t.ErrorsTolerance == definition.ToleranceAll
-	pc, ok := c.s.out.(PayloadChecker)
-	b, sent, bad, err := decode(c.t.Schema, recs, tolerant, ok && pc.ChecksPayloads(string(c.t.Schema)), sc)
+	b, sent, bad, err := c.decodeAll(ctx, recs, sc)
+	if errors.Is(err, errUndecoded) || err != nil && ctx.Err() != nil {
+		return err
+	}
 	if err != nil {
 		d.Outcome, d.Err = Invalid, err
 		c.s.cfg.Observer.Delivered(d)
