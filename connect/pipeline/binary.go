@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -71,16 +72,30 @@ func (sc *scratch) decodeBinary(ctx context.Context, dec decoding.Decoder, schem
 // block's decoder fails transiently: after DecodeBackoff(n), each attempt
 // logged, until it succeeds, or until the runtime is asked to stop
 // (errUndecoded) or work ends (its error).
-func (c *consumer) decodeAll(work context.Context, recs []*kgo.Record, sc *scratch) (hostclient.Batch, []int, []rejected, error) {
+// Each failed attempt is observed (outcome DecodeRetry); d gets what the
+// one that succeeded decoded.
+func (c *consumer) decodeAll(work context.Context, recs []*kgo.Record, sc *scratch, d *Delivery) (hostclient.Batch, []int, []rejected, error) {
 	tolerant := c.t.ErrorsTolerance == definition.ToleranceAll
 	pc, ok := c.s.out.(PayloadChecker)
 	checks := ok && pc.ChecksPayloads(string(c.t.Schema))
 	for attempt := 1; ; attempt++ {
+		start := time.Now()
 		b, sent, bad, err := decode(work, c.t.Schema, c.dec, recs, tolerant, checks, sc)
 		var te *transientError
 		if !errors.As(err, &te) {
+			if c.dec != nil && err == nil {
+				d.DecodeTook = time.Since(start)
+				for _, r := range b.Records {
+					if len(r.Payload) > 0 { // not a tombstone
+						d.Decoded++
+					}
+				}
+			}
 			return b, sent, bad, err
 		}
+		retry := *d
+		retry.Outcome, retry.Err = DecodeRetry, te
+		c.s.cfg.Observer.Delivered(retry)
 		if c.live.Err() != nil {
 			return b, nil, nil, errUndecoded
 		}

@@ -125,6 +125,9 @@ func TestBinaryDecodedToJSON(t *testing.T) {
 	if n := dec.calls.Load(); n != 4 {
 		t.Errorf("%d decoder calls, want 4 (the tombstone is not decoded)", n)
 	}
+	if d := h.seen.d; len(d) != 1 || d[0].Decoded != 4 || d[0].DecodeTook <= 0 {
+		t.Errorf("observed %+v, want one delivery of 4 records decoded", d)
+	}
 	// Keys and headers pass as they came.
 	if r := l[0].Records[1]; r.Key == nil || *r.Key != "aw==" || len(r.Headers) != 1 || r.Headers[0] != [2]string{"h", "v"} {
 		t.Errorf("record %+v", r)
@@ -233,10 +236,13 @@ func TestBinaryTransientErrorRetried(t *testing.T) {
 	if dlq := readTopic(t, kf.ListenAddrs(), "a.dlq", 1); len(dlq) != 0 {
 		t.Errorf("%d dead letters", len(dlq))
 	}
+	var seen []string
 	for _, d := range h.seen.d {
-		if d.Outcome != pipeline.OK {
-			t.Errorf("observed %+v", d)
-		}
+		seen = append(seen, fmt.Sprintf("%s#%d:%d", d.Outcome, d.Attempt, d.Decoded))
+	}
+	want := slices.Repeat([]string{"decode_retry#0:0"}, down)
+	if want = append(want, "ok#1:4"); !slices.Equal(seen, want) {
+		t.Errorf("observed %v, want %v", seen, want)
 	}
 }
 

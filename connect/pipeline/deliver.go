@@ -29,10 +29,14 @@ const (
 	// DeadLetterFailed: the batch was written but its rejected records
 	// could not be produced to the dead-letter topic: stop, uncommitted.
 	DeadLetterFailed
+	// DecodeRetry: the block's decoder failed, not a record (a Schema
+	// Registry that does not answer); the batch did not reach the plugin
+	// and is decoded again (Attempt 0).
+	DecodeRetry
 )
 
 func (o Outcome) String() string {
-	return [...]string{"ok", "retry", "fatal", "exited", "invalid", "dead_letter_failed"}[o]
+	return [...]string{"ok", "retry", "fatal", "exited", "invalid", "dead_letter_failed", "decode_retry"}[o]
 }
 
 // Delivery is one attempt to hand a batch to the plugin, as the Observer
@@ -55,6 +59,11 @@ type Delivery struct {
 	// the offset moves. Attempt 0 is a batch no record of which reached the
 	// plugin.
 	DeadLetters map[string]int
+	// Decoded is how many payloads of a binary-format block the runtime
+	// decoded for this delivery, in DecodeTook; 0 for other schemas, and
+	// for the attempts after the first of one decoding.
+	Decoded    int
+	DecodeTook time.Duration
 }
 
 // Observer is told about every delivery attempt. Its methods must not
@@ -200,7 +209,7 @@ func (c *consumer) deliver(ctx context.Context, recs []*kgo.Record, sc *scratch)
 	k := tp{first.Topic, first.Partition}
 	d := Delivery{Sink: c.s.def.Key, Topic: k.topic, Partition: k.partition, First: first.Offset, Last: last.Offset, Records: len(recs)}
 	tolerant := c.t.ErrorsTolerance == definition.ToleranceAll
-	b, sent, bad, err := c.decodeAll(ctx, recs, sc)
+	b, sent, bad, err := c.decodeAll(ctx, recs, sc, &d)
 	if errors.Is(err, errUndecoded) || err != nil && ctx.Err() != nil {
 		return err
 	}
@@ -246,6 +255,7 @@ func (c *consumer) deliver(ctx context.Context, recs []*kgo.Record, sc *scratch)
 			return c.deadLetter(ctx, d, all)
 		}
 		c.s.cfg.Observer.Delivered(d)
+		d.Decoded, d.DecodeTook = 0, 0 // counted once
 		switch d.Outcome {
 		case OK:
 			log.Debug("batch delivered", "event", "batch_delivered", "took_seconds", d.Took.Seconds())
