@@ -250,9 +250,16 @@ func TestBinaryTransientErrorRetried(t *testing.T) {
 // decode attempts ends at once, the batch is neither delivered nor
 // committed (it comes first on restart), and the stop is clean.
 func TestBinaryTransientErrorAtShutdown(t *testing.T) {
+	for _, inFlight := range []int{1, 2} {
+		t.Run(fmt.Sprintf("max_in_flight=%d", inFlight), func(t *testing.T) { testBinaryTransientErrorAtShutdown(t, inFlight) })
+	}
+}
+
+func testBinaryTransientErrorAtShutdown(t *testing.T, inFlight int) {
 	kf := cluster(t, "a", "b")
 	p := &fakeplugin.Plugin{}
-	h := newHarness(t, kf, binBlock(`"a"`, "batch_length = 2\n")+"[[topics]]\ntopics = [\"b\"]\nschema = \"json\"\nbatch_length = 1\n", fake(p))
+	h := newHarness(t, kf, binBlock(`"a"`, fmt.Sprintf("batch_length = 2\nmax_in_flight = %d\n", inFlight))+
+		"[[topics]]\ntopics = [\"b\"]\nschema = \"json\"\nbatch_length = 1\n", fake(p))
 	h.decoders = map[int]decode.Decoder{1: newFlaky(1 << 30)}
 	h.decodeBackoff.d = time.Hour
 	produce(t, kf, "a", bin("zero", "one")...)
