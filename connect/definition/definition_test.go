@@ -233,6 +233,8 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte(spec))
 	f.Add([]byte("type = \"sink\"\nkey = \"k\"\npath = \"p\"\n[[topics]]\ntopics = [\"a\"]\nschema = \"raw\"\n[topics.properties]\n\"client.id\" = 1\n"))
 	f.Add([]byte("[[topics]]\n[[topics]]\n[topics.properties]\na.b = 1\n"))
+	f.Add([]byte("type = \"sink\"\nkey = \"k\"\npath = \"p\"\n[[topics]]\ntopics = [\"a\"]\nschema = \"avro\"\nschema_registry_url = 'https://r:1,http://s'\n" +
+		"schema_registry_timeout = \"2s\"\navro_schema_json = '\"long\"'\n[[topics]]\ntopics = [\"b\"]\nschema = \"proto\"\nproto_message = \"a.B\"\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		d, err := definition.Parse("f.toml", data)
 		if err != nil {
