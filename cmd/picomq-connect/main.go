@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/picomq/heavy-sinks/connect/child"
+	"github.com/picomq/heavy-sinks/connect/decode"
 	"github.com/picomq/heavy-sinks/connect/definition"
 	"github.com/picomq/heavy-sinks/connect/observe"
 	"github.com/picomq/heavy-sinks/connect/pipeline"
@@ -133,7 +134,7 @@ func run(args []string) (code int) {
 		}
 		// The problems are the report --check exists for: one plain line
 		// each, as an editor or CI log shows them, whatever the log format.
-		opts := preflight.Options{Host: bin, PluginDir: *pluginDir, Environ: os.Environ(), Stderr: stderr, Logger: log}
+		opts := preflight.Options{Host: bin, PluginDir: *pluginDir, Environ: os.Environ(), Stderr: stderr, Logger: log, Formats: formats}
 		if errs := preflight.Check(context.Background(), enabled, opts); len(errs) > 0 {
 			for _, err := range errs {
 				fmt.Fprintln(stderr, err)
@@ -142,6 +143,20 @@ func run(args []string) (code int) {
 		}
 		fmt.Printf("%d definition(s) OK, %d enabled\n", len(defs), len(enabled))
 		return exitOK
+	}
+	// Each binary-format block's decoder, its schema compiled now: a
+	// schema file the format refuses stops the start like a bad
+	// definition, before any plugin opens.
+	decoders := map[*definition.Definition]map[int]decode.Decoder{}
+	for _, d := range enabled {
+		decs, err := formats.Decoders(d, os.Getenv)
+		if err != nil {
+			for _, e := range leaves(err) {
+				log.Error("definition refused", "event", "startup_failed", "err", e)
+			}
+			return exitUsage
+		}
+		decoders[d] = decs
 	}
 	if *cpuProfile != "" {
 		stop, err := startCPUProfile(*cpuProfile)
@@ -194,7 +209,9 @@ func run(args []string) (code int) {
 			inst.AllowOverlap() // a block asks for batches in flight
 		}
 		insts = append(insts, inst)
-		s := pipeline.New(d, inst, cfg)
+		sc := cfg
+		sc.Decoders = decoders[d]
+		s := pipeline.New(d, inst, sc)
 		sinks = append(sinks, s)
 		metrics.Add(s, inst)
 	}

@@ -42,10 +42,22 @@ type Definition struct {
 
 // Topic is one [[topics]] block: one consumer in one consumer group.
 type Topic struct {
-	Index        int      // 1-based position among the file's [[topics]] blocks
-	Topics       []string // explicit topic names
-	Pattern      string   // anchored with ^; empty when none
-	Schema       Schema
+	Index   int      // 1-based position among the file's [[topics]] blocks
+	Topics  []string // explicit topic names
+	Pattern string   // anchored with ^; empty when none
+	Schema  Schema
+	// The schema of a binary format (avro, proto, flatbuffer), as the
+	// block names it: files are read, and secrets looked up, when the
+	// decoder is built (connect/decode/build). Empty for json, text, raw.
+	AvroSchemaJSON         string // avro_schema_json
+	AvroSchemaPath         string // avro_schema_path
+	ProtoDescriptorSetPath string // proto_descriptor_set_path
+	ProtoMessage           string // proto_message
+	FlatbufferSchemaPath   string // flatbuffer_schema_path
+	FlatbufferRootType     string // flatbuffer_root_type; "" for the schema's root_type
+	// Registry is the block's Schema Registry; nil without
+	// schema_registry_url.
+	Registry     *Registry
 	BatchLength  int
 	PollInterval time.Duration
 	// MaxBatchLatency bounds how long a record waits in its bucket after
@@ -147,9 +159,9 @@ func (t *Topic) Consumes(topic string) bool {
 // Schema is how record payloads are decoded before consume().
 type Schema string
 
-// The schemas of the spec. Only JSON, Text and Raw are decoded by this
-// runtime so far; the others are refused at start (the schema key's
-// declaration in keys.go says which are accepted).
+// The schemas of the spec. JSON, Text and Raw payloads reach the plugin as
+// they are; Avro, Proto and Flatbuffer payloads are decoded by the runtime
+// into JSON (see Binary).
 const (
 	SchemaJSON       Schema = "json"
 	SchemaText       Schema = "text"
@@ -158,6 +170,26 @@ const (
 	SchemaProto      Schema = "proto"
 	SchemaFlatbuffer Schema = "flatbuffer"
 )
+
+// Binary reports whether payloads of the schema are decoded by the
+// runtime (connect/decode) and reach the plugin as json.
+func (s Schema) Binary() bool {
+	return s == SchemaAvro || s == SchemaProto || s == SchemaFlatbuffer
+}
+
+// Registry is a block's Schema Registry settings. Secrets are named, never
+// held: the environment variables are read when the decoder is built.
+type Registry struct {
+	URLs           []string      // schema_registry_url, split at commas
+	BasicAuthEnv   string        // schema_registry_basic_auth_env: the variable's name
+	BearerTokenEnv string        // schema_registry_bearer_token_env: the variable's name
+	CAPath         string        // schema_registry_ca_path
+	Timeout        time.Duration // schema_registry_timeout, default DefaultRegistryTimeout
+}
+
+// DefaultRegistryTimeout bounds one registry request unless
+// schema_registry_timeout says otherwise.
+const DefaultRegistryTimeout = 10 * time.Second
 
 // OffsetReset is where a group with no committed offset starts.
 type OffsetReset string

@@ -126,11 +126,11 @@ func TestRefused(t *testing.T) {
 		{"bad duration", head + block + "poll_interval = \"soon\"\n", "f.toml:7:17: topics.poll_interval"},
 		{"zero duration", head + block + "poll_interval = \"0s\"\n", "must be above zero"},
 		{"negative latency", head + block + "max_batch_latency = \"-1s\"\n", "f.toml:7:21: topics.max_batch_latency: duration \"-1s\" must be above zero"},
-		{"avro", head + "[[topics]]\ntopics = [\"a\"]\nschema = \"avro\"\n", `f.toml:6:1: topics[1].schema: schema "avro" is not supported`},
-		{"proto", head + "[[topics]]\ntopics = [\"a\"]\nschema = \"proto\"\n", `schema "proto" is not supported`},
+		{"avro without a schema", head + "[[topics]]\ntopics = [\"a\"]\nschema = \"avro\"\n", `f.toml:6:1: topics[1].schema: schema "avro" needs avro_schema_json or avro_schema_path, or schema_registry_url`},
+		{"proto without a schema", head + "[[topics]]\ntopics = [\"a\"]\nschema = \"proto\"\n", `schema "proto" needs proto_descriptor_set_path and proto_message, or schema_registry_url`},
 		{"unknown schema", head + "[[topics]]\ntopics = [\"a\"]\nschema = \"xml\"\n", `unknown schema "xml"`},
 		{"no schema", head + "[[topics]]\ntopics = [\"a\"]\n", "f.toml:4:3: topics[1].schema: missing"},
-		{"avro companion", head + block + "avro_schema_json = \"{}\"\n", "f.toml:7:1: topics[1].avro_schema_json: applies only with"},
+		{"avro companion", head + block + "avro_schema_json = \"{}\"\n", `f.toml:7:1: topics[1].avro_schema_json: applies only with schema = "avro"`},
 		{"batch_length 0", head + block + "batch_length = 0\n", "f.toml:7:1: topics[1].batch_length: 0 out of range"},
 		{"offset reset", head + block + "auto_offset_reset = \"smallest\"\n", `auto_offset_reset "smallest"`},
 		{"no subscription", head + "[[topics]]\nschema = \"json\"\n", "f.toml:4:3: topics[1].: [[topics]] block 1 names neither"},
@@ -233,6 +233,8 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte(spec))
 	f.Add([]byte("type = \"sink\"\nkey = \"k\"\npath = \"p\"\n[[topics]]\ntopics = [\"a\"]\nschema = \"raw\"\n[topics.properties]\n\"client.id\" = 1\n"))
 	f.Add([]byte("[[topics]]\n[[topics]]\n[topics.properties]\na.b = 1\n"))
+	f.Add([]byte("type = \"sink\"\nkey = \"k\"\npath = \"p\"\n[[topics]]\ntopics = [\"a\"]\nschema = \"avro\"\nschema_registry_url = 'https://r:1,http://s'\n" +
+		"schema_registry_timeout = \"2s\"\navro_schema_json = '\"long\"'\n[[topics]]\ntopics = [\"b\"]\nschema = \"proto\"\nproto_message = \"a.B\"\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		d, err := definition.Parse("f.toml", data)
 		if err != nil {
@@ -252,6 +254,18 @@ func FuzzParse(f *testing.F) {
 			}
 			switch tp.Schema {
 			case definition.SchemaJSON, definition.SchemaText, definition.SchemaRaw:
+			case definition.SchemaAvro:
+				if tp.Registry == nil && tp.AvroSchemaJSON == "" && tp.AvroSchemaPath == "" {
+					t.Fatalf("accepted avro without a schema: %+v", tp)
+				}
+			case definition.SchemaProto:
+				if tp.Registry == nil && (tp.ProtoDescriptorSetPath == "" || tp.ProtoMessage == "") {
+					t.Fatalf("accepted proto without a message: %+v", tp)
+				}
+			case definition.SchemaFlatbuffer:
+				if tp.Registry != nil || tp.FlatbufferSchemaPath == "" {
+					t.Fatalf("accepted flatbuffer %+v", tp)
+				}
 			default:
 				t.Fatalf("accepted schema %q", tp.Schema)
 			}
@@ -340,7 +354,7 @@ f.toml:2:1: key: "a b": want 1 to 200 of [A-Za-z0-9_.-], starting with a letter 
 f.toml:3:1: version: -3 must not be negative
 f.toml: path: missing: the plugin library, such as "libpicomq_connector_delta_sink"
 f.toml:4:3: topics[1].: [[topics]] block 1 names neither topics nor pattern
-f.toml:4:3: topics[1].schema: missing: json, text or raw`},
+f.toml:4:3: topics[1].schema: missing: json, text, raw, avro, proto or flatbuffer`},
 		{"", `f.toml: type: missing: a sink definition says type = "sink"
 f.toml: key: missing: every sink has a key, 1 to 200 of [A-Za-z0-9_.-] starting with a letter or digit, such as "orders_delta"
 f.toml: path: missing: the plugin library, such as "libpicomq_connector_delta_sink"
@@ -351,9 +365,9 @@ f.toml: topics: missing: a sink needs at least one [[topics]] block`},
 			`f.toml:5:1: topics[1].topics: an empty topic name
 f.toml:5:1: topics[1].topics: "x" is listed twice
 f.toml:6:1: topics[1].pattern: empty
-f.toml:7:1: topics[1].schema: unknown schema "xml" (json, text or raw)
-f.toml:8:1: topics[1].avro_schema_json: applies only with schema = "avro", which this runtime does not support yet
-f.toml:9:1: topics[1].avro_schema_path: applies only with schema = "avro", which this runtime does not support yet
+f.toml:7:1: topics[1].schema: unknown schema "xml" (json, text, raw, avro, proto or flatbuffer)
+f.toml:8:1: topics[1].avro_schema_json: applies only with schema = "avro"
+f.toml:9:1: topics[1].avro_schema_path: applies only with schema = "avro"
 f.toml:10:1: topics[1].batch_length: 1000001 out of range [1, 1000000]
 f.toml:11:1: topics[1].consumer_group: empty: leave it out for picomq-connect-sink-k
 f.toml:12:1: topics[1].auto_offset_reset: auto_offset_reset "x": want earliest or latest
@@ -368,9 +382,9 @@ f.toml:16:1: topics[1].properties.security.protocol: "tls": want PLAINTEXT, SSL,
 f.toml:17:1: topics[1].properties.sasl.mechanism: PLAIN needs sasl.username and sasl.password`},
 		{head + "[[topics]]\npattern = 'a('\nschema = \"proto\"\n[[topics]]\nschema = \"flatbuffer\"\nconsumer_group = \"picomq-connect-sink-k\"\n",
 			"f.toml:5:1: topics[1].pattern: error parsing regexp: missing closing ): `^a(`\n" +
-				`f.toml:6:1: topics[1].schema: schema "proto" is not supported by this runtime yet (json, text or raw)
+				`f.toml:6:1: topics[1].schema: schema "proto" needs proto_descriptor_set_path and proto_message, or schema_registry_url
 f.toml:7:3: topics[2].: [[topics]] block 2 names neither topics nor pattern
-f.toml:8:1: topics[2].schema: schema "flatbuffer" is not supported by this runtime yet (json, text or raw)
+f.toml:8:1: topics[2].schema: schema "flatbuffer" needs flatbuffer_schema_path
 f.toml:9:1: topics[2].consumer_group: "picomq-connect-sink-k" is the group of [[topics]] block 1 too: two consumers in one group split its partitions`},
 		{head + "topics = [{topics = [\"a\"], schema = \"json\", properties = {\"client.id\" = \"\"}}]\n", "f.toml: topics[1].properties.client.id: empty"},
 	} {

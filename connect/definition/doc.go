@@ -20,6 +20,8 @@
 // File map: keys.go (the declaration), declare.go (reading and applying
 // it), markdown.go (the docs' tables), definition.go (types, library
 // path, open() config), parse.go (TOML decoding, positioned errors, the
-// checks across keys), properties.go (the Kafka client settings and their
-// checks), load.go (files and directories).
+// checks across keys), schema.go (the checks of the binary-format and
+// Schema Registry keys: files readable, environment variables set),
+// properties.go (the Kafka client settings and their checks), load.go
+// (files and directories).
 package definition

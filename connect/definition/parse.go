@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
 	"strconv"
 	"strings"
@@ -153,7 +154,8 @@ func (p *parsed) topic(sinkKey string, i int, r *rawTopic) Topic {
 	if i > 0 {
 		t.ConsumerGroup += "-" + strconv.Itoa(i+1)
 	}
-	p.apply(topicKeys, r, k, map[string]func(report){
+	checks := schemaChecks(r, &t)
+	maps.Copy(checks, map[string]func(report){
 		"topics": func(errorf report) {
 			seen := map[string]bool{}
 			for _, name := range r.Topics {
@@ -179,7 +181,6 @@ func (p *parsed) topic(sinkKey string, i int, r *rawTopic) Topic {
 				p.errorf(blockKey(i, ""), "[[topics]] block %d names neither topics nor pattern", i+1)
 			}
 		},
-		"schema":        func(report) { t.Schema = Schema(*r.Schema) },
 		"batch_length":  func(report) { t.BatchLength = int(*r.BatchLength) },
 		"poll_interval": func(report) { t.PollInterval = time.Duration(*r.PollInterval) },
 		"max_batch_latency": func(report) {
@@ -226,6 +227,7 @@ func (p *parsed) topic(sinkKey string, i int, r *rawTopic) Topic {
 			t.Transforms = p.transforms(i, r.Transforms)
 		},
 	})
+	p.apply(topicKeys, r, k, checks)
 	return t
 }
 

@@ -2,7 +2,9 @@
 // /status (per sink: state, last error, lag per topic-partition) and
 // /metrics in the Prometheus text format.
 //
-// Metrics implements pipeline.Observer, counting every delivery attempt;
+// Metrics implements pipeline.Observer, counting every delivery attempt
+// (and, for blocks that decode a binary format, the records decoded, the
+// time it took and each decode retry);
 // at scrape time it adds each sink's state and lag, read from the sinks,
 // and the numeric fields of each plugin instance's metrics() JSON, fetched
 // with a timeout so a slow plugin cannot hang a scrape. Everything is

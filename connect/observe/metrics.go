@@ -53,6 +53,8 @@ type Metrics struct {
 	filtered    *prometheus.CounterVec // records a transform dropped
 	consume     *prometheus.HistogramVec
 	batch       *prometheus.HistogramVec
+	decoded     *prometheus.CounterVec
+	decodeTime  *prometheus.CounterVec
 
 	mu    sync.Mutex
 	sinks []target
@@ -78,7 +80,7 @@ func NewMetrics() *Metrics {
 		reg:           prometheus.NewRegistry(),
 		deliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "picomq_connect_deliveries_total",
-			Help: "Batches handed to the plugin's consume() (every attempt), or refused before it (outcome invalid), by outcome.",
+			Help: "Batches handed to the plugin's consume() (every attempt), or refused before it (outcome invalid; decode_retry: the block's decoder failed, not a record, and the batch is decoded again), by outcome.",
 		}, append(slices.Clip(sinkTopic), "outcome")),
 		records: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "picomq_connect_records_delivered_total",
@@ -107,7 +109,15 @@ func NewMetrics() *Metrics {
 			Buckets: prometheus.ExponentialBuckets(1, 4, 11), // 1 to 1 048 576
 		}, sinkTopic),
 	}
-	m.reg.MustRegister(m.deliveries, m.records, m.retries, m.deadLetters, m.filtered, m.consume, m.batch,
+	m.decoded = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "picomq_connect_records_decoded_total",
+		Help: "Payloads of blocks of schema avro, proto or flatbuffer the runtime decoded into JSON (tombstones and decode retries not counted).",
+	}, sinkTopic)
+	m.decodeTime = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "picomq_connect_decode_seconds_total",
+		Help: "Time the runtime spent decoding those payloads.",
+	}, sinkTopic)
+	m.reg.MustRegister(m.deliveries, m.records, m.retries, m.deadLetters, m.filtered, m.consume, m.batch, m.decoded, m.decodeTime,
 		scrape{m}, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -166,6 +176,14 @@ func (m *Metrics) Delivered(d pipeline.Delivery) {
 	}
 	for reason, n := range d.DeadLetters {
 		m.DeadLettered(d.Sink, d.Topic, reason, n)
+	}
+	if d.Decoded > 0 {
+		// Only blocks that decode get these series.
+		m.decoded.With(l).Add(float64(d.Decoded))
+		m.decodeTime.With(l).Add(d.DecodeTook.Seconds())
+	}
+	if d.Outcome == pipeline.DecodeRetry {
+		return // nothing reached consume(); the batch comes again
 	}
 	if d.Outcome != pipeline.Invalid {
 		m.consume.With(l).Observe(d.Took.Seconds())

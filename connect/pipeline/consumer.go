@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	decoding "github.com/picomq/heavy-sinks/connect/decode"
 	"github.com/picomq/heavy-sinks/connect/definition"
 )
 
@@ -82,6 +83,10 @@ type consumer struct {
 	t    definition.Topic
 	opts []kgo.Opt
 	log  *slog.Logger
+	dec  decoding.Decoder // the block's decoder: binary schemas only, else nil
+	// live is Run's context: it ends when the runtime is asked to stop,
+	// before work does (a decode retry stops waiting then).
+	live context.Context
 
 	attemptsMu sync.Mutex
 	attempts   map[tp]mark // survives rewinds
@@ -107,7 +112,7 @@ type consumer struct {
 
 func newConsumer(s *Sink, t definition.Topic, opts []kgo.Opt) *consumer {
 	return &consumer{s: s, t: t, opts: opts, attempts: map[tp]mark{}, dlqReady: map[string]bool{},
-		log: s.log.With("block", t.Index, "group", t.ConsumerGroup)}
+		log: s.log.With("block", t.Index, "group", t.ConsumerGroup), dec: s.cfg.Decoders[t.Index], live: context.Background()}
 }
 
 // warnFetchWait says, at start, that a block's fetches may wait as long as
@@ -132,6 +137,7 @@ func (c *consumer) run(ctx context.Context) error {
 	// Deliveries and commits run on work, which outlives ctx by the
 	// shutdown timeout: a signal must not abandon a consume in flight,
 	// and the shutdown flush needs time.
+	c.live = ctx
 	work, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancel()
 	stop := context.AfterFunc(ctx, func() { time.AfterFunc(c.s.cfg.ShutdownTimeout, cancel) })
@@ -451,6 +457,8 @@ func (c *consumer) shutdown(work context.Context, reported map[tp]error) error {
 		case reported[k] != nil:
 		case errors.Is(err, errRewind):
 			c.log.Warn("plugin process died during the shutdown flush; the rest is delivered on restart", "event", "shutdown_flush_cut", "topic", k.topic, "partition", k.partition)
+		case errors.Is(err, errUndecoded):
+			c.log.Warn("a batch could not be decoded at shutdown (the decoder was failing); it is delivered on restart", "event", "shutdown_undecoded", "topic", k.topic, "partition", k.partition)
 		default:
 			errs = append(errs, err)
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/picomq/heavy-sinks/connect/child"
+	decoding "github.com/picomq/heavy-sinks/connect/decode"
 	"github.com/picomq/heavy-sinks/connect/definition"
 	"github.com/picomq/heavy-sinks/connect/transform"
 	"github.com/picomq/heavy-sinks/shared/hostclient"
@@ -29,10 +30,14 @@ const (
 	// DeadLetterFailed: the batch was written but its rejected records
 	// could not be produced to the dead-letter topic: stop, uncommitted.
 	DeadLetterFailed
+	// DecodeRetry: the block's decoder failed, not a record (a Schema
+	// Registry that does not answer); the batch did not reach the plugin
+	// and is decoded again (Attempt 0).
+	DecodeRetry
 )
 
 func (o Outcome) String() string {
-	return [...]string{"ok", "retry", "fatal", "exited", "invalid", "dead_letter_failed"}[o]
+	return [...]string{"ok", "retry", "fatal", "exited", "invalid", "dead_letter_failed", "decode_retry"}[o]
 }
 
 // Delivery is one attempt to hand a batch to the plugin, as the Observer
@@ -59,6 +64,11 @@ type Delivery struct {
 	// (filter_records, unwrap_envelope of a null): handled, never handed
 	// to the plugin, and committed past with their batch.
 	Filtered int
+	// Decoded is how many payloads of a binary-format block the runtime
+	// decoded for this delivery, in DecodeTook; 0 for other schemas, and
+	// for the attempts after the first of one decoding.
+	Decoded    int
+	DecodeTook time.Duration
 }
 
 // Observer is told about every delivery attempt. Its methods must not
@@ -120,6 +130,7 @@ var errRewind = errors.New("rewind to the committed offsets")
 type scratch struct {
 	records  []hostclient.Record
 	sent     []int
+	json     []byte // the decoded payloads of a binary-format batch (binary.go)
 	payloads []byte // the transformed payloads of the batch (transform.go)
 	meta     transform.Meta
 	headers  []transform.Header
@@ -135,24 +146,39 @@ type rejected struct {
 
 // decode checks each payload against the schema and builds the batch. The
 // plugin gets the payload bytes as they are: json and text are checked,
-// not rewritten, unless pluginChecks (the plugin checks them itself). A
-// payload that fails the check stops the batch, or, with tolerant set, is
-// left out of the batch and returned in bad; sent maps the batch's records
-// back to recs. With transforms (xf not nil) each JSON payload is run
-// through them (transformed): the plugin gets the result, a record they
-// drop is left out and counted in dropped, and one they cannot apply to is
-// a bad record like a payload that is not JSON.
+// not rewritten, unless pluginChecks (the plugin checks them itself). With
+// dec set (a binary schema) each payload is decoded into JSON instead
+// (binary.go), and the batch goes as json. A payload that fails the check
+// stops the batch, or, with tolerant set, is left out of the batch and
+// returned in bad; sent maps the batch's records back to recs. A decoder's
+// failure that is not the record's is a *transientError. With transforms
+// (xf not nil) each JSON payload, decoded or not, is then run through them
+// (transformed): the plugin gets the result, a record they drop is left out
+// and counted in dropped, and one they cannot apply to is a bad record like
+// a payload that is not JSON.
 // The batch's records and sent are built in sc's slices.
-func decode(schema definition.Schema, recs []*kgo.Record, tolerant, pluginChecks bool, xf *transform.Chain, sc *scratch) (b hostclient.Batch, sent []int, bad []rejected, dropped int, err error) {
+func decode(ctx context.Context, schema definition.Schema, dec decoding.Decoder, recs []*kgo.Record, tolerant, pluginChecks bool, xf *transform.Chain, sc *scratch) (b hostclient.Batch, sent []int, bad []rejected, dropped int, err error) {
 	b = hostclient.Batch{Topic: recs[0].Topic, Partition: uint32(recs[0].Partition), Schema: string(schema),
 		Records: sc.records[:0]}
+	if dec != nil {
+		b.Schema = string(definition.SchemaJSON)
+	}
 	sent = sc.sent[:0]
+	sc.json = sc.json[:0]
 	sc.payloads = sc.payloads[:0]
 	defer func() { sc.records, sc.sent = b.Records, sent }()
 	for i, r := range recs {
+		payload := r.Value
 		var derr error
-		switch schema {
-		case definition.SchemaJSON:
+		switch {
+		case dec != nil:
+			if payload, derr = sc.decodeBinary(ctx, dec, schema, r); derr != nil {
+				var te *transientError
+				if errors.As(derr, &te) {
+					return b, nil, nil, dropped, derr
+				}
+			}
+		case schema == definition.SchemaJSON:
 			// An empty value is a tombstone (a deletion on a compacted
 			// topic), not malformed JSON: it goes to the plugin, which
 			// says what a tombstone gets (docs/delta.md, docs/redshift.md).
@@ -160,12 +186,12 @@ func decode(schema definition.Schema, recs []*kgo.Record, tolerant, pluginChecks
 			if len(r.Value) > 0 && !pluginChecks && xf == nil && !validJSON(r.Value) {
 				derr = fmt.Errorf("record at offset %d is not valid JSON (schema = \"json\")", r.Offset)
 			}
-		case definition.SchemaText:
+		case schema == definition.SchemaText:
 			if !pluginChecks && !utf8.Valid(r.Value) {
 				derr = fmt.Errorf("record at offset %d is not valid UTF-8 (schema = \"text\")", r.Offset)
 			}
 		}
-		payload, reason := r.Value, hostclient.RejectEncoding
+		reason := hostclient.RejectEncoding
 		if derr == nil && xf != nil {
 			var keep bool
 			if payload, keep, reason, derr = transformed(xf, r, payload, sc); derr == nil && !keep {
@@ -205,9 +231,10 @@ func (c *consumer) deliver(ctx context.Context, recs []*kgo.Record, sc *scratch)
 	k := tp{first.Topic, first.Partition}
 	d := Delivery{Sink: c.s.def.Key, Topic: k.topic, Partition: k.partition, First: first.Offset, Last: last.Offset, Records: len(recs)}
 	tolerant := c.t.ErrorsTolerance == definition.ToleranceAll
-	pc, ok := c.s.out.(PayloadChecker)
-	b, sent, bad, dropped, err := decode(c.t.Schema, recs, tolerant, ok && pc.ChecksPayloads(string(c.t.Schema)), c.t.Transforms, sc)
-	d.Filtered = dropped
+	b, sent, bad, err := c.decodeAll(ctx, recs, sc, &d)
+	if errors.Is(err, errUndecoded) || err != nil && ctx.Err() != nil {
+		return err
+	}
 	if err != nil {
 		d.Outcome, d.Err = Invalid, err
 		c.s.cfg.Observer.Delivered(d)
@@ -256,6 +283,7 @@ func (c *consumer) deliver(ctx context.Context, recs []*kgo.Record, sc *scratch)
 			return c.deadLetter(ctx, d, all)
 		}
 		c.s.cfg.Observer.Delivered(d)
+		d.Decoded, d.DecodeTook = 0, 0 // counted once
 		switch d.Outcome {
 		case OK:
 			log.Debug("batch delivered", "event", "batch_delivered", "took_seconds", d.Took.Seconds())

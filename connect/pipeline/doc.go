@@ -22,6 +22,14 @@
 // attempt of that batch, so a batch that kills its host five times stops
 // the consumer too.
 //
+// A block of a binary schema (avro, proto, flatbuffer) decodes each
+// payload through its decode.Decoder (Config.Decoders) into JSON; the
+// batch reaches the plugin as json. A payload that cannot be decoded is
+// the record's problem, as one that is not JSON; a decoder that fails
+// otherwise (a Schema Registry that does not answer) has the batch decoded
+// again after DecodeBackoff, for as long as it takes, without spending an
+// attempt of the plugin's.
+//
 // With errors_tolerance = "all" a batch accepts per-record rejections (ABI
 // 1.1): the records the plugin rejects, and those the runtime cannot
 // decode, are produced to the block's dead-letter topic and acknowledged
@@ -45,7 +53,9 @@
 // revocations, the shutdown flush), inflight.go (batches in flight:
 // starting, landing and committing them, halting on a failure, pausing a
 // full partition, the start warning for a plugin that serialises them),
-// deliver.go (decoding, attempts, backoff, outcomes),
+// deliver.go (decoding, attempts, backoff, outcomes), binary.go (payloads
+// of schema avro, proto, flatbuffer through the block's decoder into
+// JSON; a decoder's transient failure decoded again, without limit),
 // transform.go (a block's transforms run on one record's JSON payload),
 // deadletter.go (the dead-letter producer, the check that its topics
 // exist), jsonvalid.go (the runtime's check of a json payload), budget.go

@@ -23,6 +23,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/picomq/heavy-sinks/connect/child"
+	"github.com/picomq/heavy-sinks/connect/decode"
 	"github.com/picomq/heavy-sinks/connect/definition"
 	"github.com/picomq/heavy-sinks/connect/internal/fakeplugin"
 	"github.com/picomq/heavy-sinks/connect/pipeline"
@@ -160,7 +161,12 @@ type harness struct {
 	backoff backoffLog
 	// openBackoff logs the waits between open attempts.
 	openBackoff backoffLog
-	seen        observed
+	// decodeBackoff logs the waits between decode attempts of a batch
+	// whose decoder failed transiently.
+	decodeBackoff backoffLog
+	// decoders are the sink's Config.Decoders (binary-format blocks).
+	decoders map[int]decode.Decoder
+	seen     observed
 	// brokers, when set, replace the cluster's addresses in the sink's
 	// configuration (a broker that is not there yet).
 	brokers []string
@@ -199,12 +205,16 @@ func (o *observed) outcomes() []string {
 type backoffLog struct {
 	mu       sync.Mutex
 	attempts []int
+	d        time.Duration // each wait; 0 for 20 ms
 }
 
 func (b *backoffLog) wait(attempt int) time.Duration {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.attempts = append(b.attempts, attempt)
+	if b.d > 0 {
+		return b.d
+	}
 	return 20 * time.Millisecond
 }
 
@@ -281,7 +291,7 @@ func (h *harness) start() {
 		brokers = h.kf.ListenAddrs()
 	}
 	h.sink = pipeline.New(h.def, out, pipeline.Config{Brokers: brokers, Logger: log, Backoff: h.backoff.wait, Observer: &h.seen,
-		OpenBackoff: h.openBackoff.wait, ShutdownTimeout: h.shutdownTimeout, Budget: h.budget, ClientOpts: []kgo.Opt{kgo.FetchMaxWait(50 * time.Millisecond)}})
+		OpenBackoff: h.openBackoff.wait, DecodeBackoff: h.decodeBackoff.wait, Decoders: h.decoders, ShutdownTimeout: h.shutdownTimeout, Budget: h.budget, ClientOpts: []kgo.Opt{kgo.FetchMaxWait(50 * time.Millisecond)}})
 	runCtx, cancel := context.WithCancel(ctx)
 	h.cancel, h.done = cancel, make(chan error, 1)
 	go func() { h.done <- h.sink.Run(runCtx) }()

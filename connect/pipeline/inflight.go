@@ -239,7 +239,7 @@ func (c *consumer) halt(work context.Context) error {
 	c.mu.Lock()
 	c.drain()
 	var stops, cut []error
-	rewind := false
+	rewind, undecoded := false, false
 	for _, k := range slices.SortedFunc(maps.Keys(c.failed), cmpTP) {
 		var se *StopError
 		switch err := c.failed[k]; {
@@ -247,6 +247,8 @@ func (c *consumer) halt(work context.Context) error {
 			stops = append(stops, err)
 		case errors.Is(err, errRewind):
 			rewind = true
+		case errors.Is(err, errUndecoded):
+			undecoded = true
 		default:
 			cut = append(cut, err)
 		}
@@ -263,6 +265,10 @@ func (c *consumer) halt(work context.Context) error {
 		return errors.Join(append(append(stops, cut...), c.shutdown(work, reported))...)
 	case rewind:
 		return errRewind
+	case undecoded && len(cut) == 0:
+		// The runtime is stopping: the batch that could not be decoded
+		// waits for the restart; the other partitions flush.
+		return c.shutdown(work, reported)
 	default: // work ended: the shutdown timeout passed mid-delivery
 		return fmt.Errorf("shutdown timed out with a batch in flight: %w", errors.Join(cut...))
 	}

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	decoding "github.com/picomq/heavy-sinks/connect/decode"
 	"github.com/picomq/heavy-sinks/connect/definition"
 	"github.com/picomq/heavy-sinks/shared/hostclient"
 	"github.com/picomq/heavy-sinks/shared/retry/backoff"
@@ -80,6 +82,13 @@ type Config struct {
 	// Budget counts (and, with a limit, caps) the bytes buffered by
 	// every sink sharing it; default one of this sink's own, uncapped.
 	Budget *Budget
+	// Decoders are the decoders of the blocks whose schema is binary
+	// (avro, proto, flatbuffer), by block Index (connect/decode/build);
+	// Run refuses a binary block without one.
+	Decoders map[int]decoding.Decoder
+	// DecodeBackoff is the wait after failed attempt n to decode a batch
+	// whose decoder failed transiently; default DecodeBackoff.
+	DecodeBackoff func(attempt int) time.Duration
 }
 
 // MaxAttempts is how many times one batch is delivered before its
@@ -120,6 +129,9 @@ func New(def *definition.Definition, out Deliverer, cfg Config) *Sink {
 	}
 	if cfg.OpenBackoff == nil {
 		cfg.OpenBackoff = OpenBackoff
+	}
+	if cfg.DecodeBackoff == nil {
+		cfg.DecodeBackoff = DecodeBackoff
 	}
 	if cfg.ShutdownTimeout <= 0 {
 		cfg.ShutdownTimeout = 30 * time.Second
@@ -165,6 +177,15 @@ func (s *Sink) setState(st State, err error) {
 // a *RefusedError.
 func (s *Sink) Run(ctx context.Context) error {
 	s.warnFetchWait()
+	for _, t := range s.def.Topics {
+		if t.Schema.Binary() && s.cfg.Decoders[t.Index] == nil {
+			// A programming error of the caller, refused as a bad
+			// definition is: binary payloads must never reach the plugin.
+			err := &RefusedError{Err: fmt.Errorf("%s: [[topics]] block %d: schema %q: no decoder was built for it", s.def.File, t.Index, t.Schema)}
+			s.setState(StateError, err)
+			return err
+		}
+	}
 	if o, ok := s.out.(Opener); ok {
 		err := s.open(ctx, o)
 		if ctx.Err() != nil {

@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -37,7 +38,7 @@ func BenchmarkDecode(b *testing.B) {
 		b.Run(c.name, func(b *testing.B) {
 			var sc scratch
 			for b.Loop() {
-				if _, _, _, _, err := decode(definition.SchemaJSON, recs, false, false, c.xf, &sc); err != nil {
+				if _, _, _, _, err := decode(context.Background(), definition.SchemaJSON, nil, recs, false, false, c.xf, &sc); err != nil {
 					b.Fatal(err)
 				}
 			}

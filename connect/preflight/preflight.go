@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/picomq/heavy-sinks/connect/decode/build"
 	"github.com/picomq/heavy-sinks/connect/definition"
 	"github.com/picomq/heavy-sinks/shared/hostclient"
 	"github.com/picomq/heavy-sinks/shared/sdk"
@@ -28,12 +29,19 @@ type Options struct {
 	// Logger receives a warning for a library that declares no
 	// plugin_config in describe(); default slog.Default().
 	Logger *slog.Logger
+	// Formats build the decoders of binary-format blocks (avro, proto,
+	// flatbuffer), as the start does: a schema file the format refuses,
+	// or a format this build lacks, is a problem. Nothing connects to a
+	// Schema Registry.
+	Formats build.Formats
 }
 
-// Check returns every problem of every definition: a library that cannot
-// be loaded (naming the definition's path), and each plugin_config problem
-// the SDK would refuse at open, naming the file and the sink key. Secret
-// values appear in none of them. It returns nil when all pass.
+// Check returns every problem of every definition: a binary-format
+// block's schema that cannot be built into its decoder (naming the file,
+// the block and the key), a library that cannot be loaded (naming the
+// definition's path), and each plugin_config problem the SDK would refuse
+// at open, naming the file and the sink key. Secret values appear in none
+// of them. It returns nil when all pass.
 func Check(ctx context.Context, defs []*definition.Definition, o Options) []error {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
@@ -42,6 +50,11 @@ func Check(ctx context.Context, defs []*definition.Definition, o Options) []erro
 	described := map[string]*library{}
 	var errs []error
 	for _, d := range defs {
+		// A decoded block reaches the plugin as json, which every
+		// plugin takes (describe() declares no schemas to check against).
+		if _, err := o.Formats.Decoders(d, func(name string) string { v, _ := env.Lookup(name); return v }); err != nil {
+			errs = append(errs, err) // one line per problem: errors.Join's text
+		}
 		path := d.LibraryPath(o.PluginDir)
 		lib := described[path]
 		if lib == nil {
