@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"sync"
-	"unicode/utf8"
 
 	hamba "github.com/hamba/avro/v2"
 
@@ -144,10 +143,11 @@ func (st *state) value(dst []byte, n *node, depth int) ([]byte, error) {
 		}
 		switch n.kind {
 		case kString:
-			if !utf8.Valid(b) {
+			dst, ok := appendString(dst, b)
+			if !ok {
 				return dst, errors.New("string is not valid UTF-8")
 			}
-			return appendString(dst, string(b)), nil // no allocation: appendString's argument does not escape
+			return dst, nil
 		case kDecimalBytes:
 			return appendDecimal(dst, b, n.scale), nil
 		}
@@ -263,10 +263,11 @@ func (st *state) container(dst []byte, n *node, depth int) ([]byte, error) {
 				if k, err = st.bytes(); err != nil {
 					return dst, err
 				}
-				if !utf8.Valid(k) {
+				var ok bool
+				if dst, ok = appendString(dst, k); !ok {
 					return dst, errors.New("map key is not valid UTF-8")
 				}
-				dst = append(appendString(dst, string(k)), ':')
+				dst = append(dst, ':')
 			}
 			if dst, err = st.value(dst, n.elem, depth); err != nil {
 				return dst, err

@@ -49,10 +49,11 @@ func appendBase64(dst, b []byte) []byte {
 
 const hex = "0123456789abcdef"
 
-// appendString writes s as a JSON string. s is valid UTF-8 (the decoder
-// refuses a string that is not); <, > and & stay as they are, and U+2028 and
-// U+2029 are escaped as encoding/json does.
-func appendString(dst []byte, s string) []byte {
+// appendString writes s as a JSON string, and reports whether s is valid
+// UTF-8 (Avro's strings are; one that is not is the record's error, never
+// replaced). <, > and & stay as they are, and U+2028 and U+2029 are
+// escaped as encoding/json does.
+func appendString(dst, s []byte) ([]byte, bool) {
 	dst = append(dst, '"')
 	start := 0
 	for i := 0; i < len(s); {
@@ -79,7 +80,10 @@ func appendString(dst []byte, s string) []byte {
 			start = i
 			continue
 		}
-		r, size := utf8.DecodeRuneInString(s[i:])
+		r, size := utf8.DecodeRune(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			return dst, false
+		}
 		if r == '\u2028' || r == '\u2029' {
 			dst = append(dst, s[start:i]...)
 			dst = append(dst, '\\', 'u', '2', '0', '2', hex[r&0xf])
@@ -90,7 +94,14 @@ func appendString(dst []byte, s string) []byte {
 		i += size
 	}
 	dst = append(dst, s[start:]...)
-	return append(dst, '"')
+	return append(dst, '"'), true
+}
+
+// quote is appendString of a name from a schema (valid UTF-8: the schema
+// parser read it from JSON).
+func quote(s string) []byte {
+	out, _ := appendString(nil, []byte(s))
+	return out
 }
 
 // appendDecimal writes the two's-complement big-endian unscaled value b

@@ -249,7 +249,7 @@ func enum(t *hamba.EnumSchema, w hamba.Schema) (*node, error) {
 	n := &node{kind: kEnum, symbols: make([][]byte, len(we.Symbols()))}
 	for i := range n.symbols {
 		if sym, ok := t.Symbol(i); ok {
-			n.symbols[i] = appendString(nil, sym)
+			n.symbols[i] = quote(sym)
 		}
 	}
 	return n, nil
@@ -272,7 +272,7 @@ func (p *planner) union(t *hamba.UnionSchema, w hamba.Schema) (*node, error) {
 		}
 		n.branches[i].node = bn
 		if !nullable && b.Type() != hamba.Null {
-			n.branches[i].open = append(appendString([]byte("{"), typeName(b)), ':')
+			n.branches[i].open = append(append([]byte("{"), quote(typeName(b))...), ':')
 		}
 	}
 	return n, nil
@@ -311,7 +311,7 @@ func (p *planner) record(t *hamba.RecordSchema, w hamba.Schema) (*node, error) {
 	type placed struct{ field, reader int }
 	var out []placed
 	for i, f := range t.Fields() {
-		fd := field{key: append(appendString(nil, f.Name()), ':')}
+		fd := field{key: append(quote(f.Name()), ':')}
 		ri, inReader := readerIndex[f.Name()]
 		switch {
 		case i >= len(wf):

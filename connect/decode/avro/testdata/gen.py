@@ -145,6 +145,21 @@ V2_SAME_ORDER = {"type": "record", "name": "Ev", "fields": [
 LIST = {"type": "record", "name": "Node", "fields": [
     {"name": "v", "type": "int"}, {"name": "next", "type": ["null", "Node"]}]}
 
+# The benchmark's record (bench_test.go): a realistic order event.
+ORDER = {"type": "record", "name": "OrderEvent", "namespace": "shop.v1", "fields": [
+    {"name": "id", "type": "long"},
+    {"name": "order_id", "type": {"type": "string", "logicalType": "uuid"}},
+    {"name": "customer", "type": "string"},
+    {"name": "email", "type": "string"},
+    {"name": "country", "type": "string"},
+    {"name": "sku", "type": "string"},
+    {"name": "quantity", "type": "long"},
+    {"name": "price_cents", "type": "long"},
+    {"name": "amount", "type": {"type": "bytes", "logicalType": "decimal", "precision": 12, "scale": 2}},
+    {"name": "created_at", "type": {"type": "long", "logicalType": "timestamp-micros"}},
+    {"name": "coupon", "type": ["null", "string"]},
+    {"name": "attrs", "type": {"type": "map", "values": "string"}}]}
+
 PLAIN_LONG = "long"
 PLAIN_UNION = ["null", "string"]
 
@@ -266,6 +281,16 @@ def cases():
     yield case("resolution_from_union", PLAIN_UNION, "x", '"x"', reader=["null", "string", "int"])
     yield case("recursive", LIST, {"v": 1, "next": {"v": 2, "next": {"v": 3, "next": None}}},
                '{"v":1,"next":{"v":2,"next":{"v":3,"next":null}}}')
+    yield case("bench_order", ORDER, {
+        "id": 1234567890123, "order_id": "6ba7b810-9dad-11d1-80b4-00c04fd430c8",
+        "customer": "Ada Lovelace", "email": "ada@example.com", "country": "GB", "sku": "PEN-0042-BLUE",
+        "quantity": 3, "price_cents": 1299, "amount": decimal.Decimal("38.97"),
+        "created_at": ts, "coupon": "WINTER10",
+        "attrs": {"channel": "web", "campaign": "w26", "device": "ios"}},
+        '{"id":1234567890123,"order_id":"6ba7b810-9dad-11d1-80b4-00c04fd430c8","customer":"Ada Lovelace",'
+        '"email":"ada@example.com","country":"GB","sku":"PEN-0042-BLUE","quantity":3,"price_cents":1299,'
+        '"amount":"38.97","created_at":"2026-09-03T21:15:04.123456Z","coupon":"WINTER10",'
+        '"attrs":{"channel":"web","campaign":"w26","device":"ios"}}')
     yield case("top_level_long", PLAIN_LONG, -1, "-1")
     yield case("top_level_union", PLAIN_UNION, None, "null")
 
