@@ -175,6 +175,10 @@ func TestCompileErrors(t *testing.T) {
 		{"bad reader", rec, `{"type":"record"`, nil, "reader schema"},
 		{"reader cannot read", rec, `{"type":"record","name":"R","fields":[{"name":"a","type":"string"}]}`, nil, "cannot read"},
 		{"added field without default", rec, `{"type":"record","name":"R","fields":[{"name":"a","type":"int"},{"name":"b","type":"int"}]}`, nil, "cannot read"},
+		{"long default past 2^53", rec, `{"type":"record","name":"R","fields":[{"name":"a","type":"int"},{"name":"b","type":"long","default":9007199254740993}]}`, nil, "2^53"},
+		{"nested long default past 2^53", rec, `{"type":"record","name":"R","fields":[{"name":"a","type":"int"},{"name":"b","type":{"type":"array","items":"long"},"default":[1,-9007199254740993]}]}`, nil, "2^53"},
+		// hamba's composite union may not name one type twice.
+		{"two writer branches into one reader type", `["int","long"]`, `"long"`, nil, "cannot read"},
 		{"recursive reader", `{"type":"record","name":"N","fields":[{"name":"n","type":["null","N"]}]}`,
 			`{"type":"record","name":"N","fields":[{"name":"n","type":["null","N"]}]}`, nil, "recursive"},
 	} {

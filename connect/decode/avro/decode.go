@@ -188,6 +188,10 @@ func (st *state) value(dst []byte, n *node, depth int) ([]byte, error) {
 		dst = append(dst, b.open...)
 		dst, err := st.value(dst, b.node, depth)
 		return append(dst, '}'), err
+	case kWrap:
+		dst = append(dst, n.branches[0].open...)
+		dst, err := st.value(dst, n.branches[0].node, depth)
+		return append(dst, '}'), err
 	case kArray, kMap:
 		return st.container(dst, n, depth+1)
 	case kRecord:

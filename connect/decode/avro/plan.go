@@ -24,6 +24,7 @@ const (
 	kMap
 	kRecord
 	kUnion
+	kWrap // a value in a reader union's {"<type name>": value}: no index on the wire
 	kDecimalBytes
 	kDecimalFixed
 	kDate
@@ -72,43 +73,16 @@ type branch struct {
 	open []byte // `{"name":` around the value, or nil: unwrapped
 }
 
-// planner builds the node tree of a schema, hamba's resolved composite
-// when there is a reader schema (it then walks the writer schema beside it
-// to see promotions and removed fields).
+// planner builds the node tree of a schema: of hamba's resolved composite
+// when there is a reader schema, walking the writer's schema beside it (to
+// see promotions and the writer's union indexes) and the reader's (whose
+// shape the output takes: its field order, its union forms).
 type planner struct {
-	// readerRecords are the reader schema's records by full name: a
-	// resolved record takes its field order from its reader record.
-	readerRecords map[string]*hamba.RecordSchema
-	done          map[hamba.Schema]*node // named records, for recursion
+	done map[hamba.Schema]*node // named records, for recursive schemas
 }
 
-func newPlanner(reader hamba.Schema) *planner {
-	p := &planner{readerRecords: map[string]*hamba.RecordSchema{}, done: map[hamba.Schema]*node{}}
-	if reader != nil {
-		collectRecords(reader, p.readerRecords)
-	}
-	return p
-}
-
-func collectRecords(s hamba.Schema, into map[string]*hamba.RecordSchema) {
-	switch t := s.(type) {
-	case *hamba.RecordSchema:
-		if _, ok := into[t.FullName()]; ok {
-			return
-		}
-		into[t.FullName()] = t
-		for _, f := range t.Fields() {
-			collectRecords(f.Type(), into)
-		}
-	case *hamba.ArraySchema:
-		collectRecords(t.Items(), into)
-	case *hamba.MapSchema:
-		collectRecords(t.Values(), into)
-	case *hamba.UnionSchema:
-		for _, b := range t.Types() {
-			collectRecords(b, into)
-		}
-	}
+func newPlanner() *planner {
+	return &planner{done: map[hamba.Schema]*node{}}
 }
 
 func deref(s hamba.Schema) hamba.Schema {
@@ -118,10 +92,19 @@ func deref(s hamba.Schema) hamba.Schema {
 	return s
 }
 
-// build compiles s (the schema the output follows: the resolved composite,
-// or the writer itself) where w is the writer's schema at the same place.
-func (p *planner) build(s, w hamba.Schema) (*node, error) {
+// build compiles s (the resolved composite, or the writer itself) where w
+// is the writer's schema at the same place and r the reader's (nil without
+// a reader schema, or under a writer field the reader drops).
+func (p *planner) build(s, w, r hamba.Schema) (*node, error) {
 	s, w = deref(s), deref(w)
+	if r != nil {
+		r = deref(r)
+		if ru, ok := r.(*hamba.UnionSchema); ok && s.Type() != hamba.Union {
+			// The writer's value is one branch of the reader's union:
+			// written in the reader union's form.
+			return p.intoUnion(s, w, ru)
+		}
+	}
 	switch t := s.(type) {
 	case *hamba.NullSchema:
 		return &node{kind: kNull, zeroSize: true}, nil
@@ -136,7 +119,11 @@ func (p *planner) build(s, w hamba.Schema) (*node, error) {
 		if !ok {
 			return nil, mismatch(s, w)
 		}
-		e, err := p.build(t.Items(), wa.Items())
+		var ri hamba.Schema
+		if ra, ok := r.(*hamba.ArraySchema); ok {
+			ri = ra.Items()
+		}
+		e, err := p.build(t.Items(), wa.Items(), ri)
 		if err != nil {
 			return nil, err
 		}
@@ -146,15 +133,19 @@ func (p *planner) build(s, w hamba.Schema) (*node, error) {
 		if !ok {
 			return nil, mismatch(s, w)
 		}
-		e, err := p.build(t.Values(), wm.Values())
+		var rv hamba.Schema
+		if rm, ok := r.(*hamba.MapSchema); ok {
+			rv = rm.Values()
+		}
+		e, err := p.build(t.Values(), wm.Values(), rv)
 		if err != nil {
 			return nil, err
 		}
 		return &node{kind: kMap, elem: e}, nil
 	case *hamba.UnionSchema:
-		return p.union(t, w)
+		return p.union(t, w, r)
 	case *hamba.RecordSchema:
-		return p.record(t, w)
+		return p.record(t, w, r)
 	}
 	return nil, fmt.Errorf("avro: unsupported schema type %s", s.Type())
 }
@@ -255,27 +246,71 @@ func enum(t *hamba.EnumSchema, w hamba.Schema) (*node, error) {
 	return n, nil
 }
 
-func (p *planner) union(t *hamba.UnionSchema, w hamba.Schema) (*node, error) {
+func (p *planner) union(t *hamba.UnionSchema, w, r hamba.Schema) (*node, error) {
 	wu, ok := w.(*hamba.UnionSchema)
 	if !ok || len(wu.Types()) != len(t.Types()) {
 		return nil, mismatch(t, w)
 	}
 	types := t.Types()
 	n := &node{kind: kUnion, branches: make([]branch, len(types))}
-	// ["null", T] and [T, "null"] are T's value or null; any other union is
-	// Avro's JSON encoding, {"<type name>": value}.
-	nullable := len(types) == 2 && (types[0].Type() == hamba.Null) != (types[1].Type() == hamba.Null)
+	// The output's form is the reader's: its union, or its one type when
+	// the reader is no union (each writer branch then resolves to it).
+	form := t
+	ru, readerUnion := r.(*hamba.UnionSchema)
+	if readerUnion {
+		form = ru
+	}
+	wrap := r == nil || readerUnion
 	for i, b := range types {
-		bn, err := p.build(b, wu.Types()[i])
+		rb := r
+		if readerUnion {
+			rb = branchNamed(ru, typeName(b))
+		}
+		bn, err := p.build(b, wu.Types()[i], rb)
 		if err != nil {
 			return nil, err
 		}
 		n.branches[i].node = bn
-		if !nullable && b.Type() != hamba.Null {
-			n.branches[i].open = append(append([]byte("{"), quote(typeName(b))...), ':')
+		if wrap && !nullable(form) && b.Type() != hamba.Null {
+			n.branches[i].open = unionKey(b)
 		}
 	}
 	return n, nil
+}
+
+// intoUnion compiles a writer value that is not a union, read as the
+// reader union's branch hamba resolved it to (s).
+func (p *planner) intoUnion(s, w hamba.Schema, ru *hamba.UnionSchema) (*node, error) {
+	inner, err := p.build(s, w, branchNamed(ru, typeName(s)))
+	if err != nil {
+		return nil, err
+	}
+	if nullable(ru) || s.Type() == hamba.Null {
+		return inner, nil
+	}
+	return &node{kind: kWrap, branches: []branch{{node: inner, open: unionKey(s)}}}, nil
+}
+
+// nullable: ["null", T] and [T, "null"] are T's value or null; any other
+// union is Avro's JSON encoding, {"<type name>": value}.
+func nullable(u *hamba.UnionSchema) bool {
+	types := u.Types()
+	return len(types) == 2 && (types[0].Type() == hamba.Null) != (types[1].Type() == hamba.Null)
+}
+
+func unionKey(b hamba.Schema) []byte {
+	return append(append([]byte("{"), quote(typeName(b))...), ':')
+}
+
+// branchNamed is the branch of u named name (a union's branches have
+// distinct names), or nil.
+func branchNamed(u *hamba.UnionSchema, name string) hamba.Schema {
+	for _, b := range u.Types() {
+		if typeName(b) == name {
+			return b
+		}
+	}
+	return nil
 }
 
 // typeName is a union branch's name in Avro's JSON encoding: the full name
@@ -289,7 +324,7 @@ func typeName(s hamba.Schema) string {
 	return string(s.Type())
 }
 
-func (p *planner) record(t *hamba.RecordSchema, w hamba.Schema) (*node, error) {
+func (p *planner) record(t *hamba.RecordSchema, w, r hamba.Schema) (*node, error) {
 	if n, ok := p.done[t]; ok {
 		return n, nil
 	}
@@ -299,7 +334,7 @@ func (p *planner) record(t *hamba.RecordSchema, w hamba.Schema) (*node, error) {
 	}
 	n := &node{kind: kRecord}
 	p.done[t] = n
-	reader := p.readerRecords[t.FullName()] // nil without a reader schema
+	reader, _ := r.(*hamba.RecordSchema) // nil without a reader schema
 	readerIndex := map[string]int{}
 	if reader != nil {
 		for i, f := range reader.Fields() {
@@ -325,7 +360,11 @@ func (p *planner) record(t *hamba.RecordSchema, w hamba.Schema) (*node, error) {
 			// Resolution keeps each writer field in its place: under the
 			// reader's name, or under the writer's when the reader lacks it.
 			fd.skip = reader != nil && !inReader
-			fn, err := p.build(f.Type(), wf[i].Type())
+			var rf hamba.Schema
+			if reader != nil && inReader {
+				rf = reader.Fields()[ri].Type()
+			}
+			fn, err := p.build(f.Type(), wf[i].Type(), rf)
 			if err != nil {
 				return nil, err
 			}
@@ -352,26 +391,4 @@ func (p *planner) record(t *hamba.RecordSchema, w hamba.Schema) (*node, error) {
 		}
 	}
 	return n, nil
-}
-
-// defaultJSON is the JSON of a reader field's default: hamba encodes the
-// default with the field's schema, and the field's own plan decodes it, so
-// a default follows exactly the rules of a decoded value.
-func defaultJSON(f *hamba.Field) ([]byte, error) {
-	if !f.HasDefault() {
-		return nil, fmt.Errorf("avro: reader field %q is not in the writer schema and has no default", f.Name())
-	}
-	bin, err := hamba.Marshal(f.Type(), f.Default())
-	if err != nil {
-		return nil, fmt.Errorf("avro: default of reader field %q: %w", f.Name(), err)
-	}
-	n, err := newPlanner(nil).build(f.Type(), f.Type())
-	if err != nil {
-		return nil, err
-	}
-	out, err := (&codec{root: n}).AppendJSON(nil, bin)
-	if err != nil {
-		return nil, fmt.Errorf("avro: default of reader field %q: %w", f.Name(), err)
-	}
-	return out, nil
 }
