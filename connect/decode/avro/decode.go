@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"sync"
 
 	hamba "github.com/hamba/avro/v2"
@@ -43,7 +44,7 @@ var states = sync.Pool{New: func() any { return &state{r: hamba.NewReader(nil, 0
 // AppendJSON implements decode.Codec. Every error is a *decode.RecordError.
 func (c *codec) AppendJSON(dst, payload []byte) ([]byte, error) {
 	st := states.Get().(*state)
-	defer states.Put(st)
+	defer st.release()
 	st.r.Error = nil
 	st.r.Reset(payload)
 	st.zeroCnt, st.payload = 0, len(payload)
@@ -62,13 +63,27 @@ func (c *codec) AppendJSON(dst, payload []byte) ([]byte, error) {
 	return out, nil
 }
 
+// maxPooledBuffer: a state that read a larger value drops its buffers
+// rather than keep them in the pool for every later record.
+const maxPooledBuffer = 1 << 20
+
+func (st *state) release() {
+	if cap(st.buf) > maxPooledBuffer {
+		st.buf = nil
+	}
+	if cap(st.tmp) > maxPooledBuffer {
+		st.tmp = nil
+	}
+	states.Put(st)
+}
+
 // fail turns the Reader's sticky error into a message about the payload.
 func (st *state) fail() error {
 	err := st.r.Error
 	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 		return errors.New("truncated datum")
 	}
-	return err
+	return errors.New(strings.TrimPrefix(err.Error(), "avro: "))
 }
 
 func (st *state) value(dst []byte, n *node, depth int) ([]byte, error) {

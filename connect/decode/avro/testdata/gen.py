@@ -160,6 +160,16 @@ DEFAULTS_R = {"type": "record", "name": "D", "fields": [
     {"name": "ts", "type": {"type": "long", "logicalType": "timestamp-millis"}, "default": 1000},
     {"name": "day", "type": {"type": "int", "logicalType": "date"}, "default": 1}]}
 
+NESTED_W = {"type": "record", "name": "W", "fields": [
+    {"name": "items", "type": {"type": "array", "items": {"type": "record", "name": "It", "fields": [
+        {"name": "x", "type": "int"}, {"name": "drop", "type": "string"}, {"name": "y", "type": "string"}]}}},
+    {"name": "tail", "type": "boolean"}]}
+NESTED_R = {"type": "record", "name": "W", "fields": [
+    {"name": "items", "type": {"type": "array", "items": {"type": "record", "name": "It", "fields": [
+        {"name": "y", "type": "string"}, {"name": "z", "type": "long", "default": -5},
+        {"name": "x", "type": "long"}]}}},
+    {"name": "tail", "type": "boolean"}]}
+
 LIST = {"type": "record", "name": "Node", "fields": [
     {"name": "v", "type": "int"}, {"name": "next", "type": ["null", "Node"]}]}
 
@@ -312,6 +322,10 @@ def cases():
                '{"a":1,"l":9007199254740991,"f":1.5,"d":-0.25,"b":false,"s":"d\u00e9f","by":"/wA=","e":"Q",'
                '"fx":"YWI=","arr":[1,2],"m":{"k":1},"u":"x","multi":{"int":4},'
                '"ts":"1970-01-01T00:00:01.000Z","day":"1970-01-02"}', reader=DEFAULTS_R)
+    yield case("resolution_nested_reorder", NESTED_W, {
+        "items": [{"x": 1, "drop": "gone", "y": "a"}, {"x": 2, "drop": "", "y": "b"}], "tail": True},
+        '{"items":[{"y":"a","z":-5,"x":1},{"y":"b","z":-5,"x":2}],"tail":true}', reader=NESTED_R)
+    yield case("long_string", "string", "\"ab\u00e9\n" * 1500, '"' + "\\\"ab\u00e9\\n" * 1500 + '"')
     yield case("recursive", LIST, {"v": 1, "next": {"v": 2, "next": {"v": 3, "next": None}}},
                '{"v":1,"next":{"v":2,"next":{"v":3,"next":null}}}')
     yield case("bench_order", ORDER, {
