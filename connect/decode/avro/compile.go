@@ -32,7 +32,7 @@ func Compile(writer string, refs map[string]string, reader string) (decode.Codec
 		return nil, fmt.Errorf("avro: writer schema: %w", err)
 	}
 	if reader == "" {
-		n, err := newPlanner().build(w, w, nil)
+		n, err := newPlanner(false).build(w, w, nil)
 		if err != nil {
 			return nil, err
 		}
@@ -51,7 +51,7 @@ func Compile(writer string, refs map[string]string, reader string) (decode.Codec
 	if err != nil {
 		return nil, fmt.Errorf("avro: the reader schema cannot read the writer schema: %w", err)
 	}
-	n, err := newPlanner().build(resolved, w, r)
+	n, err := newPlanner(true).build(resolved, w, r)
 	if err != nil {
 		return nil, err
 	}

@@ -21,7 +21,7 @@ func defaultJSON(f *hamba.Field) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("avro: default of reader field %q: %w", f.Name(), err)
 	}
-	n, err := newPlanner().build(f.Type(), f.Type(), nil)
+	n, err := newPlanner(false).build(f.Type(), f.Type(), nil)
 	if err != nil {
 		return nil, err
 	}

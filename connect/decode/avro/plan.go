@@ -79,10 +79,14 @@ type branch struct {
 // shape the output takes: its field order, its union forms).
 type planner struct {
 	done map[hamba.Schema]*node // named records, for recursive schemas
+	// reader: s is a resolved composite, and every record written has its
+	// reader record (a record without one would be written in the
+	// writer's shape: refused rather than guessed).
+	reader bool
 }
 
-func newPlanner() *planner {
-	return &planner{done: map[hamba.Schema]*node{}}
+func newPlanner(reader bool) *planner {
+	return &planner{done: map[hamba.Schema]*node{}, reader: reader}
 }
 
 func deref(s hamba.Schema) hamba.Schema {
@@ -335,6 +339,9 @@ func (p *planner) record(t *hamba.RecordSchema, w, r hamba.Schema) (*node, error
 	n := &node{kind: kRecord}
 	p.done[t] = n
 	reader, _ := r.(*hamba.RecordSchema) // nil without a reader schema
+	if p.reader && reader == nil {
+		return nil, fmt.Errorf("avro: no reader schema record for resolved record %s", t.FullName())
+	}
 	readerIndex := map[string]int{}
 	if reader != nil {
 		for i, f := range reader.Fields() {
@@ -360,11 +367,18 @@ func (p *planner) record(t *hamba.RecordSchema, w, r hamba.Schema) (*node, error
 			// Resolution keeps each writer field in its place: under the
 			// reader's name, or under the writer's when the reader lacks it.
 			fd.skip = reader != nil && !inReader
-			var rf hamba.Schema
-			if reader != nil && inReader {
-				rf = reader.Fields()[ri].Type()
+			var fn *node
+			var err error
+			if fd.skip {
+				// Read to be dropped: the writer's shape.
+				fn, err = newPlanner(false).build(f.Type(), wf[i].Type(), nil)
+			} else {
+				var rf hamba.Schema
+				if reader != nil {
+					rf = reader.Fields()[ri].Type()
+				}
+				fn, err = p.build(f.Type(), wf[i].Type(), rf)
 			}
-			fn, err := p.build(f.Type(), wf[i].Type(), rf)
 			if err != nil {
 				return nil, err
 			}

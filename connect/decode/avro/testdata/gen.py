@@ -170,6 +170,13 @@ NESTED_R = {"type": "record", "name": "W", "fields": [
         {"name": "x", "type": "long"}]}}},
     {"name": "tail", "type": "boolean"}]}
 
+ALIAS_W = {"type": "record", "name": "Env", "fields": [
+    {"name": "body", "type": ["null", "string", {"type": "record", "name": "Old", "fields": [
+        {"name": "qty", "type": "int"}]}]}]}
+ALIAS_R = {"type": "record", "name": "Env", "fields": [
+    {"name": "body", "type": ["null", "string", {"type": "record", "name": "New", "aliases": ["Old"], "fields": [
+        {"name": "count", "aliases": ["qty"], "type": "long"}]}]}]}
+
 LIST = {"type": "record", "name": "Node", "fields": [
     {"name": "v", "type": "int"}, {"name": "next", "type": ["null", "Node"]}]}
 
@@ -326,6 +333,8 @@ def cases():
         "items": [{"x": 1, "drop": "gone", "y": "a"}, {"x": 2, "drop": "", "y": "b"}], "tail": True},
         '{"items":[{"y":"a","z":-5,"x":1},{"y":"b","z":-5,"x":2}],"tail":true}', reader=NESTED_R)
     yield case("long_string", "string", "\"ab\u00e9\n" * 1500, '"' + "\\\"ab\u00e9\\n" * 1500 + '"')
+    yield case("resolution_aliases", ALIAS_W, {"body": ("Old", {"qty": 4})},
+               '{"body":{"New":{"count":4}}}', reader=ALIAS_R)
     yield case("recursive", LIST, {"v": 1, "next": {"v": 2, "next": {"v": 3, "next": None}}},
                '{"v":1,"next":{"v":2,"next":{"v":3,"next":null}}}')
     yield case("bench_order", ORDER, {
