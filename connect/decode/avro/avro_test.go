@@ -118,6 +118,8 @@ func TestBadPayloads(t *testing.T) {
 		{"length past the payload", `"bytes"`, []byte{0xfe, 0xff, 0xff, 0xff, 0x0f, 'a'}, "truncated"},
 		{"string not UTF-8", `"string"`, []byte{0x02, 0xff}, "not valid UTF-8"},
 		{"map key not UTF-8", `{"type":"map","values":"int"}`, []byte{0x02, 0x02, 0xff, 0x00, 0x00}, "not valid UTF-8"},
+		{"int past int32", `"int"`, []byte{0x80, 0x80, 0x80, 0x80, 0x10}, "out of the int range"},
+		{"enum index past int32", `{"type":"enum","name":"E","symbols":["A"]}`, []byte{0x80, 0x80, 0x80, 0x80, 0x10}, "out of the int range"},
 		{"bad boolean", `"boolean"`, []byte{0x02}, "invalid bool"},
 		{"varint overflow", `"long"`, bytes.Repeat([]byte{0xff}, 11), ""},
 		{"date past year 9999", `{"type":"int","logicalType":"date"}`, []byte{0xfe, 0xff, 0xff, 0xff, 0x07}, "outside years"},

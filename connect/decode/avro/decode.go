@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"strings"
 	"sync"
 
@@ -101,17 +102,17 @@ func (st *state) value(dst []byte, n *node, depth int) ([]byte, error) {
 		}
 		return append(dst, "false"...), nil
 	case kInt, kDate, kTimeMillis:
-		v := r.ReadInt()
-		if r.Error != nil {
-			return dst, st.fail()
+		v, err := st.int()
+		if err != nil {
+			return dst, err
 		}
 		switch n.kind {
 		case kDate:
-			return appendDate(dst, int64(v))
+			return appendDate(dst, v)
 		case kTimeMillis:
-			return appendTime(dst, int64(v), 3)
+			return appendTime(dst, v, 3)
 		}
-		return appendInt(dst, int64(v)), nil
+		return appendInt(dst, v), nil
 	case kLong, kTimeMicros, kTimestampMillis, kTimestampMicros, kLocalTimestampMillis, kLocalTimestampMicros:
 		v := r.ReadLong()
 		if r.Error != nil {
@@ -134,9 +135,10 @@ func (st *state) value(dst []byte, n *node, depth int) ([]byte, error) {
 		var f float64
 		switch n.wire {
 		case kLong:
-			f = float64(r.ReadLong())
+			v := r.ReadLong()
+			f = float64(v)
 			if n.kind == kFloat {
-				f = float64(float32(f))
+				f = float64(float32(v)) // rounded once, as Java's (float) long
 			}
 		case kFloat:
 			f = float64(r.ReadFloat())
@@ -180,9 +182,9 @@ func (st *state) value(dst []byte, n *node, depth int) ([]byte, error) {
 		}
 		return appendBase64(dst, b), nil
 	case kEnum:
-		i := r.ReadInt()
-		if r.Error != nil {
-			return dst, st.fail()
+		i, err := st.int()
+		if err != nil {
+			return dst, err
 		}
 		if i < 0 || int(i) >= len(n.symbols) || n.symbols[i] == nil {
 			return dst, fmt.Errorf("enum index %d out of range", i)
@@ -213,6 +215,20 @@ func (st *state) value(dst []byte, n *node, depth int) ([]byte, error) {
 		return st.record(dst, n, depth+1)
 	}
 	return dst, fmt.Errorf("unsupported node kind %d", n.kind)
+}
+
+// int reads an Avro int. hamba's ReadInt keeps the low 32 bits of a
+// varint that holds more; read as a long, a value past int32 is the
+// record's error instead of a silently different number.
+func (st *state) int() (int64, error) {
+	v := st.r.ReadLong()
+	if st.r.Error != nil {
+		return 0, st.fail()
+	}
+	if v < math.MinInt32 || v > math.MaxInt32 {
+		return 0, fmt.Errorf("int %d out of the int range", v)
+	}
+	return v, nil
 }
 
 // bytes reads a length-prefixed value. The length is checked against the

@@ -322,6 +322,10 @@ def cases():
     # as ["int", "long"] read as "long", is refused by hamba's resolution:
     # TestCompileErrors.)
     yield case("resolution_union_to_plain", ["int"], 5, '5', reader="long")
+    # A long read as float rounds once (2^55 + 2^31 + 1 is just past a float
+    # midpoint; rounding through a double first would land on 2^55).
+    yield case("resolution_long_to_float", "long", 2**55 + 2**31 + 1, '36028800000000000', reader="float")
+    yield case("resolution_long_to_double", "long", 2**53 + 1, '9007199254740992', reader="double")
     yield case("resolution_union_to_nullable", ["null", "int"], 3, '3', reader=["long", "null"])
     yield case("resolution_union_narrower", ["null", "int", "string"], "z", '{"string":"z"}',
                reader=["null", "string", "long"])
