@@ -1,0 +1,261 @@
+package avro
+
+import (
+	"encoding/base64"
+	"fmt"
+	"math"
+	"math/big"
+	"strconv"
+	"unicode/utf8"
+)
+
+func appendInt(dst []byte, v int64) []byte { return strconv.AppendInt(dst, v, 10) }
+
+// appendFloat writes the shortest number that reads back to the same
+// float32 or float64 (encoding/json's form: no exponent for 1e-6 <= |f| <
+// 1e21); NaN and the infinities, which JSON has no number for, as strings.
+func appendFloat(dst []byte, f float64, bits int) []byte {
+	switch {
+	case math.IsNaN(f):
+		return append(dst, `"NaN"`...)
+	case math.IsInf(f, 1):
+		return append(dst, `"Infinity"`...)
+	case math.IsInf(f, -1):
+		return append(dst, `"-Infinity"`...)
+	}
+	abs := math.Abs(f)
+	format := byte('f')
+	if abs != 0 && (bits == 64 && (abs < 1e-6 || abs >= 1e21) ||
+		bits == 32 && (float32(abs) < 1e-6 || float32(abs) >= 1e21)) {
+		format = 'e'
+	}
+	dst = strconv.AppendFloat(dst, f, format, -1, bits)
+	if format == 'e' {
+		// clean up e-09 to e-9
+		n := len(dst)
+		if n >= 4 && dst[n-4] == 'e' && dst[n-3] == '-' && dst[n-2] == '0' {
+			dst[n-2] = dst[n-1]
+			dst = dst[:n-1]
+		}
+	}
+	return dst
+}
+
+func appendBase64(dst, b []byte) []byte {
+	dst = append(dst, '"')
+	dst = base64.StdEncoding.AppendEncode(dst, b)
+	return append(dst, '"')
+}
+
+const hex = "0123456789abcdef"
+
+// appendString writes s as a JSON string, and reports whether s is valid
+// UTF-8 (Avro's strings are; one that is not is the record's error, never
+// replaced). <, > and & stay as they are, and U+2028 and U+2029 are
+// escaped as encoding/json does.
+func appendString(dst, s []byte) ([]byte, bool) {
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' {
+				i++
+				continue
+			}
+			dst = append(dst, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				dst = append(dst, '\\', c)
+			case '\n':
+				dst = append(dst, '\\', 'n')
+			case '\r':
+				dst = append(dst, '\\', 'r')
+			case '\t':
+				dst = append(dst, '\\', 't')
+			default:
+				dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRune(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			return dst, false
+		}
+		if r == '\u2028' || r == '\u2029' {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, '\\', 'u', '2', '0', '2', hex[r&0xf])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"'), true
+}
+
+// quote is appendString of a name from a schema (valid UTF-8: the schema
+// parser read it from JSON).
+func quote(s string) []byte {
+	out, _ := appendString(nil, []byte(s))
+	return out
+}
+
+// appendDecimal writes the two's-complement big-endian unscaled value b
+// with scale digits after the point, exactly ("-12.340"). No bytes is 0.
+func appendDecimal(dst, b []byte, scale int) []byte {
+	dst = append(dst, '"')
+	var digits []byte
+	var buf [24]byte
+	if len(b) <= 8 {
+		var v int64
+		if len(b) > 0 && b[0]&0x80 != 0 {
+			v = -1
+		}
+		for _, c := range b {
+			v = v<<8 | int64(c)
+		}
+		if v < 0 {
+			dst = append(dst, '-')
+			digits = strconv.AppendUint(buf[:0], uint64(-v), 10) // -MinInt64 wraps to its own magnitude as uint64
+		} else {
+			digits = strconv.AppendUint(buf[:0], uint64(v), 10)
+		}
+	} else {
+		v := new(big.Int).SetBytes(b)
+		if b[0]&0x80 != 0 {
+			v.Sub(v, new(big.Int).Lsh(big.NewInt(1), uint(8*len(b))))
+			dst = append(dst, '-')
+			v.Neg(v)
+		}
+		digits = v.Append(nil, 10)
+	}
+	switch whole := len(digits) - scale; {
+	case scale == 0:
+		dst = append(dst, digits...)
+	case whole > 0:
+		dst = append(dst, digits[:whole]...)
+		dst = append(dst, '.')
+		dst = append(dst, digits[whole:]...)
+	default:
+		dst = append(dst, '0', '.')
+		for ; whole < 0; whole++ {
+			dst = append(dst, '0')
+		}
+		dst = append(dst, digits...)
+	}
+	return append(dst, '"')
+}
+
+// civil returns the proleptic Gregorian date of days since 1970-01-01
+// (Howard Hinnant's days_from_civil inverse).
+func civil(days int64) (year, month, day int64) {
+	z := days + 719468
+	era := z
+	if z < 0 {
+		era = z - 146096
+	}
+	era /= 146097
+	doe := z - era*146097
+	yoe := (doe - doe/1460 + doe/36524 - doe/146096) / 365
+	year = yoe + era*400
+	doy := doe - (365*yoe + yoe/4 - yoe/100)
+	mp := (5*doy + 2) / 153
+	day = doy - (153*mp+2)/5 + 1
+	month = mp + 3
+	if month > 12 {
+		month -= 12
+	}
+	if month <= 2 {
+		year++
+	}
+	return year, month, day
+}
+
+func appendDigits(dst []byte, v int64, width int) []byte {
+	var buf [20]byte
+	i := len(buf)
+	for ; width > 0 || v > 0; width-- {
+		i--
+		buf[i] = byte('0' + v%10)
+		v /= 10
+	}
+	return append(dst, buf[i:]...)
+}
+
+// appendDay writes YYYY-MM-DD; a year outside 0000-9999 has no RFC 3339
+// form and is the record's error.
+func appendDay(dst []byte, days int64) ([]byte, error) {
+	y, m, d := civil(days)
+	if y < 0 || y > 9999 {
+		return dst, fmt.Errorf("date %d days from 1970-01-01 is outside years 0000-9999", days)
+	}
+	dst = appendDigits(dst, y, 4)
+	dst = append(dst, '-')
+	dst = appendDigits(dst, m, 2)
+	dst = append(dst, '-')
+	return appendDigits(dst, d, 2), nil
+}
+
+func appendDate(dst []byte, days int64) ([]byte, error) {
+	dst = append(dst, '"')
+	dst, err := appendDay(dst, days)
+	return append(dst, '"'), err
+}
+
+// appendClock writes HH:MM:SS.f of units (10^digits per second) into the day.
+func appendClock(dst []byte, units int64, digits int) []byte {
+	perSec := int64(1000)
+	if digits == 6 {
+		perSec = 1000000
+	}
+	sec := units / perSec
+	dst = appendDigits(dst, sec/3600, 2)
+	dst = append(dst, ':')
+	dst = appendDigits(dst, sec/60%60, 2)
+	dst = append(dst, ':')
+	dst = appendDigits(dst, sec%60, 2)
+	dst = append(dst, '.')
+	return appendDigits(dst, units%perSec, digits)
+}
+
+// appendTime writes a time of day; a value outside one day is an error.
+func appendTime(dst []byte, v int64, digits int) ([]byte, error) {
+	day := int64(86400000)
+	if digits == 6 {
+		day = 86400000000
+	}
+	if v < 0 || v >= day {
+		return dst, fmt.Errorf("time of day %d is outside one day", v)
+	}
+	dst = append(dst, '"')
+	dst = appendClock(dst, v, digits)
+	return append(dst, '"'), nil
+}
+
+// appendTimestamp writes an RFC 3339 timestamp of v units since the epoch,
+// in UTC with a "Z", or without a zone for a local timestamp.
+func appendTimestamp(dst []byte, v int64, digits int, utc bool) ([]byte, error) {
+	perDay := int64(86400000)
+	if digits == 6 {
+		perDay = 86400000000
+	}
+	days, units := v/perDay, v%perDay
+	if units < 0 {
+		days, units = days-1, units+perDay
+	}
+	dst = append(dst, '"')
+	dst, err := appendDay(dst, days)
+	if err != nil {
+		return dst, err
+	}
+	dst = append(dst, 'T')
+	dst = appendClock(dst, units, digits)
+	if utc {
+		dst = append(dst, 'Z')
+	}
+	return append(dst, '"'), nil
+}
