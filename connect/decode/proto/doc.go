@@ -17,5 +17,5 @@
 // File map: codec.go (Message, FromDescriptorSet, the unmarshalling),
 // schema.go (Schema, FromSchema: compiling registry schemas), indexes.go
 // (Confluent message indexes), json.go (the JSON writer), wkt.go (the
-// well-known types' JSON).
+// well-known types' JSON), delta.go (ValueSchema: the type of the JSON).
 package protodec
