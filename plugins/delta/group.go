@@ -272,10 +272,25 @@ func (t *table) writeGroup(ctx context.Context, live []*member) {
 			replay = replay || m.b.Attempt > 1
 		}
 		if t.stale || (round == 1 && replay) {
-			if err := t.refresh(ctx); err != nil {
+			if err := t.refresh(ctx, live[0].b.ValueSchema); err != nil {
 				answerAll(err)
 				return
 			}
+		}
+		if t.snap.IsNew() && t.env.opts.create.fromBatch() {
+			// Not created yet, from a batch's value schema: this group's
+			// first batch's (the one that opened it may have left nothing).
+			vs := live[0].b.ValueSchema
+			if vs == nil {
+				answerAll(sdk.Fatal(errNoValueSchema(t.uri)))
+				return
+			}
+			snap, err := t.env.opts.create.newTable(vs)
+			if err != nil {
+				answerAll(sdk.Fatalf("Delta table %s cannot be created: %v", t.uri, err))
+				return
+			}
+			t.snap = snap
 		}
 		if err := t.snap.Writable(); err != nil {
 			answerAll(sdk.Fatalf("Delta table %s cannot be written by this sink: %v", t.uri, err))
