@@ -36,6 +36,7 @@ url, topic, money, order = sys.argv[1:5]
 client = SchemaRegistryClient({"url": url})
 ser = AvroSerializer(client, None, conf={"auto.register.schemas": False, "use.latest.version": True})
 rec = {"id": "o-1", "total": {"units": 1234, "currency": "EUR"}}
+if "note" in order: rec["note"] = "gift"
 wire = ser(rec, SerializationContext(topic, MessageField.VALUE))
 named = {}
 fastavro.parse_schema(json.loads(money), named_schemas=named)
@@ -90,6 +91,28 @@ func TestRealRegistryAvroWithReference(t *testing.T) {
 	body, _ := hex.DecodeString(lines[1])
 	if want := fmt.Sprintf(`{"schema":%q,"payload":%q}`, s.Text, body); string(got) != want {
 		t.Fatalf("decoded %s\nwant    %s", got, want)
+	}
+
+	// A new version mid-stream (a field added) is a new id: its records
+	// decode with it, the first version's records still with theirs.
+	const orderV2 = `{"type":"record","name":"Order","namespace":"shop","fields":[{"name":"id","type":"string"},{"name":"total","type":"shop.Money"},{"name":"note","type":"string","default":""}]}`
+	v2, err := cl.Registry().CreateSchema(ctx, topic+"-value", sr.Schema{Schema: orderV2,
+		References: []sr.SchemaReference{{Name: "shop.Money", Subject: common.Subject, Version: common.Version}}})
+	if err != nil || v2.ID == top.ID {
+		t.Fatalf("registering shop.Order v2: id %d (v1 %d), %v", v2.ID, top.ID, err)
+	}
+	lines2 := strings.Fields(pyenv.Run(t, serialize, svc.SchemaRegistryURL, topic, money, orderV2))
+	wire2, _ := hex.DecodeString(lines2[0])
+	got2, err := d.AppendJSON(ctx, topic, nil, wire2)
+	body2, _ := hex.DecodeString(lines2[1])
+	if want := fmt.Sprintf(`{"schema":%q,"payload":%q}`, orderV2Text(t, c), body2); err != nil || string(got2) != want {
+		t.Fatalf("decoding a v2 record: %s, %v\nwant %s", got2, err, want)
+	}
+	if again, err := d.AppendJSON(ctx, topic, nil, wire); err != nil || string(again) != string(got) {
+		t.Fatalf("a v1 record after v2: %s, %v", again, err)
+	}
+	if n := c.calls.Load(); n != 2 {
+		t.Fatalf("%d compiles for two schema versions", n)
 	}
 
 	// The same id in a Protobuf block is the record's problem.
@@ -147,4 +170,16 @@ func TestRealRegistryUnknownID(t *testing.T) {
 	d := registry.NewDecoder(cl, sr.TypeAvro, (&compiler{}).compile)
 	_, err = decodeOne(d, wire(2147483000, "x"))
 	wantRecordError(t, err, "schema id 2147483000 is not in the registry at "+svc.SchemaRegistryURL)
+}
+
+// orderV2Text is the text the last compile was given, checked to be the
+// second version's.
+func orderV2Text(t *testing.T, c *compiler) string {
+	t.Helper()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !strings.Contains(c.last.Text, `"note"`) {
+		t.Fatalf("last compiled schema %q is not v2", c.last.Text)
+	}
+	return c.last.Text
 }
