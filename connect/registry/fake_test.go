@@ -127,6 +127,14 @@ func basic(user, pass string) string {
 	return strings.TrimPrefix(r.Header.Get("Authorization"), "Basic ")
 }
 
+// httptestServer serves h on loopback until the test or fuzz target ends
+// and returns its URL.
+func httptestServer(tb testing.TB, h http.Handler) string {
+	srv := httptest.NewServer(h)
+	tb.Cleanup(srv.Close)
+	return srv.URL
+}
+
 func httptestTLS(t *testing.T, h http.Handler) *httptest.Server {
 	srv := httptest.NewTLSServer(h)
 	t.Cleanup(srv.Close)
