@@ -173,9 +173,19 @@ func (c *Client) transient(what string, err error) error {
 		case 401, 403:
 			return fmt.Errorf("schema registry at %s refused the credentials while %s (%s): check schema_registry_basic_auth_env / schema_registry_bearer_token_env; the batch is retried", c.base, what, msg)
 		case 404:
-			return fmt.Errorf("schema registry at %s answered 404 without a schema-registry error code while %s: is schema_registry_url the base of a Confluent-compatible API? %v", c.base, what, err)
+			return fmt.Errorf("schema registry at %s answered 404 without a schema-registry error code while %s: is schema_registry_url the base of a Confluent-compatible API? %s", c.base, what, clip(err.Error()))
 		}
-		return fmt.Errorf("schema registry at %s while %s: %s: %v", c.base, what, msg, err)
+		return fmt.Errorf("schema registry at %s while %s: %s: %s", c.base, what, msg, clip(err.Error()))
 	}
 	return fmt.Errorf("schema registry at %s while %s: %w", c.base, what, err)
+}
+
+// clip keeps an answer's body (which may be a whole HTML page) to a length
+// fit for a log line.
+func clip(s string) string {
+	const max = 200
+	if len(s) <= max {
+		return s
+	}
+	return s[:max] + "..."
 }
