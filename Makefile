@@ -40,7 +40,7 @@ unit: services pyenv
 	set -a; source .services.env; set +a; \
 	PICOMQ_DIST= $(GO) test -race -count=1 -timeout 20m $(UNIT_PKGS)
 
-# Starts PostgreSQL, MinIO, Azurite, fake-gcs-server and Kafka (installing them when missing) and writes .services.env.
+# Starts PostgreSQL, MinIO, Azurite, fake-gcs-server, Kafka and the Schema Registry (installing them when missing) and writes .services.env.
 services:
 	buildscripts/services.sh start
 
