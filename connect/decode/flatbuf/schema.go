@@ -77,6 +77,9 @@ type schema struct {
 	objects []object
 	enums   []enum
 	root    *object
+	// expansion bounds the JSON bytes per payload byte of a record that
+	// shares nothing (walk.go's output bound).
+	expansion int
 }
 
 // loadSchema reads a .bfbs file. The generated reflection accessors do not
@@ -131,7 +134,37 @@ func loadSchema(bfbs []byte, rootType string) (s *schema, err error) {
 		rootType = string(ro.Name())
 	}
 	s.root, err = s.findTable(rootType)
+	s.expansion = s.maxExpansion()
 	return s, err
+}
+
+// maxExpansion is the most JSON one payload byte can give without shared
+// data, with a margin: 64, or more for a schema whose tables have many
+// scalar fields. An empty table costs 8 bytes (its offset and its soffset;
+// the vtable can be shared) and writes every scalar's default, which can be
+// far more than 64 bytes per 8; strings (6 bytes per control byte) and
+// numbers (at most 24 bytes for 1 to 8 bytes) stay under 64.
+func (s *schema) maxExpansion() int {
+	most := 0
+	for i := range s.objects {
+		o := &s.objects[i]
+		if o.isStruct {
+			continue
+		}
+		n := 2
+		for _, f := range o.fields {
+			if scalarSize(f.base) > 0 {
+				n += len(f.key) + 1 + 24
+				if f.enum != nil {
+					for _, v := range f.enum.values {
+						n += len(v.name) // generous: all names
+					}
+				}
+			}
+		}
+		most = max(most, n)
+	}
+	return max(64, most/8*2)
 }
 
 func (s *schema) findTable(name string) (*object, error) {

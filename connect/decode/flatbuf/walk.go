@@ -17,15 +17,12 @@ import (
 // smaller structs (checkStructs).
 const maxDepth = 64
 
-// Output bound: tables, strings and vectors may be shared (one string
-// referenced by many vector slots), so a small malformed payload could
-// otherwise expand into an enormous JSON document.
-const (
-	outputFloor     = 1 << 20
-	outputExpansion = 64
-)
+// outputFloor and schema.expansion bound one record's JSON: tables and
+// strings may be shared (one string referenced by every slot of a vector),
+// so a small payload could otherwise expand into an enormous document.
+const outputFloor = 1 << 20
 
-var errTooLarge = errors.New("malformed flatbuffer: decoded JSON exceeds its bound (data shared too many times)")
+var errTooLarge = errors.New("malformed flatbuffer: decoded JSON exceeds its bound (data referenced too many times)")
 
 // fieldError is an error inside a field, with the path of field names
 // from the root table to it.
