@@ -61,7 +61,7 @@ func (c *Codec) AppendJSON(dst, payload []byte) (out []byte, err error) {
 		}
 	}()
 	b := buffer(payload)
-	w := walker{b: b, out: dst, limit: len(dst) + outputFloor + c.s.expansion*len(payload)}
+	w := walker{b: b, out: dst, limit: len(dst) + min(outputFloor+c.s.expansion*len(payload), outputMax)}
 	if err := b.check("root offset", 0, 4); err != nil {
 		return dst, decode.Recordf("flatbuffer %s: %v", c.s.root.name, err)
 	}

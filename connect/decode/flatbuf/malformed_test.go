@@ -246,3 +246,26 @@ func TestBadUnions(t *testing.T) {
 		t.Errorf("got %s", got)
 	}
 }
+
+// A required field the buffer lacks is the record's error, as flatc's
+// verifier has it.
+func TestRequired(t *testing.T) {
+	c := compile(t, "kitchen.bfbs", "Req")
+	req := func(withID bool) []byte {
+		b := flatbuffers.NewBuilder(64)
+		id := b.CreateString("r-1")
+		b.StartObject(2)
+		if withID {
+			b.PrependUOffsetTSlot(0, id, 0)
+		}
+		b.PrependInt32Slot(1, 3, 0)
+		b.Finish(b.EndObject())
+		return b.FinishedBytes()
+	}
+	if got := decodeOK(t, c, req(true)); got != `{"id":"r-1","n":3}` {
+		t.Errorf("got %s", got)
+	}
+	if _, err := checkSafe(t, c, req(false)); err == nil || !strings.Contains(err.Error(), "field id: required field absent") {
+		t.Errorf("error %v", err)
+	}
+}

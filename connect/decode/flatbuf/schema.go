@@ -45,6 +45,7 @@ type enum struct {
 	isUnion  bool
 	bitFlags bool
 	values   []enumVal // sorted by value
+	longest  int       // the longest JSON name
 }
 
 type enumVal struct {
@@ -80,6 +81,17 @@ type schema struct {
 	// expansion bounds the JSON bytes per payload byte of a record that
 	// shares nothing (walk.go's output bound).
 	expansion int
+	// budget is how many more fields and enum values the file can hold:
+	// a damaged file whose objects all share one long field vector would
+	// otherwise cost its length squared to load.
+	budget int
+}
+
+func (s *schema) spend(n int) error {
+	if s.budget -= n; n < 0 || s.budget < 0 {
+		return errors.New("malformed binary schema: more fields and enum values than the file holds")
+	}
+	return nil
 }
 
 // loadSchema reads a .bfbs file. The generated reflection accessors do not
@@ -105,6 +117,7 @@ func loadSchema(bfbs []byte, rootType string) (s *schema, err error) {
 	s = &schema{
 		objects: make([]object, rs.ObjectsLength()),
 		enums:   make([]enum, rs.EnumsLength()),
+		budget:  maxLen,
 	}
 	var ro reflection.Object
 	for i := range s.objects {
@@ -114,7 +127,7 @@ func loadSchema(bfbs []byte, rootType string) (s *schema, err error) {
 	var re reflection.Enum
 	for i := range s.enums {
 		rs.Enums(&re, i)
-		if err := s.loadEnum(&s.enums[i], &re, maxLen); err != nil {
+		if err := s.loadEnum(&s.enums[i], &re); err != nil {
 			return nil, err
 		}
 	}
@@ -154,12 +167,11 @@ func (s *schema) maxExpansion() int {
 		n := 2
 		for _, f := range o.fields {
 			if scalarSize(f.base) > 0 {
-				n += len(f.key) + 1 + 24
+				value := 24 // the longest number
 				if f.enum != nil {
-					for _, v := range f.enum.values {
-						n += len(v.name) // generous: all names
-					}
+					value = max(value, f.enum.longest)
 				}
+				n += len(f.key) + 1 + value
 			}
 		}
 		most = max(most, n)
@@ -191,7 +203,7 @@ func (s *schema) findTable(name string) (*object, error) {
 	return found[0], nil
 }
 
-func (s *schema) loadEnum(e *enum, re *reflection.Enum, maxLen int) error {
+func (s *schema) loadEnum(e *enum, re *reflection.Enum) error {
 	e.name = string(re.Name())
 	e.isUnion = re.IsUnion()
 	var kv reflection.KeyValue
@@ -203,8 +215,8 @@ func (s *schema) loadEnum(e *enum, re *reflection.Enum, maxLen int) error {
 	}
 	var ev reflection.EnumVal
 	var t reflection.Type
-	if n := re.ValuesLength(); n > maxLen {
-		return fmt.Errorf("malformed binary schema: enum %s has %d values", e.name, n)
+	if err := s.spend(re.ValuesLength()); err != nil {
+		return err
 	}
 	e.values = make([]enumVal, re.ValuesLength())
 	for j := range e.values {
@@ -227,6 +239,7 @@ func (s *schema) loadEnum(e *enum, re *reflection.Enum, maxLen int) error {
 			}
 		}
 		e.values[j] = v
+		e.longest = max(e.longest, len(v.name))
 	}
 	slices.SortFunc(e.values, func(a, b enumVal) int {
 		switch {
@@ -243,6 +256,9 @@ func (s *schema) loadEnum(e *enum, re *reflection.Enum, maxLen int) error {
 func (s *schema) loadFields(o *object, ro *reflection.Object) error {
 	var rf reflection.Field
 	var t reflection.Type
+	if err := s.spend(ro.FieldsLength()); err != nil {
+		return err
+	}
 	for j := 0; j < ro.FieldsLength(); j++ {
 		ro.Fields(&rf, j)
 		if rf.Deprecated() {
@@ -275,14 +291,14 @@ func (s *schema) loadFields(o *object, ro *reflection.Object) error {
 	}
 	// Reflection lists fields by name; JSON keys follow the declaration.
 	slices.SortFunc(o.fields, func(a, b field) int { return int(a.id) - int(b.id) })
+	byName := make(map[string]*field, len(o.fields))
+	for i := range o.fields {
+		byName[o.fields[i].name] = &o.fields[i]
+	}
 	for i := range o.fields {
 		f := &o.fields[i]
 		if f.base == reflection.BaseTypeUnion || f.base == reflection.BaseTypeVector && f.elem == reflection.BaseTypeUnion {
-			for k := range o.fields {
-				if o.fields[k].name == f.name+"_type" {
-					f.utype = &o.fields[k]
-				}
-			}
+			f.utype = byName[f.name+"_type"]
 			if f.utype == nil {
 				return fmt.Errorf("union field %s has no %s_type field", f.name, f.name)
 			}
@@ -367,13 +383,41 @@ func (s *schema) checkStructs() error {
 	}
 	// A struct holds only smaller structs: strictly decreasing sizes rule
 	// out cycles (each field lies inside its struct, checked above).
+	structs := make([]*object, 0, len(s.objects))
 	for i := range s.objects {
 		o := &s.objects[i]
+		if !o.isStruct {
+			continue
+		}
+		structs = append(structs, o)
 		for _, f := range o.fields {
-			if o.isStruct && f.obj != nil && f.obj.size >= o.size {
+			if f.obj != nil && f.obj.size >= o.size {
 				return fmt.Errorf("struct %s contains struct %s of size %d", o.name, f.obj.name, f.obj.size)
 			}
 		}
+	}
+	// And the scalars a struct is written as, nested structs and arrays
+	// expanded, are no more than its bytes: fields that overlap (a damaged
+	// file: flatc lays them out apart) could otherwise nest into an
+	// exponential walk.
+	slices.SortFunc(structs, func(a, b *object) int { return a.size - b.size })
+	scalars := make(map[*object]int, len(structs))
+	for _, o := range structs {
+		n := 0
+		for _, f := range o.fields {
+			each := 1
+			if f.obj != nil {
+				each = scalars[f.obj]
+			}
+			if f.base == reflection.BaseTypeArray {
+				each *= f.fixedLen
+			}
+			n += each
+			if n > o.size {
+				return fmt.Errorf("struct %s: fields that overlap", o.name)
+			}
+		}
+		scalars[o] = n
 	}
 	return nil
 }

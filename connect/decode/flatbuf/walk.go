@@ -12,15 +12,20 @@ import (
 	"github.com/picomq/heavy-sinks/connect/decode/flatbuf/internal/reflection"
 )
 
-// maxDepth bounds the nesting of tables (a malformed buffer can make a
-// table its own child). Structs need no bound: a struct only holds
-// smaller structs (checkStructs).
+// maxDepth bounds the nesting of tables. Offsets point forward, so a
+// buffer cannot loop, but it can nest tables as deep as its length allows,
+// and the walk's stack with them. Structs need no bound: a struct only
+// holds smaller structs (checkStructs).
 const maxDepth = 64
 
-// outputFloor and schema.expansion bound one record's JSON: tables and
-// strings may be shared (one string referenced by every slot of a vector),
-// so a small payload could otherwise expand into an enormous document.
-const outputFloor = 1 << 20
+// outputFloor and schema.expansion bound one record's JSON, and
+// outputMax bounds it whatever the schema: tables and strings may be
+// shared (one string referenced by every slot of a vector), so a small
+// payload could otherwise expand into an enormous document.
+const (
+	outputFloor = 1 << 20
+	outputMax   = 64 << 20
+)
 
 var errTooLarge = errors.New("malformed flatbuffer: decoded JSON exceeds its bound (data referenced too many times)")
 
