@@ -75,10 +75,10 @@ func (w *walker) grow() error {
 // table writes the table at pos as an object: every field in declaration
 // order, scalars always (the default when absent), other fields when set.
 func (w *walker) table(o *object, pos int) error {
+	// No defer to undo it: an error ends the whole walk.
 	if w.depth++; w.depth > maxDepth {
 		return fmt.Errorf("malformed flatbuffer: tables nested deeper than %d", maxDepth)
 	}
-	defer func() { w.depth-- }()
 	if err := w.grow(); err != nil {
 		return err
 	}
@@ -106,6 +106,7 @@ func (w *walker) table(o *object, pos int) error {
 		first = false
 	}
 	w.out = append(w.out, '}')
+	w.depth--
 	return nil
 }
 
