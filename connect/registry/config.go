@@ -2,12 +2,10 @@ package registry
 
 import (
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
-	"os"
 	"strings"
 	"time"
 )
@@ -33,9 +31,10 @@ type Config struct {
 	// BearerToken is sent as "Authorization: Bearer ..."; empty for none.
 	// At most one of BasicAuth and BearerToken.
 	BearerToken string
-	// CAPath is a PEM bundle: when set, https URLs are trusted only when
-	// signed by one of its certificates (not the system roots).
-	CAPath string
+	// TLS is the client's TLS configuration for https URLs; nil for Go's
+	// defaults (the system roots). connect/decode/build fills it from
+	// schema_registry_ca_path, whose file it reads and checks at start.
+	TLS *tls.Config
 	// Timeout bounds each HTTP request (connect, send, read the whole
 	// answer); DefaultTimeout when zero.
 	Timeout time.Duration
@@ -53,11 +52,18 @@ func (c Config) String() string {
 	case c.BearerToken != "":
 		auth = "bearer (redacted)"
 	}
-	return fmt.Sprintf("registry{urls=%s auth=%s ca=%q timeout=%s}", strings.Join(c.URLs, ","), auth, c.CAPath, c.timeout())
+	return fmt.Sprintf("registry{urls=%s auth=%s tls=%s timeout=%s}", strings.Join(c.URLs, ","), auth, c.tlsName(), c.timeout())
 }
 
 // GoString redacts like String (%#v).
 func (c Config) GoString() string { return c.String() }
+
+func (c Config) tlsName() string {
+	if c.TLS != nil && c.TLS.RootCAs != nil {
+		return "custom-roots"
+	}
+	return "default"
+}
 
 func (c Config) timeout() time.Duration {
 	if c.Timeout > 0 {
@@ -112,16 +118,8 @@ func (c Config) httpClient() (*http.Client, error) {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.TLSHandshakeTimeout = c.timeout()
 	tr.ResponseHeaderTimeout = c.timeout()
-	if c.CAPath != "" {
-		pem, err := os.ReadFile(c.CAPath)
-		if err != nil {
-			return nil, fmt.Errorf("schema registry: reading the CA bundle: %w", err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("schema registry: %s holds no PEM certificate", c.CAPath)
-		}
-		tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	if c.TLS != nil {
+		tr.TLSClientConfig = c.TLS.Clone()
 	}
 	return &http.Client{Transport: tr, Timeout: c.timeout()}, nil
 }

@@ -2,13 +2,11 @@ package registry_test
 
 import (
 	"context"
+	"crypto/tls"
 	"crypto/x509"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -297,15 +295,12 @@ func TestAuthHeadersAndUserAgent(t *testing.T) {
 	}
 }
 
-func TestCAPath(t *testing.T) {
+func TestTLSRoots(t *testing.T) {
 	f := &fakeRegistry{ids: map[int]map[string]any{1: {"schema": "s"}}, versions: map[string]map[string]any{}}
 	srv := httptestTLS(t, f)
-	ca := filepath.Join(t.TempDir(), "ca.pem")
-	cert := srv.Certificate()
-	if err := os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: cert.Raw}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	d, _ := newDecoder(t, registry.Config{URLs: []string{srv.URL}, CAPath: ca}, sr.TypeAvro)
+	roots := x509.NewCertPool()
+	roots.AddCert(srv.Certificate())
+	d, _ := newDecoder(t, registry.Config{URLs: []string{srv.URL}, TLS: &tls.Config{RootCAs: roots}}, sr.TypeAvro)
 	if _, err := decodeOne(d, wire(1, "x")); err != nil {
 		t.Fatalf("with the server's CA: %v", err)
 	}
