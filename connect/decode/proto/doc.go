@@ -16,6 +16,7 @@
 //
 // File map: codec.go (Message, FromDescriptorSet, the unmarshalling),
 // schema.go (Schema, FromSchema: compiling registry schemas), indexes.go
-// (Confluent message indexes), json.go (the JSON writer), wkt.go (the
-// well-known types' JSON).
+// (Confluent message indexes), json.go (the JSON writer), plan.go (what
+// the writer works out once per message type), wkt.go (the well-known
+// types' JSON).
 package protodec
