@@ -18,8 +18,9 @@ import (
 // only, as protojson would write them. Missing proto2 required fields are
 // refused by the JSON writer, which visits every field anyway: the
 // runtime's own check (AllowPartial false) walks the message a second time
-// and cost a fifth of the decoding.
-var unmarshal = proto.UnmarshalOptions{DiscardUnknown: true, AllowPartial: true}
+// and cost a fifth of the decoding. Merge: the message is always new, and
+// the Reset that Unmarshal does first would only allocate its maps again.
+var unmarshal = proto.UnmarshalOptions{DiscardUnknown: true, AllowPartial: true, Merge: true}
 
 // Message decodes plain protobuf payloads of one message type (no header):
 // the schema given in the definition by proto_descriptor_set_path and
