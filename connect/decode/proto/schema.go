@@ -19,7 +19,7 @@ import (
 // file, then the message's bytes (see indexes.go).
 type Schema struct {
 	file protoreflect.FileDescriptor
-	enc  encoder
+	enc  *encoder
 }
 
 // FromSchema compiles a registry schema: text is the schema's .proto file
