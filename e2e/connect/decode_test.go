@@ -305,10 +305,12 @@ payload_format = "text"
 	})
 
 	t.Run("AvroEveryType", func(t *testing.T) {
+		r := r.in(t)
 		checkRows(t, "avrotypes", r.readDelta("avrotypes", "id"), avroGen.Expected)
 	})
 
 	t.Run("ProtoEveryKind", func(t *testing.T) {
+		r := r.in(t)
 		checkRows(t, "prototypes", r.readDelta("prototypes", "id"), protoGen.Expected)
 		// The uint64 beyond a long is the sink's record error (class
 		// value), its original bytes dead-lettered.
@@ -325,6 +327,7 @@ payload_format = "text"
 	})
 
 	t.Run("BadInputTolerated", func(t *testing.T) {
+		r := r.in(t)
 		checkRows(t, "avrobad", r.readDelta("avrobad", "id"), jsonRows(t, avroBadRows))
 		if ids, want := rowIDs(t, r.readDelta("protobad", "id")), []int64{0, 1, 2, 4, 5, 7, 8, 9}; !slices.Equal(ids, want) {
 			t.Errorf("protobad ids %v, want %v", ids, want)
@@ -357,6 +360,7 @@ payload_format = "text"
 	})
 
 	t.Run("BadInputStops", func(t *testing.T) {
+		r := r.in(t)
 		for _, c := range []struct{ suffix, topic, schema string }{{"avronone", avroNone, "avro"}, {"protonone", protoNone, "proto"}} {
 			m := r.waitLog(regexp.MustCompile(`topic ` + regexp.QuoteMeta(c.topic) + ` partition 0 offset (\d+): invalid after 0 attempt\(s\): record at offset 7 cannot be decoded \(schema = \\?"` + c.schema + `\\?"\)`))
 			stopped, _ := strconv.ParseInt(m[1], 10, 64)
@@ -364,6 +368,7 @@ payload_format = "text"
 			if committed != stopped || stopped > 7 {
 				t.Errorf("%s: stopped at the batch of offset %d, committed %d: want the committed offset to be the stopped batch's first, at most 7", c.topic, stopped, committed)
 			}
+			t.Logf("%s: stopped on the batch at offset %d; committed %d", c.topic, stopped, committed)
 			if ids := rowIDs(t, r.readDelta(c.suffix, "id")); !slices.Equal(ids, idRange(0, committed)) {
 				t.Errorf("%s: table ids %v, want those before the committed offset %d", c.topic, ids, committed)
 			}
@@ -372,6 +377,7 @@ payload_format = "text"
 	})
 
 	t.Run("TransformsJSON", func(t *testing.T) {
+		r := r.in(t)
 		checkRows(t, "xjson", r.readDelta("xjson", "src_offset"), []string{
 			fmt.Sprintf(`{"id":1,"status":"new","note":"first","secret":null,"src_topic":%q,"k":"k1","trace":"t-0","source":"shop","src_offset":0}`, xJSON),
 			fmt.Sprintf(`{"id":1,"status":"paid","note":"ü \"2\"","secret":null,"src_topic":%q,"k":"k1","trace":"t-1","source":"shop","src_offset":1}`, xJSON),
@@ -384,6 +390,7 @@ payload_format = "text"
 	})
 
 	t.Run("TransformsAvro", func(t *testing.T) {
+		r := r.in(t)
 		checkRows(t, "xavro", r.readDelta("xavro", "id"), jsonRows(t, xAvroWant))
 		if n := r.metric("picomq_connect_records_filtered_total", `sink_key="dec_delta"`, `topic="`+xAvro+`"`); n != 2 {
 			t.Errorf("picomq_connect_records_filtered_total of %s = %v, want 2", xAvro, n)
@@ -418,9 +425,13 @@ payload_format = "text"
 		}
 	})
 
-	if code := r.rt.stop(); r.rt.selfExits != 0 {
-		t.Errorf("picomq-connect exited by itself %d times (exit code at SIGTERM %d)\n%s", r.rt.selfExits, code, r.rt.tail())
+	// dec_none stopped on its bad records; the runtime ran on with the
+	// other sinks, never exiting by itself.
+	code := r.rt.stop()
+	if r.rt.selfExits != 0 {
+		t.Errorf("picomq-connect exited by itself %d times\n%s", r.rt.selfExits, r.rt.tail())
 	}
+	t.Logf("picomq-connect exit code after SIGTERM: %d", code)
 }
 
 func readFile(t *testing.T, path string) string {

@@ -60,6 +60,14 @@ func newDecodeRig(t *testing.T) *decodeRig {
 	return r
 }
 
+// in is the rig for a subtest: its failures are t's (a subtest must not
+// call FailNow on its parent).
+func (r *decodeRig) in(t *testing.T) *decodeRig {
+	c := *r
+	c.t = t
+	return &c
+}
+
 // topic creates <prefix>.<suffix> (one partition) and returns its name;
 // it and its dead-letter topic are deleted when the test ends.
 func (r *decodeRig) topic(suffix string) string {
@@ -285,7 +293,7 @@ func headers(rec *kgo.Record) map[string]string {
 	return h
 }
 
-// ids is "[a, b, …]" of a range, canonical rows' id list for messages.
+// idRange is from, from+1, …, to-1.
 func idRange(from, to int64) []int64 {
 	var ids []int64
 	for i := from; i < to; i++ {
@@ -308,7 +316,8 @@ func rowIDs(t *testing.T, rows []string) []int64 {
 	return ids
 }
 
-// deltaBlock is a [[topics]] block of one topic into the Delta definition.
+// block is a [[topics]] block of one topic consumed in group, with body
+// (the schema, tolerance, batch and transforms keys) after.
 func (r *decodeRig) block(topic, group, body string) string {
 	return fmt.Sprintf(`[[topics]]
 topics = [%q]
