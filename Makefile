@@ -7,7 +7,7 @@ GO ?= go
 # PICOMQ_DIST, which unit clears, and run in e2e.
 UNIT_PKGS := ./shared/... ./plugins/... ./connect/... ./internal/...
 
-.PHONY: all build release release-check test unit e2e demo demo-delta bench bench-delta bench-redshift bench-pipeline bench-partitions services services-stop pyenv fmt-check vet clean
+.PHONY: all build release release-check test unit e2e demo demo-delta bench bench-delta bench-redshift bench-pipeline bench-partitions services services-stop pyenv fmt-check vet generate-flatbuf clean
 
 all: build
 
@@ -40,7 +40,7 @@ unit: services pyenv
 	set -a; source .services.env; set +a; \
 	PICOMQ_DIST= $(GO) test -race -count=1 -timeout 20m $(UNIT_PKGS)
 
-# Starts PostgreSQL, MinIO, Azurite, fake-gcs-server and Kafka (installing them when missing) and writes .services.env.
+# Starts PostgreSQL, MinIO, Azurite, fake-gcs-server, Kafka and the Schema Registry (installing them when missing) and writes .services.env.
 services:
 	buildscripts/services.sh start
 
@@ -105,6 +105,12 @@ bench-partitions: build services pyenv
 # rows/s through the emulator for batch_size 100/1000/10000, CPU per row, SQL round trips, statements and S3 requests per chunk, peak RSS.
 bench-redshift: build services
 	$(GO) run ./tools/rsbench
+
+# Regenerates connect/decode/flatbuf's flatc output: the Go accessors of reflection.fbs and the tests'
+# .bfbs schemas and buffers (buildscripts/flatbuf.sh; installs Debian's flatc 2.0.8 when missing).
+# The build and the tests use the committed files: neither needs flatc.
+generate-flatbuf:
+	buildscripts/flatbuf.sh
 
 clean:
 	rm -rf dist

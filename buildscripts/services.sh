@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
 # Starts and stops the real services the integration tests talk to, all on
 # loopback: a throwaway PostgreSQL 15 cluster, a MinIO server (S3), Azurite
-# (Azure Blob Storage, blob service only), fake-gcs-server (GCS) and a
-# single-node Apache Kafka broker (KRaft, broker and controller in one JVM).
+# (Azure Blob Storage, blob service only), fake-gcs-server (GCS), a
+# single-node Apache Kafka broker (KRaft, broker and controller in one JVM)
+# and a Schema Registry (Apicurio Registry, in-memory, Confluent API).
 #
 #   buildscripts/services.sh start [NAME...]  install what is missing, start, verify, write .services.env
 #   buildscripts/services.sh stop [NAME...]   stop (data stays under the state directory)
 #   buildscripts/services.sh env              print `export KEY=VALUE` lines (eval "$(buildscripts/services.sh env)")
 #   buildscripts/services.sh status           say what runs
 #
-# NAME is postgres, minio, azurite, gcs or kafka; none means all. A test that
+# NAME is postgres, minio, azurite, gcs, kafka or registry; none means all. A test that
 # needs instances of its own (to restart them) runs `start postgres minio`
 # with its own PICOMQ_SERVICES_DIR, ports and PICOMQ_SERVICES_ENV_FILE.
 #
@@ -25,12 +26,15 @@
 #   PICOMQ_GCS_PORT       fake-gcs-server port     (default 4443)
 #   PICOMQ_KAFKA_PORT     Kafka client port        (default 19092)
 #   PICOMQ_KAFKA_CONTROLLER_PORT  KRaft controller port (default PICOMQ_KAFKA_PORT + 1)
+#   PICOMQ_SCHEMA_REGISTRY_PORT   Schema Registry port  (default 18081)
 #   PICOMQ_SERVICES_ENV_FILE      the env file written (default .services.env at the repository root)
 #
 # Installs: MinIO and fake-gcs-server with `go install` (pinned, into GOBIN or
 # GOPATH/bin), Azurite with npm (pinned, into $STATE/azurite-<version>), Kafka's
 # jars from Maven Central with Maven (pinned, into $STATE/kafka-<version>/libs;
-# needs a JDK 17+ and mvn), each only when missing.
+# needs a JDK 17+ and mvn), Apicurio Registry built with Maven from its
+# Central jars (pinned, into $STATE/apicurio-registry-<version>), each only
+# when missing.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -561,14 +565,20 @@ PY
 
 # --------------------------------------------------------------------- Kafka
 
+# ensure_java_maven installs a JDK and Maven when missing (Kafka and the
+# Schema Registry are built from Maven Central). start calls it before the
+# installs that run side by side, so apt-get runs once.
+ensure_java_maven() {
+  command -v java >/dev/null 2>&1 && command -v mvn >/dev/null 2>&1 && return 0
+  [ "$(id -u)" = 0 ] || die "Kafka and the Schema Registry need java (17+) and mvn on PATH: install a JDK and Maven"
+  echo "services.sh: installing a JDK and Maven with apt-get (log: $LOGS/apt.log)" >&2
+  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends openjdk-17-jdk-headless maven; } \
+    >>"$LOGS/apt.log" 2>&1 || die "apt-get install openjdk-17-jdk-headless maven failed, see $LOGS/apt.log"
+}
+
 ensure_kafka_installed() {
   [ -f "$KAFKA_HOME/libs/kafka_2.13-$KAFKA_VERSION.jar" ] && return 0
-  if ! command -v java >/dev/null 2>&1 || ! command -v mvn >/dev/null 2>&1; then
-    [ "$(id -u)" = 0 ] || die "Kafka needs java (17+) and mvn on PATH: install a JDK and Maven"
-    echo "services.sh: installing a JDK and Maven with apt-get (log: $LOGS/apt.log)" >&2
-    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends openjdk-17-jdk-headless maven; } \
-      >>"$LOGS/apt.log" 2>&1 || die "apt-get install openjdk-17-jdk-headless maven failed, see $LOGS/apt.log"
-  fi
+  ensure_java_maven
   echo "services.sh: installing Kafka $KAFKA_VERSION from Maven Central (log: $LOGS/kafka-install.log)" >&2
   local tmp="$KAFKA_HOME.tmp.$$"
   rm -rf "$KAFKA_HOME".tmp.*
@@ -738,6 +748,169 @@ sys.exit(1)
 PY
 }
 
+# ---------------------------------------------------------- Schema Registry
+
+# Apicurio Registry 2.4.2 (in-memory storage, H2) serving the Confluent
+# Schema Registry API under /apis/ccompat/v6. Maven Central has its
+# application jar but no runnable build, and not every artifact it was built
+# with: the install builds the Quarkus runner from a pom that depends on
+# the app jar (with the Quarkus version of Apicurio's own parent POM), with
+# the app's application.properties, one producer standing in for the
+# config-index extension (whose deployment module Central lacks: it only
+# lists the runtime-editable properties, empty here) and the JSON Schema
+# validator (not on Central; JSON schemas are not decoded) left out. Newer
+# Apicurio (2.6.x, 3.x), Confluent's registry and Karapace cannot be had
+# from the reachable registries: docs/decode.md "Schema Registry" says why.
+APICURIO_VERSION="2.4.2.Final"
+REGISTRY_PORT="${PICOMQ_SCHEMA_REGISTRY_PORT:-18081}"
+REGISTRY_HOME="$STATE/apicurio-registry-$APICURIO_VERSION"
+REGISTRY_DIR="$STATE/schema-registry"
+REGISTRY_PID="$REGISTRY_DIR/registry.pid"
+REGISTRY_JAR="$REGISTRY_HOME/apicurio-registry-runner.jar"
+
+# Maven for the registry build goes to Central alone (Apicurio's parent POM
+# names other repositories, which are not reachable from every machine), into
+# a local repository of its own: it runs beside Kafka's resolution, and two
+# Maven 3.8 processes must not write one repository at once.
+registry_mvn() {
+  mvn -B -s "$REGISTRY_HOME.build/settings.xml" -Dmaven.repo.local="$STATE/registry-m2" "$@"
+}
+
+ensure_registry_installed() {
+  [ -f "$REGISTRY_JAR" ] && [ -d "$REGISTRY_HOME/lib" ] && return 0
+  ensure_java_maven
+  echo "services.sh: building Apicurio Registry $APICURIO_VERSION from Maven Central (log: $LOGS/registry-install.log)" >&2
+  local b="$REGISTRY_HOME.build"
+  rm -rf "$b"
+  mkdir -p "$b/src/main/resources" "$b/src/main/java/picomq/services"
+  cat >"$b/settings.xml" <<'EOF'
+<settings><mirrors><mirror><id>central-only</id><mirrorOf>*</mirrorOf><url>https://repo.maven.apache.org/maven2</url></mirror></mirrors></settings>
+EOF
+  cat >"$b/pom.xml" <<EOF
+<project xmlns="http://maven.apache.org/POM/4.0.0">
+  <modelVersion>4.0.0</modelVersion>
+  <parent>
+    <groupId>io.apicurio</groupId><artifactId>apicurio-registry</artifactId><version>$APICURIO_VERSION</version><relativePath/>
+  </parent>
+  <groupId>picomq.services</groupId>
+  <artifactId>apicurio-registry</artifactId>
+  <version>$APICURIO_VERSION</version>
+  <dependencies>
+    <dependency>
+      <groupId>io.apicurio</groupId><artifactId>apicurio-registry-app</artifactId><version>$APICURIO_VERSION</version>
+      <exclusions>
+        <exclusion><groupId>com.github.everit-org.json-schema</groupId><artifactId>org.everit.json.schema</artifactId></exclusion>
+        <exclusion><groupId>io.apicurio</groupId><artifactId>apicurio-common-app-components-config-index</artifactId></exclusion>
+      </exclusions>
+    </dependency>
+  </dependencies>
+  <build>
+    <finalName>apicurio-registry</finalName>
+    <plugins>
+      <plugin>
+        <groupId>io.quarkus</groupId><artifactId>quarkus-maven-plugin</artifactId><version>\${quarkus.version}</version>
+        <executions><execution><goals><goal>build</goal></goals></execution></executions>
+      </plugin>
+    </plugins>
+  </build>
+</project>
+EOF
+  cat >"$b/src/main/java/picomq/services/DynamicConfigProducer.java" <<'EOF'
+package picomq.services;
+
+import io.apicurio.common.apps.config.DynamicConfigPropertyList;
+import java.util.ArrayList;
+import javax.enterprise.context.ApplicationScoped;
+import javax.enterprise.inject.Produces;
+
+// Stands in for the config-index extension (its deployment module is not on
+// Maven Central): no runtime-editable properties.
+@ApplicationScoped
+public class DynamicConfigProducer {
+    @Produces
+    @ApplicationScoped
+    public DynamicConfigPropertyList dynamicConfigPropertyList() {
+        return new DynamicConfigPropertyList(new ArrayList<>());
+    }
+}
+EOF
+  local skip=(-DskipTests -Dcheckstyle.skip -Denforcer.skip -Dlicense.skip -Dmaven.javadoc.skip -Dmaven.source.skip)
+  {
+    registry_mvn -f "$b/pom.xml" dependency:copy -Dartifact="io.apicurio:apicurio-registry-app:$APICURIO_VERSION" \
+      -DoutputDirectory="$b/app" &&
+    # The app's own configuration (build-time settings such as the H2
+    # datasource), plus indexing its classes: a dependency jar's beans are
+    # not discovered otherwise.
+    python3 - "$b/app/apicurio-registry-app-$APICURIO_VERSION.jar" "$b/src/main/resources/application.properties" <<'PY' &&
+import sys, zipfile
+props = zipfile.ZipFile(sys.argv[1]).read("application.properties").decode()
+props += "\nquarkus.index-dependency.registryapp.group-id=io.apicurio\nquarkus.index-dependency.registryapp.artifact-id=apicurio-registry-app\n"
+open(sys.argv[2], "w").write(props)
+PY
+    registry_mvn -f "$b/pom.xml" package "${skip[@]}"
+  } >>"$LOGS/registry-install.log" 2>&1 || die "building Apicurio Registry $APICURIO_VERSION failed, see $LOGS/registry-install.log"
+  [ -f "$b/target/apicurio-registry-runner.jar" ] || die "the Apicurio build succeeded but its runner jar is missing, see $LOGS/registry-install.log"
+  rm -rf "$REGISTRY_HOME"
+  mkdir -p "$REGISTRY_HOME"
+  mv "$b/target/apicurio-registry-runner.jar" "$REGISTRY_JAR"
+  mv "$b/target/lib" "$REGISTRY_HOME/lib"
+  rm -rf "$b"
+}
+
+registry_running() { pid_alive "$REGISTRY_PID" "apicurio-registry-runner.jar"; }
+
+start_registry() {
+  ensure_registry_installed
+  mkdir -p "$REGISTRY_DIR"
+  if ! registry_running; then
+    rm -f "$REGISTRY_PID"
+    if port_open "$REGISTRY_PORT"; then
+      die "port $REGISTRY_PORT is taken by another process; stop it or set PICOMQ_SCHEMA_REGISTRY_PORT"
+    fi
+    # In-memory storage: every start is an empty registry (tests register
+    # what they use under subjects of their own).
+    setsid java -Xmx384m -Xms64m -XX:+UseSerialGC -Dquarkus.profile=prod \
+      -Dquarkus.http.host=127.0.0.1 -Dquarkus.http.port="$REGISTRY_PORT" -Dquarkus.log.level=WARN \
+      -jar "$REGISTRY_JAR" >>"$LOGS/registry.log" 2>&1 </dev/null &
+    echo $! >"$REGISTRY_PID"
+  fi
+  registry_check || die "the Schema Registry did not become ready on 127.0.0.1:$REGISTRY_PORT, see $LOGS/registry.log and $LOGS/registry-check.log"
+}
+
+stop_registry() { stop_pid "$REGISTRY_PID" "apicurio-registry-runner.jar"; }
+
+# registry_check waits until the Confluent API lists subjects and answers an
+# unknown schema id with the Confluent error code 40403 (the decoder tells
+# an unknown id from a misconfigured URL by it).
+registry_check() {
+  REGISTRY_URL="$(registry_url)" python3 - 2>>"$LOGS/registry-check.log" <<'PY'
+import json, os, sys, time, urllib.error, urllib.request
+
+url = os.environ["REGISTRY_URL"]
+deadline = time.time() + 180
+last = None
+while time.time() < deadline:
+    try:
+        with urllib.request.urlopen(url + "/subjects", timeout=5) as resp:
+            json.load(resp)
+        try:
+            urllib.request.urlopen(url + "/schemas/ids/2147483647", timeout=5)
+            last = "an unknown schema id was found"
+        except urllib.error.HTTPError as e:
+            code = json.load(e).get("error_code")
+            if e.code == 404 and code == 40403:
+                sys.exit(0)
+            last = f"unknown schema id: HTTP {e.code}, error_code {code}"
+    except Exception as e:
+        last = repr(e)
+    time.sleep(1)
+print(f"Schema Registry not ready: {last}", file=sys.stderr)
+sys.exit(1)
+PY
+}
+
+registry_url() { echo "http://127.0.0.1:$REGISTRY_PORT/apis/ccompat/v6"; }
+
 # ----------------------------------------------------------------- env file
 
 write_env() {
@@ -752,11 +925,12 @@ PICOMQ_TEST_AZURE_ACCOUNT=$AZURE_ACCOUNT
 PICOMQ_TEST_AZURE_KEY=$AZURE_KEY
 PICOMQ_TEST_GCS_ENDPOINT=http://127.0.0.1:$GCS_PORT
 PICOMQ_KAFKA_BROKERS=127.0.0.1:$KAFKA_PORT
+PICOMQ_SCHEMA_REGISTRY_URL=$(registry_url)
 EOF
   mv "$ENV_FILE.tmp" "$ENV_FILE"
 }
 
-ALL_SERVICES=(postgres minio azurite gcs kafka)
+ALL_SERVICES=(postgres minio azurite gcs kafka registry)
 
 # wanted NAME -> exit 0 when the command line names NAME or names none.
 wanted() {
@@ -781,8 +955,10 @@ case "$cmd" in
     # download: let them run beside the PostgreSQL and MinIO setup (whose go
     # install is mostly compiling).
     installs=()
+    if wanted kafka || wanted registry; then ensure_java_maven; fi
     if wanted azurite; then ensure_azurite_installed & installs+=("$!:Azurite:azurite-install.log"); fi
     if wanted kafka; then ensure_kafka_installed & installs+=("$!:Kafka:kafka-install.log"); fi
+    if wanted registry; then ensure_registry_installed & installs+=("$!:the Schema Registry:registry-install.log"); fi
     if wanted postgres; then start_pg; fi
     if wanted minio; then start_minio; fi
     for i in "${installs[@]}"; do
@@ -791,10 +967,12 @@ case "$cmd" in
     if wanted kafka; then start_kafka; fi
     if wanted azurite; then start_azurite; fi
     if wanted gcs; then start_fake_gcs; fi
+    if wanted registry; then start_registry; fi
     write_env
     ;;
   stop)
     mkdir -p "$LOGS"
+    if wanted registry; then stop_registry; fi
     if wanted kafka; then stop_kafka; fi
     if wanted gcs; then stop_fake_gcs; fi
     if wanted azurite; then stop_azurite; fi
@@ -811,9 +989,10 @@ case "$cmd" in
     if azurite_running; then echo "azurite: running on 127.0.0.1:$AZURITE_PORT (pid $(cat "$AZURITE_PID"))"; else echo "azurite: stopped"; fi
     if fake_gcs_running; then echo "fake-gcs-server: running on 127.0.0.1:$GCS_PORT (pid $(cat "$GCS_PID"))"; else echo "fake-gcs-server: stopped"; fi
     if kafka_running; then echo "kafka: running on 127.0.0.1:$KAFKA_PORT (pid $(cat "$KAFKA_PID"))"; else echo "kafka: stopped"; fi
+    if registry_running; then echo "registry: running on $(registry_url) (pid $(cat "$REGISTRY_PID"))"; else echo "registry: stopped"; fi
     ;;
   *)
-    echo "usage: $0 start|stop [postgres|minio|azurite|gcs|kafka...] | env | status" >&2
+    echo "usage: $0 start|stop [postgres|minio|azurite|gcs|kafka|registry...] | env | status" >&2
     exit 2
     ;;
 esac

@@ -22,6 +22,26 @@ type Described interface {
 	ValueSchema() []byte
 }
 
+// PayloadDescribed is a Codec whose records' type depends on the payload (a
+// Protobuf registry schema: the message indexes name the message type):
+// PayloadSchema is the value schema of the payload's JSON, asked after
+// AppendJSON succeeded for it; nil: undescribed.
+type PayloadDescribed interface {
+	PayloadSchema(payload []byte) []byte
+}
+
+// CodecSchema is the value schema of payload's JSON as c wrote it: c's
+// ValueSchema or PayloadSchema; nil when c describes nothing.
+func CodecSchema(c Codec, payload []byte) []byte {
+	switch d := c.(type) {
+	case Described:
+		return d.ValueSchema()
+	case PayloadDescribed:
+		return d.PayloadSchema(payload)
+	}
+	return nil
+}
+
 // Describer is a Decoder that can say the value schema of one payload it
 // decoded (a registry decoder: the schema of the payload's id). It is asked
 // after AppendJSON succeeded for the payload; nil: undescribed.
@@ -29,13 +49,9 @@ type Describer interface {
 	RecordSchema(ctx context.Context, topic string, payload []byte) []byte
 }
 
-// RecordSchema implements Describer: the Codec's value schema, when it is
-// Described.
-func (s Static) RecordSchema(context.Context, string, []byte) []byte {
-	if d, ok := s.Codec.(Described); ok {
-		return d.ValueSchema()
-	}
-	return nil
+// RecordSchema implements Describer: the Codec's value schema.
+func (s Static) RecordSchema(_ context.Context, _ string, payload []byte) []byte {
+	return CodecSchema(s.Codec, payload)
 }
 
 // Type is a data type of the neutral form: a primitive by its name

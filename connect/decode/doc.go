@@ -17,8 +17,9 @@
 // other error (a registry that does not answer) says nothing about the
 // record, and the pipeline delivers the batch again later.
 //
-// A Codec that is Described also says the type of the JSON it writes (its
-// value schema, the neutral form the ABI carries with a batch); the
+// A Codec that is Described (or PayloadDescribed) also says the type of the
+// JSON it writes (its value schema, the neutral form the ABI carries with a
+// batch); the
 // pipeline asks the Decoder (a Describer) per record and MergeSchemas a
 // batch decoded with several.
 //

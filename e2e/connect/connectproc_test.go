@@ -49,6 +49,7 @@ type connectProc struct {
 	t                                          *testing.T
 	bin, host, plugins, brokers, defs          string
 	log                                        string
+	args                                       []string // more flags, before the definitions
 	mu                                         sync.Mutex
 	cmd                                        *exec.Cmd
 	exited                                     chan struct{}
@@ -75,8 +76,9 @@ func (r *connectProc) start() {
 	}
 	defer f.Close()
 	fmt.Fprintf(f, "---- start %d\n", r.starts+1)
-	cmd := exec.Command(r.bin, "--brokers", r.brokers, "--plugin-dir", r.plugins, "--host", r.host,
-		"--workers", "2", "--shutdown-timeout", "60s", r.defs)
+	args := append([]string{"--brokers", r.brokers, "--plugin-dir", r.plugins, "--host", r.host,
+		"--workers", "2", "--shutdown-timeout", "60s"}, r.args...)
+	cmd := exec.Command(r.bin, append(args, r.defs)...)
 	cmd.Stdout, cmd.Stderr = f, f
 	if err := cmd.Start(); err != nil {
 		r.t.Fatal(err)

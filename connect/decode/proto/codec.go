@@ -18,15 +18,16 @@ import (
 // only, as protojson would write them. Missing proto2 required fields are
 // refused by the JSON writer, which visits every field anyway: the
 // runtime's own check (AllowPartial false) walks the message a second time
-// and cost a fifth of the decoding.
-var unmarshal = proto.UnmarshalOptions{DiscardUnknown: true, AllowPartial: true}
+// and cost a fifth of the decoding. Merge: the message is always new, and
+// the Reset that Unmarshal does first would only allocate its maps again.
+var unmarshal = proto.UnmarshalOptions{DiscardUnknown: true, AllowPartial: true, Merge: true}
 
 // Message decodes plain protobuf payloads of one message type (no header):
 // the schema given in the definition by proto_descriptor_set_path and
 // proto_message.
 type Message struct {
 	desc   protoreflect.MessageDescriptor
-	enc    encoder
+	enc    *encoder
 	schema []byte // ValueSchema (delta.go)
 }
 
@@ -61,7 +62,7 @@ func (c *Message) AppendJSON(dst, payload []byte) ([]byte, error) {
 
 // decode unmarshals payload as a message of md and appends its JSON. On an
 // error dst comes back as it was given.
-func (e encoder) decode(dst []byte, md protoreflect.MessageDescriptor, payload []byte) (out []byte, err error) {
+func (e *encoder) decode(dst []byte, md protoreflect.MessageDescriptor, payload []byte) (out []byte, err error) {
 	// The runtime's reflective path, the one dynamic messages take, panics
 	// on some malformed input (google.golang.org/protobuf v1.36.12: a map
 	// entry whose key comes twice, the second time with the wrong wire
@@ -76,7 +77,7 @@ func (e encoder) decode(dst []byte, md protoreflect.MessageDescriptor, payload [
 	if err := unmarshal.Unmarshal(payload, m); err != nil {
 		return dst, decode.Recordf("protobuf %s: %v", md.FullName(), err)
 	}
-	if out, err = e.message(dst, m); err != nil {
+	if out, err = e.message(dst, e.plans.of(md), m); err != nil {
 		return dst, decode.Recordf("protobuf %s: %v", md.FullName(), err)
 	}
 	return out, nil
@@ -84,6 +85,6 @@ func (e encoder) decode(dst []byte, md protoreflect.MessageDescriptor, payload [
 
 // newEncoder returns the JSON writer for messages of files: files resolve
 // the type URLs of google.protobuf.Any values.
-func newEncoder(files *protoregistry.Files) encoder {
-	return encoder{types: dynamicpb.NewTypes(files)}
+func newEncoder(files *protoregistry.Files) *encoder {
+	return &encoder{types: dynamicpb.NewTypes(files)}
 }

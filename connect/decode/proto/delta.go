@@ -13,6 +13,21 @@ import (
 // ValueSchema implements decode.Described.
 func (c *Message) ValueSchema() []byte { return c.schema }
 
+// PayloadSchema implements decode.PayloadDescribed: the value schema of the
+// message the payload's message indexes name, worked out once per message
+// type.
+func (s *Schema) PayloadSchema(payload []byte) []byte {
+	md, _, err := messageAt(s.file, payload)
+	if err != nil {
+		return nil
+	}
+	if v, ok := s.schemas.Load(md); ok {
+		return v.([]byte)
+	}
+	v, _ := s.schemas.LoadOrStore(md, valueSchema(md))
+	return v.([]byte)
+}
+
 // valueSchema describes md's JSON.
 func valueSchema(md protoreflect.MessageDescriptor) []byte {
 	t, _ := describer{}.message(md)

@@ -48,3 +48,42 @@ func TestValueSchema(t *testing.T) {
 		t.Fatalf("got\n%s\nwant\n%s", got, want)
 	}
 }
+
+// A registry schema describes each payload by the message its indexes
+// name: the JSON of every registry vector fits it, and it is the
+// descriptor set's value schema of the same message.
+func TestPayloadSchemaFitsRegistryVectors(t *testing.T) {
+	var reg registryFile
+	readJSON(t, "registry.json", &reg)
+	c, err := protodec.FromSchema(reg.Schema, reg.Refs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	messages := map[string]bool{}
+	topLevel := map[string]string{"order_[0]": "shop.v1.Order", "refund_[1]": "shop.v1.Refund", "pageview_[2]": "shop.v1.PageView"}
+	compared := 0
+	for _, v := range reg.Vectors {
+		got, err := c.AppendJSON(nil, v.Payload)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := c.PayloadSchema(v.Payload)
+		if err := decodetest.Fits(s, got); err != nil {
+			t.Errorf("%s: %v\nschema %s\njson   %s", v.Name, err, s, got)
+		}
+		if name, ok := topLevel[v.Name]; ok {
+			compared++
+			m, err := protodec.FromDescriptorSet(descriptorSet(t), name)
+			if err != nil || string(m.ValueSchema()) != string(s) {
+				t.Errorf("%s: registry schema %s, descriptor set's %s", v.Name, s, m.ValueSchema())
+			}
+		}
+		messages[string(s)] = true
+	}
+	if compared != len(topLevel) || len(messages) < 4 {
+		t.Fatalf("%d compared, %d distinct message types described over %d vectors", compared, len(messages), len(reg.Vectors))
+	}
+	if s := c.PayloadSchema([]byte{0x7f}); s != nil {
+		t.Fatalf("bad message indexes described: %s", s)
+	}
+}

@@ -1,11 +1,13 @@
 package protodec
 
 import (
+	"cmp"
 	"encoding/base64"
 	"fmt"
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 
 	"google.golang.org/protobuf/reflect/protoreflect"
@@ -18,39 +20,39 @@ import (
 // field names in declaration order; every field present.
 type encoder struct {
 	types *dynamicpb.Types // resolves google.protobuf.Any type URLs
+	plans plans
 }
 
-// message appends m as a JSON object: every field in declaration order.
-// An unset field without presence (a proto3 scalar, repeated, map) is its
-// zero value, by protobuf's semantics; an unset field with presence
-// (message, proto3 optional, oneof member, proto2 optional) is null. So
-// every record of a message has the same keys.
-func (e encoder) message(b []byte, m protoreflect.Message) ([]byte, error) {
-	if wk, ok := wellKnown[m.Descriptor().FullName()]; ok {
-		return wk(e, b, m)
+// message appends m, of the message type p plans, as a JSON object: every
+// field in declaration order. An unset field without presence (a proto3
+// scalar, repeated, map) is its zero value, by protobuf's semantics; an
+// unset field with presence (message, proto3 optional, oneof member,
+// proto2 optional) is null. So every record of a message has the same keys.
+func (e *encoder) message(b []byte, p *msgPlan, m protoreflect.Message) ([]byte, error) {
+	if p.wk != nil {
+		return p.wk(e, b, p, m)
 	}
 	b = append(b, '{')
-	fields := m.Descriptor().Fields()
 	var err error
-	for i := 0; i < fields.Len(); i++ {
-		fd := fields.Get(i)
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = appendString(b, string(fd.Name()))
-		b = append(b, ':')
-		switch {
-		case fd.IsList():
-			b, err = e.list(b, fd, m.Get(fd).List())
-		case fd.IsMap():
-			b, err = e.mapValue(b, fd, m.Get(fd).Map())
-		case fd.HasPresence() && !m.Has(fd):
-			if fd.Cardinality() == protoreflect.Required {
-				return b, fmt.Errorf("required field %s is missing", fd.FullName())
+	for i := range p.fields {
+		f := &p.fields[i]
+		b = append(b, f.key...)
+		switch f.shape {
+		case list:
+			b, err = e.list(b, &f.val, m.Get(f.fd).List())
+		case mapping:
+			b, err = e.mapValue(b, f, m.Get(f.fd).Map())
+		case optional, required:
+			if !m.Has(f.fd) {
+				if f.shape == required {
+					return b, fmt.Errorf("required field %s is missing", f.fd.FullName())
+				}
+				b = append(b, "null"...)
+				continue
 			}
-			b = append(b, "null"...)
+			b, err = e.value(b, &f.val, m.Get(f.fd))
 		default:
-			b, err = e.value(b, fd, m.Get(fd))
+			b, err = e.value(b, &f.val, m.Get(f.fd))
 		}
 		if err != nil {
 			return b, err
@@ -59,14 +61,14 @@ func (e encoder) message(b []byte, m protoreflect.Message) ([]byte, error) {
 	return append(b, '}'), nil
 }
 
-func (e encoder) list(b []byte, fd protoreflect.FieldDescriptor, l protoreflect.List) ([]byte, error) {
+func (e *encoder) list(b []byte, vp *valuePlan, l protoreflect.List) ([]byte, error) {
 	b = append(b, '[')
 	var err error
-	for i := 0; i < l.Len(); i++ {
+	for i, n := 0, l.Len(); i < n; i++ {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		if b, err = e.value(b, fd, l.Get(i)); err != nil {
+		if b, err = e.value(b, vp, l.Get(i)); err != nil {
 			return b, err
 		}
 	}
@@ -75,13 +77,13 @@ func (e encoder) list(b []byte, fd protoreflect.FieldDescriptor, l protoreflect.
 
 // mapValue appends a map as an object with its keys sorted (as protojson
 // does), so that the same map always writes the same JSON.
-func (e encoder) mapValue(b []byte, fd protoreflect.FieldDescriptor, m protoreflect.Map) ([]byte, error) {
+func (e *encoder) mapValue(b []byte, f *fieldPlan, m protoreflect.Map) ([]byte, error) {
 	keys := make([]protoreflect.MapKey, 0, m.Len())
 	m.Range(func(k protoreflect.MapKey, _ protoreflect.Value) bool {
 		keys = append(keys, k)
 		return true
 	})
-	slices.SortFunc(keys, compareKeys)
+	slices.SortFunc(keys, keyOrder(f.mapKey))
 	b = append(b, '{')
 	var err error
 	for i, k := range keys {
@@ -90,42 +92,39 @@ func (e encoder) mapValue(b []byte, fd protoreflect.FieldDescriptor, m protorefl
 		}
 		b = appendString(b, k.String()) // decimal integers, "true"/"false", the string
 		b = append(b, ':')
-		if b, err = e.value(b, fd.MapValue(), m.Get(k)); err != nil {
+		if b, err = e.value(b, &f.val, m.Get(k)); err != nil {
 			return b, err
 		}
 	}
 	return append(b, '}'), nil
 }
 
-// compareKeys orders map keys of one kind: numbers numerically, strings
-// and bools by their value.
-func compareKeys(x, y protoreflect.MapKey) int {
-	switch xv := x.Interface().(type) {
-	case int32, int64:
-		return cmpOrdered(x.Int(), y.Int())
-	case uint32, uint64:
-		return cmpOrdered(x.Uint(), y.Uint())
-	case bool:
-		return cmpOrdered(strconv.FormatBool(xv), strconv.FormatBool(y.Bool()))
+// keyOrder orders the map keys of kind k: numbers numerically, strings
+// and bools by their value (false first).
+func keyOrder(k protoreflect.Kind) func(x, y protoreflect.MapKey) int {
+	switch k {
+	case protoreflect.Int32Kind, protoreflect.Sint32Kind, protoreflect.Sfixed32Kind,
+		protoreflect.Int64Kind, protoreflect.Sint64Kind, protoreflect.Sfixed64Kind:
+		return func(x, y protoreflect.MapKey) int { return cmp.Compare(x.Int(), y.Int()) }
+	case protoreflect.Uint32Kind, protoreflect.Fixed32Kind, protoreflect.Uint64Kind, protoreflect.Fixed64Kind:
+		return func(x, y protoreflect.MapKey) int { return cmp.Compare(x.Uint(), y.Uint()) }
+	case protoreflect.BoolKind:
+		return func(x, y protoreflect.MapKey) int { return cmp.Compare(b2i(x.Bool()), b2i(y.Bool())) }
 	default:
-		return cmpOrdered(x.String(), y.String())
+		return func(x, y protoreflect.MapKey) int { return strings.Compare(x.String(), y.String()) }
 	}
 }
 
-func cmpOrdered[T int64 | uint64 | string](x, y T) int {
-	switch {
-	case x < y:
-		return -1
-	case x > y:
+func b2i(b bool) int {
+	if b {
 		return 1
 	}
 	return 0
 }
 
-// value appends one singular value of field fd (an element, for lists and
-// maps).
-func (e encoder) value(b []byte, fd protoreflect.FieldDescriptor, v protoreflect.Value) ([]byte, error) {
-	switch fd.Kind() {
+// value appends one singular value as vp plans it.
+func (e *encoder) value(b []byte, vp *valuePlan, v protoreflect.Value) ([]byte, error) {
+	switch vp.kind {
 	case protoreflect.BoolKind:
 		return strconv.AppendBool(b, v.Bool()), nil
 	case protoreflect.Int32Kind, protoreflect.Sint32Kind, protoreflect.Sfixed32Kind,
@@ -143,25 +142,25 @@ func (e encoder) value(b []byte, fd protoreflect.FieldDescriptor, v protoreflect
 		// not, and JSON cannot carry invalid UTF-8 without changing it.
 		s := v.String()
 		if !utf8.ValidString(s) {
-			return b, fmt.Errorf("field %s: invalid UTF-8", fd.FullName())
+			return b, fmt.Errorf("field %s: invalid UTF-8", vp.fd.FullName())
 		}
 		return appendString(b, s), nil
 	case protoreflect.BytesKind:
 		return appendBase64(b, v.Bytes()), nil
 	case protoreflect.EnumKind:
-		if fd.Enum().FullName() == "google.protobuf.NullValue" {
+		if vp.enum.null {
 			return append(b, "null"...), nil
 		}
-		if ev := fd.Enum().Values().ByNumber(v.Enum()); ev != nil {
-			return appendString(b, string(ev.Name())), nil
+		if name, ok := vp.enum.name(v.Enum()); ok {
+			return append(b, name...), nil
 		}
 		// A value the schema does not name (open enums keep it): its
 		// number, as protojson writes it.
 		return strconv.AppendInt(b, int64(v.Enum()), 10), nil
 	case protoreflect.MessageKind, protoreflect.GroupKind:
-		return e.message(b, v.Message())
+		return e.message(b, vp.msg, v.Message())
 	}
-	return b, fmt.Errorf("field %s: unsupported kind %v", fd.FullName(), fd.Kind())
+	return b, fmt.Errorf("field %s: unsupported kind %v", vp.fd.FullName(), vp.kind)
 }
 
 // appendFloat appends the shortest number that reads back to f at its

@@ -8,13 +8,16 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 )
 
+// wellKnownFunc writes a message of a well-known type, which p plans.
+type wellKnownFunc func(e *encoder, b []byte, p *msgPlan, m protoreflect.Message) ([]byte, error)
+
 // wellKnown holds the JSON of the well-known types that the proto3 JSON
 // mapping writes specially, by full name (a dynamic message of one is not
 // the generated Go type).
-var wellKnown map[protoreflect.FullName]func(encoder, []byte, protoreflect.Message) ([]byte, error)
+var wellKnown map[protoreflect.FullName]wellKnownFunc
 
 func init() {
-	wellKnown = map[protoreflect.FullName]func(encoder, []byte, protoreflect.Message) ([]byte, error){
+	wellKnown = map[protoreflect.FullName]wellKnownFunc{
 		"google.protobuf.Timestamp": appendTimestamp,
 		"google.protobuf.Struct":    appendStruct,
 		"google.protobuf.Value":     appendValue,
@@ -36,9 +39,9 @@ func init() {
 	}
 }
 
-func appendWrapper(e encoder, b []byte, m protoreflect.Message) ([]byte, error) {
-	fd := m.Descriptor().Fields().ByNumber(1)
-	return e.value(b, fd, m.Get(fd))
+func appendWrapper(e *encoder, b []byte, p *msgPlan, m protoreflect.Message) ([]byte, error) {
+	f := p.field(1)
+	return e.value(b, &f.val, m.Get(f.fd))
 }
 
 // Timestamp's valid range, 0001-01-01T00:00:00Z to 9999-12-31T23:59:59Z.
@@ -49,15 +52,14 @@ const (
 
 // appendTimestamp writes RFC 3339 in UTC with 0, 3, 6 or 9 fractional
 // digits, the fewest that keep every nonzero digit (protojson's form).
-func appendTimestamp(_ encoder, b []byte, m protoreflect.Message) ([]byte, error) {
-	fields := m.Descriptor().Fields()
-	secs := m.Get(fields.ByNumber(1)).Int()
-	nanos := m.Get(fields.ByNumber(2)).Int()
+func appendTimestamp(_ *encoder, b []byte, p *msgPlan, m protoreflect.Message) ([]byte, error) {
+	secs := m.Get(p.field(1).fd).Int()
+	nanos := m.Get(p.field(2).fd).Int()
 	if secs < minTimestamp || secs > maxTimestamp || nanos < 0 || nanos >= 1e9 {
 		return b, fmt.Errorf("google.protobuf.Timestamp out of range: seconds %d, nanos %d", secs, nanos)
 	}
 	b = append(b, '"')
-	b = time.Unix(secs, 0).UTC().AppendFormat(b, "2006-01-02T15:04:05")
+	b = appendDateTime(b, time.Unix(secs, 0).UTC())
 	b = appendFraction(b, nanos)
 	return append(b, 'Z', '"'), nil
 }
@@ -84,34 +86,65 @@ func appendFraction(b []byte, nanos int64) []byte {
 	return b
 }
 
-// appendStruct writes a google.protobuf.Struct as the JSON object it holds.
-func appendStruct(e encoder, b []byte, m protoreflect.Message) ([]byte, error) {
-	fd := m.Descriptor().Fields().ByNumber(1)
-	return e.mapValue(b, fd, m.Get(fd).Map())
+// appendDateTime appends t (years 1-9999) as "2006-01-02T15:04:05": what
+// t.AppendFormat writes with that layout, without parsing the layout for
+// every record.
+func appendDateTime(b []byte, t time.Time) []byte {
+	year, month, day := t.Date()
+	hour, minute, sec := t.Clock()
+	b = appendDigits(b, year, 4)
+	b = append(b, '-')
+	b = appendDigits(b, int(month), 2)
+	b = append(b, '-')
+	b = appendDigits(b, day, 2)
+	b = append(b, 'T')
+	b = appendDigits(b, hour, 2)
+	b = append(b, ':')
+	b = appendDigits(b, minute, 2)
+	b = append(b, ':')
+	return appendDigits(b, sec, 2)
 }
 
-func appendListValue(e encoder, b []byte, m protoreflect.Message) ([]byte, error) {
-	fd := m.Descriptor().Fields().ByNumber(1)
-	return e.list(b, fd, m.Get(fd).List())
+// appendDigits appends n >= 0 with width digits, zero-padded.
+func appendDigits(b []byte, n, width int) []byte {
+	for i := width - 1; i >= 0; i-- {
+		b = append(b, '0')
+	}
+	for i := len(b) - 1; n > 0; i-- {
+		b[i] = byte('0' + n%10)
+		n /= 10
+	}
+	return b
+}
+
+// appendStruct writes a google.protobuf.Struct as the JSON object it holds.
+func appendStruct(e *encoder, b []byte, p *msgPlan, m protoreflect.Message) ([]byte, error) {
+	f := p.field(1)
+	return e.mapValue(b, f, m.Get(f.fd).Map())
+}
+
+func appendListValue(e *encoder, b []byte, p *msgPlan, m protoreflect.Message) ([]byte, error) {
+	f := p.field(1)
+	return e.list(b, &f.val, m.Get(f.fd).List())
 }
 
 // appendValue writes a google.protobuf.Value as the JSON value it holds.
 // One with no kind set, which protojson refuses, is null: nothing is lost.
 // A NaN or infinite number_value is a string like any other double.
-func appendValue(e encoder, b []byte, m protoreflect.Message) ([]byte, error) {
-	od := m.Descriptor().Oneofs().ByName("kind")
+func appendValue(e *encoder, b []byte, p *msgPlan, m protoreflect.Message) ([]byte, error) {
+	od := p.desc.Oneofs().ByName("kind")
 	fd := m.WhichOneof(od)
 	if fd == nil {
 		return append(b, "null"...), nil
 	}
-	return e.value(b, fd, m.Get(fd))
+	return e.value(b, &p.fields[fd.Index()].val, m.Get(fd))
 }
 
 // appendProtojson writes m as protojson does, resolving Any type URLs in
 // the schema's files (an Any of a type they do not hold is an error, as in
 // protojson). Inside an Any the values are protojson's own: 64-bit
 // integers are strings there.
-func appendProtojson(e encoder, b []byte, m protoreflect.Message) ([]byte, error) {
+func appendProtojson(e *encoder, b []byte, _ *msgPlan, m protoreflect.Message) ([]byte, error) {
 	opts := protojson.MarshalOptions{UseProtoNames: true, Resolver: e.types}
 	return opts.MarshalAppend(b, m.Interface())
 }

@@ -28,6 +28,8 @@ const (
 	EnvGCSEndpoint   = "PICOMQ_TEST_GCS_ENDPOINT" // fake-gcs-server, plain http
 
 	EnvKafkaBrokers = "PICOMQ_KAFKA_BROKERS" // comma-separated host:port of the Apache Kafka broker
+
+	EnvSchemaRegistryURL = "PICOMQ_SCHEMA_REGISTRY_URL" // base URL of the registry's Confluent API
 )
 
 // EnvFile is the file, at the repository root, that services.sh writes.
@@ -40,10 +42,11 @@ var (
 	// azureKeys and gcsKeys are checked by RequireAzure and RequireGCS only,
 	// so a .services.env written before those services existed keeps
 	// working for everything else.
-	azureKeys = []string{EnvAzureEndpoint, EnvAzureAccount, EnvAzureKey}
-	gcsKeys   = []string{EnvGCSEndpoint}
-	kafkaKeys = []string{EnvKafkaBrokers}
-	allKeys   = slices.Concat(envKeys, azureKeys, gcsKeys, kafkaKeys)
+	azureKeys    = []string{EnvAzureEndpoint, EnvAzureAccount, EnvAzureKey}
+	gcsKeys      = []string{EnvGCSEndpoint}
+	kafkaKeys    = []string{EnvKafkaBrokers}
+	registryKeys = []string{EnvSchemaRegistryURL}
+	allKeys      = slices.Concat(envKeys, azureKeys, gcsKeys, kafkaKeys, registryKeys)
 )
 
 // Services describes the running PostgreSQL, S3, Azure and GCS endpoints.
@@ -69,6 +72,10 @@ type Services struct {
 	// KafkaBrokers are the seed brokers of the real Apache Kafka broker
 	// (single-node KRaft). Set when RequireKafka passed.
 	KafkaBrokers []string
+	// SchemaRegistryURL is the base URL of the Schema Registry's Confluent
+	// API (Apicurio Registry's /apis/ccompat/v6). Set when
+	// RequireSchemaRegistry passed.
+	SchemaRegistryURL string
 }
 
 // Lookup reads the service description from the environment, falling back to
@@ -121,6 +128,8 @@ func lookup(required []string) (Services, error) {
 		AzureKey:      vals[EnvAzureKey],
 		GCSEndpoint:   vals[EnvGCSEndpoint],
 		KafkaBrokers:  splitList(vals[EnvKafkaBrokers]),
+
+		SchemaRegistryURL: vals[EnvSchemaRegistryURL],
 	}, nil
 }
 

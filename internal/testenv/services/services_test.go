@@ -186,7 +186,8 @@ func (f *fatalRecorder) SkipNow()             { f.skipped = true; runtime.Goexit
 
 func clearEnv(t *testing.T) {
 	for _, k := range []string{services.EnvPGDSN, services.EnvS3Endpoint, services.EnvS3AccessKey, services.EnvS3SecretKey, services.EnvS3Region,
-		services.EnvAzureEndpoint, services.EnvAzureAccount, services.EnvAzureKey, services.EnvGCSEndpoint, services.EnvKafkaBrokers} {
+		services.EnvAzureEndpoint, services.EnvAzureAccount, services.EnvAzureKey, services.EnvGCSEndpoint, services.EnvKafkaBrokers,
+		services.EnvSchemaRegistryURL} {
 		t.Setenv(k, "")
 	}
 }
@@ -196,7 +197,7 @@ func TestRequireFailsWithInstructionsWhenServicesAreMissing(t *testing.T) {
 	clearEnv(t)
 	for name, require := range map[string]func(testing.TB) services.Services{
 		"Require": services.Require, "RequireAzure": services.RequireAzure, "RequireGCS": services.RequireGCS,
-		"RequireKafka": services.RequireKafka,
+		"RequireKafka": services.RequireKafka, "RequireSchemaRegistry": services.RequireSchemaRegistry,
 	} {
 		rec := &fatalRecorder{TB: t}
 		done := make(chan struct{})

@@ -1,0 +1,5 @@
+package flatbuf
+
+// ErrInternal is errInternal for the black-box tests: a panic the
+// boundary recovered, which no input may cause.
+var ErrInternal = errInternal
