@@ -567,7 +567,7 @@ func TestValueSchemaBothWays(t *testing.T) {
 		t.Fatal(err)
 	}
 	const vs = `{"type":"struct","fields":[{"name":"a","type":"long","nullable":false,"metadata":{}}]}`
-	b := hostclient.Batch{Attempt: 1, Topic: "orders", Schema: "json", ValueSchema: []byte(vs),
+	b := hostclient.Batch{Attempt: 1, Topic: "orders", Schema: "raw", ValueSchema: []byte(vs),
 		Records: []hostclient.Record{{Offset: 1, Payload: []byte(`{"a":1}`)}, {Offset: 2, Payload: []byte("BAD")}}}
 	b.AcceptRejections = true
 	if _, err := inst.ConsumeResult(b); err != nil {
