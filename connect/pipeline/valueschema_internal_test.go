@@ -2,16 +2,25 @@ package pipeline
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	decoding "github.com/picomq/heavy-sinks/connect/decode"
 	"github.com/picomq/heavy-sinks/connect/definition"
+	"github.com/picomq/heavy-sinks/connect/transform"
 )
 
-// describedCodec is numberCodec with a value schema.
+// describedCodec is a codec (numberCodec when nil) with a value schema.
 type describedCodec struct {
-	numberCodec
+	codec  decoding.Codec
 	schema []byte
+}
+
+func (c describedCodec) AppendJSON(dst, payload []byte) ([]byte, error) {
+	if c.codec == nil {
+		return numberCodec{}.AppendJSON(dst, payload)
+	}
+	return c.codec.AppendJSON(dst, payload)
 }
 
 func (c describedCodec) ValueSchema() []byte { return c.schema }
@@ -37,9 +46,10 @@ func TestBatchValueSchema(t *testing.T) {
 	)
 	recs := binaryRecords(3)
 	var sc scratch
+	var xf *transform.Chain
 	run := func(dec decoding.Decoder) []byte {
 		t.Helper()
-		b, _, _, _, err := decode(context.Background(), definition.SchemaAvro, dec, recs, false, false, nil, &sc)
+		b, _, _, _, err := decode(context.Background(), definition.SchemaAvro, dec, recs, false, false, xf, &sc)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -60,4 +70,20 @@ func TestBatchValueSchema(t *testing.T) {
 	if got := run(versions{decoding.Static{Codec: numberCodec{}}, [][]byte{[]byte(v1), nil}, &n}); got != nil {
 		t.Errorf("a record undescribed: %s", got)
 	}
+	// Transforms change the records' shape: no value schema.
+	chain, _, err := transform.Compile([]transform.Spec{{Type: transform.DeleteFields, Paths: []string{"a"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	xf = chain
+	if got := run(decoding.Static{Codec: describedCodec{codec: objectCodec{}, schema: []byte(v1)}}); got != nil {
+		t.Errorf("with transforms: %s", got)
+	}
+}
+
+// objectCodec writes {"a": <the payload's length>}: transforms need objects.
+type objectCodec struct{}
+
+func (objectCodec) AppendJSON(dst, payload []byte) ([]byte, error) {
+	return fmt.Appendf(dst, `{"a":%d}`, len(payload)), nil
 }
