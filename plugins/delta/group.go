@@ -278,19 +278,10 @@ func (t *table) writeGroup(ctx context.Context, live []*member) {
 			}
 		}
 		if t.snap.IsNew() && t.env.opts.create.fromBatch() {
-			// Not created yet, from a batch's value schema: this group's
-			// first batch's (the one that opened it may have left nothing).
-			vs := live[0].b.ValueSchema
-			if vs == nil {
-				answerAll(sdk.Fatal(errNoValueSchema(t.uri)))
+			if empty, err := t.fromValueSchema(live); err != nil || empty {
+				answerAll(err) // nil: tombstones only, nothing to write
 				return
 			}
-			snap, err := t.env.opts.create.newTable(vs)
-			if err != nil {
-				answerAll(sdk.Fatalf("Delta table %s cannot be created: %v", t.uri, err))
-				return
-			}
-			t.snap = snap
 		}
 		if err := t.snap.Writable(); err != nil {
 			answerAll(sdk.Fatalf("Delta table %s cannot be written by this sink: %v", t.uri, err))

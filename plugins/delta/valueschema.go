@@ -108,3 +108,36 @@ func (t *table) columnHint(members []*member) *deltalog.StructType {
 	}
 	return hint
 }
+
+// fromValueSchema makes the table still to be created (create_table
+// without table_schema) from the value schema of the group's first batch
+// that has one (the batch that opened the table may have left nothing to
+// commit). A group without one fails FATAL, unless it holds nothing to
+// write (tombstones only, skip_empty_payloads): empty is set, and the
+// group is done, as a commit of tombstones only is (nothing committed, no
+// table created, each batch OK).
+func (t *table) fromValueSchema(live []*member) (empty bool, err error) {
+	for _, m := range live {
+		if m.b.ValueSchema == nil {
+			continue
+		}
+		snap, err := t.env.opts.create.newTable(m.b.ValueSchema)
+		if err != nil {
+			return false, sdk.Fatalf("Delta table %s cannot be created: %v", t.uri, err)
+		}
+		t.snap = snap
+		return false, nil
+	}
+	n := 0
+	for _, m := range live {
+		for _, r := range m.b.Records {
+			if len(r.Payload) > 0 || !t.env.opts.skipEmpty {
+				return false, sdk.Fatal(errNoValueSchema(t.uri))
+			}
+			n++
+		}
+	}
+	t.env.stats.empty.Add(int64(n))
+	t.env.log.Info("skipped records with an empty payload", "table", t.uri, "topic", topics(live), "skipped", n)
+	return true, nil
+}
