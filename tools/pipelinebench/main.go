@@ -141,9 +141,11 @@ func run() error {
 // printed on one line and added to f.
 //
 // Each variant of -formats runs through picomq-connect on its own table
-// and topic (plain json on the ones the bench always used), in the order
-// given, after the plugin-only run: the json run is the one the summary
-// lines report, the others go to the per-format table.
+// and topic (plain json on the ones the bench always used), after the
+// plugin-only run, in the order given rotated by one each repeat (a
+// variant that always ran first would always meet the same state of the
+// machine): the json run is the one the summary lines report, the others
+// go to the per-format table.
 func repeat(cl *kgo.Client, adm *kadm.Client, brokers []string, env bench.Env, work string, t *bench.DeltaTarget, run string, i int,
 	variants []variant, payloads map[string][][]hostclient.Record, f figures) error {
 	data := payloads["json"]
@@ -179,7 +181,8 @@ func repeat(cl *kgo.Client, adm *kadm.Client, brokers []string, env bench.Env, w
 	pcpu := bench.US(plugin.hostCPU) / float64(plugin.records)
 	var p pipeResult
 	var others []string // the other variants' part of the run's line
-	for _, v := range variants {
+	for k := range variants {
+		v := variants[(i+k)%len(variants)] // rotated: no variant always runs first
 		r, err := pipeline(cl, adm, brokers, env.Dist, work, t, topic+v.slug(), tables["pipeline"+v.slug()], v, payloads[v.format], 0)
 		if err != nil {
 			return fmt.Errorf("pipeline (%s): %w", v, err)
