@@ -66,6 +66,8 @@ const (
 //     nested message, and records of the file's second message (message
 //     indexes [1]);
 //   - FlatBuffers with a static .bfbs (no registry);
+//   - the same Avro, Protobuf and FlatBuffers topics into Redshift (the
+//     emulator over PostgreSQL), the JSON the plugin got read with SQL;
 //   - bad input (wrong magic byte, unknown schema id, a truncated body)
 //     under errors_tolerance "all" (dead letters, original bytes, class
 //     encoding) and "none" (the consumer stops naming the offset, nothing
@@ -123,6 +125,12 @@ schema_registry_url = %q`, r.registry), "")
 	if idx := protoPayloads[2][5:7]; string(idx) != "\x02\x02" { // count 1, index 1 (zigzag)
 		t.Fatalf("a Refund's message indexes are % x, want [1] (02 02)", idx)
 	}
+	// The serializer registered the import as a reference of its own
+	// subject, which Apicurio keeps: the decoder must resolve it.
+	orderID := int(binary.BigEndian.Uint32(protoPayloads[0][1:5]))
+	if s, err := r.registryClient().SchemaByID(ctx, orderID); err != nil || len(s.References) != 1 || s.References[0].Name != "shop/e2e/money.proto" {
+		t.Fatalf("schema id %d in the registry: references %+v, %v; want shop/e2e/money.proto", orderID, s.References, err)
+	}
 	r.produce(protoTopic, protoPayloads...)
 
 	// 4. FlatBuffers: flatc's buffer and one of Python's flatbuffers.
@@ -140,6 +148,14 @@ flatbuffer_schema_path = %q`, filepath.Join(fbsDir, "order.bfbs")), "")
 		t.Fatal(err)
 	}
 	r.produce(fbsTopic, append([][]byte{flatc}, r.serialize("fbs", "-", "-")...)...)
+
+	// The same three topics into Redshift: the payload column holds the
+	// JSON the runtime decoded, compared whole (every key, absent or null).
+	rsDB, rsGroups := r.redshiftSink(map[string]string{
+		avroTopic:  fmt.Sprintf(avroBlock, r.registry, "none"),
+		protoTopic: fmt.Sprintf("schema = \"proto\"\nschema_registry_url = %q", r.registry),
+		fbsTopic:   fmt.Sprintf("schema = \"flatbuffer\"\nflatbuffer_schema_path = %q", filepath.Join(fbsDir, "order.bfbs")),
+	})
 
 	// 5. Bad input. The header of a schema id no registry holds, the
 	// magic byte changed, and a body cut after its first 3 bytes.
@@ -210,6 +226,9 @@ schema_registry_timeout = "1s"`, "")
 		protoGroup: protoTopic, fbsGroup: fbsTopic, badGroup: badTopic, outGroup: outTopic} {
 		r.waitAtEnd(group, topic)
 	}
+	for topic, group := range rsGroups {
+		r.waitAtEnd(group, topic)
+	}
 	for _, s := range stops {
 		r.waitLog(regexp.MustCompile(`event=consumer_failed.*`+regexp.QuoteMeta(s.group)+`.*record at offset 1 cannot be decoded \(schema = \\"avro\\"\): `+regexp.QuoteMeta(strings.ReplaceAll(s.why, `"`, `\"`))), 1)
 	}
@@ -244,6 +263,16 @@ schema_registry_timeout = "1s"`, "")
 	regCheckRows(t, "flatbuffers", tables[fbsTable],
 		`{"id":-2,"customer":"Grace Hopper","amount":-0.5,"quantity":0,"currency":null,"status":"Pending","created_at_us":0,"tags":[],"shipped":true,"discount":0.0,"address":null,"sku":null}`,
 		`{"id":1234567890123,"customer":"Ada Lovelace","amount":1234.56,"quantity":3,"currency":"EUR","status":"Shipped","created_at_us":1788470104123456,"tags":["priority","gift"],"shipped":true,"discount":0.15000000596046448,"address":{"street":"12 Analytical Row","city":"London","country":"GB"},"sku":"SKU-000123-XL"}`)
+	regCheckRows(t, "redshift avro", r.redshiftPayloads(rsDB, "reg_avro"), regOrderRows...)
+	regCheckRows(t, "redshift protobuf", r.redshiftPayloads(rsDB, "reg_proto"),
+		`{"id":1,"total":{"currency":"EUR","units":9223372036854775807},"line":{"sku":"sku-1","count":3},"tags":["a","b"],"created_at":"2026-09-03T21:15:04.123456Z"}`,
+		`{"id":2,"total":null,"line":null,"tags":[],"created_at":null}`,
+		`{"id":3,"reason":"late","amount":{"currency":"USD","units":-5}}`,
+		`{"id":4,"reason":"","amount":null}`)
+	// Absent strings and tables of a FlatBuffer have no key.
+	regCheckRows(t, "redshift flatbuffers", r.redshiftPayloads(rsDB, "reg_fbs"),
+		`{"id":-2,"customer":"Grace Hopper","amount":-0.5,"quantity":0,"status":"Pending","created_at_us":0,"tags":[],"shipped":true,"discount":0}`,
+		`{"id":1234567890123,"customer":"Ada Lovelace","amount":1234.56,"quantity":3,"currency":"EUR","status":"Shipped","created_at_us":1788470104123456,"tags":["priority","gift"],"shipped":true,"discount":0.15,"address":{"street":"12 Analytical Row","city":"London","country":"GB"},"sku":"SKU-000123-XL"}`)
 	regCheckRows(t, "bad input, errors_tolerance all", tables[badTable], regOrderRows...)
 	for _, s := range stops {
 		regCheckRows(t, s.name, tables[s.table])

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -19,12 +20,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/picomq/heavy-sinks/internal/testenv"
 	"github.com/picomq/heavy-sinks/internal/testenv/pyenv"
 	"github.com/picomq/heavy-sinks/internal/testenv/services"
+	"github.com/picomq/heavy-sinks/plugins/redshift/rsemu"
 )
 
 // regRig is the setting of TestSchemaRegistryOnRealBroker: the real Kafka
@@ -107,6 +110,68 @@ table_uri = %q
 %s
 `, r.prefix+"_"+name, topic, group, block, uri, plugin))
 	return group
+}
+
+// redshiftSink writes a Redshift sink (the emulator in front of a database
+// of the test's) with one [[topics]] block per topic, its keys in
+// blocks[topic]; topic <prefix>.<name> lands in table reg_<name>, the
+// payload as text: the JSON the runtime decoded, as the plugin got it. It
+// returns the database and each topic's group.
+func (r *regRig) redshiftSink(blocks map[string]string) (services.Database, map[string]string) {
+	r.t.Helper()
+	svc := services.Require(r.t)
+	db := svc.NewDatabase(r.t)
+	emu := rsemu.NewTest(r.t, rsemu.Config{BackendDSN: db.DSN, S3Endpoint: svc.S3Endpoint,
+		S3AccessKey: svc.S3AccessKey, S3SecretKey: svc.S3SecretKey, S3Region: svc.S3Region})
+	groups := map[string]string{}
+	var def strings.Builder
+	fmt.Fprintf(&def, "type = \"sink\"\nkey = %q\npath = \"libpicomq_connector_redshift_sink\"\n", r.prefix+"_redshift")
+	for topic, block := range blocks {
+		groups[topic] = r.prefix + "-redshift-" + topic[strings.LastIndexByte(topic, '.')+1:]
+		fmt.Fprintf(&def, "\n[[topics]]\ntopics = [%q]\nconsumer_group = %q\nbatch_length = 100\npoll_interval = \"100ms\"\n%s\n",
+			topic, groups[topic], block)
+	}
+	fmt.Fprintf(&def, `
+[plugin_config]
+connection_string = %q
+target_table = "reg_{topic_segment[-1]}"
+aws_iam_role = %q
+s3_bucket = %q
+s3_prefix = "redshift"
+aws_region = %q
+s3_endpoint = %q
+aws_access_key_id = %q
+aws_secret_access_key = %q
+payload_format = "text"
+retry_delay = "200ms"
+`, emu.DSN(db.Name), rsemu.DefaultRole, svc.NewBucket(r.t), svc.S3Region, svc.S3Endpoint, svc.S3AccessKey, svc.S3SecretKey)
+	writeDef(r.t, filepath.Join(r.defs, "redshift.toml"), def.String())
+	return db, groups
+}
+
+// redshiftPayloads reads the payloads of table from the database behind
+// the emulator with SQL, ordered by their id.
+func (r *regRig) redshiftPayloads(db services.Database, table string) []json.RawMessage {
+	r.t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, db.DSN)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	q, err := conn.Query(ctx, `SELECT payload FROM `+pgx.Identifier{table}.Sanitize()+` ORDER BY (payload::json->>'id')::bigint`)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	rows, err := pgx.CollectRows(q, pgx.RowTo[string])
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	out := make([]json.RawMessage, len(rows))
+	for i, row := range rows {
+		out[i] = json.RawMessage(row)
+	}
+	return out
 }
 
 // serialize runs testdata/registry/serialize.py (Confluent's Python
@@ -266,8 +331,8 @@ func regJoinRaw(rows []json.RawMessage) string {
 	return b.String()
 }
 
-// regValue parses JSON with integers kept whole and other numbers as
-// float64.
+// regValue parses JSON with integers kept whole (every digit) and other
+// numbers as float64, an integral one below 2^53 as the integer.
 func regValue(t *testing.T, s string) any {
 	t.Helper()
 	d := json.NewDecoder(strings.NewReader(s))
@@ -286,6 +351,9 @@ func regValue(t *testing.T, s string) any {
 			f, err := v.Float64()
 			if err != nil {
 				t.Fatalf("%v in %s", err, s)
+			}
+			if f == math.Trunc(f) && math.Abs(f) < 1<<53 { // 0.0 is 0
+				return int64(f)
 			}
 			return f
 		case map[string]any:
