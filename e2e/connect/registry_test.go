@@ -44,6 +44,13 @@ var regOrderRows = []string{
 	`{"id":3,"big":0,"amount":"0.005","ts":"2000-02-29T00:00:00.000001Z","day":"2000-02-29","note":"","ratio":1.7976931348623157e308,"address":{"street":"Ü","zip":0},"attrs":{"k":0},"tags":[""]}`,
 }
 
+// regTotalAvro references e2e.reg.Money, registered under a subject of its
+// own.
+const (
+	regMoneyAvro = `{"type":"record","name":"Money","namespace":"e2e.reg","fields":[{"name":"units","type":"long"},{"name":"currency","type":"string"}]}`
+	regTotalAvro = `{"type":"record","name":"Total","namespace":"e2e.reg","fields":[{"name":"id","type":"long"},{"name":"total","type":"e2e.reg.Money"}]}`
+)
+
 const (
 	regEventV1 = `{"type":"record","name":"Event","namespace":"e2e.reg","fields":[{"name":"id","type":"long"},{"name":"name","type":"string"}]}`
 	// regEventV2 adds a field with a default: BACKWARD compatible.
@@ -57,7 +64,8 @@ const (
 // delta-rs:
 //
 //   - Avro with every kind of value (decimal, timestamp-micros, date, a
-//     nullable union, a nested record, a map, an array): exact;
+//     nullable union, a nested record, a map, an array): exact; and a
+//     schema referencing another subject's type;
 //   - Avro schema evolution mid-stream: v2 (a field with a default, the
 //     subject BACKWARD) registered after v1's records landed; add_columns
 //     adds the column, v1 rows null in it; a second block with the reader
@@ -72,8 +80,8 @@ const (
 //     under errors_tolerance "all" (dead letters, original bytes, class
 //     encoding) and "none" (the consumer stops naming the offset, nothing
 //     committed);
-//   - a registry outage (a proxy answering 503, then stalling past
-//     schema_registry_timeout): the batch waits, no dead letter, offset
+//   - a registry outage (a proxy answering 503, then closing connections,
+//     then stalling past schema_registry_timeout): the batch waits, no dead letter, offset
 //     held, decode_retry logged; once the proxy forwards, it lands once.
 func TestSchemaRegistryOnRealBroker(t *testing.T) {
 	r := newRegRig(t)
@@ -92,6 +100,22 @@ errors_tolerance = %q`
 	avroGroup := r.sink("avro", avroTopic, avroTable, fmt.Sprintf(avroBlock, r.registry, "none"), "")
 	good := r.serialize("avro", r.registry, avroTopic, regOrderAvro, "["+strings.Join(regOrderRows, ",")+"]")
 	r.produce(avroTopic, good...)
+
+	// An Avro schema referencing a type of another subject, registered
+	// by hand; the serializer takes the subject's latest version.
+	refTopic := r.topic("avroref")
+	refTable := r.table("avroref", `[("id", pa.int64()), ("total", pa.struct([("units", pa.int64()), ("currency", pa.string())]))]`)
+	refGroup := r.sink("avroref", refTopic, refTable, fmt.Sprintf(avroBlock, r.registry, "none"), "")
+	money, err := r.registryClient().CreateSchema(ctx, refTopic+"-money", sr.Schema{Schema: regMoneyAvro})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.registryClient().CreateSchema(ctx, refTopic+"-value", sr.Schema{Schema: regTotalAvro,
+		References: []sr.SchemaReference{{Name: "e2e.reg.Money", Subject: money.Subject, Version: money.Version}}}); err != nil {
+		t.Fatal(err)
+	}
+	r.produce(refTopic, r.serialize("avro", r.registry, refTopic, "-",
+		`[{"id":1,"total":{"units":1234,"currency":"EUR"}},{"id":2,"total":{"units":-9223372036854775808,"currency":""}}]`)...)
 
 	// 2. Evolution: one topic, two sinks: add_columns, and a reader schema.
 	evoTopic := r.topic("evo")
@@ -202,6 +226,8 @@ schema_registry_timeout = "1s"`, "")
 	// The outage first, while the other sinks work.
 	retry := regexp.MustCompile(`event=decode_retry topic=` + regexp.QuoteMeta(outTopic) + ` `)
 	r.waitLog(retry, 2)
+	proxy.mode.Store(proxyDrop)
+	r.waitLog(regexp.MustCompile(retry.String()+`.*EOF`), 1)
 	proxy.mode.Store(proxyStall)
 	r.waitLog(regexp.MustCompile(retry.String()+`.*(Timeout|deadline)`), 1)
 	if got := r.committed(outGroup, outTopic); got != -1 {
@@ -222,7 +248,7 @@ schema_registry_timeout = "1s"`, "")
 	r.produce(evoTopic, r.serialize("avro", r.registry, evoTopic, regEventV2,
 		`[{"id":4,"name":"v2-d","score":-9223372036854775808},{"id":5,"name":"v2-e","score":42}]`)...)
 
-	for group, topic := range map[string]string{avroGroup: avroTopic, evoGroup: evoTopic, readerGroup: evoTopic,
+	for group, topic := range map[string]string{avroGroup: avroTopic, refGroup: refTopic, evoGroup: evoTopic, readerGroup: evoTopic,
 		protoGroup: protoTopic, fbsGroup: fbsTopic, badGroup: badTopic, outGroup: outTopic} {
 		r.waitAtEnd(group, topic)
 	}
@@ -240,13 +266,15 @@ schema_registry_timeout = "1s"`, "")
 		t.Errorf("outage: no request through the proxy once it forwarded")
 	}
 
-	uris := []string{avroTable, evoTable, readerTable, protoTable, fbsTable, badTable, outTable}
+	uris := []string{avroTable, refTable, evoTable, readerTable, protoTable, fbsTable, badTable, outTable}
 	for _, s := range stops {
 		uris = append(uris, s.table)
 	}
 	tables := r.read(uris...)
 
 	regCheckRows(t, "avro", tables[avroTable], regOrderRows...)
+	regCheckRows(t, "avro with a reference", tables[refTable],
+		`{"id":1,"total":{"units":1234,"currency":"EUR"}}`, `{"id":2,"total":{"units":-9223372036854775808,"currency":""}}`)
 	regCheckRows(t, "outage", tables[outTable], regOrderRows...)
 	regCheckRows(t, "evolution (add_columns)", tables[evoTable],
 		`{"id":1,"name":"v1-a","score":null}`, `{"id":2,"name":"v1-b","score":null}`, `{"id":3,"name":"v1-c","score":null}`,

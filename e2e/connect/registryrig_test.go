@@ -371,9 +371,9 @@ func regValue(t *testing.T, s string) any {
 }
 
 // switchProxy is a reverse proxy in front of the real registry that the
-// test switches between forwarding, answering 503, and stalling (holding
-// each request until the client gives up): an outage without touching the
-// shared registry.
+// test switches between forwarding, answering 503, closing the connection,
+// and stalling (holding each request until the client gives up): an
+// outage without touching the shared registry.
 type switchProxy struct {
 	url  string // the proxy's Confluent API base URL
 	mode atomic.Int32
@@ -381,7 +381,8 @@ type switchProxy struct {
 }
 
 const (
-	proxyUnavailable = iota
+	proxyUnavailable = iota // 503
+	proxyDrop               // the connection closed without an answer
 	proxyStall
 	proxyForward
 )
@@ -402,6 +403,10 @@ func newSwitchProxy(t *testing.T, registry string) *switchProxy {
 		switch p.mode.Load() {
 		case proxyUnavailable:
 			http.Error(w, "registry unavailable (test proxy)", http.StatusServiceUnavailable)
+		case proxyDrop:
+			if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
+				conn.Close()
+			}
 		case proxyStall:
 			select { // bounded: the client's schema_registry_timeout ends it first
 			case <-req.Context().Done():

@@ -2,7 +2,7 @@
 serializers (confluent-kafka's AvroSerializer and ProtobufSerializer, against
 the real Schema Registry), the producer independent of the Go code under test.
 
-    serialize.py avro  <registry url> <topic> <schema json> <rows json>
+    serialize.py avro  <registry url> <topic> <schema json, or - for the latest> <rows json>
     serialize.py proto <registry url> <topic> <rows json>
     serialize.py fbs - -
 
@@ -45,7 +45,11 @@ def avro_value(row):
 
 def avro(url, topic, schema, rows):
     from confluent_kafka.schema_registry.avro import AvroSerializer
-    ser = AvroSerializer(SchemaRegistryClient({"url": url}), schema)
+    client = SchemaRegistryClient({"url": url})
+    if schema == "-":  # the subject's latest version, registered with its references
+        ser = AvroSerializer(client, None, conf={"auto.register.schemas": False, "use.latest.version": True})
+    else:
+        ser = AvroSerializer(client, schema)
     ctx = SerializationContext(topic, MessageField.VALUE)
     return [ser(avro_value(r), ctx) for r in rows]
 
