@@ -55,6 +55,8 @@ const (
 	regEventV1 = `{"type":"record","name":"Event","namespace":"e2e.reg","fields":[{"name":"id","type":"long"},{"name":"name","type":"string"}]}`
 	// regEventV2 adds a field with a default: BACKWARD compatible.
 	regEventV2 = `{"type":"record","name":"Event","namespace":"e2e.reg","fields":[{"name":"id","type":"long"},{"name":"name","type":"string"},{"name":"score","type":"long","default":7}]}`
+	// regEventNoDefault adds it without one: not BACKWARD compatible.
+	regEventNoDefault = `{"type":"record","name":"Event","namespace":"e2e.reg","fields":[{"name":"id","type":"long"},{"name":"name","type":"string"},{"name":"score","type":"long"}]}`
 )
 
 // Records serialized by Confluent's own Python serializers against the
@@ -130,6 +132,9 @@ errors_tolerance = %q`
 		if res.Err != nil {
 			t.Fatalf("setting BACKWARD on %s-value: %v", evoTopic, res.Err)
 		}
+	}
+	if _, err := r.registryClient().CreateSchema(ctx, evoTopic+"-value", sr.Schema{Schema: regEventNoDefault}); err == nil {
+		t.Fatalf("the registry took a version that is not BACKWARD compatible: the subject's rule is off")
 	}
 
 	// 3. Protobuf: Orders (message index [0]) and Refunds ([1]).
