@@ -63,7 +63,7 @@ const (
 // real Schema Registry (Apicurio 2.4.2, Confluent API), produced to the
 // real Kafka broker, decoded by picomq-connect (one process for every case,
 // to keep the time down) and written by the real Delta .so, read back by
-// delta-rs:
+// delta-rs (the Redshift .so, read with SQL, where said):
 //
 //   - Avro with every kind of value (decimal, timestamp-micros, date, a
 //     nullable union, a nested record, a map, an array): exact; and a
@@ -83,8 +83,9 @@ const (
 //     encoding) and "none" (the consumer stops naming the offset, nothing
 //     committed);
 //   - a registry outage (a proxy answering 503, then closing connections,
-//     then stalling past schema_registry_timeout): the batch waits, no dead letter, offset
-//     held, decode_retry logged; once the proxy forwards, it lands once.
+//     then stalling past schema_registry_timeout): the batch waits, no
+//     dead letter, offset held, decode_retry logged; once the proxy
+//     forwards, it lands once.
 func TestSchemaRegistryOnRealBroker(t *testing.T) {
 	r := newRegRig(t)
 	ctx := context.Background()
