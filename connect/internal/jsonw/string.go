@@ -61,9 +61,18 @@ func appendString[T ~string | ~[]byte](dst []byte, s T, lossy bool) ([]byte, boo
 			start = i
 			continue
 		}
-		n := runeLen(s, i)
+		// The UTF-8 sequence c starts: n bytes, the next one in second[...]
+		// (written here rather than in a function: this runs per byte of
+		// non-ASCII text, and a call does not inline).
+		x := lead[c]
+		n := int(x & 7)
+		r := second[x>>4]
 		switch {
-		case n == 0:
+		case n == 0 || len(s)-i < n || s[i+1] < r.lo || s[i+1] > r.hi ||
+			n > 2 && s[i+2]&0xc0 != 0x80 || n > 3 && s[i+3]&0xc0 != 0x80:
+			// Not UTF-8 (a stray continuation byte, an overlong form, a
+			// surrogate, above U+10FFFF, or cut short): what
+			// utf8.DecodeRune calls RuneError of size 1.
 			if !lossy {
 				return dst, false
 			}
@@ -85,47 +94,30 @@ func appendString[T ~string | ~[]byte](dst []byte, s T, lossy bool) ([]byte, boo
 	return append(dst, '"'), true
 }
 
-// runeLen returns the length of the UTF-8 sequence starting at s[i] (a
-// byte >= 0x80), or 0 where it is not valid UTF-8 (a stray continuation
-// byte, an overlong form, a surrogate, above U+10FFFF, or cut short): what
-// utf8.DecodeRune calls RuneError of size 1, without converting a []byte
-// to a string for it.
-func runeLen[T ~string | ~[]byte](s T, i int) int {
-	c := s[i]
-	lo, hi := byte(0x80), byte(0xbf) // the second byte's range
-	n := 0
-	switch {
-	case c < 0xc2:
-		return 0
-	case c < 0xe0:
-		n = 2
-	case c < 0xf0:
-		n = 3
-		if c == 0xe0 {
-			lo = 0xa0
-		} else if c == 0xed {
-			hi = 0x9f
-		}
-	case c < 0xf5:
-		n = 4
-		if c == 0xf0 {
-			lo = 0x90
-		} else if c == 0xf4 {
-			hi = 0x8f
-		}
-	default:
-		return 0
+// lead[c] is, for a byte c >= 0x80, the length of the sequence it starts
+// (0: it starts none) and, in the high nibble, the index in second of the
+// range its next byte must be in (utf8's first and acceptRanges tables).
+var lead = func() (t [256]uint8) {
+	for c := 0xc2; c < 0xe0; c++ {
+		t[c] = 2
 	}
-	if len(s)-i < n {
-		return 0
+	for c := 0xe0; c < 0xf0; c++ {
+		t[c] = 3
 	}
-	if b := s[i+1]; b < lo || b > hi {
-		return 0
+	t[0xe0] |= 1 << 4
+	t[0xed] |= 2 << 4
+	for c := 0xf0; c < 0xf5; c++ {
+		t[c] = 4
 	}
-	for j := i + 2; j < i+n; j++ {
-		if s[j]&0xc0 != 0x80 {
-			return 0
-		}
-	}
-	return n
+	t[0xf0] |= 3 << 4
+	t[0xf4] |= 4 << 4
+	return t
+}()
+
+var second = [5]struct{ lo, hi byte }{
+	{0x80, 0xbf},
+	{0xa0, 0xbf}, // after E0: no overlong 3-byte forms
+	{0x80, 0x9f}, // after ED: no surrogates
+	{0x90, 0xbf}, // after F0: no overlong 4-byte forms
+	{0x80, 0x8f}, // after F4: nothing above U+10FFFF
 }
