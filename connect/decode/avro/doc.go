@@ -20,6 +20,6 @@
 // File map: compile.go (Compile: parsing, references,
 // resolution), plan.go (the node tree built from a resolved schema),
 // defaults.go (the JSON of a reader field's default),
-// decode.go (the Codec: walking a datum), format.go (JSON text: strings,
-// floats, base64, decimals, dates and times).
+// decode.go (the Codec: walking a datum), format.go (JSON text: decimals,
+// dates and times; strings, floats and base64 are connect/internal/jsonw's).
 package avro
