@@ -7,7 +7,7 @@ GO ?= go
 # PICOMQ_DIST, which unit clears, and run in e2e.
 UNIT_PKGS := ./shared/... ./plugins/... ./connect/... ./internal/...
 
-.PHONY: all build release release-check test unit e2e demo demo-delta bench bench-delta bench-redshift bench-pipeline bench-partitions services services-stop pyenv fmt-check vet generate-flatbuf clean
+.PHONY: all build release release-check test unit e2e demo demo-delta bench bench-delta bench-redshift bench-pipeline bench-formats bench-partitions services services-stop pyenv fmt-check vet generate-flatbuf clean
 
 all: build
 
@@ -88,6 +88,15 @@ bench-delta: build services pyenv
 bench-pipeline: build services pyenv
 	set -a; source .services.env; set +a; \
 	$(GO) run ./tools/pipelinebench -batches 100 $(if $(BENCH_DIR),-dir $(BENCH_DIR))
+
+# The same records as JSON, plain Avro and plain protobuf, and as JSON through a three-transform chain, each
+# through picomq-connect in every repeat of ONE run (so the ratios are comparable): one table per target of
+# records/s, runtime and child CPU/record, the runtime's share of the plugin-only CPU and its difference to
+# the JSON run (docs/runtime.md, "Formats and transforms"). BENCH_FORMATS picks the variants.
+BENCH_FORMATS ?= json,avro,proto,json+transforms
+bench-formats: build services pyenv
+	set -a; source .services.env; set +a; \
+	$(GO) run ./tools/pipelinebench -batches 300 -steady 0 -formats $(BENCH_FORMATS) $(if $(BENCH_DIR),-dir $(BENCH_DIR))
 
 # Many partitions through picomq-connect, real Kafka: a 48-partition topic at 3,000 records/s for 20 s into one
 # Delta table (file:// and MinIO), first with the spec's defaults, then with batches in flight, group commits

@@ -16,5 +16,5 @@
 // File map: transform.go (Spec, Meta, Chain, Compile, Apply, the errors),
 // steps.go (each transform type: its checks and its step), path.go (dotted
 // paths into nested objects), json.go (the order-preserving object, the
-// JSON scanner and string writer).
+// JSON scanner; strings are written by connect/internal/jsonw).
 package transform

@@ -3,7 +3,8 @@ package transform
 import (
 	"bytes"
 	"encoding/json"
-	"unicode/utf8"
+
+	"github.com/picomq/heavy-sinks/connect/internal/jsonw"
 )
 
 // maxDepth bounds the nesting of a payload the scanner follows, as
@@ -108,7 +109,7 @@ func (o *object) appendTo(dst []byte) []byte {
 		if m.lit != nil {
 			dst = append(dst, m.lit...)
 		} else {
-			dst = appendString(dst, string(m.name))
+			dst = jsonw.AppendStringLossy(dst, m.name)
 		}
 		dst = append(dst, ':')
 		dst = append(dst, m.value...)
@@ -323,45 +324,4 @@ func decodeString(lit []byte) (string, bool) {
 	var s string
 	err := json.Unmarshal(lit, &s)
 	return s, err == nil
-}
-
-const hex = "0123456789abcdef"
-
-// appendString appends s as a JSON string, escaping what JSON requires
-// (and no more: <, > and & stay as they are). Invalid UTF-8 is written as
-// U+FFFD, as encoding/json does.
-func appendString(dst []byte, s string) []byte {
-	dst = append(dst, '"')
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			switch {
-			case c == '"' || c == '\\':
-				dst = append(dst, '\\', c)
-			case c < 0x20:
-				switch c {
-				case '\n':
-					dst = append(dst, '\\', 'n')
-				case '\r':
-					dst = append(dst, '\\', 'r')
-				case '\t':
-					dst = append(dst, '\\', 't')
-				default:
-					dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
-				}
-			default:
-				dst = append(dst, c)
-			}
-			i++
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			dst = append(dst, `\ufffd`...)
-		} else {
-			dst = append(dst, s[i:i+size]...)
-		}
-		i += size
-	}
-	return append(dst, '"')
 }

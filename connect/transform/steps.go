@@ -2,15 +2,14 @@ package transform
 
 import (
 	"bytes"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"math/big"
 	"slices"
 	"strconv"
-	"unicode/utf8"
 
 	"github.com/google/uuid"
+	"github.com/picomq/heavy-sinks/connect/internal/jsonw"
 )
 
 // compile checks one spec: the keys its type takes, and no other.
@@ -118,7 +117,7 @@ func compileAdd(sp Spec) (step, error) {
 		case f.Compute != "" && !slices.Contains(Computes, f.Compute):
 			return nil, &SpecError{Key: key + ".compute", Msg: fmt.Sprintf("%q: want one of %v", f.Compute, Computes)}
 		}
-		a := addField{name: f.Name, member: member{name: []byte(f.Name), lit: appendString(nil, f.Name)}, compute: f.Compute, header: f.Header}
+		a := addField{name: f.Name, member: member{name: []byte(f.Name), lit: jsonw.AppendStringLossy(nil, f.Name)}, compute: f.Compute, header: f.Header}
 		if f.HasValue {
 			v, err := staticJSON(key+".value", f.Value)
 			if err != nil {
@@ -155,10 +154,11 @@ func (f *addField) appendComputed(dst []byte, m *Meta) ([]byte, error) {
 	if f.header != "" {
 		for i := len(m.Headers) - 1; i >= 0; i-- {
 			if h := m.Headers[i]; h.Key == f.header {
-				if !utf8.Valid(h.Value) {
+				out, ok := jsonw.AppendString(dst, h.Value)
+				if !ok {
 					return dst, fmt.Errorf("header %q is not valid UTF-8 (field %q)", f.header, f.name)
 				}
-				return appendString(dst, string(h.Value)), nil
+				return out, nil
 			}
 		}
 		return append(dst, "null"...), nil
@@ -171,7 +171,7 @@ func (f *addField) appendComputed(dst []byte, m *Meta) ([]byte, error) {
 		dst = m.Timestamp.UTC().AppendFormat(dst, rfc3339Millis)
 		return append(dst, '"'), nil
 	case "topic":
-		return appendString(dst, m.Topic), nil
+		return jsonw.AppendStringLossy(dst, m.Topic), nil
 	case "partition":
 		return strconv.AppendInt(dst, int64(m.Partition), 10), nil
 	case "offset":
@@ -181,13 +181,13 @@ func (f *addField) appendComputed(dst []byte, m *Meta) ([]byte, error) {
 		case m.Key == nil:
 			return append(dst, "null"...), nil
 		case f.compute == "key_base64":
-			dst = append(dst, '"')
-			dst = base64.StdEncoding.AppendEncode(dst, m.Key)
-			return append(dst, '"'), nil
-		case !utf8.Valid(m.Key):
+			return jsonw.AppendBase64(dst, m.Key), nil
+		}
+		out, ok := jsonw.AppendString(dst, m.Key)
+		if !ok {
 			return dst, fmt.Errorf("the record key is not valid UTF-8 (field %q; compute = \"key_base64\" takes any key)", f.name)
 		}
-		return appendString(dst, string(m.Key)), nil
+		return out, nil
 	}
 	id, err := uuid.NewRandom()
 	if err != nil {

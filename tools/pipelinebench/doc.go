@@ -23,6 +23,18 @@
 // (bench.StartHost: no quarantine of lent memory), the comparison this
 // bench made before; the difference is in docs/runtime.md, "Benchmark".
 //
+// -formats json,avro,proto,json+transforms (make bench-formats) runs step
+// 2 once per variant in each repeat, the same records each time: as the
+// workload's JSON, as plain Avro binary (testdata/workload.avsc, encoded
+// with hamba/avro; the definition's avro_schema_path), as plain protobuf
+// (testdata/workload.proto, its descriptor set workload.binpb made by
+// testdata/gen_proto.py, encoded with dynamicpb; proto_descriptor_set_path),
+// "+transforms" adding a three-transform chain (add_fields, delete_fields,
+// update_fields). The plugin gets JSON each time, into the same table
+// schema. It prints a table per target: records/s, runtime and child CPU
+// per record, the runtime's share of the plugin-only CPU, and the runtime
+// CPU per record minus the JSON run's of the same repeat.
+//
 // Brokers: -brokers, else $PICOMQ_KAFKA_BROKERS, else franz-go's kfake in
 // this process (it prints which). The target figures are against a
 // real broker; kfake's own CPU is in this process, never in the runtime's.
@@ -31,5 +43,7 @@
 //
 // File map: main.go (flags, the repeats, the medians), plugin.go (the
 // plugin-only run), pipeline.go (a run through picomq-connect: producing,
-// commits, latencies, lag).
+// commits, latencies, lag), formats.go (the -formats variants: the
+// workload encoded as Avro and protobuf, the transform chain, their
+// table).
 package main

@@ -31,6 +31,7 @@ var (
 	connectBin  = flag.String("connect", "", "picomq-connect binary (default: dist/picomq-connect)")
 	compression = flag.String("compression", "snappy", "the producer's batch compression: none, snappy (franz-go's default), lz4, zstd; the runtime pays for decompressing it")
 	cpuProfile  = flag.String("cpuprofile", "", "directory for a pprof CPU profile of each picomq-connect run (<target>-<phase>-<repeat>.pprof)")
+	formatsFlag = flag.String("formats", "json", "comma-separated payload formats run through picomq-connect in each repeat, the same records in each: json, avro, proto, each optionally +transforms (the three-transform chain); json is the baseline of the per-format table")
 	hostStart   = flag.String("host-start", "runtime", "how the plugin-only host starts: runtime (as picomq-connect starts it, connect/child) or bench (bench.StartHost, no quarantine: the old comparison)")
 )
 
@@ -39,6 +40,10 @@ func main() { bench.Main("pipelinebench", run) }
 func run() error {
 	if *hostStart != "runtime" && *hostStart != "bench" {
 		return fmt.Errorf("-host-start %q: want runtime or bench", *hostStart)
+	}
+	variants, err := parseVariants(*formatsFlag)
+	if err != nil {
+		return err
 	}
 	if *repeats < 1 {
 		return fmt.Errorf("-repeats %d: want at least 1", *repeats)
@@ -85,6 +90,14 @@ func run() error {
 	adm := kadm.NewClient(cl)
 
 	data, rawBytes := workload.Delta(*batches, *batchSize)
+	payloads := map[string][][]hostclient.Record{}
+	for _, v := range variants {
+		if payloads[v.format] == nil {
+			if payloads[v.format], err = encodeWorkload(data, v.format); err != nil {
+				return err
+			}
+		}
+	}
 	fmt.Printf("workload: %d batches x %d records (make bench-delta's), %.0f bytes/record, produced with %s compression; runtime: %s, batch_length %d, 1 host worker; plugin-only host started the %s way; %d repeats, medians (range)\n",
 		*batches, *batchSize, float64(rawBytes)/float64(*batches**batchSize), *compression, filepath.Base(*connectBin), *batchSize, *hostStart, *repeats)
 
@@ -97,7 +110,7 @@ func run() error {
 		fmt.Printf("\n== %s (%s)\n", name, t.URI)
 		f := figures{}
 		for i := range *repeats {
-			if err := repeat(cl, adm, brokers, env, work, t, fmt.Sprintf("%s.%s.%d", name, stamp, i), i, data, f); err != nil {
+			if err := repeat(cl, adm, brokers, env, work, t, fmt.Sprintf("%s.%s.%d", name, stamp, i), i, variants, payloads, f); err != nil {
 				_ = t.Remove(context.Background())
 				return fmt.Errorf("%s, repeat %d: %w", name, i+1, err)
 			}
@@ -115,6 +128,9 @@ func run() error {
 			fmt.Printf("steady at %.0f %% of each run's capacity for %v: %s records/s, e2e latency p50 %s ms, p99 %s ms, lag at end of producing %s\n",
 				100**rateShare, *steady, f.get("steady rate", 0), f.get("steady p50", 0), f.get("steady p99", 0), f.get("steady end lag", 0))
 		}
+		if len(variants) > 1 {
+			printVariants(variants, payloads, f)
+		}
 	}
 	fmt.Println("\nruntime CPU: utime+stime of the picomq-connect process; child host CPU: of its picomq-host child; both from /proc, from the first produce to the last commit.")
 	fmt.Println("e2e latency: the record's produce timestamp to the first poll (every 5 ms) that saw the group's committed offset past it.")
@@ -123,34 +139,68 @@ func run() error {
 
 // repeat is one run of the three phases on fresh tables and topics,
 // printed on one line and added to f.
+//
+// Each variant of -formats runs through picomq-connect on its own table
+// and topic (plain json on the ones the bench always used), after the
+// plugin-only run, in the order given rotated by one each repeat (a
+// variant that always ran first would always meet the same state of the
+// machine): the json run is the one the summary lines report, the others
+// go to the per-format table.
 func repeat(cl *kgo.Client, adm *kadm.Client, brokers []string, env bench.Env, work string, t *bench.DeltaTarget, run string, i int,
-	data [][]hostclient.Record, f figures) error {
+	variants []variant, payloads map[string][][]hostclient.Record, f figures) error {
+	data := payloads["json"]
 	tables := map[string]string{}
-	for _, phase := range []string{"plugin", "pipeline", "steady"} {
+	phases := []string{"plugin", "steady"}
+	for _, v := range variants {
+		phases = append(phases, "pipeline"+v.slug())
+	}
+	for _, phase := range phases {
 		tables[phase] = fmt.Sprintf("%s_%d", phase, i)
 		if err := t.CreateTable(env.Python, tables[phase]); err != nil {
 			return err
 		}
 	}
 	topic := "bench." + run
-	resp, err := adm.CreateTopics(context.Background(), 1, -1, nil, topic, topic+".steady")
+	topics := []string{topic + ".steady"}
+	for _, v := range variants {
+		topics = append(topics, topic+v.slug())
+	}
+	resp, err := adm.CreateTopics(context.Background(), 1, -1, nil, topics...)
 	if err == nil {
 		err = resp.Error()
 	}
 	if err != nil {
 		return fmt.Errorf("create topics: %w", err)
 	}
-	defer adm.DeleteTopics(context.Background(), topic, topic+".steady") //nolint:errcheck // best effort
+	defer adm.DeleteTopics(context.Background(), topics...) //nolint:errcheck // best effort
 
 	plugin, err := pluginOnly(env.Dist, topic, t, tables["plugin"], data)
 	if err != nil {
 		return fmt.Errorf("plugin-only: %w", err)
 	}
-	p, err := pipeline(cl, adm, brokers, env.Dist, work, t, topic, tables["pipeline"], data, 0)
-	if err != nil {
-		return fmt.Errorf("pipeline: %w", err)
-	}
 	pcpu := bench.US(plugin.hostCPU) / float64(plugin.records)
+	var p pipeResult
+	var others []string // the other variants' part of the run's line
+	for k := range variants {
+		v := variants[(i+k)%len(variants)] // rotated: no variant always runs first
+		r, err := pipeline(cl, adm, brokers, env.Dist, work, t, topic+v.slug(), tables["pipeline"+v.slug()], v, payloads[v.format], 0)
+		if err != nil {
+			return fmt.Errorf("pipeline (%s): %w", v, err)
+		}
+		rcpu, ccpu := bench.US(r.runtimeCPU)/float64(r.records), bench.US(r.hostCPU)/float64(r.records)
+		f.add(v.String()+" /s", float64(r.records)/r.elapsed.Seconds())
+		f.add(v.String()+" runtime µs", rcpu)
+		f.add(v.String()+" child µs", ccpu)
+		f.add(v.String()+" share %", 100*rcpu/pcpu)
+		if v.slug() == "" {
+			p = r
+		} else {
+			others = append(others, fmt.Sprintf("%s runtime %.2f, child %.2f", v, rcpu, ccpu))
+		}
+	}
+	for _, v := range variants {
+		f.add(v.String()+" vs json µs", f.last(v.String()+" runtime µs")-f.last("json runtime µs"))
+	}
 	rcpu, ccpu := bench.US(p.runtimeCPU)/float64(p.records), bench.US(p.hostCPU)/float64(p.records)
 	capacity := float64(p.records) / p.elapsed.Seconds()
 	f.add("plugin/s", float64(plugin.records)/plugin.elapsed.Seconds())
@@ -166,7 +216,7 @@ func repeat(cl *kgo.Client, adm *kadm.Client, brokers []string, env bench.Env, w
 	line := fmt.Sprintf("  run %d: plugin-only %.2f µs/record; pipeline %.0f records/s, runtime %.2f, child %.2f µs/record", i+1, pcpu, capacity, rcpu, ccpu)
 	if *steady > 0 {
 		rate := *rateShare * capacity
-		s, err := pipeline(cl, adm, brokers, env.Dist, work, t, topic+".steady", tables["steady"], data, rate)
+		s, err := pipeline(cl, adm, brokers, env.Dist, work, t, topic+".steady", tables["steady"], variant{format: "json"}, data, rate)
 		if err != nil {
 			return fmt.Errorf("steady: %w", err)
 		}
@@ -175,6 +225,9 @@ func repeat(cl *kgo.Client, adm *kadm.Client, brokers []string, env bench.Env, w
 		f.add("steady p99", bench.MS(bench.Percentile(s.latencies, 0.99)))
 		f.add("steady end lag", float64(s.endLag))
 		line += fmt.Sprintf("; steady %.0f/s p99 %.0f ms, lag %s", rate, bench.MS(bench.Percentile(s.latencies, 0.99)), bench.LagTrend(s.lags, int64(*batchSize)))
+	}
+	if len(others) > 0 {
+		line += "\n    " + strings.Join(others, "; ") + " µs/record"
 	}
 	fmt.Println(line)
 	nb := *batches
@@ -186,6 +239,9 @@ func repeat(cl *kgo.Client, adm *kadm.Client, brokers []string, env bench.Env, w
 type figures map[string][]float64
 
 func (f figures) add(name string, v float64) { f[name] = append(f[name], v) }
+
+// last is the latest repeat's value of a figure.
+func (f figures) last(name string) float64 { return f[name][len(f[name])-1] }
 
 // get prints the median of a figure and, over several repeats, its range.
 func (f figures) get(name string, decimals int) string {

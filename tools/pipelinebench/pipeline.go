@@ -28,15 +28,20 @@ type pipeResult struct {
 }
 
 // pipeline runs dist/picomq-connect on a definition for topic into table
-// name, produces data to topic (all at once when rate is 0, else at rate
-// records/s for -steady) and waits until everything is committed.
+// name, its block as v says (schema, transforms), produces data (in v's
+// format) to topic (all at once when rate is 0, else at rate records/s for
+// -steady) and waits until everything is committed.
 func pipeline(cl *kgo.Client, adm *kadm.Client, brokers []string, dist, work string, t *bench.DeltaTarget, topic, name string,
-	data [][]hostclient.Record, rate float64) (pipeResult, error) {
+	v variant, data [][]hostclient.Record, rate float64) (pipeResult, error) {
 	var r pipeResult
 	key := "bench_" + name
 	group := "picomq-connect-sink-" + key
-	def := bench.SinkDefinition(key, "libpicomq_connector_delta_sink", []string{topic},
-		[]string{fmt.Sprintf("batch_length = %d", *batchSize), `poll_interval = "100ms"`}, t.PluginConfig(name, false))
+	block, err := v.block(work)
+	if err != nil {
+		return r, err
+	}
+	block = append([]string{fmt.Sprintf("batch_length = %d", *batchSize), `poll_interval = "100ms"`}, block...)
+	def := bench.SinkDefinitionSchema(key, "libpicomq_connector_delta_sink", []string{topic}, v.format, block, t.PluginConfig(name, false))
 	defFile := filepath.Join(work, key+".toml")
 	if err := os.WriteFile(defFile, []byte(def), 0o644); err != nil {
 		return r, err

@@ -12,6 +12,7 @@ import (
 	hamba "github.com/hamba/avro/v2"
 
 	"github.com/picomq/heavy-sinks/connect/decode"
+	"github.com/picomq/heavy-sinks/connect/internal/jsonw"
 )
 
 const (
@@ -153,7 +154,7 @@ func (st *state) value(dst []byte, n *node, depth int) ([]byte, error) {
 		if n.kind == kFloat {
 			bits = 32
 		}
-		return appendFloat(dst, f, bits), nil
+		return jsonw.AppendFloat(dst, f, bits), nil
 	case kBytes, kString, kDecimalBytes:
 		b, err := st.bytes()
 		if err != nil {
@@ -161,7 +162,7 @@ func (st *state) value(dst []byte, n *node, depth int) ([]byte, error) {
 		}
 		switch n.kind {
 		case kString:
-			dst, ok := appendString(dst, b)
+			dst, ok := jsonw.AppendString(dst, b)
 			if !ok {
 				return dst, errors.New("string is not valid UTF-8")
 			}
@@ -169,7 +170,7 @@ func (st *state) value(dst []byte, n *node, depth int) ([]byte, error) {
 		case kDecimalBytes:
 			return appendDecimal(dst, b, n.scale), nil
 		}
-		return appendBase64(dst, b), nil
+		return jsonw.AppendBase64(dst, b), nil
 	case kFixed, kDecimalFixed, kDuration:
 		b, err := st.fixed(n.size)
 		if err != nil {
@@ -181,7 +182,7 @@ func (st *state) value(dst []byte, n *node, depth int) ([]byte, error) {
 		case kDuration:
 			return appendDuration(dst, b), nil
 		}
-		return appendBase64(dst, b), nil
+		return jsonw.AppendBase64(dst, b), nil
 	case kEnum:
 		i, err := st.int()
 		if err != nil {
@@ -300,7 +301,7 @@ func (st *state) container(dst []byte, n *node, depth int) ([]byte, error) {
 					return dst, err
 				}
 				var ok bool
-				if dst, ok = appendString(dst, k); !ok {
+				if dst, ok = jsonw.AppendString(dst, k); !ok {
 					return dst, errors.New("map key is not valid UTF-8")
 				}
 				dst = append(dst, ':')

@@ -1,108 +1,18 @@
 package avro
 
 import (
-	"encoding/base64"
 	"fmt"
-	"math"
 	"math/big"
 	"strconv"
-	"unicode/utf8"
+
+	"github.com/picomq/heavy-sinks/connect/internal/jsonw"
 )
 
 func appendInt(dst []byte, v int64) []byte { return strconv.AppendInt(dst, v, 10) }
 
-// appendFloat writes the shortest number that reads back to the same
-// float32 or float64 (encoding/json's form: no exponent for 1e-6 <= |f| <
-// 1e21); NaN and the infinities, which JSON has no number for, as strings.
-func appendFloat(dst []byte, f float64, bits int) []byte {
-	switch {
-	case math.IsNaN(f):
-		return append(dst, `"NaN"`...)
-	case math.IsInf(f, 1):
-		return append(dst, `"Infinity"`...)
-	case math.IsInf(f, -1):
-		return append(dst, `"-Infinity"`...)
-	}
-	abs := math.Abs(f)
-	format := byte('f')
-	if abs != 0 && (bits == 64 && (abs < 1e-6 || abs >= 1e21) ||
-		bits == 32 && (float32(abs) < 1e-6 || float32(abs) >= 1e21)) {
-		format = 'e'
-	}
-	dst = strconv.AppendFloat(dst, f, format, -1, bits)
-	if format == 'e' {
-		// clean up e-09 to e-9
-		n := len(dst)
-		if n >= 4 && dst[n-4] == 'e' && dst[n-3] == '-' && dst[n-2] == '0' {
-			dst[n-2] = dst[n-1]
-			dst = dst[:n-1]
-		}
-	}
-	return dst
-}
-
-func appendBase64(dst, b []byte) []byte {
-	dst = append(dst, '"')
-	dst = base64.StdEncoding.AppendEncode(dst, b)
-	return append(dst, '"')
-}
-
-const hex = "0123456789abcdef"
-
-// appendString writes s as a JSON string, and reports whether s is valid
-// UTF-8 (Avro's strings are; one that is not is the record's error, never
-// replaced). <, > and & stay as they are, and U+2028 and U+2029 are
-// escaped as encoding/json does.
-func appendString(dst, s []byte) ([]byte, bool) {
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
-			dst = append(dst, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				dst = append(dst, '\\', c)
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			case '\t':
-				dst = append(dst, '\\', 't')
-			default:
-				dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRune(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			return dst, false
-		}
-		if r == '\u2028' || r == '\u2029' {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, '\\', 'u', '2', '0', '2', hex[r&0xf])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"'), true
-}
-
-// quote is appendString of a name from a schema (valid UTF-8: the schema
-// parser read it from JSON).
-func quote(s string) []byte {
-	out, _ := appendString(nil, []byte(s))
-	return out
-}
+// quote writes a name from a schema as a JSON string (valid UTF-8: the
+// schema parser read it from JSON).
+func quote(s string) []byte { return jsonw.AppendStringLossy(nil, s) }
 
 // appendDecimal writes the two's-complement big-endian unscaled value b
 // with scale digits after the point, exactly ("-12.340"). No bytes is 0.

@@ -10,6 +10,7 @@ import (
 	flatbuffers "github.com/google/flatbuffers/go"
 
 	"github.com/picomq/heavy-sinks/connect/decode/flatbuf/internal/reflection"
+	"github.com/picomq/heavy-sinks/connect/internal/jsonw"
 )
 
 // object is a table or a struct of the schema, with what the walk needs
@@ -221,7 +222,7 @@ func (s *schema) loadEnum(e *enum, re *reflection.Enum) error {
 	e.values = make([]enumVal, re.ValuesLength())
 	for j := range e.values {
 		re.Values(&ev, j)
-		v := enumVal{value: ev.Value(), name: appendString(nil, string(ev.Name()))}
+		v := enumVal{value: ev.Value(), name: jsonw.AppendStringLossy(nil, ev.Name())}
 		if e.isUnion && v.value != 0 {
 			if ev.UnionType(&t) == nil {
 				return fmt.Errorf("union %s: member %s has no type", e.name, ev.Name())
@@ -270,7 +271,7 @@ func (s *schema) loadFields(o *object, ro *reflection.Object) error {
 		}
 		f := field{
 			name:     name,
-			key:      append(appendString(nil, name), ':'),
+			key:      append(jsonw.AppendStringLossy(nil, name), ':'),
 			id:       rf.Id(),
 			base:     t.BaseType(),
 			elem:     t.Element(),

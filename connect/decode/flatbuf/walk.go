@@ -7,9 +7,9 @@ import (
 	"math/bits"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/picomq/heavy-sinks/connect/decode/flatbuf/internal/reflection"
+	"github.com/picomq/heavy-sinks/connect/internal/jsonw"
 )
 
 // maxDepth bounds the nesting of tables. Offsets point forward, so a
@@ -172,9 +172,9 @@ func (w *walker) scalar(t reflection.BaseType, e *enum, pos int) {
 	case reflection.BaseTypeBool:
 		w.out = strconv.AppendBool(w.out, b[pos] != 0)
 	case reflection.BaseTypeFloat:
-		w.out = appendFloat(w.out, float64(math.Float32frombits(b.u32(pos))), 32)
+		w.out = jsonw.AppendFloat(w.out, float64(math.Float32frombits(b.u32(pos))), 32)
 	case reflection.BaseTypeDouble:
-		w.out = appendFloat(w.out, math.Float64frombits(b.u64(pos)), 64)
+		w.out = jsonw.AppendFloat(w.out, math.Float64frombits(b.u64(pos)), 64)
 	case reflection.BaseTypeByte:
 		w.integer(t, e, int64(int8(b[pos])))
 	case reflection.BaseTypeUByte, reflection.BaseTypeUType:
@@ -201,9 +201,9 @@ func (w *walker) scalarDefault(f *field) {
 	case f.base == reflection.BaseTypeBool:
 		w.out = strconv.AppendBool(w.out, f.defInt != 0)
 	case f.base == reflection.BaseTypeFloat:
-		w.out = appendFloat(w.out, float64(float32(f.defReal)), 32)
+		w.out = jsonw.AppendFloat(w.out, float64(float32(f.defReal)), 32)
 	case f.base == reflection.BaseTypeDouble:
-		w.out = appendFloat(w.out, f.defReal, 64)
+		w.out = jsonw.AppendFloat(w.out, f.defReal, 64)
 	default:
 		w.integer(f.base, f.enum, f.defInt)
 	}
@@ -299,7 +299,7 @@ func (w *walker) vector(f *field, pos int) error {
 		return err
 	}
 	if f.elem == reflection.BaseTypeUByte && f.enum == nil {
-		w.out = appendBase64(w.out, w.b[start:start+n])
+		w.out = jsonw.AppendBase64(w.out, w.b[start:start+n])
 		return w.grow()
 	}
 	w.out = append(w.out, '[')
@@ -360,11 +360,11 @@ func (w *walker) strAt(pos int) error {
 	if n > len(w.b)-pos-4 {
 		return w.b.errRange("string", pos, n)
 	}
-	s := w.b[pos+4 : pos+4+n]
-	if !utf8.Valid(s) {
+	out, ok := jsonw.AppendString(w.out, w.b[pos+4:pos+4+n])
+	if !ok {
 		return errors.New("malformed flatbuffer: a string that is not UTF-8")
 	}
-	w.out = appendString(w.out, s)
+	w.out = out
 	return w.grow()
 }
 

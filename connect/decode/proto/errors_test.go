@@ -98,6 +98,15 @@ func TestProto2InvalidUTF8(t *testing.T) {
 	if _, err := c.AppendJSON(nil, []byte{0x00, 0x0a, 0x01, 'x'}); !decode.IsRecordError(err) {
 		t.Fatalf("a missing required field: %v", err)
 	}
+	// Nor are proto2 map keys: written as they came, they made the record
+	// invalid JSON.
+	m, err := protodec.FromSchema(`syntax = "proto2"; message M { map<string, int32> m = 1; }`, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err := m.AppendJSON(nil, []byte{0x00, 0x0a, 0x03, 0x0a, 0x01, 0xff}); !decode.IsRecordError(err) || !strings.Contains(err.Error(), "UTF-8") {
+		t.Fatalf("invalid UTF-8 map key: %s, %v", out, err)
+	}
 	got, err := c.AppendJSON(nil, []byte{0x00, 0x10, 0x01})
 	if want := `{"s":null,"n":1}`; err != nil || string(got) != want {
 		t.Fatalf("got %s, %v; want %s", got, err, want)

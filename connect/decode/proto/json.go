@@ -2,14 +2,12 @@ package protodec
 
 import (
 	"cmp"
-	"encoding/base64"
 	"fmt"
-	"math"
 	"slices"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
+	"github.com/picomq/heavy-sinks/connect/internal/jsonw"
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/dynamicpb"
 )
@@ -90,7 +88,12 @@ func (e *encoder) mapValue(b []byte, f *fieldPlan, m protoreflect.Map) ([]byte, 
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendString(b, k.String()) // decimal integers, "true"/"false", the string
+		// decimal integers, "true"/"false", the string (proto2 strings
+		// are not checked by the unmarshaller: see value)
+		var ok bool
+		if b, ok = jsonw.AppendString(b, k.String()); !ok {
+			return b, fmt.Errorf("field %s: map key: invalid UTF-8", f.fd.FullName())
+		}
 		b = append(b, ':')
 		if b, err = e.value(b, &f.val, m.Get(k)); err != nil {
 			return b, err
@@ -134,19 +137,19 @@ func (e *encoder) value(b []byte, vp *valuePlan, v protoreflect.Value) ([]byte, 
 		protoreflect.Uint64Kind, protoreflect.Fixed64Kind:
 		return strconv.AppendUint(b, v.Uint(), 10), nil
 	case protoreflect.FloatKind:
-		return appendFloat(b, v.Float(), 32), nil
+		return jsonw.AppendFloat(b, v.Float(), 32), nil
 	case protoreflect.DoubleKind:
-		return appendFloat(b, v.Float(), 64), nil
+		return jsonw.AppendFloat(b, v.Float(), 64), nil
 	case protoreflect.StringKind:
 		// proto3 strings are checked by the unmarshaller; proto2 ones are
 		// not, and JSON cannot carry invalid UTF-8 without changing it.
-		s := v.String()
-		if !utf8.ValidString(s) {
+		b, ok := jsonw.AppendString(b, v.String())
+		if !ok {
 			return b, fmt.Errorf("field %s: invalid UTF-8", vp.fd.FullName())
 		}
-		return appendString(b, s), nil
+		return b, nil
 	case protoreflect.BytesKind:
-		return appendBase64(b, v.Bytes()), nil
+		return jsonw.AppendBase64(b, v.Bytes()), nil
 	case protoreflect.EnumKind:
 		if vp.enum.null {
 			return append(b, "null"...), nil
@@ -161,70 +164,4 @@ func (e *encoder) value(b []byte, vp *valuePlan, v protoreflect.Value) ([]byte, 
 		return e.message(b, vp.msg, v.Message())
 	}
 	return b, fmt.Errorf("field %s: unsupported kind %v", vp.fd.FullName(), vp.kind)
-}
-
-// appendFloat appends the shortest number that reads back to f at its
-// width (as encoding/json formats it), or the strings "NaN", "Infinity",
-// "-Infinity" (JSON has no literal for them).
-func appendFloat(b []byte, f float64, bits int) []byte {
-	switch {
-	case math.IsNaN(f):
-		return append(b, `"NaN"`...)
-	case math.IsInf(f, 1):
-		return append(b, `"Infinity"`...)
-	case math.IsInf(f, -1):
-		return append(b, `"-Infinity"`...)
-	}
-	format := byte('f')
-	if abs := math.Abs(f); abs != 0 {
-		if bits == 64 && (abs < 1e-6 || abs >= 1e21) ||
-			bits == 32 && (float32(abs) < 1e-6 || float32(abs) >= 1e21) {
-			format = 'e'
-		}
-	}
-	b = strconv.AppendFloat(b, f, format, -1, bits)
-	if format == 'e' { // 1e-07 becomes 1e-7
-		n := len(b)
-		if n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
-			b[n-2] = b[n-1]
-			b = b[:n-1]
-		}
-	}
-	return b
-}
-
-func appendBase64(b []byte, p []byte) []byte {
-	b = append(b, '"')
-	b = base64.StdEncoding.AppendEncode(b, p)
-	return append(b, '"')
-}
-
-const hexDigits = "0123456789abcdef"
-
-// appendString appends s, valid UTF-8, as a JSON string.
-func appendString(b []byte, s string) []byte {
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c >= 0x20 && c != '"' && c != '\\' {
-			continue
-		}
-		b = append(b, s[start:i]...)
-		switch c {
-		case '"', '\\':
-			b = append(b, '\\', c)
-		case '\n':
-			b = append(b, '\\', 'n')
-		case '\r':
-			b = append(b, '\\', 'r')
-		case '\t':
-			b = append(b, '\\', 't')
-		default:
-			b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-		}
-		start = i + 1
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
 }

@@ -3,6 +3,7 @@ package protodec
 import (
 	"sync"
 
+	"github.com/picomq/heavy-sinks/connect/internal/jsonw"
 	"google.golang.org/protobuf/reflect/protoreflect"
 )
 
@@ -105,7 +106,7 @@ func planMessage(md protoreflect.MessageDescriptor, seen map[protoreflect.Messag
 		fd := fields.Get(i)
 		f := &p.fields[i]
 		f.fd = fd
-		f.key = string(appendString(nil, string(fd.Name()))) + ":"
+		f.key = string(jsonw.AppendStringLossy(nil, fd.Name())) + ":"
 		if i > 0 {
 			f.key = "," + f.key
 		}
@@ -153,13 +154,13 @@ func planEnum(ed protoreflect.EnumDescriptor) *enumPlan {
 			p.dense = nil
 			break
 		}
-		p.dense[i] = string(appendString(nil, string(ev.Name())))
+		p.dense[i] = string(jsonw.AppendStringLossy(nil, ev.Name()))
 	}
 	if p.dense == nil {
 		p.sparse = make(map[protoreflect.EnumNumber]string, values.Len())
 		for i := values.Len() - 1; i >= 0; i-- { // the first name of an alias wins, as ByNumber has it
 			ev := values.Get(i)
-			p.sparse[ev.Number()] = string(appendString(nil, string(ev.Name())))
+			p.sparse[ev.Number()] = string(jsonw.AppendStringLossy(nil, ev.Name()))
 		}
 	}
 	return p

@@ -14,9 +14,16 @@ import (
 // the keys in block (TOML lines "name = value", see TopicKey), and cfg as
 // [plugin_config].
 func SinkDefinition(key, path string, topics []string, block []string, cfg map[string]any) string {
+	return SinkDefinitionSchema(key, path, topics, "json", block, cfg)
+}
+
+// SinkDefinitionSchema is SinkDefinition with another schema (avro,
+// proto, ...). The lines of block end the [[topics]] block, so they may
+// end with its [[topics.transforms]] tables.
+func SinkDefinitionSchema(key, path string, topics []string, schema string, block []string, cfg map[string]any) string {
 	var b strings.Builder
 	t, _ := json.Marshal(topics)
-	fmt.Fprintf(&b, "type = \"sink\"\nkey = %q\npath = %q\n\n[[topics]]\ntopics = %s\nschema = \"json\"\n", key, path, t)
+	fmt.Fprintf(&b, "type = \"sink\"\nkey = %q\npath = %q\n\n[[topics]]\ntopics = %s\nschema = %q\n", key, path, t, schema)
 	for _, line := range block {
 		b.WriteString(line + "\n")
 	}
