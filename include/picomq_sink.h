@@ -1,6 +1,6 @@
 /*
  * picomq_sink.h - the C ABI between a PicoMQ connector runtime (the host) and
- * a sink plugin shared library. ABI version 1.2.
+ * a sink plugin shared library. ABI version 1.3.
  *
  * This header is the contract. It is hand-written and committed; the Go SDK
  * (shared/sdk) implements it and the C test host (cmd/picomq-host) consumes it.
@@ -97,7 +97,7 @@ extern "C" {
 #endif
 
 #define PICOMQ_SINK_ABI_MAJOR 1
-#define PICOMQ_SINK_ABI_MINOR 2
+#define PICOMQ_SINK_ABI_MINOR 3
 
 /* Result codes. */
 typedef int32_t picomq_status;
@@ -186,7 +186,22 @@ typedef void (*picomq_reject_fn)(void *ctx, size_t index,
  * a plugin fails the batch as ABI 1.0 says: PICOMQ_FATAL naming the first
  * record that cannot be written. A 1.0 plugin ignores the field, so a 1.1
  * host must be ready for FATAL either way; the plugin's abi_minor tells it
- * whether rejections can ever come. */
+ * whether rejections can ever come.
+ *
+ * VALUE SCHEMA (ABI 1.3). value_schema, when ptr is not NULL, is the type of
+ * every payload of the batch: UTF-8 JSON of a struct type in the Delta
+ * protocol's schema serialization, {"type":"struct","fields":[{"name":..,
+ * "type":..,"nullable":..,"metadata":{}}]}, where a type is "long",
+ * "integer", "short", "byte", "float", "double", "boolean", "string",
+ * "binary", "date", "timestamp", "timestamp_ntz", "decimal(p,s)", or a
+ * struct, {"type":"array","elementType":..,"containsNull":..} or
+ * {"type":"map","keyType":..,"valueType":..,"valueContainsNull":..}. A host
+ * sets it when it decoded the payloads into JSON objects from a schema (Avro,
+ * Protobuf) and knows their type; each key of a payload's object is a field
+ * of it. It is a hint a plugin may use (the Delta sink types the columns of
+ * tables it creates or evolves with it) or ignore. ptr == NULL: no schema. A
+ * 1.2 host's struct_size ends at reject_ctx (PICOMQ_BATCH_SIZE_1_2): the
+ * plugin then sees none. */
 typedef struct picomq_batch {
   size_t struct_size; /* sizeof(picomq_batch) as the host knows it */
   uint32_t attempt;   /* 1 for the first delivery, up to 5 for the same batch */
@@ -198,11 +213,17 @@ typedef struct picomq_batch {
   /* ABI 1.1 */
   picomq_reject_fn reject; /* NULL: fail the batch rather than reject records */
   void *reject_ctx;
+  /* ABI 1.3 */
+  picomq_bytes value_schema; /* ptr == NULL: none */
 } picomq_batch;
 
 /* struct_size of a 1.0 host's batch, the smallest a 1.1 plugin accepts. */
 #define PICOMQ_BATCH_SIZE_1_0 \
   (offsetof(picomq_batch, record_count) + sizeof(size_t))
+
+/* struct_size of a 1.1 or 1.2 host's batch: it ends at reject_ctx. */
+#define PICOMQ_BATCH_SIZE_1_2 \
+  (offsetof(picomq_batch, reject_ctx) + sizeof(void *))
 
 /* An open instance. 0 is never a valid handle. */
 typedef uint64_t picomq_instance;

@@ -26,8 +26,10 @@
  *              u32 err_cap, bytes config
  *   4 CONSUME  u32 lib, u64 instance, u32 err_cap, u8 flags (1: pass a
  *              reject callback, ABI 1.1; 2: pass a 1.0 host's batch,
- *              struct_size PICOMQ_BATCH_SIZE_1_0), u32 attempt,
- *              u32 partition, bytes topic, bytes schema, u32 count, then
+ *              struct_size PICOMQ_BATCH_SIZE_1_0; 4: pass a 1.2 host's
+ *              batch, PICOMQ_BATCH_SIZE_1_2), u32 attempt, u32 partition,
+ *              bytes topic, bytes schema, ?bytes value_schema (ABI 1.3;
+ *              not passed with flag 2 or 4), u32 count, then
  *              count records: u64 offset, i64 timestamp_ms, ?bytes key,
  *              u32 header_count, header_count * (bytes key, bytes value),
  *              bytes payload
@@ -42,7 +44,7 @@
  *   can come back in any order and are matched by id.
  *
  * OUTPUT (stdout): u8 kind, then
- *   1 HELLO    u32 protocol version (2), u32 workers, u32 abi_major,
+ *   1 HELLO    u32 protocol version (3), u32 workers, u32 abi_major,
  *              u32 abi_minor. Always the first frame.
  *   2 RESPONSE u64 id, i32 status, u64 value, bytes text, u32 nrej, then
  *              nrej * (u64 index, i32 reason, bytes message): the records
@@ -91,7 +93,7 @@
 
 #include "picomq_sink.h"
 
-#define PROTOCOL_VERSION 2u
+#define PROTOCOL_VERSION 3u
 #define DEFAULT_WORKERS 4
 #define MAX_WORKERS 256
 #define MAX_LIBS 64
@@ -120,7 +122,7 @@ enum {
 enum { KIND_HELLO = 1, KIND_RESPONSE = 2, KIND_LOG = 3 };
 enum { LOG_LATE = 1, LOG_NULL_MSG = 2 };
 enum { OPEN_NO_LOG = 1 };
-enum { CONSUME_REJECT = 1, CONSUME_BATCH_1_0 = 2 };
+enum { CONSUME_REJECT = 1, CONSUME_BATCH_1_0 = 2, CONSUME_BATCH_1_2 = 4 };
 
 /* ---- small utilities ---------------------------------------------------- */
 
@@ -921,10 +923,13 @@ static void op_consume(cursor *c, result *r) {
   uint32_t err_cap = get_u32(c);
   uint8_t flags = get_u8(c);
   size_t full = sizeof(picomq_batch);
-  size_t bsize = (flags & CONSUME_BATCH_1_0) ? PICOMQ_BATCH_SIZE_1_0 : full;
+  size_t bsize = (flags & CONSUME_BATCH_1_0)   ? PICOMQ_BATCH_SIZE_1_0
+                 : (flags & CONSUME_BATCH_1_2) ? PICOMQ_BATCH_SIZE_1_2
+                                               : full;
   /* A batch as a host knowing bsize bytes of it lays it out: the bytes past
    * struct_size are poison, so a plugin reading the 1.1 fields of a 1.0
-   * batch finds a wild pointer rather than a plausible NULL. */
+   * batch (or the 1.3 value_schema of a 1.2 one) finds a wild pointer rather
+   * than a plausible NULL. */
   picomq_batch *batch = xmalloc(full);
   memset(batch, POISON, full);
   memset(batch, 0, bsize);
@@ -933,6 +938,10 @@ static void op_consume(cursor *c, result *r) {
   batch->partition = get_u32(c);
   batch->topic = get_bytes(c);
   batch->schema = get_bytes(c);
+  /* ?bytes value_schema (ABI 1.3), passed only when bsize covers it. */
+  picomq_bytes value_schema = {0};
+  if (get_u8(c)) value_schema = get_bytes(c);
+  if (bsize == full) batch->value_schema = value_schema;
   uint32_t count = get_u32(c);
   size_t nheaders = 0;
   picomq_record *recs = NULL;
@@ -955,7 +964,7 @@ static void op_consume(cursor *c, result *r) {
   batch->records = recs;
   batch->record_count = count;
   rejects rj = {.thread = pthread_self(), .record_count = count};
-  if ((flags & CONSUME_REJECT) && bsize == full) {
+  if ((flags & CONSUME_REJECT) && bsize > PICOMQ_BATCH_SIZE_1_0) {
     rj.seen = xmalloc(count);
     memset(rj.seen, 0, count);
     batch->reject = host_reject;

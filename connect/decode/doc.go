@@ -17,5 +17,12 @@
 // other error (a registry that does not answer) says nothing about the
 // record, and the pipeline delivers the batch again later.
 //
-// File map: decode.go (Codec, Decoder, Static, RecordError).
+// A Codec that is Described (or PayloadDescribed) also says the type of the
+// JSON it writes (its value schema, the neutral form the ABI carries with a
+// batch); the
+// pipeline asks the Decoder (a Describer) per record and MergeSchemas a
+// batch decoded with several.
+//
+// File map: decode.go (Codec, Decoder, Static, RecordError), describe.go
+// (Described, Describer, Type, MergeSchemas: value schemas).
 package decode

@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -118,4 +119,41 @@ func (c *consumer) decodeAll(work context.Context, recs []*kgo.Record, sc *scrat
 			return b, nil, nil, errUndecoded
 		}
 	}
+}
+
+// valueSchemas collects the value schemas of a batch's decoded records
+// (ABI 1.3, docs/abi.md "Value schema"): one for a schema given in the
+// definition; several when a registry decoded the batch with several
+// versions, merged by decoding.MergeSchemas. A record the decoder could not
+// describe leaves the batch without one: a hint that misses some records'
+// fields would be wrong for them.
+type valueSchemas struct {
+	list        [][]byte
+	undescribed bool
+}
+
+func (v *valueSchemas) reset() { v.list, v.undescribed = v.list[:0], false }
+
+func (v *valueSchemas) add(s []byte) {
+	if s == nil {
+		v.undescribed = true
+		return
+	}
+	for _, x := range v.list {
+		if bytes.Equal(x, s) { // the same slice each time for one codec: a pointer compare
+			return
+		}
+	}
+	v.list = append(v.list, s)
+}
+
+// schema is the batch's value schema; nil: none.
+func (v *valueSchemas) schema() []byte {
+	switch {
+	case v.undescribed || len(v.list) == 0:
+		return nil
+	case len(v.list) == 1:
+		return v.list[0]
+	}
+	return decoding.MergeSchemas(v.list...)
 }

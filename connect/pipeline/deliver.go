@@ -132,6 +132,7 @@ type scratch struct {
 	sent     []int
 	json     []byte // the decoded payloads of a binary-format batch (binary.go)
 	payloads []byte // the transformed payloads of the batch (transform.go)
+	schemas  valueSchemas
 	meta     transform.Meta
 	headers  []transform.Header
 }
@@ -166,6 +167,11 @@ func decode(ctx context.Context, schema definition.Schema, dec decoding.Decoder,
 	sent = sc.sent[:0]
 	sc.json = sc.json[:0]
 	sc.payloads = sc.payloads[:0]
+	describer, _ := dec.(decoding.Describer)
+	if xf != nil {
+		describer = nil // transforms change the records' shape: no value schema
+	}
+	sc.schemas.reset()
 	defer func() { sc.records, sc.sent = b.Records, sent }()
 	for i, r := range recs {
 		payload := r.Value
@@ -177,6 +183,9 @@ func decode(ctx context.Context, schema definition.Schema, dec decoding.Decoder,
 				if errors.As(derr, &te) {
 					return b, nil, nil, dropped, derr
 				}
+			}
+			if derr == nil && describer != nil && len(payload) > 0 {
+				sc.schemas.add(describer.RecordSchema(ctx, r.Topic, r.Value))
 			}
 		case schema == definition.SchemaJSON:
 			// An empty value is a tombstone (a deletion on a compacted
@@ -215,6 +224,9 @@ func decode(ctx context.Context, schema definition.Schema, dec decoding.Decoder,
 		}
 		b.Records = append(b.Records, hr)
 		sent = append(sent, i)
+	}
+	if describer != nil {
+		b.ValueSchema = sc.schemas.schema()
 	}
 	return b, sent, bad, dropped, nil
 }

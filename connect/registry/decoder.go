@@ -122,3 +122,32 @@ func (d *Decoder) load(ctx context.Context, id int, e *entry) {
 		e.codec = codec
 	}
 }
+
+// RecordSchema implements decode.Describer: the value schema of the codec
+// of payload's schema id (decode.CodecSchema), asked once AppendJSON
+// decoded the payload, so the codec is at hand; nil when it is not, or
+// describes nothing. It never waits for the registry.
+func (d *Decoder) RecordSchema(_ context.Context, _ string, payload []byte) []byte {
+	if len(payload) < 5 || payload[0] != 0 {
+		return nil
+	}
+	id, rest, err := header.DecodeID(payload)
+	if err != nil {
+		return nil
+	}
+	d.mu.Lock()
+	e := d.ids[id]
+	d.mu.Unlock()
+	if e == nil {
+		return nil
+	}
+	select {
+	case <-e.done:
+	default:
+		return nil
+	}
+	if e.codec == nil {
+		return nil
+	}
+	return decode.CodecSchema(e.codec, rest)
+}

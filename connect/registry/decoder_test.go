@@ -311,3 +311,47 @@ func TestTLSRoots(t *testing.T) {
 		t.Fatalf("without the CA: %v, want a transient unknown-authority error", err)
 	}
 }
+
+// describedCodec is fakeCodec with a value schema naming its schema text.
+type describedCodec struct{ fakeCodec }
+
+func (c describedCodec) ValueSchema() []byte { return []byte(c.s.Text) }
+
+// RecordSchema is the value schema of the codec of the payload's id, once
+// decoded; nothing for an id not decoded yet, a codec that describes
+// nothing, or a payload not in the wire format.
+func TestRecordSchema(t *testing.T) {
+	f, srv := newFake(t)
+	f.ids[7] = map[string]any{"schema": `{"type":"string"}`}
+	f.ids[8] = map[string]any{"schema": `{"type":"long"}`}
+	cl, err := registry.New(registry.Config{URLs: []string{srv.URL}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	described := registry.NewDecoder(cl, sr.TypeAvro, func(s registry.Schema) (decode.Codec, error) { return describedCodec{fakeCodec{s}}, nil })
+	ctx := context.Background()
+	if s := described.RecordSchema(ctx, "t", wire(7, "p")); s != nil {
+		t.Fatalf("before decoding: %s", s)
+	}
+	for _, id := range []int{7, 8} {
+		if _, err := decodeOne(described, wire(id, "p")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if s := string(described.RecordSchema(ctx, "t", wire(8, "p"))); s != `{"type":"long"}` {
+		t.Fatalf("id 8: %s", s)
+	}
+	if s := string(described.RecordSchema(ctx, "t", wire(7, "p"))); s != `{"type":"string"}` {
+		t.Fatalf("id 7: %s", s)
+	}
+	if s := described.RecordSchema(ctx, "t", []byte{1, 0, 0, 0, 7}); s != nil {
+		t.Fatalf("no magic byte: %s", s)
+	}
+	plain, _ := newDecoder(t, registry.Config{URLs: []string{srv.URL}}, sr.TypeAvro)
+	if _, err := decodeOne(plain, wire(7, "p")); err != nil {
+		t.Fatal(err)
+	}
+	if s := plain.RecordSchema(ctx, "t", wire(7, "p")); s != nil {
+		t.Fatalf("a codec that describes nothing: %s", s)
+	}
+}

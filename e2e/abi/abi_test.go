@@ -84,6 +84,7 @@ type recordedBatch struct {
 		Headers   [][2]string `json:"headers"`
 		Payload   string      `json:"payload"`
 	} `json:"records"`
+	ValueSchema *string `json:"value_schema"` // ABI 1.3
 }
 
 func readRecorded(t testing.TB, path string) []recordedBatch {
@@ -166,7 +167,7 @@ func TestDescribeEveryLibrary(t *testing.T) {
 		}
 		var raw map[string]any
 		_ = json.Unmarshal([]byte(doc), &raw)
-		if d.Name == "" || d.Version == "" || raw["abi_version"] != "1.2" || !strings.HasPrefix(raw["go_version"].(string), "go") || len(d.Config) == 0 {
+		if d.Name == "" || d.Version == "" || raw["abi_version"] != "1.3" || !strings.HasPrefix(raw["go_version"].(string), "go") || len(d.Config) == 0 {
 			t.Fatalf("%s: incomplete describe: %s", path, doc)
 		}
 		if strings.Contains(path, "/test/") {
@@ -188,7 +189,7 @@ func TestABIVersionMismatchIsRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if major, minor := lib.ABI(); major != 1 || minor != 2 {
+	if major, minor := lib.ABI(); major != 1 || minor != 3 {
 		t.Fatalf("plugin ABI %d.%d", major, minor)
 	}
 }
@@ -512,8 +513,8 @@ func TestRejectedRecordsBothWays(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if major, minor := lib.ABI(); major != 1 || minor != 2 {
-		t.Fatalf("plugin ABI %d.%d, want 1.2", major, minor)
+	if major, minor := lib.ABI(); major != 1 || minor != 3 {
+		t.Fatalf("plugin ABI %d.%d, want 1.3", major, minor)
 	}
 	rec := filepath.Join(t.TempDir(), "rec.jsonl")
 	inst, err := lib.Open(definition(t, "rejects", map[string]any{"record_path": rec, "reject_prefix": "BAD", "token": "s3cret"}))
@@ -547,5 +548,41 @@ func TestRejectedRecordsBothWays(t *testing.T) {
 	m, err := inst.Metrics()
 	if err != nil || !strings.Contains(m, `"rejected":2`) || !strings.Contains(m, `"records":3`) {
 		t.Fatalf("metrics %s %v", m, err)
+	}
+}
+
+// ABI 1.3 through the real Go library: a 1.3 host's value_schema reaches the
+// plugin (sdk.Batch.ValueSchema, an empty one as present); a 1.2 host's
+// batch (struct_size ending at reject_ctx, the rest poisoned) gives it none
+// and its rejections still work.
+func TestValueSchemaBothWays(t *testing.T) {
+	h := startHost(t)
+	lib, err := h.Load(testPlugin(t, "a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := filepath.Join(t.TempDir(), "rec.jsonl")
+	inst, err := lib.Open(definition(t, "vs", map[string]any{"record_path": rec, "reject_prefix": "BAD"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const vs = `{"type":"struct","fields":[{"name":"a","type":"long","nullable":false,"metadata":{}}]}`
+	b := hostclient.Batch{Attempt: 1, Topic: "orders", Schema: "raw", ValueSchema: []byte(vs),
+		Records: []hostclient.Record{{Offset: 1, Payload: []byte(`{"a":1}`)}, {Offset: 2, Payload: []byte("BAD")}}}
+	b.AcceptRejections = true
+	if _, err := inst.ConsumeResult(b); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := inst.ConsumeResult(b, hosttest.Batch1_2()); err != nil {
+		t.Fatal(err)
+	}
+	b.ValueSchema = []byte{}
+	if _, err := inst.ConsumeResult(b); err != nil {
+		t.Fatal(err)
+	}
+	got := readRecorded(t, rec)
+	if len(got) != 3 || got[0].ValueSchema == nil || *got[0].ValueSchema != vs || got[1].ValueSchema != nil ||
+		got[2].ValueSchema == nil || *got[2].ValueSchema != "" || len(got[1].Records) != 1 {
+		t.Fatalf("recorded %+v", got)
 	}
 }

@@ -77,6 +77,8 @@ type recorded struct {
 	// one began, itself included.
 	Running int64            `json:"running"`
 	Records []recordedRecord `json:"records"`
+	// ValueSchema is the batch's value schema (ABI 1.3); absent: none.
+	ValueSchema *string `json:"value_schema,omitempty"`
 }
 
 type recordedRecord struct {
@@ -169,6 +171,10 @@ func (s *sink) Consume(ctx context.Context, b *sdk.Batch) error {
 		}
 	}
 	line := recorded{Topic: b.Topic, Partition: b.Partition, Schema: b.Schema, Attempt: b.Attempt, Running: running, Records: []recordedRecord{}}
+	if b.ValueSchema != nil {
+		vs := string(b.ValueSchema)
+		line.ValueSchema = &vs
+	}
 	for i, r := range b.Records {
 		if b.Rejected(i) {
 			continue

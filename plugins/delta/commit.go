@@ -111,7 +111,7 @@ func (t *table) planOnce(members []*member) (p *plan, bad *member, err error) {
 	}
 	var ev *evolution
 	if t.env.opts.addColumns {
-		if ev, err = t.evolve(enc, topics(members)); err != nil {
+		if ev, err = t.evolve(enc, topics(members), t.columnHint(members)); err != nil {
 			enc.Reset()
 			if len(members) > 1 {
 				return nil, nil, errSplit

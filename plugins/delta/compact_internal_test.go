@@ -54,7 +54,7 @@ func compactTable(t *testing.T, conf string, n int) string {
 	tb := newTable("file://"+dir, env)
 	ctx := context.Background()
 	tb.mu.Lock()
-	err = tb.load(ctx)
+	err = tb.load(ctx, nil)
 	tb.mu.Unlock()
 	if err != nil {
 		t.Fatal(err)
@@ -401,7 +401,7 @@ func TestCompactionCommitIsCheckpointed(t *testing.T) {
 	tb := newTable("file://"+dir, env)
 	defer tb.close()
 	tb.mu.Lock()
-	err := tb.load(context.Background())
+	err := tb.load(context.Background(), nil)
 	tb.mu.Unlock()
 	if err != nil {
 		t.Fatal(err)

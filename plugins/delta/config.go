@@ -28,6 +28,7 @@ type Config struct {
 	CompactionTargetFileSize int64         `config:"compaction_target_file_size" default:"67108864" doc:"With compaction: the size in bytes compaction packs small files up to (by their total size; the rewritten file is about as large). At least 1048576. Default 64 MiB: a compacted file is built in memory before its upload, one at a time per instance"`
 	CompactionMinFiles       int           `config:"compaction_min_files" default:"10" doc:"With compaction: the fewest small files (under half of compaction_target_file_size) a partition value must have before it is compacted. At least 2"`
 	CompactionIdle           time.Duration `config:"compaction_idle" default:"10m" doc:"With compaction: how long no file may have been added to a partition value (the newest add's modificationTime, whoever wrote it) before it is compacted, so that partitions still being written, such as the current hour, are left alone. The table is checked every quarter of it (between 1s and 1m). 0 compacts whatever qualifies at every check"`
+	ColumnTypes              string        `config:"column_types" default:"values" doc:"Where the types of the columns the sink makes come from. values: from the records' JSON values (create_table takes table_schema; add_columns types a new field from the batch's values). value_schema: from the value schema a host passes with a batch it decoded from Avro or Protobuf (ABI 1.3; picomq-connect does): create_table without table_schema creates the table from the first batch's value schema (every column nullable; a batch without one fails FATAL), and add_columns types a new field from it, from the values only for a field it does not describe. table_schema, when given, still wins. See docs/delta.md, Column types from the value schema"`
 	PartitionBy              string        `config:"partition_by" doc:"With create_table: the partition columns of the tables the sink creates, comma-separated, e.g. region, day. Each names a top-level column of table_schema (or a pico_* column metadata_columns adds) of a primitive type. Default: not partitioned"`
 	GroupMaxBytes            int           `config:"group_commit_max_bytes" default:"67108864" doc:"When a runtime delivers several batches for one table at once (concurrent consume calls, picomq-connect's max_in_flight), they are written as one commit while the payload bytes of its batches stay within this; the first batch goes in whatever its size. A commit writes one data file per partition value, so this is the byte target of a grouped commit's data files (in JSON payload bytes; the Parquet file is usually several times smaller). No effect when batches come one at a time. See docs/delta.md, Group commits"`
 
@@ -58,6 +59,7 @@ const (
 	keyCreateTable        = "create_table"
 	keyTableSchema        = "table_schema"
 	keyPartitionBy        = "partition_by"
+	keyColumnTypes        = "column_types"
 	keyMetadataColumns    = "metadata_columns"
 	keyDerivedColumns     = "derived_columns"
 	keyFileSync           = "file_sync"

@@ -38,12 +38,70 @@ var metadataColumns = []deltalog.StructField{
 type definition struct {
 	schema     *deltalog.StructType
 	partitions []string
+	// fromValues: no table_schema and column_types = "value_schema": the
+	// schema is each table's first batch's value schema (valueschema.go),
+	// checked against partition_by, metadata_columns and derived_columns
+	// when that batch comes.
+	fromValues  bool
+	partitionBy string
+	metadata    bool
+	derive      []encode.Derivation
 }
 
+// fromBatch reports whether the table is made from a batch's value schema.
+func (d *definition) fromBatch() bool { return d != nil && d.fromValues }
+
 // newTable returns the snapshot of the table to create (a fresh table id
-// each time: every URI gets its own table).
-func (d *definition) newTable() (*deltalog.Snapshot, error) {
-	return deltalog.NewTable(d.schema, d.partitions, nil, time.Now())
+// each time: every URI gets its own table). A table made from a value
+// schema takes vs; without one (at Open, before any batch) it is a
+// placeholder with no column, which the first batch replaces
+// (table.writeGroup), and a batch without one cannot create it.
+func (d *definition) newTable(vs []byte) (*deltalog.Snapshot, error) {
+	if !d.fromValues {
+		return deltalog.NewTable(d.schema, d.partitions, nil, time.Now())
+	}
+	if vs == nil {
+		return deltalog.NewTable(&deltalog.StructType{}, nil, nil, time.Now())
+	}
+	schema, err := parseValueSchema(vs)
+	if err == nil {
+		err = checkFields("", schema)
+	}
+	if err == nil && len(schema.Fields) == 0 {
+		err = errors.New("the schema has no field")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: the table cannot be created from the batch's value schema: %v", errValueSchema, err)
+	}
+	if d.metadata {
+		addMetadataColumns(schema)
+	}
+	partitions, err := parsePartitionBy(d.partitionBy, schema)
+	if err != nil {
+		return nil, fmt.Errorf("%w: plugin_config key %q against the batch's value schema: %v", errValueSchema, keyPartitionBy, err)
+	}
+	if _, err := encode.New(schema, partitions, encode.Options{Metadata: d.metadata, Derive: d.derive}); err != nil {
+		return nil, fmt.Errorf("%w: the table made from the batch's value schema cannot be written: %v", errValueSchema, err)
+	}
+	return deltalog.NewTable(schema, partitions, nil, time.Now())
+}
+
+// errNoValueSchema is the batch that must create a table from its value
+// schema and has none.
+func errNoValueSchema(uri string) error {
+	return fmt.Errorf("%w: Delta table %s does not exist and the batch carries no value schema to create it from "+
+		"(table_schema is not set; a value schema comes only with a batch the host decoded from Avro or Protobuf, "+
+		"ABI 1.3): set table_schema, or create the table first", errValueSchema, uri)
+}
+
+func addMetadataColumns(schema *deltalog.StructType) {
+	for _, f := range metadataColumns {
+		// The schema may type it itself, in any case: Delta's names are
+		// case-insensitive, and the filler matches them so.
+		if !slices.ContainsFunc(schema.Fields, func(g deltalog.StructField) bool { return strings.EqualFold(g.Name, f.Name) }) {
+			schema.Fields = append(schema.Fields, f)
+		}
+	}
 }
 
 // definition validates create_table, table_schema, partition_by and
@@ -65,28 +123,30 @@ func (c *Config) definition(derive []encode.Derivation) (*definition, error) {
 		}
 		return nil, sdk.BadConfigf("plugin_config key %q is set but %s is false: it only describes tables the sink creates", key, keyCreateTable)
 	}
+	if strings.TrimSpace(c.TableSchema) == "" && c.ColumnTypes == columnTypesValueSchema {
+		for _, name := range strings.Split(c.PartitionBy, ",") {
+			if strings.TrimSpace(name) == "" && strings.TrimSpace(c.PartitionBy) != "" {
+				return nil, sdk.BadConfigf("plugin_config key %q: empty column name in %q", keyPartitionBy, c.PartitionBy)
+			}
+		}
+		return &definition{fromValues: true, partitionBy: c.PartitionBy, metadata: c.MetadataColumns, derive: derive}, nil
+	}
 	if strings.TrimSpace(c.TableSchema) == "" {
-		return nil, sdk.BadConfigf("plugin_config key %q is required with %s = true", keyTableSchema, keyCreateTable)
+		return nil, sdk.BadConfigf("plugin_config key %q is required with %s = true (or %s = %q)", keyTableSchema, keyCreateTable, keyColumnTypes, columnTypesValueSchema)
 	}
 	schema, err := parseTableSchema(c.TableSchema)
 	if err != nil {
 		return nil, sdk.BadConfigf("plugin_config key %q: %v", keyTableSchema, err)
 	}
 	if c.MetadataColumns {
-		for _, f := range metadataColumns {
-			// table_schema may type it itself, in any case: Delta's
-			// names are case-insensitive, and the filler matches them so.
-			if !slices.ContainsFunc(schema.Fields, func(g deltalog.StructField) bool { return strings.EqualFold(g.Name, f.Name) }) {
-				schema.Fields = append(schema.Fields, f)
-			}
-		}
+		addMetadataColumns(schema)
 	}
 	partitions, err := parsePartitionBy(c.PartitionBy, schema)
 	if err != nil {
 		return nil, sdk.BadConfigf("plugin_config key %q: %v", keyPartitionBy, err)
 	}
 	d := &definition{schema: schema, partitions: partitions}
-	if _, err := d.newTable(); err != nil {
+	if _, err := d.newTable(nil); err != nil {
 		return nil, sdk.BadConfigf("plugin_config key %q: the sink could not write the table it would create: %v", keyTableSchema, err)
 	}
 	// The encoder has the last word on what it can write.

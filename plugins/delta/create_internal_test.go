@@ -83,7 +83,7 @@ func TestDefinition(t *testing.T) {
 	if len(d.schema.Fields) != 4 || len(d.partitions) != 1 || d.partitions[0] != "region" {
 		t.Fatalf("definition %v %q", d.schema, d.partitions)
 	}
-	snap, err := d.newTable()
+	snap, err := d.newTable(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +91,7 @@ func TestDefinition(t *testing.T) {
 	if p := snap.Protocol; p.MinReaderVersion != 3 || p.MinWriterVersion != 7 || strings.Join(p.WriterFeatures, ",") != "timestampNtz" {
 		t.Errorf("protocol %+v", p)
 	}
-	again, _ := d.newTable()
+	again, _ := d.newTable(nil)
 	if again.Metadata.ID == snap.Metadata.ID {
 		t.Error("two created tables share an id")
 	}
@@ -140,7 +140,7 @@ func FuzzDefinition(f *testing.F) {
 			}
 			return
 		}
-		snap, err := d.newTable()
+		snap, err := d.newTable(nil)
 		if err != nil {
 			t.Fatal(err)
 		}

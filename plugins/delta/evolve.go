@@ -77,11 +77,13 @@ type evolution struct {
 // (the group's batches, of topic) calls for, or nil when it calls for none. A field the batch cannot type
 // fails the batch (FATAL): the same batch would fail again, and a guessed
 // type would stay in the table for good.
-func (t *table) evolve(enc *encode.Encoder, topic string) (*evolution, error) {
+// hint, when not nil, types the fields it has (column_types =
+// "value_schema", valueschema.go).
+func (t *table) evolve(enc *encode.Encoder, topic string, hint *deltalog.StructType) (*evolution, error) {
 	fail := func(err error) error {
 		return sdk.Fatalf("Schema evolution: topic %q, table %s: %v", topic, t.uri, err)
 	}
-	cols, err := enc.NewColumns()
+	cols, err := enc.NewColumnsFrom(hint)
 	if err != nil {
 		return nil, fail(err)
 	}

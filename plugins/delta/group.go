@@ -272,8 +272,14 @@ func (t *table) writeGroup(ctx context.Context, live []*member) {
 			replay = replay || m.b.Attempt > 1
 		}
 		if t.stale || (round == 1 && replay) {
-			if err := t.refresh(ctx); err != nil {
+			if err := t.refresh(ctx, live[0].b.ValueSchema); err != nil {
 				answerAll(err)
+				return
+			}
+		}
+		if t.snap.IsNew() && t.env.opts.create.fromBatch() {
+			if empty, err := t.fromValueSchema(live); err != nil || empty {
+				answerAll(err) // nil: tombstones only, nothing to write
 				return
 			}
 		}

@@ -164,7 +164,7 @@ func groupTable(t *testing.T) (*table, *gatedStore, *counters) {
 	tb := newTable(local.URI(), env)
 	t.Cleanup(tb.close)
 	tb.mu.Lock()
-	err := tb.load(context.Background())
+	err := tb.load(context.Background(), nil)
 	tb.mu.Unlock()
 	if err != nil {
 		t.Fatal(err)

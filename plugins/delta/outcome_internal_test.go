@@ -150,7 +150,7 @@ func TestUnknownCommitOutcomeIsRetriedWithoutLoss(t *testing.T) {
 			defer tb.close()
 			ctx := context.Background()
 			tb.mu.Lock()
-			err := tb.load(ctx)
+			err := tb.load(ctx, nil)
 			tb.mu.Unlock()
 			if err != nil {
 				t.Fatal(err)

@@ -106,6 +106,9 @@ func (s *Sink) Open(ctx context.Context, cfg *Config, host *sdk.Host) error {
 	if err != nil {
 		return err
 	}
+	if err := cfg.checkColumnTypes(); err != nil {
+		return err
+	}
 	if err := cfg.checkSchemaEvolution(); err != nil {
 		return err
 	}
@@ -141,14 +144,15 @@ func (s *Sink) Open(ctx context.Context, cfg *Config, host *sdk.Host) error {
 		},
 		log: host.Logger, spawn: host.Go,
 		opts: tableOptions{exactlyOnce: cfg.ExactlyOnce, skipEmpty: cfg.SkipEmptyPayloads, metadataColumns: cfg.MetadataColumns,
-			addColumns: cfg.SchemaEvolution == evolveAddColumns, derive: derive, create: create, groupMaxBytes: cfg.GroupMaxBytes},
+			addColumns: cfg.SchemaEvolution == evolveAddColumns, derive: derive, create: create, groupMaxBytes: cfg.GroupMaxBytes,
+			typesFromSchema: cfg.ColumnTypes == columnTypesValueSchema},
 		stats: &s.stats, ckpt: s.ckpt, requests: &s.requests,
 		compact: compact, compactStats: s.comp,
 	}
 	if !tmpl.IsStatic() {
 		return nil
 	}
-	t, err := s.table(ctx, cfg.TableURI)
+	t, err := s.table(ctx, cfg.TableURI, nil)
 	if err != nil {
 		// A bad URI, a table, bucket or container that is missing, a key
 		// the store refuses, or a table this writer must refuse, is a
@@ -185,9 +189,9 @@ func (s *Sink) Consume(ctx context.Context, b *sdk.Batch) error {
 	if err != nil {
 		return sdk.Fatalf("plugin_config key %q: %v", keyTableURI, err)
 	}
-	t, err := s.table(ctx, uri)
+	t, err := s.table(ctx, uri, b.ValueSchema)
 	if err != nil {
-		if isURIError(err) || errors.Is(err, deltalog.ErrNotWritable) {
+		if isURIError(err) || errors.Is(err, deltalog.ErrNotWritable) || errors.Is(err, errValueSchema) {
 			return sdk.Fatal(err)
 		}
 		return sdk.Retry(err)
@@ -203,7 +207,9 @@ func (s *Sink) appID(b *sdk.Batch) string {
 }
 
 // table returns the cached table for a resolved URI, opening it on first use.
-func (s *Sink) table(ctx context.Context, uri string) (*table, error) {
+// vs is the value schema of the batch that asks (a table create_table makes
+// from it).
+func (s *Sink) table(ctx context.Context, uri string, vs []byte) (*table, error) {
 	s.mu.Lock()
 	t, ok := s.tables[uri]
 	if !ok {
@@ -216,7 +222,7 @@ func (s *Sink) table(ctx context.Context, uri string) (*table, error) {
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if err := t.load(ctx); err != nil {
+	if err := t.load(ctx, vs); err != nil {
 		return nil, err
 	}
 	return t, nil

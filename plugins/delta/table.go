@@ -80,13 +80,15 @@ type tableOptions struct {
 	addColumns      bool                // schema_evolution = "add_columns"
 	derive          []encode.Derivation // derived_columns, parsed
 	create          *definition         // the table create_table makes; nil when off
+	typesFromSchema bool                // column_types = "value_schema" (valueschema.go)
 	groupMaxBytes   int                 // group_commit_max_bytes (group.go)
 }
 
 func newTable(uri string, env *tableEnv) *table { return &table{uri: uri, env: env} }
 
-// load opens the table on first use. Callers hold t.mu.
-func (t *table) load(ctx context.Context) error {
+// load opens the table on first use; vs is the value schema of the batch
+// that asks (create.go). Callers hold t.mu.
+func (t *table) load(ctx context.Context, vs []byte) error {
 	if t.snap != nil {
 		return nil
 	}
@@ -106,7 +108,7 @@ func (t *table) load(ctx context.Context) error {
 		t.local = l
 	}
 	store = objstore.Counted(store, t.env.requests)
-	snap, err := t.open(ctx, store)
+	snap, err := t.open(ctx, store, vs)
 	if err != nil {
 		return err
 	}
@@ -147,11 +149,12 @@ func (t *table) close() {
 }
 
 // open reads the table, or with create_table returns the table to create
-// when there is none (its first commit creates it, create.go).
-func (t *table) open(ctx context.Context, store objstore.Store) (*deltalog.Snapshot, error) {
+// when there is none (its first commit creates it, create.go), from vs,
+// the batch's value schema, when table_schema does not say.
+func (t *table) open(ctx context.Context, store objstore.Store, vs []byte) (*deltalog.Snapshot, error) {
 	snap, err := deltalog.Load(ctx, store, &deltalog.LoadOptions{Logger: t.env.log})
 	if errors.Is(err, deltalog.ErrNoTable) && t.env.opts.create != nil {
-		if snap, err = t.env.opts.create.newTable(); err != nil {
+		if snap, err = t.env.opts.create.newTable(vs); err != nil {
 			return nil, fmt.Errorf("Delta table %s cannot be created: %w", t.uri, err)
 		}
 		t.env.log.Info("no Delta table yet; the first batch creates it", "table", t.uri,
@@ -174,10 +177,10 @@ func (t *table) open(ctx context.Context, store objstore.Store) (*deltalog.Snaps
 // existingWins logs, at info, that an existing table is written as it is
 // when create_table would have made it differently.
 func (t *table) existingWins(snap *deltalog.Snapshot) {
-	if t.env.opts.create == nil {
+	if t.env.opts.create == nil || t.env.opts.create.fromBatch() {
 		return
 	}
-	want, err := t.env.opts.create.newTable()
+	want, err := t.env.opts.create.newTable(nil)
 	if err != nil {
 		return
 	}
@@ -187,14 +190,15 @@ func (t *table) existingWins(snap *deltalog.Snapshot) {
 	}
 }
 
-// refresh reads the commits made since our snapshot. The error is the
+// refresh reads the commits made since our snapshot; vs is the batch's
+// value schema, for a table still to be created. The error is the
 // batch's (RETRY).
-func (t *table) refresh(ctx context.Context) error {
+func (t *table) refresh(ctx context.Context, vs []byte) error {
 	if t.snap.IsNew() {
 		// Not created yet: is it now (by another writer, or by our own
 		// commit whose answer was lost)?
-		snap, err := t.open(ctx, t.store)
-		if errors.Is(err, deltalog.ErrNotWritable) {
+		snap, err := t.open(ctx, t.store, vs)
+		if errors.Is(err, deltalog.ErrNotWritable) || errors.Is(err, errValueSchema) {
 			return sdk.Fatal(err) // created by a writer that uses features we refuse
 		}
 		if err != nil {

@@ -20,6 +20,10 @@ type Batch struct {
 	// then reject single records and write the rest. Read them with
 	// Instance.ConsumeResult.
 	AcceptRejections bool
+	// ValueSchema (ABI 1.3) is the type of every payload, the JSON of a
+	// struct type in the Delta protocol's schema serialization
+	// (docs/abi.md, "Value schema"); nil: none.
+	ValueSchema []byte
 }
 
 // RejectReason is a picomq_reject_reason: why a record was rejected.

@@ -7,7 +7,9 @@ import "testing"
 // it no longer describes the wire format.
 func TestBatchEncodedSize(t *testing.T) {
 	for name, b := range map[string]Batch{
-		"empty": {Topic: "t", Schema: "json"},
+		"empty":              {Topic: "t", Schema: "json"},
+		"value schema":       {Topic: "t", Schema: "json", ValueSchema: []byte(`{"type":"struct","fields":[]}`)},
+		"empty value schema": {Topic: "t", Schema: "json", ValueSchema: []byte{}},
 		"records": {Attempt: 2, Partition: 7, Topic: "orders", Schema: "raw", Records: []Record{
 			{Offset: 1, Payload: []byte(`{"a":1}`)},
 			{Offset: 2, Key: []byte{}, Payload: []byte{}},

@@ -141,8 +141,8 @@ const config = `{"key":"k","name":"n","version":1,"plugin_config":{"table":"t"}}
 func TestLoad(t *testing.T) {
 	h := start(t)
 	a := load(t, h, stubA)
-	if major, minor := a.ABI(); major != 1 || minor != 2 {
-		t.Errorf("ABI() = %d.%d, want 1.2", major, minor)
+	if major, minor := a.ABI(); major != 1 || minor != 3 {
+		t.Errorf("ABI() = %d.%d, want 1.3", major, minor)
 	}
 	if major, minor := load(t, h, stubB).ABI(); major != 1 || minor != 0 {
 		t.Errorf("1.0-style stub: ABI() = %d.%d, want 1.0", major, minor)
@@ -279,6 +279,32 @@ func TestBatchEncoding(t *testing.T) {
 
 	wantStatus(t, inst.Consume(hostclient.Batch{Topic: "echo"}), hostclient.StatusRetry,
 		"attempt=0 partition=0 topic=echo schema= records=0")
+}
+
+// ABI 1.3: a batch's value_schema reaches the plugin in a full-size batch
+// (an empty one as present), and not in a 1.2 host's, whose struct_size ends
+// before it (the host poisons what follows); a 1.2 plugin never reads it,
+// and rejections still work in a 1.2-size batch.
+func TestValueSchema(t *testing.T) {
+	h := start(t)
+	inst := open(t, load(t, h, stubA), config)
+	b := hostclient.Batch{Attempt: 1, Topic: "echo", Schema: "json", ValueSchema: []byte(`{"a":1}`)}
+	wantStatus(t, inst.Consume(b), hostclient.StatusRetry,
+		"attempt=1 partition=0 topic=echo schema=json records=0 value_schema=x7b2261223a317d")
+	b.ValueSchema = []byte{}
+	wantStatus(t, inst.Consume(b), hostclient.StatusRetry, "records=0 value_schema=x")
+	b.ValueSchema = []byte(`{"a":1}`)
+	err := inst.Consume(b, hosttest.Batch1_2())
+	wantStatus(t, err, hostclient.StatusRetry, "records=0")
+	if strings.Contains(err.Error(), "value_schema") {
+		t.Errorf("a 1.2 batch shows a value schema: %v", err)
+	}
+	rb := batch("reject", "{}", "bad one")
+	rb.AcceptRejections, rb.ValueSchema = true, []byte(`{}`)
+	rej, err := inst.ConsumeResult(rb, hosttest.Batch1_2())
+	if err != nil || len(rej) != 1 || rej[0].Index != 1 {
+		t.Errorf("rejections in a 1.2 batch: %+v, %v", rej, err)
+	}
 }
 
 func TestErrCap(t *testing.T) {
@@ -643,7 +669,7 @@ func TestBuildHost(t *testing.T) {
 		t.Errorf("BuildHost built twice: %s, %s", p1, p2)
 	}
 	h := hosttest.StartTest(t, p1)
-	if major, minor := h.ABI(); major != 1 || minor != 2 {
+	if major, minor := h.ABI(); major != 1 || minor != 3 {
 		t.Errorf("host ABI %d.%d", major, minor)
 	}
 }

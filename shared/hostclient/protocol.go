@@ -17,7 +17,7 @@ import (
 // its pipes (host.go does), so a change to the format stays in this file.
 
 // protocolVersion is the version the host sends in its HELLO frame.
-const protocolVersion = 2
+const protocolVersion = 3
 
 // maxFrame is the largest frame body either side accepts.
 const maxFrame = 1 << 30
@@ -67,6 +67,7 @@ const (
 	openNoLog       = 1 // OPEN: pass log == NULL
 	consumeRejects  = 1 // CONSUME: pass a reject callback (ABI 1.1)
 	consumeBatch1_0 = 2 // CONSUME: pass a 1.0 host's batch (struct_size without the 1.1 fields)
+	consumeBatch1_2 = 4 // CONSUME: pass a 1.2 host's batch (struct_size without the 1.3 value_schema)
 	logLate         = 1 // LOG: the context was not live
 	logNullMsg      = 2 // LOG: msg was NULL
 )
@@ -256,7 +257,7 @@ func encodeOpen(e *encoder, lib uint32, ctx uint64, noLog bool, errCap int, conf
 	e.str(config)
 }
 
-func encodeConsume(e *encoder, lib uint32, handle uint64, errCap int, batch1_0 bool, b *Batch) {
+func encodeConsume(e *encoder, lib uint32, handle uint64, errCap int, batch1_0, batch1_2 bool, b *Batch) {
 	e.u32(lib)
 	e.u64(handle)
 	e.size("err cap", errCap)
@@ -266,6 +267,9 @@ func encodeConsume(e *encoder, lib uint32, handle uint64, errCap int, batch1_0 b
 	}
 	if batch1_0 {
 		flags |= consumeBatch1_0
+	}
+	if batch1_2 {
+		flags |= consumeBatch1_2
 	}
 	e.u8(flags)
 	encodeBatch(e, b)
@@ -298,7 +302,10 @@ func encodeSetenv(e *encoder, name string, value *string) {
 // encodedSize is how many bytes encode appends: the request buffer is
 // sized once instead of growing through a batch of payloads.
 func (b *Batch) encodedSize() int {
-	n := 4 + 4 + 4 + len(b.Topic) + 4 + len(b.Schema) + 4
+	n := 4 + 4 + 4 + len(b.Topic) + 4 + len(b.Schema) + 1 + 4
+	if b.ValueSchema != nil {
+		n += 4 + len(b.ValueSchema)
+	}
 	for i := range b.Records {
 		r := &b.Records[i]
 		n += 8 + 8 + 1 + 4 + 4 + len(r.Payload)
@@ -319,6 +326,12 @@ func encodeBatch(e *encoder, b *Batch) {
 	e.u32(b.Partition)
 	e.str(b.Topic)
 	e.str(b.Schema)
+	if b.ValueSchema == nil {
+		e.u8(0)
+	} else {
+		e.u8(1)
+		e.bytes(b.ValueSchema)
+	}
 	e.size("record count", len(b.Records))
 	for i := range b.Records {
 		r := &b.Records[i]

@@ -17,6 +17,12 @@ type Batch struct {
 	Schema    string // json, raw, text, proto, flatbuffer, avro
 	Attempt   uint32 // 1 on first delivery, up to 5 for the same batch
 	Records   []Record
+	// ValueSchema (ABI 1.3) is the type of every payload as the host
+	// knows it from the schema it decoded them with: the JSON of a struct
+	// type in the Delta protocol's schema serialization (docs/abi.md,
+	// "Value schema"). nil: the host gave none (a 1.2 host, a json block).
+	// Like the payloads it is host memory, valid during Consume only.
+	ValueSchema []byte
 
 	rejects *rejections // ABI 1.1 per-record outcomes; see Reject
 	skipped int         // records the destination already had; see Skipped

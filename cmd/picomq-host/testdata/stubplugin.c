@@ -177,13 +177,20 @@ static void put_hex(text *t, picomq_bytes b) {
   for (size_t i = 0; i < b.len; i++) put(t, "%02x", b.ptr[i]);
 }
 
-/* attempt=A partition=P topic=T schema=S records=N
+/* attempt=A partition=P topic=T schema=S records=N [value_schema=V]
  *   then per record: |off=O ts=T key=K headers=[K:V,...] payload=P
  * where byte strings are "-" when absent, else "x" and their hex. */
 static void dump(text *t, const picomq_batch *b) {
   put(t, "attempt=%u partition=%u topic=%.*s schema=%.*s records=%zu",
       b->attempt, b->partition, (int)b->topic.len, (const char *)b->topic.ptr,
       (int)b->schema.len, (const char *)b->schema.ptr, b->record_count);
+  /* ABI 1.3: only a batch that carries one shows it (older dumps unchanged). */
+  if (STUB_ABI_MINOR >= 3 &&
+      b->struct_size >= offsetof(picomq_batch, value_schema) + sizeof(picomq_bytes) &&
+      b->value_schema.ptr) {
+    put(t, " value_schema=");
+    put_hex(t, b->value_schema);
+  }
   for (size_t i = 0; i < b->record_count; i++) {
     const picomq_record *r = &b->records[i];
     put(t, "|off=%llu ts=%lld key=", (unsigned long long)r->offset,

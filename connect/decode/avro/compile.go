@@ -36,7 +36,7 @@ func Compile(writer string, refs map[string]string, reader string) (decode.Codec
 		if err != nil {
 			return nil, err
 		}
-		return &codec{root: n}, nil
+		return newCodec(n), nil
 	}
 	// The reader schema stands alone: the writer's references belong to
 	// the writer, and a reader naming a type it does not define is refused.
@@ -55,7 +55,7 @@ func Compile(writer string, refs map[string]string, reader string) (decode.Codec
 	if err != nil {
 		return nil, err
 	}
-	return &codec{root: n}, nil
+	return newCodec(n), nil
 }
 
 // parseRefs parses the referenced schemas into cache. A reference may name

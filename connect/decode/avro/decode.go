@@ -28,7 +28,8 @@ const (
 
 // codec is a compiled schema; safe for concurrent use.
 type codec struct {
-	root *node
+	root   *node
+	schema []byte // ValueSchema, from root (delta.go)
 }
 
 // state is one AppendJSON's: hamba's Reader over the payload and a buffer

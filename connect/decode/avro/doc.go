@@ -21,5 +21,6 @@
 // resolution), plan.go (the node tree built from a resolved schema),
 // defaults.go (the JSON of a reader field's default),
 // decode.go (the Codec: walking a datum), format.go (JSON text: decimals,
-// dates and times; strings, floats and base64 are connect/internal/jsonw's).
+// dates and times; strings, floats and base64 are connect/internal/jsonw's),
+// delta.go (ValueSchema: the type of the JSON, from the same node tree).
 package avro

@@ -46,6 +46,7 @@ type node struct {
 	wire    kind
 	size    int      // fixed, decimal fixed, duration: bytes
 	scale   int      // decimal
+	prec    int      // decimal: its precision (the JSON does not use it; ValueSchema does)
 	symbols [][]byte // enum: the JSON string per writer index; nil: no symbol
 	elem    *node    // array items, map values
 	fields  []field  // record, in the writer's (the wire's) order
@@ -59,6 +60,7 @@ type node struct {
 }
 
 type field struct {
+	name string
 	key  []byte // `"name":`
 	node *node
 	// skip: a writer field the reader does not have; read, not written.
@@ -201,6 +203,7 @@ func logical(n *node, l hamba.LogicalSchema) {
 	switch l.Type() {
 	case hamba.Decimal:
 		n.scale = l.(*hamba.DecimalLogicalSchema).Scale()
+		n.prec = l.(*hamba.DecimalLogicalSchema).Precision()
 		if n.kind == kFixed {
 			n.kind = kDecimalFixed
 		} else {
@@ -353,7 +356,7 @@ func (p *planner) record(t *hamba.RecordSchema, w, r hamba.Schema) (*node, error
 	type placed struct{ field, reader int }
 	var out []placed
 	for i, f := range t.Fields() {
-		fd := field{key: append(quote(f.Name()), ':')}
+		fd := field{name: f.Name(), key: append(quote(f.Name()), ':')}
 		ri, inReader := readerIndex[f.Name()]
 		switch {
 		case i >= len(wf):
@@ -363,6 +366,10 @@ func (p *planner) record(t *hamba.RecordSchema, w, r hamba.Schema) (*node, error
 				return nil, err
 			}
 			fd.def = def
+			// Never read (def is written); its type, for ValueSchema.
+			if fd.node, err = newPlanner(false).build(f.Type(), f.Type(), nil); err != nil {
+				return nil, err
+			}
 		default:
 			// Resolution keeps each writer field in its place: under the
 			// reader's name, or under the writer's when the reader lacks it.

@@ -26,8 +26,9 @@ var unmarshal = proto.UnmarshalOptions{DiscardUnknown: true, AllowPartial: true,
 // the schema given in the definition by proto_descriptor_set_path and
 // proto_message.
 type Message struct {
-	desc protoreflect.MessageDescriptor
-	enc  *encoder
+	desc   protoreflect.MessageDescriptor
+	enc    *encoder
+	schema []byte // ValueSchema (delta.go)
 }
 
 // FromDescriptorSet compiles the message named message (full name, such as
@@ -51,7 +52,7 @@ func FromDescriptorSet(set []byte, message string) (*Message, error) {
 	if !ok {
 		return nil, fmt.Errorf("protobuf descriptor set: %q is not a message", message)
 	}
-	return &Message{desc: md, enc: newEncoder(files)}, nil
+	return &Message{desc: md, enc: newEncoder(files), schema: valueSchema(md)}, nil
 }
 
 // AppendJSON implements decode.Codec: the payload is the message's bytes.

@@ -24,5 +24,5 @@
 // schema.go (Schema, FromSchema: compiling registry schemas), indexes.go
 // (Confluent message indexes), json.go (the JSON writer), plan.go (what
 // the writer works out once per message type), wkt.go (the well-known
-// types' JSON).
+// types' JSON), delta.go (ValueSchema: the type of the JSON).
 package protodec

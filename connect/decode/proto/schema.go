@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/bufbuild/protocompile"
 	"google.golang.org/protobuf/proto"
@@ -18,8 +19,9 @@ import (
 // that is the message indexes naming the payload's message in the schema's
 // file, then the message's bytes (see indexes.go).
 type Schema struct {
-	file protoreflect.FileDescriptor
-	enc  *encoder
+	file    protoreflect.FileDescriptor
+	enc     *encoder
+	schemas sync.Map // protoreflect.MessageDescriptor -> []byte: PayloadSchema's (delta.go)
 }
 
 // FromSchema compiles a registry schema: text is the schema's .proto file

@@ -54,5 +54,10 @@ func ABI(major, minor uint32) hostclient.CallOption {
 // would: struct_size PICOMQ_BATCH_SIZE_1_0, no reject callback.
 func Batch1_0() hostclient.CallOption { return func(c *callConfig) { c.Batch1_0 = true } }
 
+// Batch1_2 makes Consume pass the batch as a host built against ABI 1.1 or
+// 1.2 would: struct_size ends at reject_ctx, so the plugin sees no
+// value_schema.
+func Batch1_2() hostclient.CallOption { return func(c *callConfig) { c.Batch1_2 = true } }
+
 // NoLog makes Open pass log == NULL, so the plugin logs to stderr.
 func NoLog() hostclient.CallOption { return func(c *callConfig) { c.NoLog = true } }

@@ -104,7 +104,7 @@ func status(op string, err error) error {
 }
 
 func toSDK(b Batch) *sdk.Batch {
-	out := &sdk.Batch{Topic: b.Topic, Partition: b.Partition, Schema: b.Schema, Attempt: b.Attempt,
+	out := &sdk.Batch{Topic: b.Topic, Partition: b.Partition, Schema: b.Schema, Attempt: b.Attempt, ValueSchema: b.ValueSchema,
 		Records: make([]sdk.Record, len(b.Records))}
 	for i, r := range b.Records {
 		rec := sdk.Record{Offset: r.Offset, Timestamp: r.TimestampMs, Key: r.Key, Payload: r.Payload}

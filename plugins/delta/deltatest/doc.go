@@ -16,5 +16,7 @@
 //     readers (WantTxns with delta-rs, LogTxns from a file:// log).
 //   - compaction.go: the tests of compaction = true, and TableLog: a
 //     table's rows as delta-rs and DuckDB read them and its log replayed.
+//   - valueschema.go: column_types, tables created and evolved from a
+//     batch's value schema (ABI 1.3), read back with delta-rs.
 //   - read.go: the delta-rs scripts (Py, ReadRows, History, Facts).
 package deltatest

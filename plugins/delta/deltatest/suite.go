@@ -49,6 +49,9 @@ var Tests = []Test{
 	{Name: "GroupOfTombstonesAndRecords", Run: GroupOfTombstonesAndRecords, Backends: []string{File}},
 	{Name: "GroupOfTwoTopicsInOneTable", Run: GroupOfTwoTopicsInOneTable, Backends: []string{File}},
 	{Name: "GroupsOfTwoWritersLoseNothing", Run: GroupsOfTwoWritersLoseNothing, Backends: []string{File, S3}},
+	// column_types (valueschema.go): the encoder's and the log's, not a store's.
+	{Name: "ColumnTypesFromValueSchema", Run: ColumnTypesFromValueSchema, Backends: []string{File}},
+	{Name: "ColumnTypesValuesIgnoresValueSchema", Run: ColumnTypesValuesIgnoresValueSchema, Backends: []string{File}},
 }
 
 // Run runs every test of the suite through d on each of its backends, each

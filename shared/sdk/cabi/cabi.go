@@ -208,6 +208,10 @@ func batchFromC(cb *C.picomq_batch) (*sdk.Batch, error) {
 	if withReject {
 		b.AcceptRejections()
 	}
+	// ABI 1.3: a 1.2 host's batch ends before value_schema.
+	if uintptr(cb.struct_size) >= unsafe.Offsetof(cb.value_schema)+unsafe.Sizeof(cb.value_schema) {
+		b.ValueSchema = view(cb.value_schema)
+	}
 	if n == 0 {
 		return b, nil
 	}

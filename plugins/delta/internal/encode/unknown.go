@@ -96,13 +96,30 @@ func (e *Encoder) Unknown() []UnknownField {
 // so every engine can read the table afterwards: a name must not be empty
 // nor contain any of ` ,;{}()\n\t=`, and must not differ only in case from
 // a column or a sibling field (Delta column names are case-insensitive).
-func (e *Encoder) NewColumns() ([]deltalog.StructField, error) {
+func (e *Encoder) NewColumns() ([]deltalog.StructField, error) { return e.NewColumnsFrom(nil) }
+
+// NewColumnsFrom is NewColumns, except that a field hint has (a top-level
+// field of the same name) takes hint's type instead of the one its values
+// give, also when its values were only null or did not decide a type: the
+// type comes from the schema the records were written with (column_types
+// = "value_schema"). Values that do not fit it are record errors when the
+// batch is encoded against the new schema, as for any column.
+func (e *Encoder) NewColumnsFrom(hint *deltalog.StructType) ([]deltalog.StructField, error) {
 	var out []deltalog.StructField
 	names := map[string]string{}
 	for _, f := range e.root.fields {
 		names[strings.ToLower(f.name)] = f.name
 	}
 	for _, f := range e.unknown {
+		if hint != nil {
+			if h := hint.Field(f.Name); h != nil {
+				if err := checkName(names, f.Name, f.Name, f.FirstOffset); err != nil {
+					return nil, err
+				}
+				out = append(out, deltalog.StructField{Name: f.Name, Type: h.Type, Nullable: true})
+				continue
+			}
+		}
 		if f.err != nil {
 			return nil, f.err
 		}
