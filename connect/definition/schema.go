@@ -139,20 +139,25 @@ func schemaChecks(r *rawTopic, t *Topic) map[string]func(report) {
 				return
 			}
 			reg := &Registry{Timeout: DefaultRegistryTimeout}
-			for _, s := range strings.Split(*r.SchemaRegistryURL, ",") {
+			// A refused URL that may hold a password (user info, which an
+			// '@' marks even where the URL does not parse as such) is named
+			// by its position or without it.
+			urls := strings.Split(*r.SchemaRegistryURL, ",")
+			for i, s := range urls {
 				s = strings.TrimSpace(s)
 				u, err := url.Parse(s)
 				switch {
 				case s == "":
 					errorf("an empty URL")
 				case err != nil:
-					errorf("%q: %v", s, err)
-				case u.Scheme != "http" && u.Scheme != "https" || u.Host == "":
-					errorf("%q: want an http:// or https:// URL", s)
+					errorf("URL %d of %d does not parse (it is not shown: it may hold credentials)", i+1, len(urls))
 				case u.User != nil:
-					// Redacted: the password must not reach the log.
 					u.User = nil
 					errorf("%q: credentials in the URL; name an environment variable in schema_registry_basic_auth_env instead", u.Redacted())
+				case (u.Scheme != "http" && u.Scheme != "https" || u.Host == "" || u.Opaque != "") && strings.Contains(s, "@"):
+					errorf("URL %d of %d: want an http:// or https:// URL with a host (it is not shown: it may hold credentials)", i+1, len(urls))
+				case u.Scheme != "http" && u.Scheme != "https" || u.Host == "" || u.Opaque != "":
+					errorf("%q: want an http:// or https:// URL", s)
 				default:
 					reg.URLs = append(reg.URLs, s)
 				}

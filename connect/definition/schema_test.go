@@ -149,3 +149,19 @@ func TestRegistrySecretsNotPrinted(t *testing.T) {
 		t.Error("the variable's name is not shown")
 	}
 }
+
+// A URL that is refused for its form never shows its password either:
+// the form checks come before the credentials check, so each message
+// names the URL without its user info.
+func TestRegistryURLRefusalsHideCredentials(t *testing.T) {
+	for _, u := range []string{"ftp://bob:hunter2@r", "htps://bob:hunter2@r:8081", "https://bob:hunter2%zz@r", "https://bob:hunter2@", "bob:hunter2@r"} {
+		_, err := definition.Parse("f.toml", block("schema = \"avro\"\nschema_registry_url = '"+u+"'\n"))
+		if err == nil {
+			t.Errorf("%s: accepted", u)
+			continue
+		}
+		if strings.Contains(err.Error(), "hunter2") {
+			t.Errorf("the password is in the error: %v", err)
+		}
+	}
+}
