@@ -2,6 +2,7 @@ package protodec
 
 import (
 	"math"
+	"strconv"
 	"unsafe"
 
 	"google.golang.org/protobuf/encoding/protowire"
@@ -40,9 +41,10 @@ import (
 // and are written by the reference writer's own value method.
 
 const (
-	fastMaxFields = 64      // the position array lives on the stack
-	fastMaxDepth  = 32      // nested messages
-	fastMaxNumber = 1 << 12 // field numbers indexed by a slice
+	fastMaxFields  = 64      // the position array lives on the stack
+	fastMaxDepth   = 32      // nested messages
+	fastMaxNumber  = 1 << 12 // field numbers indexed by a slice
+	fastMaxEntries = 32      // entries of one map, sorted on the stack
 )
 
 // fastMsg is the fast path's plan of one message type, next to its msgPlan.
@@ -65,12 +67,29 @@ const (
 type fastField struct {
 	num         protowire.Number
 	wire        protowire.Type // the wire type of one value (of an element, for lists)
-	list        bool
+	repeated    bool           // a list or a map: may come any number of times
+	mapping     bool
 	packable    bool   // a list of scalars: also read packed, as the runtime does
-	unsupported bool   // a map or group: the reference path reads it
+	unsupported bool   // a group: the reference path reads it
 	closed      bool   // a closed enum: an unnamed number is the reference path's
 	oneof       int8   // index among the message's real oneofs, -1 for none
 	absent      string // the field's JSON when the bytes do not hold it
+
+	// A map's entries: key (field 1) and value (field 2, of wire type
+	// entryWire; the value's plan is the fieldPlan's val).
+	entryWire  protowire.Type
+	keyWire    protowire.Type
+	keyKind    protoreflect.Kind
+	key        *valuePlan // writes a string key
+	keyDefault protoreflect.Value
+	keyOrder   func(x, y protoreflect.MapKey) int // the reference writer's order
+}
+
+// mapEntry is one entry of a map, read by fastMap.
+type mapEntry struct {
+	key    protoreflect.Value
+	val    []byte // from the value's first byte on
+	hasVal bool
 }
 
 // fast appends the JSON of payload, a message of p, and reports whether it
@@ -164,7 +183,7 @@ func (fm *fastMsg) scan(data []byte, pos []int32) bool {
 		switch {
 		case pos[k] == 0:
 			pos[k] = int32(i + 1)
-		case !f.list:
+		case !f.repeated:
 			return false
 		}
 		if f.oneof >= 0 {
@@ -194,7 +213,10 @@ func (fm *fastMsg) singular(p *msgPlan, pos []int32, data []byte, i int8) (proto
 func (e *encoder) fastField(b []byte, p *msgPlan, pos []int32, data []byte, i int, depth int) ([]byte, bool) {
 	f, ff := &p.fields[i], &p.fast.fields[i]
 	data = data[pos[i]-1:]
-	if !ff.list {
+	if ff.mapping {
+		return e.fastMap(b, f, ff, data, depth)
+	}
+	if !ff.repeated {
 		_, _, n := protowire.ConsumeTag(data) // checked by scan
 		b, _, ok := e.fastValue(b, &f.val, ff, data[n:], depth)
 		return b, ok
@@ -228,6 +250,111 @@ func (e *encoder) fastField(b []byte, p *msgPlan, pos []int32, data []byte, i in
 		data = data[n+m:]
 	}
 	return append(b, ']'), true
+}
+
+// fastMap appends the entries of map field f, from its first entry in
+// data on, as the reference writer does: an object, keys as strings in
+// its order. Handed back: an entry with a field other than key and value,
+// one of them twice or of another wire type (the runtime skips it, keeps
+// the last, merges), a key in two entries (the runtime keeps the last),
+// more than fastMaxEntries entries.
+func (e *encoder) fastMap(b []byte, f *fieldPlan, ff *fastField, data []byte, depth int) ([]byte, bool) {
+	var entries [fastMaxEntries]mapEntry
+	n := 0
+	for len(data) > 0 {
+		num, typ, k := protowire.ConsumeTag(data) // all checked by scan
+		m := protowire.ConsumeFieldValue(num, typ, data[k:])
+		if num == ff.num {
+			if n == len(entries) {
+				return b, false
+			}
+			entry, _ := protowire.ConsumeBytes(data[k:])
+			me := &entries[n]
+			*me = mapEntry{key: ff.keyDefault}
+			haveKey := false
+			for len(entry) > 0 {
+				num, typ, t := protowire.ConsumeTag(entry)
+				if t < 0 {
+					return b, false
+				}
+				entry = entry[t:]
+				var l int
+				switch {
+				case num == 1 && typ == ff.keyWire && !haveKey:
+					var ok bool
+					if me.key, l, ok = scalar(ff.keyKind, entry); !ok {
+						return b, false
+					}
+					haveKey = true
+				case num == 2 && typ == ff.entryWire && !me.hasVal:
+					if l = protowire.ConsumeFieldValue(num, typ, entry); l < 0 {
+						return b, false
+					}
+					me.val, me.hasVal = entry[:l], true
+				default:
+					return b, false
+				}
+				entry = entry[l:]
+			}
+			// Insertion sort: a few entries, no allocation.
+			for j := n; j > 0; j-- {
+				c := ff.keyOrder(entries[j-1].key.MapKey(), entries[j].key.MapKey())
+				if c == 0 {
+					return b, false
+				}
+				if c < 0 {
+					break
+				}
+				entries[j-1], entries[j] = entries[j], entries[j-1]
+			}
+			n++
+		}
+		data = data[k+m:]
+	}
+	b = append(b, '{')
+	var ok bool
+	for i := range entries[:n] {
+		me := &entries[i]
+		if i > 0 {
+			b = append(b, ',')
+		}
+		if b, ok = e.fastMapKey(b, ff, me.key); !ok {
+			return b, false
+		}
+		b = append(b, ':')
+		switch {
+		case me.hasVal:
+			b, _, ok = e.fastValue(b, &f.val, ff, me.val, depth)
+		case f.val.kind == protoreflect.MessageKind:
+			b, ok = e.fastMessage(b, f.val.msg, nil, depth+1) // the runtime's empty message
+		default:
+			var err error
+			b, err = e.value(b, &f.val, f.val.fd.Default())
+			ok = err == nil
+		}
+		if !ok {
+			return b, false
+		}
+	}
+	return append(b, '}'), true
+}
+
+// fastMapKey appends a map key as the reference writer does: the
+// string, the decimal number, true or false, as a JSON string (digits,
+// '-' and letters need no escaping).
+func (e *encoder) fastMapKey(b []byte, ff *fastField, key protoreflect.Value) ([]byte, bool) {
+	switch ff.keyKind {
+	case protoreflect.StringKind:
+		b, err := e.value(b, ff.key, key) // refuses invalid UTF-8
+		return b, err == nil
+	case protoreflect.BoolKind:
+		b = strconv.AppendBool(append(b, '"'), key.Bool())
+	case protoreflect.Uint32Kind, protoreflect.Fixed32Kind, protoreflect.Uint64Kind, protoreflect.Fixed64Kind:
+		b = strconv.AppendUint(append(b, '"'), key.Uint(), 10)
+	default:
+		b = strconv.AppendInt(append(b, '"'), key.Int(), 10)
+	}
+	return append(b, '"'), true
 }
 
 // fastValue appends the one value at the start of data (of the field's
@@ -380,8 +507,19 @@ func planFast(p *msgPlan, seen map[*msgPlan]*fastMsg) *fastMsg {
 		}
 		ff.wire, ff.packable = wireOf(f.val.kind)
 		ff.packable = ff.packable && f.shape == list
-		ff.list = f.shape == list
-		ff.unsupported = f.shape == mapping || f.val.kind == protoreflect.GroupKind
+		ff.repeated = f.shape == list || f.shape == mapping
+		ff.unsupported = f.val.kind == protoreflect.GroupKind
+		if f.shape == mapping {
+			ff.mapping = true
+			ff.entryWire = ff.wire
+			ff.wire = protowire.BytesType
+			kd := fd.MapKey()
+			ff.keyWire, _ = wireOf(kd.Kind())
+			ff.key = &valuePlan{fd: kd, kind: protoreflect.StringKind}
+			ff.keyKind = kd.Kind()
+			ff.keyDefault = kd.Default()
+			ff.keyOrder = keyOrder(kd.Kind())
+		}
 		ff.closed = f.val.kind == protoreflect.EnumKind && f.val.fd.Enum().IsClosed() && !f.val.enum.null
 		switch f.shape {
 		case required:
@@ -402,7 +540,7 @@ func planFast(p *msgPlan, seen map[*msgPlan]*fastMsg) *fastMsg {
 			}
 			ff.absent = string(absent)
 		}
-		if f.val.kind == protoreflect.MessageKind && f.shape != mapping {
+		if f.val.kind == protoreflect.MessageKind {
 			planFast(f.val.msg, seen)
 		}
 	}
