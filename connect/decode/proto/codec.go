@@ -63,7 +63,7 @@ func (c *Message) AppendJSON(dst, payload []byte) ([]byte, error) {
 // path when it takes the record (fast.go), else by the reference path. On
 // an error dst comes back as it was given.
 func (e *encoder) decode(dst []byte, md protoreflect.MessageDescriptor, payload []byte) ([]byte, error) {
-	if out, ok := e.fast(dst, e.plans.of(md), payload); ok {
+	if out, ok := e.fast(dst, md, payload); ok {
 		return out, nil
 	}
 	return e.reference(dst, md, payload)

@@ -24,7 +24,9 @@ import (
 // Handed back (the whole record, not the field):
 //   - a field number the message does not declare (an unknown field, an
 //     extension), a wire type that is not the field's (the reference drops
-//     such a field), a group, a map entry;
+//     such a field), a group;
+//   - a map entry with another field than key and value, or one of them
+//     twice, a key in two entries, more than fastMaxEntries entries;
 //   - a non-repeated field given twice (the reference keeps the last scalar
 //     and merges messages), two members of one oneof;
 //   - bytes that do not parse, a string that is not UTF-8, a closed enum's
@@ -92,21 +94,22 @@ type mapEntry struct {
 	hasVal bool
 }
 
-// fast appends the JSON of payload, a message of p, and reports whether it
-// did; when it did not, the reference path must decode payload (dst is
+// fast appends the JSON of payload, a message of md, and reports whether
+// it did; when it did not, the reference path must decode payload (dst is
 // then returned as given, its spare capacity possibly written).
-func (e *encoder) fast(dst []byte, p *msgPlan, payload []byte) (out []byte, ok bool) {
+func (e *encoder) fast(dst []byte, md protoreflect.MessageDescriptor, payload []byte) (out []byte, ok bool) {
 	if len(payload) >= math.MaxInt32 {
 		return dst, false
 	}
 	// No panic is known here (FuzzFastPath looks for them); were there
-	// one, the reference path would still decide the record.
+	// one, the reference path would still decide the record, as it does
+	// for a panic of the planning (plans.of).
 	defer func() {
 		if recover() != nil {
 			out, ok = dst, false
 		}
 	}()
-	if out, ok = e.fastMessage(dst, p, payload, 0); !ok {
+	if out, ok = e.fastMessage(dst, e.plans.of(md), payload, 0); !ok {
 		return dst, false
 	}
 	return out, true
