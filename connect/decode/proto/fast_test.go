@@ -139,11 +139,7 @@ func fastSeeds(t testing.TB, targets []fastTarget) [][]byte {
 	for _, v := range vectors {
 		seeds = append(seeds, append([]byte{byName(v.Message)}, v.Payload...))
 	}
-	var reg struct {
-		Schema  string            `json:"schema"`
-		Refs    map[string]string `json:"refs"`
-		Vectors []fastVector      `json:"vectors"`
-	}
+	var reg registryVectors
 	unmarshalFile(t, "testdata/registry.json", &reg)
 	s, err := FromSchema(reg.Schema, reg.Refs)
 	if err != nil {
@@ -328,6 +324,29 @@ func TestFastPathTakesVectors(t *testing.T) {
 		}
 	}
 	t.Logf("fast path: %d of %d vectors", taken, len(vectors))
+
+	// registry.json: Order (max), Line, Refund (a map), PageView, Reason.
+	var reg registryVectors
+	unmarshalFile(t, "testdata/registry.json", &reg)
+	s, err := FromSchema(reg.Schema, reg.Refs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range reg.Vectors {
+		md, rest, err := messageAt(s.file, v.Payload)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !checkFast(t, fastTarget{s.enc, md}, rest) {
+			t.Errorf("registry %s: handed back", v.Name)
+		}
+	}
+}
+
+type registryVectors struct {
+	Schema  string            `json:"schema"`
+	Refs    map[string]string `json:"refs"`
+	Vectors []fastVector      `json:"vectors"`
 }
 
 // The edges of what the fast path takes, one defect or case per payload,
@@ -418,4 +437,33 @@ func nested(n int) []byte {
 		p = protowire.AppendBytes(protowire.AppendTag(nil, 3, protowire.BytesType), p)
 	}
 	return p
+}
+
+// BenchmarkPageViewReference is BenchmarkPageView/plain by the reference
+// path: what a record the fast path hands back costs (plus the fast
+// path's attempt).
+func BenchmarkPageViewReference(b *testing.B) {
+	var vectors []fastVector
+	unmarshalFile(b, "testdata/vectors.json", &vectors)
+	var payload []byte
+	for _, v := range vectors {
+		if v.Name == "pageview" {
+			payload = v.Payload
+		}
+	}
+	var tg fastTarget
+	for _, x := range fastTargets(b) {
+		if x.md.FullName() == "shop.v1.PageView" {
+			tg = x
+		}
+	}
+	b.SetBytes(int64(len(payload)))
+	b.ReportAllocs()
+	var dst []byte
+	var err error
+	for b.Loop() {
+		if dst, err = tg.enc.reference(dst[:0], tg.md, payload); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
