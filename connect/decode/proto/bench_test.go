@@ -14,9 +14,10 @@ import (
 
 // BenchmarkPageView decodes the 12-field PageView record of vectors.json
 // (strings, int64, Timestamp, double, bool, enum, repeated string: 223
-// bytes) into a reused buffer, as the pipeline does per record. "unmarshal"
-// is the official runtime's part alone (dynamicpb, as the codec calls it):
-// the difference is the JSON writer's.
+// bytes) into a reused buffer, as the pipeline does per record: "plain"
+// takes the wire fast path (fast.go). "unmarshal" is the official
+// runtime's part alone of the reference path (dynamicpb, as the codec
+// calls it), BenchmarkPageViewReference (fast_test.go) that whole path.
 func BenchmarkPageView(b *testing.B) {
 	var vectors []vector
 	readJSON(b, "vectors.json", &vectors)

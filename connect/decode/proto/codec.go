@@ -60,9 +60,19 @@ func (c *Message) AppendJSON(dst, payload []byte) ([]byte, error) {
 	return c.enc.decode(dst, c.desc, payload)
 }
 
-// decode unmarshals payload as a message of md and appends its JSON. On an
-// error dst comes back as it was given.
-func (e *encoder) decode(dst []byte, md protoreflect.MessageDescriptor, payload []byte) (out []byte, err error) {
+// decode appends the JSON of payload, a message of md: by the wire fast
+// path when it takes the record (fast.go), else by the reference path. On
+// an error dst comes back as it was given.
+func (e *encoder) decode(dst []byte, md protoreflect.MessageDescriptor, payload []byte) ([]byte, error) {
+	if out, ok := e.fast(dst, md, payload); ok {
+		return out, nil
+	}
+	return e.reference(dst, md, payload)
+}
+
+// reference unmarshals payload as a message of md with the official
+// runtime and appends its JSON: the decoding the fast path must equal.
+func (e *encoder) reference(dst []byte, md protoreflect.MessageDescriptor, payload []byte) (out []byte, err error) {
 	// The runtime's reflective path, the one dynamic messages take, panics
 	// on some malformed input (google.golang.org/protobuf v1.36.12: a map
 	// entry whose key comes twice, the second time with the wrong wire

@@ -16,6 +16,7 @@ type msgPlan struct {
 	desc   protoreflect.MessageDescriptor
 	wk     wellKnownFunc // set for the well-known types protojson writes specially
 	fields []fieldPlan   // declaration order
+	fast   *fastMsg      // the wire fast path's plan (fast.go)
 }
 
 type fieldPlan struct {
@@ -87,6 +88,7 @@ func (ps *plans) of(md protoreflect.MessageDescriptor) *msgPlan {
 		return p.(*msgPlan)
 	}
 	p := planMessage(md, map[protoreflect.MessageDescriptor]*msgPlan{})
+	planFast(p, map[*msgPlan]*fastMsg{})
 	ps.cache.Store(md, p)
 	return p
 }

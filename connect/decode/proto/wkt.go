@@ -2,6 +2,7 @@ package protodec
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"google.golang.org/protobuf/encoding/protojson"
@@ -28,15 +29,21 @@ func init() {
 		"google.protobuf.Any":       appendProtojson,
 	}
 	// Wrappers are their value, null when the wrapper itself is unset.
-	for _, name := range []protoreflect.FullName{
-		"google.protobuf.DoubleValue", "google.protobuf.FloatValue",
-		"google.protobuf.Int64Value", "google.protobuf.UInt64Value",
-		"google.protobuf.Int32Value", "google.protobuf.UInt32Value",
-		"google.protobuf.BoolValue", "google.protobuf.StringValue",
-		"google.protobuf.BytesValue",
-	} {
+	for _, name := range wrappers {
 		wellKnown[name] = appendWrapper
 	}
+}
+
+var wrappers = []protoreflect.FullName{
+	"google.protobuf.DoubleValue", "google.protobuf.FloatValue",
+	"google.protobuf.Int64Value", "google.protobuf.UInt64Value",
+	"google.protobuf.Int32Value", "google.protobuf.UInt32Value",
+	"google.protobuf.BoolValue", "google.protobuf.StringValue",
+	"google.protobuf.BytesValue",
+}
+
+func isWrapper(name protoreflect.FullName) bool {
+	return slices.Contains(wrappers, name)
 }
 
 func appendWrapper(e *encoder, b []byte, p *msgPlan, m protoreflect.Message) ([]byte, error) {
@@ -53,8 +60,12 @@ const (
 // appendTimestamp writes RFC 3339 in UTC with 0, 3, 6 or 9 fractional
 // digits, the fewest that keep every nonzero digit (protojson's form).
 func appendTimestamp(_ *encoder, b []byte, p *msgPlan, m protoreflect.Message) ([]byte, error) {
-	secs := m.Get(p.field(1).fd).Int()
-	nanos := m.Get(p.field(2).fd).Int()
+	return appendTimestampValue(b, m.Get(p.field(1).fd).Int(), m.Get(p.field(2).fd).Int())
+}
+
+// appendTimestampValue writes the Timestamp of secs and nanos (the fast
+// path reads them from the wire).
+func appendTimestampValue(b []byte, secs, nanos int64) ([]byte, error) {
 	if secs < minTimestamp || secs > maxTimestamp || nanos < 0 || nanos >= 1e9 {
 		return b, fmt.Errorf("google.protobuf.Timestamp out of range: seconds %d, nanos %d", secs, nanos)
 	}
