@@ -108,11 +108,17 @@ func (d *Decoder) codec(ctx context.Context, id int) (decode.Codec, error) {
 
 // load fills e and closes its done. It keeps e in the cache only when the
 // outcome is the schema's for good: a codec, a type mismatch, a compile
-// failure. A transient failure, and an id or reference the registry does
-// not have (a lagging replica may have it later), are forgotten, so the
-// next payload of that id fetches again.
+// failure (a panic of compile included: it would panic again). A
+// transient failure, and an id or reference the registry does not have (a
+// lagging replica may have it later), are forgotten, so the next payload
+// of that id fetches again.
 func (d *Decoder) load(ctx context.Context, id int, e *entry) {
-	defer close(e.done)
+	defer func() {
+		if e.codec == nil && e.err == nil { // never a nil codec without an error
+			e.err = decode.Recordf("schema id %d: no codec was built", id)
+		}
+		close(e.done)
+	}()
 	s, err := d.client.SchemaByID(ctx, id)
 	if err == nil {
 		d.mu.Lock()
@@ -128,7 +134,7 @@ func (d *Decoder) load(ctx context.Context, id int, e *entry) {
 	case s.Type != d.typ:
 		e.err = decode.Recordf("schema id %d is of type %s; this block decodes %s", id, s.Type, d.typ)
 	default:
-		codec, err := d.compile(s)
+		codec, err := compileSafe(d.compile, s)
 		if err != nil {
 			e.err = decode.Recordf("schema id %d (%s) does not compile: %v", id, s.Type, err)
 			return
@@ -160,6 +166,22 @@ func (d *Decoder) unknownGrace(id int, err error) error {
 	}
 	return fmt.Errorf("%s (unknown for %s: a registry replica may not have a new schema yet; retried until %s have passed, then the record's error)",
 		ue, waited.Round(time.Millisecond), d.client.grace)
+}
+
+// compileSafe is compile(s) with a panic of the compiler turned into an
+// error (a schema that panics a library must not crash the runtime, and
+// then again on every restart), and no codec without an error.
+func compileSafe(compile Compile, s Schema) (codec decode.Codec, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			codec, err = nil, fmt.Errorf("the compiler panicked: %v", r)
+		}
+	}()
+	codec, err = compile(s)
+	if err == nil && codec == nil {
+		err = errors.New("the compiler returned no codec")
+	}
+	return codec, err
 }
 
 // RecordSchema implements decode.Describer: the value schema of the codec

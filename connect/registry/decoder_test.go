@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -419,5 +420,57 @@ func TestRecordSchema(t *testing.T) {
 	}
 	if s := plain.RecordSchema(ctx, "t", wire(7, "p")); s != nil {
 		t.Fatalf("a codec that describes nothing: %s", s)
+	}
+}
+
+// A compile that panics is the schema's failure for good, kept: no crash,
+// no second compile, and no waiter sees a nil codec without an error.
+func TestCompilePanicIsCachedRecordError(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		compile registry.Compile
+		want    string
+	}{
+		{"panic", func(registry.Schema) (decode.Codec, error) { panic("boom in the library") },
+			"schema id 4 (AVRO) does not compile: the compiler panicked: boom in the library"},
+		{"nil codec", func(registry.Schema) (decode.Codec, error) { return nil, nil },
+			"schema id 4 (AVRO) does not compile: the compiler returned no codec"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f, srv := newFake(t)
+			f.ids[4] = map[string]any{"schema": "s4"}
+			gate := make(chan struct{})
+			f.setHook(func(w http.ResponseWriter, r *http.Request) bool {
+				<-gate // hold the fetch until every decoder waits
+				return false
+			})
+			cl, err := registry.New(registry.Config{URLs: []string{srv.URL}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var calls atomic.Int64
+			d := registry.NewDecoder(cl, sr.TypeAvro, func(s registry.Schema) (decode.Codec, error) {
+				calls.Add(1)
+				return tc.compile(s)
+			})
+			const n = 8
+			errs := make(chan error, n)
+			for i := 0; i < n; i++ {
+				go func() {
+					_, err := decodeOne(d, wire(4, "x"))
+					errs <- err
+				}()
+			}
+			time.Sleep(100 * time.Millisecond)
+			close(gate)
+			for i := 0; i < n; i++ {
+				wantRecordError(t, <-errs, tc.want)
+			}
+			_, err = decodeOne(d, wire(4, "x"))
+			wantRecordError(t, err, tc.want)
+			if calls.Load() != 1 || f.idFetches.Load() != 1 {
+				t.Fatalf("%d compiles, %d fetches: want 1 and 1 (the failure kept)", calls.Load(), f.idFetches.Load())
+			}
+		})
 	}
 }
