@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
 	"math/big"
 	"slices"
 	"strconv"
@@ -78,10 +79,37 @@ func staticJSON(key string, v any) ([]byte, error) {
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
+	if err := enc.Encode(floatsKept(v)); err != nil {
 		return nil, &SpecError{Key: key, Msg: fmt.Sprintf("not representable in JSON: %v", err)}
 	}
 	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+}
+
+// floatsKept returns v with each whole float (TOML's 2.0, which
+// encoding/json writes as 2) as a json.Number keeping its ".0", so that
+// it stays a float for whoever infers a type from the JSON (a new Delta
+// column would be long, not double). Other floats are written as
+// encoding/json writes them (2.5, 1e-7, 1e+21: floats already).
+func floatsKept(v any) any {
+	switch t := v.(type) {
+	case float64:
+		if t == math.Trunc(t) && math.Abs(t) < 1e21 { // also excludes NaN and infinities
+			return json.Number(strconv.FormatFloat(t, 'f', -1, 64) + ".0")
+		}
+	case []any:
+		out := make([]any, len(t))
+		for i, e := range t {
+			out[i] = floatsKept(e)
+		}
+		return out
+	case map[string]any:
+		out := make(map[string]any, len(t))
+		for k, e := range t {
+			out[k] = floatsKept(e)
+		}
+		return out
+	}
+	return v
 }
 
 // --- add_fields
