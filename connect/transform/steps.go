@@ -8,6 +8,8 @@ import (
 	"math/big"
 	"slices"
 	"strconv"
+	"strings"
+	"sync/atomic"
 
 	"github.com/google/uuid"
 	"github.com/picomq/heavy-sinks/connect/internal/jsonw"
@@ -329,6 +331,12 @@ type filterRecords struct {
 	present *bool
 	values  []matcher // equals (one) or in (several)
 	drop    bool      // action = "drop": the records that pass are dropped
+
+	// absent is set by the first record dropped because the field is
+	// missing or null (a misspelled field drops every record), told once
+	// by Chain.Notices.
+	absent, told atomic.Bool
+	step         int // 1-based position in the chain, for the notice
 }
 
 // matcher is a value filter_records compares with: a string, an exact
@@ -446,7 +454,21 @@ func (f *filterRecords) apply(s *state, _ *Meta) (bool, error) {
 			}
 		}
 	}
-	return pass != f.drop, nil
+	keep := pass != f.drop
+	if !keep && !found && !f.absent.Load() {
+		f.absent.Store(true)
+	}
+	return keep, nil
+}
+
+// notice is the warning of the first record f dropped because its field
+// is absent, once: "" before such a record and after it was told.
+func (f *filterRecords) notice() string {
+	if !f.absent.Load() || !f.told.CompareAndSwap(false, true) {
+		return ""
+	}
+	return fmt.Sprintf("transform %d (filter_records) dropped a record whose field %q is missing or null; if the field is misspelled, it drops every record (told once)",
+		f.step, strings.Join(f.path, "."))
 }
 
 // --- unwrap_envelope

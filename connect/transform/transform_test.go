@@ -269,3 +269,39 @@ func TestStaticFloatsKeepTheirPoint(t *testing.T) {
 		})
 	}
 }
+
+// A filter_records that drops a record for want of its field (a
+// misspelled field drops them all) says so once, naming its position and
+// field; drops for a value that does not match, and absent fields that
+// are kept, say nothing.
+func TestFilterNoticeOnAbsentField(t *testing.T) {
+	c := chain(t,
+		transform.Spec{Type: transform.DeleteFields, Paths: []string{"x"}},
+		transform.Spec{Type: transform.FilterRecords, Field: "a.b", Present: ptr(false)},              // absent: kept
+		transform.Spec{Type: transform.FilterRecords, Field: "status", Equals: "ok", HasEquals: true}, // action keep
+	)
+	apply := func(in string) bool {
+		_, keep, err := c.Apply(nil, []byte(in), &meta)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return keep
+	}
+	if apply(`{"status":"bad"}`) || !apply(`{"status":"ok"}`) {
+		t.Fatal("filter did not filter")
+	}
+	if n := c.Notices(); len(n) != 0 {
+		t.Fatalf("notices after drops by value: %q", n)
+	}
+	if apply(`{"stauts":"ok"}`) || apply(`{"status":null}`) {
+		t.Fatal("a record without status was kept")
+	}
+	n := c.Notices()
+	if len(n) != 1 || n[0] != `transform 3 (filter_records) dropped a record whose field "status" is missing or null; if the field is misspelled, it drops every record (told once)` {
+		t.Fatalf("notices: %q", n)
+	}
+	apply(`{}`)
+	if n := c.Notices(); len(n) != 0 {
+		t.Fatalf("told twice: %q", n)
+	}
+}
