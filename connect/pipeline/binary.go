@@ -85,6 +85,13 @@ func (c *consumer) decodeAll(work context.Context, recs []*kgo.Record, sc *scrat
 		var te *transientError
 		if !errors.As(err, &te) {
 			d.Filtered = dropped
+			if dropped > 0 {
+				// A filter that never matches (a misspelled field) would
+				// otherwise show only in a metric.
+				for _, n := range c.t.Transforms.Notices() {
+					c.log.Warn(n, "event", "filter_field_absent", "topic", recs[0].Topic)
+				}
+			}
 			if c.dec != nil && err == nil {
 				d.DecodeTook = time.Since(start)
 				for _, r := range b.Records {

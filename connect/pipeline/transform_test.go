@@ -196,3 +196,30 @@ func TestTransformErrorStops(t *testing.T) {
 		t.Errorf("%d batches written", n)
 	}
 }
+
+// A filter_records whose field no record has (misspelled) drops every
+// record: the first such drop is one warning for the block, not one per
+// batch.
+func TestFilterAbsentFieldWarnsOnce(t *testing.T) {
+	kf := cluster(t, "orders")
+	h := newHarness(t, kf, `[[topics]]
+topics = ["orders"]
+schema = "json"
+batch_length = 2
+
+[[topics.transforms]]
+type = "filter_records"
+field = "stauts"
+equals = "ok"
+`, fake(&fakeplugin.Plugin{}))
+	produce(t, kf, "orders", `{"status":"ok"}`, `{"status":"ok"}`, `{"status":"ok"}`, `{"status":"ok"}`)
+	h.start()
+	poll.Until(t, 15*time.Second, "commit at 4", func() bool { return committed(t, kf, group, "orders")["orders"] == 4 })
+	logs := h.logs.String()
+	if n := strings.Count(logs, "event=filter_field_absent"); n != 1 || !strings.Contains(logs, `transform 1 (filter_records) dropped a record whose field \"stauts\" is missing or null`) {
+		t.Fatalf("%d filter_field_absent warnings, want 1; logs:\n%s", n, logs)
+	}
+	if n := filtered(h); n != 4 {
+		t.Errorf("filtered %d, want 4", n)
+	}
+}

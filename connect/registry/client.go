@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/sr"
 
@@ -31,8 +32,9 @@ type Schema struct {
 // references resolved. References (subject + version) are cached; schemas
 // by id are cached by the Decoder, which knows which ones compiled.
 type Client struct {
-	cl   *sr.Client
-	base string // the URLs, for messages
+	cl    *sr.Client
+	base  string        // the URLs, for messages
+	grace time.Duration // Config.UnknownIDGrace, defaulted
 
 	mu   sync.Mutex
 	refs map[refKey]sr.SubjectSchema
@@ -68,7 +70,7 @@ func New(cfg Config) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("schema registry: %w", err)
 	}
-	return &Client{cl: cl, base: strings.Join(cfg.URLs, ","), refs: map[refKey]sr.SubjectSchema{}}, nil
+	return &Client{cl: cl, base: strings.Join(cfg.URLs, ","), grace: cfg.unknownIDGrace(), refs: map[refKey]sr.SubjectSchema{}}, nil
 }
 
 // Registry returns the underlying franz-go client (tests register schemas
@@ -76,14 +78,15 @@ func New(cfg Config) (*Client, error) {
 func (c *Client) Registry() *sr.Client { return c.cl }
 
 // SchemaByID fetches schema id and its references, transitively. An id or
-// a reference the registry does not have is a *decode.RecordError; any
-// other failure (no answer, 5xx, 429, 401/403, a timeout) is a plain,
-// transient error.
+// a reference the registry does not have is a *decode.RecordError (for
+// the id, wrapping an *UnknownIDError: the Decoder retries it for a grace
+// period first); any other failure (no answer, 5xx, 429, 401/403, a
+// timeout) is a plain, transient error.
 func (c *Client) SchemaByID(ctx context.Context, id int) (Schema, error) {
 	s, err := c.cl.SchemaByID(ctx, id)
 	if err != nil {
 		if notFound(err, sr.ErrSchemaNotFound.Code) {
-			return Schema{}, decode.Recordf("schema id %d is not in the registry at %s", id, c.base)
+			return Schema{}, &decode.RecordError{Err: &UnknownIDError{ID: id, base: c.base}}
 		}
 		return Schema{}, c.transient(fmt.Sprintf("fetching schema id %d", id), err)
 	}
@@ -93,6 +96,17 @@ func (c *Client) SchemaByID(ctx context.Context, id int) (Schema, error) {
 		return Schema{}, err
 	}
 	return out, nil
+}
+
+// UnknownIDError is the registry's answer that it has no schema of ID
+// (404, error code 40403).
+type UnknownIDError struct {
+	ID   int
+	base string
+}
+
+func (e *UnknownIDError) Error() string {
+	return fmt.Sprintf("schema id %d is not in the registry at %s", e.ID, e.base)
 }
 
 // resolve adds the text of each reference, and of theirs, to into. seen

@@ -14,6 +14,13 @@ import (
 // is zero (the definition key schema_registry_timeout's default).
 const DefaultTimeout = 10 * time.Second
 
+// DefaultUnknownIDGrace is how long a schema id the registry says it does
+// not know is taken for a replica lagging behind a new registration (a
+// transient error: the batch is decoded again) when Config.UnknownIDGrace
+// is zero. It is counted from the first time the Decoder saw that id
+// unknown; after it, the id is the record's error.
+const DefaultUnknownIDGrace = 30 * time.Second
+
 // DefaultUserAgent is sent when Config.UserAgent is empty.
 const DefaultUserAgent = "picomq-connect"
 
@@ -40,6 +47,11 @@ type Config struct {
 	Timeout time.Duration
 	// UserAgent is sent with each request; DefaultUserAgent when empty.
 	UserAgent string
+	// UnknownIDGrace is how long an id the registry answers "not found"
+	// for is retried before it is the record's error, counted from the
+	// first time the Decoder saw it unknown; DefaultUnknownIDGrace when
+	// zero.
+	UnknownIDGrace time.Duration
 }
 
 // String describes the config without its secrets, so that a Config in a
@@ -72,6 +84,13 @@ func (c Config) timeout() time.Duration {
 	return DefaultTimeout
 }
 
+func (c Config) unknownIDGrace() time.Duration {
+	if c.UnknownIDGrace > 0 {
+		return c.UnknownIDGrace
+	}
+	return DefaultUnknownIDGrace
+}
+
 // validate checks the URLs and the auth settings. Its errors never quote
 // a secret: a URL with user info is named without it.
 func (c Config) validate() error {
@@ -99,6 +118,9 @@ func (c Config) validate() error {
 	}
 	if c.Timeout < 0 {
 		return fmt.Errorf("schema registry: timeout %s is negative", c.Timeout)
+	}
+	if c.UnknownIDGrace < 0 {
+		return fmt.Errorf("schema registry: unknown-id grace %s is negative", c.UnknownIDGrace)
 	}
 	return nil
 }

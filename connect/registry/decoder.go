@@ -2,7 +2,10 @@ package registry
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"sync"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/sr"
 
@@ -21,14 +24,20 @@ type Compile func(s Schema) (decode.Codec, error)
 // one fetch, and an id whose schema failed to compile, or is of another
 // type than the block's, stays failed (no refetch per record) until the
 // runtime restarts. A fetch that failed transiently is not remembered: the
-// next payload of that id fetches again.
+// next payload of that id fetches again. An id the registry does not know
+// is not remembered either, and is a transient error until the Client's
+// grace period has passed since this Decoder first saw it unknown (a
+// registry replica behind a load balancer may lag behind the producer's
+// registration); after it, the record's error.
 type Decoder struct {
 	client  *Client
 	typ     sr.SchemaType
 	compile Compile
+	now     func() time.Time // time.Now; tests move it
 
-	mu  sync.Mutex
-	ids map[int]*entry
+	mu      sync.Mutex
+	ids     map[int]*entry
+	unknown map[int]time.Time // id -> when first seen unknown; one entry per id, until it is found
 }
 
 // entry is one id's codec, or its permanent failure, or a fetch under way
@@ -42,7 +51,7 @@ type entry struct {
 // NewDecoder returns a Decoder for a block whose schemas are of type typ
 // (sr.TypeAvro or sr.TypeProtobuf), compiled with compile.
 func NewDecoder(client *Client, typ sr.SchemaType, compile Compile) *Decoder {
-	return &Decoder{client: client, typ: typ, compile: compile, ids: map[int]*entry{}}
+	return &Decoder{client: client, typ: typ, compile: compile, now: time.Now, ids: map[int]*entry{}, unknown: map[int]time.Time{}}
 }
 
 var header sr.ConfluentHeader
@@ -99,28 +108,80 @@ func (d *Decoder) codec(ctx context.Context, id int) (decode.Codec, error) {
 
 // load fills e and closes its done. It keeps e in the cache only when the
 // outcome is the schema's for good: a codec, a type mismatch, a compile
-// failure. A transient failure, and an id or reference the registry does
-// not have (a lagging replica may have it later), are forgotten, so the
-// next payload of that id fetches again.
+// failure (a panic of compile included: it would panic again). A
+// transient failure, and an id or reference the registry does not have (a
+// lagging replica may have it later), are forgotten, so the next payload
+// of that id fetches again.
 func (d *Decoder) load(ctx context.Context, id int, e *entry) {
-	defer close(e.done)
+	defer func() {
+		if e.codec == nil && e.err == nil { // never a nil codec without an error
+			e.err = decode.Recordf("schema id %d: no codec was built", id)
+		}
+		close(e.done)
+	}()
 	s, err := d.client.SchemaByID(ctx, id)
+	if err == nil {
+		d.mu.Lock()
+		delete(d.unknown, id) // found: a later "not found" starts a new grace
+		d.mu.Unlock()
+	}
 	switch {
 	case err != nil:
-		e.err = err
+		e.err = d.unknownGrace(id, err)
 		d.mu.Lock()
 		delete(d.ids, id)
 		d.mu.Unlock()
 	case s.Type != d.typ:
 		e.err = decode.Recordf("schema id %d is of type %s; this block decodes %s", id, s.Type, d.typ)
 	default:
-		codec, err := d.compile(s)
+		codec, err := compileSafe(d.compile, s)
 		if err != nil {
 			e.err = decode.Recordf("schema id %d (%s) does not compile: %v", id, s.Type, err)
 			return
 		}
 		e.codec = codec
 	}
+}
+
+// unknownGrace turns err, when it says the registry does not know id,
+// into a transient error until the grace period has passed since this
+// Decoder first saw id unknown; after it err stands, the record's. Any
+// other err is returned as it is.
+func (d *Decoder) unknownGrace(id int, err error) error {
+	var ue *UnknownIDError
+	if !errors.As(err, &ue) {
+		return err
+	}
+	now := d.now()
+	d.mu.Lock()
+	first, seen := d.unknown[id]
+	if !seen {
+		first = now
+		d.unknown[id] = now
+	}
+	d.mu.Unlock()
+	waited := now.Sub(first)
+	if waited >= d.client.grace {
+		return err
+	}
+	return fmt.Errorf("%s (unknown for %s: a registry replica may not have a new schema yet; retried until %s have passed, then the record's error)",
+		ue, waited.Round(time.Millisecond), d.client.grace)
+}
+
+// compileSafe is compile(s) with a panic of the compiler turned into an
+// error (a schema that panics a library must not crash the runtime, and
+// then again on every restart), and no codec without an error.
+func compileSafe(compile Compile, s Schema) (codec decode.Codec, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			codec, err = nil, fmt.Errorf("the compiler panicked: %v", r)
+		}
+	}()
+	codec, err = compile(s)
+	if err == nil && codec == nil {
+		err = errors.New("the compiler returned no codec")
+	}
+	return codec, err
 }
 
 // RecordSchema implements decode.Describer: the value schema of the codec

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -99,17 +100,83 @@ func TestDecodeCachesByID(t *testing.T) {
 	wantRecordError(t, err, "schema id 7: fake codec: undecodable")
 }
 
-func TestUnknownIDIsRecordErrorNotCached(t *testing.T) {
+// fakeClock is a Decoder's clock the test moves.
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func setClock(d *registry.Decoder) *fakeClock {
+	c := &fakeClock{now: time.Date(2026, 9, 3, 21, 0, 0, 0, time.UTC)}
+	registry.SetNow(d, func() time.Time {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return c.now
+	})
+	return c
+}
+
+func (c *fakeClock) advance(by time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(by)
+	c.mu.Unlock()
+}
+
+// An id the registry does not know is transient (a lagging replica)
+// until the grace has passed since the decoder first saw it unknown, then
+// the record's error; never cached, so an id registered meanwhile decodes.
+func TestUnknownIDTransientDuringGrace(t *testing.T) {
 	f, srv := newFake(t)
 	d, _ := newDecoder(t, registry.Config{URLs: []string{srv.URL}}, sr.TypeAvro)
+	clock := setClock(d)
+	unknown := "schema id 42 is not in the registry at " + srv.URL
 	_, err := decodeOne(d, wire(42, "x"))
-	wantRecordError(t, err, "schema id 42 is not in the registry at "+srv.URL)
-	// Registered later (a lagging replica caught up): found.
+	wantTransient(t, err, unknown+" (unknown for 0s")
+	clock.advance(registry.DefaultUnknownIDGrace - time.Millisecond)
+	_, err = decodeOne(d, wire(42, "x"))
+	wantTransient(t, err, unknown+" (unknown for 29.999s")
+	clock.advance(time.Millisecond)
+	for i := 0; i < 2; i++ {
+		_, err = decodeOne(d, wire(42, "x"))
+		wantRecordError(t, err, unknown)
+		if strings.Contains(err.Error(), "retried") {
+			t.Fatalf("record error %q still speaks of retries", err)
+		}
+	}
+	if n := f.idFetches.Load(); n != 4 {
+		t.Fatalf("%d fetches for 4 decodes of an unknown id: want 4 (not cached)", n)
+	}
+	// Registered at last (the replica caught up): found.
 	f.mu.Lock()
 	f.ids[42] = map[string]any{"schema": "s42"}
 	f.mu.Unlock()
 	if _, err := decodeOne(d, wire(42, "x")); err != nil {
 		t.Fatalf("after registering id 42: %v", err)
+	}
+
+	// Another id, registered within the grace: decodes, no record error.
+	_, err = decodeOne(d, wire(43, "x"))
+	wantTransient(t, err, "schema id 43 is not in the registry")
+	clock.advance(10 * time.Second)
+	f.mu.Lock()
+	f.ids[43] = map[string]any{"schema": "s43"}
+	f.mu.Unlock()
+	if got, err := decodeOne(d, wire(43, "x")); err != nil || !strings.Contains(got, `"s43"`) {
+		t.Fatalf("id 43 registered during the grace: %s, %v", got, err)
+	}
+}
+
+func TestUnknownIDGraceConfigured(t *testing.T) {
+	_, srv := newFake(t)
+	d, _ := newDecoder(t, registry.Config{URLs: []string{srv.URL}, UnknownIDGrace: 2 * time.Second}, sr.TypeAvro)
+	clock := setClock(d)
+	_, err := decodeOne(d, wire(7, "x"))
+	wantTransient(t, err, "retried until 2s have passed")
+	clock.advance(2 * time.Second)
+	_, err = decodeOne(d, wire(7, "x"))
+	wantRecordError(t, err, "schema id 7 is not in the registry")
+	if _, err := registry.New(registry.Config{URLs: []string{srv.URL}, UnknownIDGrace: -time.Second}); err == nil {
+		t.Fatal("a negative grace was accepted")
 	}
 }
 
@@ -353,5 +420,57 @@ func TestRecordSchema(t *testing.T) {
 	}
 	if s := plain.RecordSchema(ctx, "t", wire(7, "p")); s != nil {
 		t.Fatalf("a codec that describes nothing: %s", s)
+	}
+}
+
+// A compile that panics is the schema's failure for good, kept: no crash,
+// no second compile, and no waiter sees a nil codec without an error.
+func TestCompilePanicIsCachedRecordError(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		compile registry.Compile
+		want    string
+	}{
+		{"panic", func(registry.Schema) (decode.Codec, error) { panic("boom in the library") },
+			"schema id 4 (AVRO) does not compile: the compiler panicked: boom in the library"},
+		{"nil codec", func(registry.Schema) (decode.Codec, error) { return nil, nil },
+			"schema id 4 (AVRO) does not compile: the compiler returned no codec"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f, srv := newFake(t)
+			f.ids[4] = map[string]any{"schema": "s4"}
+			gate := make(chan struct{})
+			f.setHook(func(w http.ResponseWriter, r *http.Request) bool {
+				<-gate // hold the fetch until every decoder waits
+				return false
+			})
+			cl, err := registry.New(registry.Config{URLs: []string{srv.URL}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var calls atomic.Int64
+			d := registry.NewDecoder(cl, sr.TypeAvro, func(s registry.Schema) (decode.Codec, error) {
+				calls.Add(1)
+				return tc.compile(s)
+			})
+			const n = 8
+			errs := make(chan error, n)
+			for i := 0; i < n; i++ {
+				go func() {
+					_, err := decodeOne(d, wire(4, "x"))
+					errs <- err
+				}()
+			}
+			time.Sleep(100 * time.Millisecond)
+			close(gate)
+			for i := 0; i < n; i++ {
+				wantRecordError(t, <-errs, tc.want)
+			}
+			_, err = decodeOne(d, wire(4, "x"))
+			wantRecordError(t, err, tc.want)
+			if calls.Load() != 1 || f.idFetches.Load() != 1 {
+				t.Fatalf("%d compiles, %d fetches: want 1 and 1 (the failure kept)", calls.Load(), f.idFetches.Load())
+			}
+		})
 	}
 }

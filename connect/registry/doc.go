@@ -11,11 +11,13 @@
 // Each schema id is fetched once, with its references resolved
 // transitively, compiled once and cached; concurrent records of a new id
 // wait for one fetch. What is the record's problem (a *decode.RecordError:
-// no header, an unknown id, a schema of the wrong type or that does not
-// compile) and what is transient (the registry does not answer, answers
-// 5xx, 429, 401 or 403, or a 404 that is not the registry's "not found")
-// is decided here, in Client.SchemaByID and Decoder.AppendJSON:
-// docs/decode.md "Schema Registry" has the table.
+// no header, an unknown id once its grace has passed, a schema of the
+// wrong type or that does not compile) and what is transient (the
+// registry does not answer, answers 5xx, 429, 401 or 403, or a 404 that is
+// not the registry's "not found"; an unknown id for Config.UnknownIDGrace
+// after the Decoder first saw it unknown, as a lagging registry replica
+// may not have it yet) is decided here, in Client.SchemaByID and
+// Decoder.AppendJSON: docs/decode.md "Schema Registry" has the table.
 //
 // File map: config.go (Config, its redaction and validation, the HTTP
 // client with the timeout and CA), client.go (Client: schema by id,

@@ -168,6 +168,10 @@ func TestRealRegistryUnknownID(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := registry.NewDecoder(cl, sr.TypeAvro, (&compiler{}).compile)
+	clock := setClock(d)
+	_, err = decodeOne(d, wire(2147483000, "x"))
+	wantTransient(t, err, "schema id 2147483000 is not in the registry at "+svc.SchemaRegistryURL)
+	clock.advance(registry.DefaultUnknownIDGrace)
 	_, err = decodeOne(d, wire(2147483000, "x"))
 	wantRecordError(t, err, "schema id 2147483000 is not in the registry at "+svc.SchemaRegistryURL)
 }

@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
 	"math/big"
 	"slices"
 	"strconv"
+	"strings"
+	"sync/atomic"
 
 	"github.com/google/uuid"
 	"github.com/picomq/heavy-sinks/connect/internal/jsonw"
@@ -78,10 +81,37 @@ func staticJSON(key string, v any) ([]byte, error) {
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
+	if err := enc.Encode(floatsKept(v)); err != nil {
 		return nil, &SpecError{Key: key, Msg: fmt.Sprintf("not representable in JSON: %v", err)}
 	}
 	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+}
+
+// floatsKept returns v with each whole float (TOML's 2.0, which
+// encoding/json writes as 2) as a json.Number keeping its ".0", so that
+// it stays a float for whoever infers a type from the JSON (a new Delta
+// column would be long, not double). Other floats are written as
+// encoding/json writes them (2.5, 1e-7, 1e+21: floats already).
+func floatsKept(v any) any {
+	switch t := v.(type) {
+	case float64:
+		if t == math.Trunc(t) && math.Abs(t) < 1e21 { // also excludes NaN and infinities
+			return json.Number(strconv.FormatFloat(t, 'f', -1, 64) + ".0")
+		}
+	case []any:
+		out := make([]any, len(t))
+		for i, e := range t {
+			out[i] = floatsKept(e)
+		}
+		return out
+	case map[string]any:
+		out := make(map[string]any, len(t))
+		for k, e := range t {
+			out[k] = floatsKept(e)
+		}
+		return out
+	}
+	return v
 }
 
 // --- add_fields
@@ -301,6 +331,12 @@ type filterRecords struct {
 	present *bool
 	values  []matcher // equals (one) or in (several)
 	drop    bool      // action = "drop": the records that pass are dropped
+
+	// absent is set by the first record dropped because the field is
+	// missing or null (a misspelled field drops every record), told once
+	// by Chain.Notices.
+	absent, told atomic.Bool
+	step         int // 1-based position in the chain, for the notice
 }
 
 // matcher is a value filter_records compares with: a string, an exact
@@ -418,7 +454,21 @@ func (f *filterRecords) apply(s *state, _ *Meta) (bool, error) {
 			}
 		}
 	}
-	return pass != f.drop, nil
+	keep := pass != f.drop
+	if !keep && !found && !f.absent.Load() {
+		f.absent.Store(true)
+	}
+	return keep, nil
+}
+
+// notice is the warning of the first record f dropped because its field
+// is absent, once: "" before such a record and after it was told.
+func (f *filterRecords) notice() string {
+	if !f.absent.Load() || !f.told.CompareAndSwap(false, true) {
+		return ""
+	}
+	return fmt.Sprintf("transform %d (filter_records) dropped a record whose field %q is missing or null; if the field is misspelled, it drops every record (told once)",
+		f.step, strings.Join(f.path, "."))
 }
 
 // --- unwrap_envelope

@@ -142,6 +142,9 @@ func Compile(specs []Spec) (*Chain, int, error) {
 		if err != nil {
 			return nil, i, err
 		}
+		if f, ok := st.(*filterRecords); ok {
+			f.step = i + 1
+		}
 		c.steps = append(c.steps, st)
 		c.types = append(c.types, sp.Type)
 	}
@@ -189,6 +192,22 @@ func (c *Chain) Apply(dst, payload []byte, m *Meta) (out []byte, keep bool, err 
 		}
 	}
 	return s.o.appendTo(dst), true, nil
+}
+
+// Notices returns the warnings the chain has not told yet, each at most
+// once in the chain's life: a filter_records that dropped a record because
+// its field was missing or null. The caller logs them (asking after a
+// batch in which records were dropped is enough).
+func (c *Chain) Notices() []string {
+	var out []string
+	for _, st := range c.steps {
+		if f, ok := st.(*filterRecords); ok {
+			if n := f.notice(); n != "" {
+				out = append(out, n)
+			}
+		}
+	}
+	return out
 }
 
 // splitPath splits a dotted path, refusing empty segments.

@@ -2,6 +2,7 @@ package transform_test
 
 import (
 	"errors"
+	"math"
 	"regexp"
 	"strings"
 	"testing"
@@ -229,5 +230,78 @@ func TestConcurrentApply(t *testing.T) {
 		if !strings.HasPrefix(got, `{"n":{"y":2},"id":"a","o":`) {
 			t.Errorf("got %s", got)
 		}
+	}
+}
+
+// A TOML float stays a JSON float (a column inferred from it is a double,
+// not a long), nested ones too; an integer stays an integer.
+func TestStaticFloatsKeepTheirPoint(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		value any
+		want  string
+	}{
+		{"whole float", 2.0, `2.0`},
+		{"negative whole float", -3.0, `-3.0`},
+		{"zero", 0.0, `0.0`},
+		{"negative zero", math.Copysign(0, -1), `-0.0`},
+		{"fraction", 2.5, `2.5`},
+		{"small", 1e-7, `1e-7`},
+		{"large whole float", 1e20, `100000000000000000000.0`},
+		{"huge", 1e21, `1e+21`},
+		{"integer", int64(2), `2`},
+		{"in an array", []any{1.0, int64(1), "1.0"}, `[1.0,1,"1.0"]`},
+		{"in a table", map[string]any{"b": 4.0, "a": []any{map[string]any{"x": 7.0}}}, `{"a":[{"x":7.0}],"b":4.0}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, sp := range []transform.Spec{
+				{Type: transform.AddFields, Fields: []transform.Field{{Name: "v", Value: tc.value, HasValue: true}}},
+				{Type: transform.UpdateFields, Field: "v", Value: tc.value, HasValue: true},
+			} {
+				out, _, err := chain(t, sp).Apply(nil, []byte(`{"v":null}`), &meta)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if want := `{"v":` + tc.want + `}`; string(out) != want {
+					t.Fatalf("%s: got %s, want %s", sp.Type, out, want)
+				}
+			}
+		})
+	}
+}
+
+// A filter_records that drops a record for want of its field (a
+// misspelled field drops them all) says so once, naming its position and
+// field; drops for a value that does not match, and absent fields that
+// are kept, say nothing.
+func TestFilterNoticeOnAbsentField(t *testing.T) {
+	c := chain(t,
+		transform.Spec{Type: transform.DeleteFields, Paths: []string{"x"}},
+		transform.Spec{Type: transform.FilterRecords, Field: "a.b", Present: ptr(false)},              // absent: kept
+		transform.Spec{Type: transform.FilterRecords, Field: "status", Equals: "ok", HasEquals: true}, // action keep
+	)
+	apply := func(in string) bool {
+		_, keep, err := c.Apply(nil, []byte(in), &meta)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return keep
+	}
+	if apply(`{"status":"bad"}`) || !apply(`{"status":"ok"}`) {
+		t.Fatal("filter did not filter")
+	}
+	if n := c.Notices(); len(n) != 0 {
+		t.Fatalf("notices after drops by value: %q", n)
+	}
+	if apply(`{"stauts":"ok"}`) || apply(`{"status":null}`) {
+		t.Fatal("a record without status was kept")
+	}
+	n := c.Notices()
+	if len(n) != 1 || n[0] != `transform 3 (filter_records) dropped a record whose field "status" is missing or null; if the field is misspelled, it drops every record (told once)` {
+		t.Fatalf("notices: %q", n)
+	}
+	apply(`{}`)
+	if n := c.Notices(); len(n) != 0 {
+		t.Fatalf("told twice: %q", n)
 	}
 }

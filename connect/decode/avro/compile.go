@@ -22,7 +22,25 @@ import (
 //
 // Its shape is the registry helper's: it closes over the block's reader
 // schema and passes each schema id's text and references.
+//
+// A panic of the schema library is an error: a registered schema is
+// anyone's input, and a crash would come back on every restart.
 func Compile(writer string, refs map[string]string, reader string) (decode.Codec, error) {
+	return guard(func() (decode.Codec, error) { return compile(writer, refs, reader) })
+}
+
+// guard runs f, turning a panic into an error.
+func guard(f func() (decode.Codec, error)) (c decode.Codec, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			c, err = nil, fmt.Errorf("avro: the schema library panicked on this schema: %v", r)
+		}
+	}()
+	return f()
+}
+
+// compile is Compile without the guard.
+func compile(writer string, refs map[string]string, reader string) (decode.Codec, error) {
 	cache := &hamba.SchemaCache{}
 	if err := parseRefs(refs, cache); err != nil {
 		return nil, err
