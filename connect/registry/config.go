@@ -18,8 +18,11 @@ const DefaultTimeout = 10 * time.Second
 // not know is taken for a replica lagging behind a new registration (a
 // transient error: the batch is decoded again) when Config.UnknownIDGrace
 // is zero. It is counted from the first time the Decoder saw that id
-// unknown; after it, the id is the record's error.
-const DefaultUnknownIDGrace = 30 * time.Second
+// unknown; after it, the id is the record's error. A follower catches up
+// with a registration in well under a second; 5 s covers that while a
+// stream of payloads naming ids nobody registered (garbage that happens to
+// start with byte 0) holds its partition about 6 s per id, not a minute.
+const DefaultUnknownIDGrace = 5 * time.Second
 
 // DefaultUserAgent is sent when Config.UserAgent is empty.
 const DefaultUserAgent = "picomq-connect"
