@@ -1,0 +1,93 @@
+package protodec_test
+
+import (
+	"strings"
+	"testing"
+
+	protodec "github.com/picomq/heavy-sinks/connect/decode/proto"
+)
+
+// TestFromSchemaBuiltInImports: Confluent's serializers (Java, Go, .NET,
+// Python) register no reference for the files the registry treats as
+// built in, so a schema importing them must compile without one. Kafka
+// Connect's ProtobufConverter writes Date, Time and Decimal columns as
+// google.type.Date, google.type.TimeOfDay and confluent.type.Decimal.
+func TestFromSchemaBuiltInImports(t *testing.T) {
+	for _, imp := range []string{
+		"confluent/meta.proto", "confluent/type/decimal.proto",
+		"google/type/calendar_period.proto", "google/type/color.proto", "google/type/date.proto",
+		"google/type/datetime.proto", "google/type/dayofweek.proto", "google/type/decimal.proto",
+		"google/type/expr.proto", "google/type/fraction.proto", "google/type/interval.proto",
+		"google/type/latlng.proto", "google/type/localized_text.proto", "google/type/money.proto",
+		"google/type/month.proto", "google/type/phone_number.proto", "google/type/postal_address.proto",
+		"google/type/quaternion.proto", "google/type/timeofday.proto",
+		"google/protobuf/timestamp.proto",
+	} {
+		src := "syntax = \"proto3\";\npackage t;\nimport \"" + imp + "\";\nmessage M { int64 id = 1; }\n"
+		if _, err := protodec.FromSchema(src, nil); err != nil {
+			t.Errorf("%s: %v", imp, err)
+		}
+	}
+}
+
+// connectSchema is what Kafka Connect's ProtobufConverter registers for a
+// row with a DECIMAL(10,3), a DATE and a TIME column: the built-in imports
+// used, without references, the decimal's precision and scale in
+// confluent.field_meta.
+const connectSchema = `syntax = "proto3";
+package t;
+
+import "confluent/meta.proto";
+import "confluent/type/decimal.proto";
+import "google/type/date.proto";
+import "google/type/timeofday.proto";
+
+message Row {
+  int64 id = 1;
+  confluent.type.Decimal amount = 2 [(confluent.field_meta) = { params: [ { key: "connect.decimal.precision", value: "10" }, { key: "connect.decimal.scale", value: "3" } ] }];
+  google.type.Date day = 3;
+  google.type.TimeOfDay at = 4;
+}
+`
+
+// TestFromSchemaBuiltInDecodes decodes a row of connectSchema: the
+// built-in types are written as the messages they are.
+func TestFromSchemaBuiltInDecodes(t *testing.T) {
+	c, err := protodec.FromSchema(connectSchema, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// [0]; id 7; amount {value 0x3039 (12345), precision 10, scale 3};
+	// day {2026, 9, 3}; at {21, 15, 4, 123456000}, by hand from the wire format.
+	payload := []byte{
+		0x00,
+		0x08, 0x07,
+		0x12, 0x08, 0x0a, 0x02, 0x30, 0x39, 0x10, 0x0a, 0x18, 0x03,
+		0x1a, 0x07, 0x08, 0xea, 0x0f, 0x10, 0x09, 0x18, 0x03,
+		0x22, 0x0b, 0x08, 0x15, 0x10, 0x0f, 0x18, 0x04, 0x20, 0x80, 0x94, 0xef, 0x3a,
+	}
+	assertDecodes(t, c, vector{Name: "row", Payload: payload, Want: []byte(`{"id":7,` +
+		`"amount":{"value":"MDk=","precision":10,"scale":3},` +
+		`"day":{"year":2026,"month":9,"day":3},` +
+		`"at":{"hours":21,"minutes":15,"seconds":4,"nanos":123456000}}`)})
+}
+
+// TestFromSchemaReferenceWinsOverBuiltIn: a schema that does register a
+// reference under a built-in's path gets its own file, not the built-in.
+func TestFromSchemaReferenceWinsOverBuiltIn(t *testing.T) {
+	own := "syntax = \"proto3\";\npackage google.type;\nmessage Date { string iso = 1; }\n"
+	src := "syntax = \"proto3\";\npackage t;\nimport \"google/type/date.proto\";\nmessage M { google.type.Date day = 1; }\n"
+	c, err := protodec.FromSchema(src, map[string]string{"google/type/date.proto": own})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// [0]; day {iso "x"}
+	assertDecodes(t, c, vector{Name: "own", Payload: []byte{0x00, 0x0a, 0x03, 0x0a, 0x01, 'x'}, Want: []byte(`{"day":{"iso":"x"}}`)})
+
+	// A reference under a built-in's path that does not compile is the
+	// schema's error, not hidden by the built-in.
+	if _, err := protodec.FromSchema(src, map[string]string{"google/type/date.proto": "not proto"}); err == nil ||
+		!strings.Contains(err.Error(), "google/type/date.proto") {
+		t.Fatalf("broken reference: %v", err)
+	}
+}
