@@ -21,7 +21,8 @@
 //     message indexes, then the message's bytes.
 //
 // File map: codec.go (Message, FromDescriptorSet, the unmarshalling),
-// schema.go (Schema, FromSchema: compiling registry schemas), indexes.go
+// schema.go (Schema, FromSchema: compiling registry schemas), builtin.go
+// (the files a registry treats as built in: google/type, confluent), indexes.go
 // (Confluent message indexes), json.go (the JSON writer), plan.go (what
 // the writer works out once per message type), wkt.go (the well-known
 // types' JSON), delta.go (ValueSchema: the type of the JSON).
