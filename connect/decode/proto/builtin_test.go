@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/picomq/heavy-sinks/connect/decode/decodetest"
 	protodec "github.com/picomq/heavy-sinks/connect/decode/proto"
 )
 
@@ -44,7 +45,7 @@ import "google/type/timeofday.proto";
 
 message Row {
   int64 id = 1;
-  confluent.type.Decimal amount = 2 [(confluent.field_meta) = { params: [ { key: "connect.decimal.precision", value: "10" }, { key: "connect.decimal.scale", value: "3" } ] }];
+  confluent.type.Decimal amount = 2 [(confluent.field_meta) = { params: [ { key: "precision", value: "10" }, { key: "scale", value: "3" } ] }];
   google.type.Date day = 3;
   google.type.TimeOfDay at = 4;
 }
@@ -89,5 +90,47 @@ func TestFromSchemaReferenceWinsOverBuiltIn(t *testing.T) {
 	if _, err := protodec.FromSchema(src, map[string]string{"google/type/date.proto": "not proto"}); err == nil ||
 		!strings.Contains(err.Error(), "google/type/date.proto") {
 		t.Fatalf("broken reference: %v", err)
+	}
+}
+
+// TestFromSchemaBuiltInPython decodes rows that confluent-kafka's Python
+// ProtobufSerializer wrote for testdata/known/row.proto: the schema as it
+// registered it (a base64 FileDescriptorProto), without a reference for
+// any of its imports (gen.py asserts none was registered).
+func TestFromSchemaBuiltInPython(t *testing.T) {
+	var reg registryFile
+	readJSON(t, "known.json", &reg)
+	if len(reg.Vectors) != 2 || len(reg.Refs) != 0 {
+		t.Fatalf("known.json: %d vectors, %d refs", len(reg.Vectors), len(reg.Refs))
+	}
+	for form, text := range map[string]string{"serialized": reg.Schema, "text": readText(t, "known/row.proto")} {
+		c, err := protodec.FromSchema(text, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", form, err)
+		}
+		for _, v := range reg.Vectors {
+			t.Run(form+"/"+v.Name, func(t *testing.T) { assertDecodes(t, c, v) })
+		}
+	}
+}
+
+// The built-in types are messages like any other in the value schema
+// (structs of their fields), as the JSON writes them: each vector fits.
+func TestPayloadSchemaFitsBuiltIns(t *testing.T) {
+	var reg registryFile
+	readJSON(t, "known.json", &reg)
+	c, err := protodec.FromSchema(reg.Schema, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range reg.Vectors {
+		got, err := c.AppendJSON(nil, v.Payload)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := c.PayloadSchema(v.Payload)
+		if err := decodetest.Fits(s, got); err != nil || !strings.Contains(string(s), `"name":"day","type":{"type":"struct"`) {
+			t.Errorf("%s: %v\nschema %s\njson   %s", v.Name, err, s, got)
+		}
 	}
 }
