@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/picomq/heavy-sinks/connect/decode"
 	"github.com/picomq/heavy-sinks/connect/decode/decodetest"
 	protodec "github.com/picomq/heavy-sinks/connect/decode/proto"
 )
@@ -52,7 +53,8 @@ message Row {
 `
 
 // TestFromSchemaBuiltInDecodes decodes a row of connectSchema: the
-// built-in types are written as the messages they are.
+// decimal as its exact digits, the other built-in types as the messages
+// they are.
 func TestFromSchemaBuiltInDecodes(t *testing.T) {
 	c, err := protodec.FromSchema(connectSchema, nil)
 	if err != nil {
@@ -68,28 +70,42 @@ func TestFromSchemaBuiltInDecodes(t *testing.T) {
 		0x22, 0x0b, 0x08, 0x15, 0x10, 0x0f, 0x18, 0x04, 0x20, 0x80, 0x94, 0xef, 0x3a,
 	}
 	assertDecodes(t, c, vector{Name: "row", Payload: payload, Want: []byte(`{"id":7,` +
-		`"amount":{"value":"MDk=","precision":10,"scale":3},` +
+		`"amount":"12.345",` +
 		`"day":{"year":2026,"month":9,"day":3},` +
 		`"at":{"hours":21,"minutes":15,"seconds":4,"nanos":123456000}}`)})
 }
 
 // TestFromSchemaReferenceWinsOverBuiltIn: a schema that does register a
-// reference under a built-in's path gets its own file, not the built-in.
+// reference under a built-in's path gets its own file, not the built-in;
+// a confluent.type.Decimal of another shape is then written as the
+// message it is, not as a decimal.
 func TestFromSchemaReferenceWinsOverBuiltIn(t *testing.T) {
-	own := "syntax = \"proto3\";\npackage google.type;\nmessage Date { string iso = 1; }\n"
-	src := "syntax = \"proto3\";\npackage t;\nimport \"google/type/date.proto\";\nmessage M { google.type.Date day = 1; }\n"
-	c, err := protodec.FromSchema(src, map[string]string{"google/type/date.proto": own})
-	if err != nil {
-		t.Fatal(err)
-	}
-	// [0]; day {iso "x"}
-	assertDecodes(t, c, vector{Name: "own", Payload: []byte{0x00, 0x0a, 0x03, 0x0a, 0x01, 'x'}, Want: []byte(`{"day":{"iso":"x"}}`)})
+	for _, c := range []struct {
+		path, own, msg string
+		payload        []byte
+		want           string
+	}{
+		{"google/type/date.proto", "package google.type;\nmessage Date { string iso = 1; }", "google.type.Date",
+			[]byte{0x00, 0x0a, 0x03, 0x0a, 0x01, 'x'}, `{"f":{"iso":"x"}}`}, // [0]; f {iso "x"}
+		{"confluent/type/decimal.proto", "package confluent.type;\nmessage Decimal { string text = 1; int64 scale = 3; }", "confluent.type.Decimal",
+			[]byte{0x00, 0x0a, 0x05, 0x0a, 0x01, 'x', 0x18, 0x02}, `{"f":{"text":"x","scale":2}}`}, // [0]; f {text "x", scale 2}
+	} {
+		src := "syntax = \"proto3\";\npackage t;\nimport \"" + c.path + "\";\nmessage M { " + c.msg + " f = 1; }\n"
+		codec, err := protodec.FromSchema(src, map[string]string{c.path: "syntax = \"proto3\";\n" + c.own + "\n"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		assertDecodes(t, codec, vector{Name: c.path, Payload: c.payload, Want: []byte(c.want)})
+		if s := string(codec.PayloadSchema(c.payload)); !strings.Contains(s, `"name":"f","type":{"type":"struct"`) {
+			t.Errorf("%s: value schema %s", c.path, s)
+		}
 
-	// A reference under a built-in's path that does not compile is the
-	// schema's error, not hidden by the built-in.
-	if _, err := protodec.FromSchema(src, map[string]string{"google/type/date.proto": "not proto"}); err == nil ||
-		!strings.Contains(err.Error(), "google/type/date.proto") {
-		t.Fatalf("broken reference: %v", err)
+		// A reference under a built-in's path that does not compile is
+		// the schema's error, not hidden by the built-in.
+		if _, err := protodec.FromSchema(src, map[string]string{c.path: "not proto"}); err == nil ||
+			!strings.Contains(err.Error(), c.path) {
+			t.Errorf("%s: broken reference: %v", c.path, err)
+		}
 	}
 }
 
@@ -100,7 +116,7 @@ func TestFromSchemaReferenceWinsOverBuiltIn(t *testing.T) {
 func TestFromSchemaBuiltInPython(t *testing.T) {
 	var reg registryFile
 	readJSON(t, "known.json", &reg)
-	if len(reg.Vectors) != 2 || len(reg.Refs) != 0 {
+	if len(reg.Vectors) != 3 || len(reg.Refs) != 0 {
 		t.Fatalf("known.json: %d vectors, %d refs", len(reg.Vectors), len(reg.Refs))
 	}
 	for form, text := range map[string]string{"serialized": reg.Schema, "text": readText(t, "known/row.proto")} {
@@ -114,8 +130,10 @@ func TestFromSchemaBuiltInPython(t *testing.T) {
 	}
 }
 
-// The built-in types are messages like any other in the value schema
-// (structs of their fields), as the JSON writes them: each vector fits.
+// The value schema of the built-in types, as the JSON writes them: each
+// vector fits. A decimal with Kafka Connect's precision and scale in its
+// field_meta is decimal(p,s), one without is a string (its exact digits);
+// Date is a struct of its fields.
 func TestPayloadSchemaFitsBuiltIns(t *testing.T) {
 	var reg registryFile
 	readJSON(t, "known.json", &reg)
@@ -129,8 +147,32 @@ func TestPayloadSchemaFitsBuiltIns(t *testing.T) {
 			t.Fatal(err)
 		}
 		s := c.PayloadSchema(v.Payload)
-		if err := decodetest.Fits(s, got); err != nil || !strings.Contains(string(s), `"name":"day","type":{"type":"struct"`) {
+		if err := decodetest.Fits(s, got); err != nil ||
+			!strings.Contains(string(s), `{"name":"amount","type":"decimal(10,3)","nullable":true`) ||
+			!strings.Contains(string(s), `{"name":"wide","type":"string","nullable":true`) ||
+			!strings.Contains(string(s), `"name":"day","type":{"type":"struct"`) {
 			t.Errorf("%s: %v\nschema %s\njson   %s", v.Name, err, s, got)
 		}
+	}
+}
+
+// A scale past ±1000 would make kilobytes of zeros out of a few bytes: the
+// record's error. ±1000 itself is written.
+func TestConfluentDecimalScaleBound(t *testing.T) {
+	c, err := protodec.FromSchema(connectSchema, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// [0]; amount {value 0x01, scale -1000 / -1001 (int32 varints, sign-extended to 10 bytes)}
+	row := func(scale ...byte) []byte {
+		amount := append([]byte{0x0a, 0x01, 0x01, 0x18}, scale...)
+		return append([]byte{0x00, 0x12, byte(len(amount))}, amount...)
+	}
+	got, err := c.AppendJSON(nil, row(0x98, 0xf8, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01))
+	if err != nil || !strings.HasPrefix(string(got), `{"id":0,"amount":"1`+strings.Repeat("0", 1000)+`",`) {
+		t.Fatalf("scale -1000: %.80s, %v", got, err)
+	}
+	if _, err := c.AppendJSON(nil, row(0x97, 0xf8, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01)); !decode.IsRecordError(err) {
+		t.Fatalf("scale -1001: %v", err)
 	}
 }

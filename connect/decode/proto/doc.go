@@ -25,5 +25,6 @@
 // (the files a registry treats as built in: google/type, confluent), indexes.go
 // (Confluent message indexes), json.go (the JSON writer), plan.go (what
 // the writer works out once per message type), wkt.go (the well-known
-// types' JSON), delta.go (ValueSchema: the type of the JSON).
+// types' JSON), decimal.go (confluent.type.Decimal's JSON and type),
+// delta.go (ValueSchema: the type of the JSON).
 package protodec

@@ -239,7 +239,6 @@ def known():
     client = MockSchemaRegistryClient({"url": "mock://picomq"})
     ctx = SerializationContext("rows", MessageField.VALUE)
     ser = ProtobufSerializer(Row, client, {"use.deprecated.format": False})
-    b64 = lambda b: base64.b64encode(b).decode()
     out, schema_id = [], None
 
     def add(name, msg, want):
@@ -247,19 +246,23 @@ def known():
         data = ser(msg, ctx)
         assert data[0] == 0 and data[5:6] == b"\x00", "magic byte, indexes [0]"
         schema_id = int.from_bytes(data[1:5], "big")
-        out.append({"name": name, "payload": b64(data[5:]), "want": want})
+        out.append({"name": name, "payload": base64.b64encode(data[5:]).decode(), "want": want})
 
-    amount = decimal_utils.to_proto_decimal(Decimal("-12.345"))
-    assert decimal_utils.from_proto_decimal(amount) == Decimal("-12.345")
-    add("row", Row(id=7, amount=amount, day=date_pb2.Date(year=2026, month=9, day=3),
-                   at=timeofday_pb2.TimeOfDay(hours=21, minutes=15, seconds=4, nanos=123456000)),
-        {"id": 7, "amount": {"value": b64(amount.value), "precision": amount.precision, "scale": 3},
-         "day": {"year": 2026, "month": 9, "day": 3},
-         "at": {"hours": 21, "minutes": 15, "seconds": 4, "nanos": 123456000}})
-    big = decimal_utils.to_proto_decimal(Decimal("9999999.999"))
-    add("zeros", Row(amount=big, day=date_pb2.Date()),
-        {"id": 0, "amount": {"value": b64(big.value), "precision": big.precision, "scale": 3},
-         "day": {"year": 0, "month": 0, "day": 0}, "at": None})
+    dec = lambda s: decimal_utils.to_proto_decimal(Decimal(s))
+    for s_ in ("-12.345", "0.001", "1.200", "-123456789012345678901234567890.12", "42", "-0.50"):
+        assert format(decimal_utils.from_proto_decimal(dec(s_)), "f") == s_
+    day = date_pb2.Date(year=2026, month=9, day=3)
+    at = timeofday_pb2.TimeOfDay(hours=21, minutes=15, seconds=4, nanos=123456000)
+    dayj = {"year": 2026, "month": 9, "day": 3}
+    atj = {"hours": 21, "minutes": 15, "seconds": 4, "nanos": 123456000}
+    # A decimal is its exact digits at its own scale: Python's Decimal
+    # formats the value the bytes hold (format "f" keeps the scale).
+    add("row", Row(id=7, amount=dec("-12.345"), day=day, at=at, wide=dec("-123456789012345678901234567890.12")),
+        {"id": 7, "amount": "-12.345", "day": dayj, "at": atj, "wide": "-123456789012345678901234567890.12"})
+    add("scales", Row(id=-1, amount=dec("0.001"), wide=dec("42")),
+        {"id": -1, "amount": "0.001", "day": None, "at": None, "wide": "42"})
+    add("zeros", Row(amount=dec("1.200"), day=date_pb2.Date(), wide=dec("-0.50")),
+        {"id": 0, "amount": "1.200", "day": {"year": 0, "month": 0, "day": 0}, "at": None, "wide": "-0.50"})
     schema = client.get_schema(schema_id)
     assert not schema.references, schema.references  # the point: no references
     return {"schema": schema.schema_str, "refs": {}, "vectors": out}
