@@ -40,6 +40,11 @@ require (
 )
 
 require (
+	github.com/confluentinc/confluent-kafka-go/v2 v2.11.1
+	google.golang.org/genproto v0.0.0-20261026165753-2ffab32bce7e
+)
+
+require (
 	cloud.google.com/go/compute/metadata v0.10.0 // indirect
 	github.com/Azure/azure-sdk-for-go/sdk/internal v1.13.0 // indirect
 	github.com/AzureAD/microsoft-authentication-library-for-go v1.10.1 // indirect

@@ -168,7 +168,7 @@ func (st *state) value(dst []byte, n *node, depth int) ([]byte, error) {
 			}
 			return dst, nil
 		case kDecimalBytes:
-			return appendDecimal(dst, b, n.scale), nil
+			return jsonw.AppendDecimal(dst, b, n.scale), nil
 		}
 		return jsonw.AppendBase64(dst, b), nil
 	case kFixed, kDecimalFixed, kDuration:
@@ -178,7 +178,7 @@ func (st *state) value(dst []byte, n *node, depth int) ([]byte, error) {
 		}
 		switch n.kind {
 		case kDecimalFixed:
-			return appendDecimal(dst, b, n.scale), nil
+			return jsonw.AppendDecimal(dst, b, n.scale), nil
 		case kDuration:
 			return appendDuration(dst, b), nil
 		}

@@ -2,7 +2,6 @@ package avro
 
 import (
 	"fmt"
-	"math/big"
 	"strconv"
 
 	"github.com/picomq/heavy-sinks/connect/internal/jsonw"
@@ -13,52 +12,6 @@ func appendInt(dst []byte, v int64) []byte { return strconv.AppendInt(dst, v, 10
 // quote writes a name from a schema as a JSON string (valid UTF-8: the
 // schema parser read it from JSON).
 func quote(s string) []byte { return jsonw.AppendStringLossy(nil, s) }
-
-// appendDecimal writes the two's-complement big-endian unscaled value b
-// with scale digits after the point, exactly ("-12.340"). No bytes is 0.
-func appendDecimal(dst, b []byte, scale int) []byte {
-	dst = append(dst, '"')
-	var digits []byte
-	var buf [24]byte
-	if len(b) <= 8 {
-		var v int64
-		if len(b) > 0 && b[0]&0x80 != 0 {
-			v = -1
-		}
-		for _, c := range b {
-			v = v<<8 | int64(c)
-		}
-		if v < 0 {
-			dst = append(dst, '-')
-			digits = strconv.AppendUint(buf[:0], uint64(-v), 10) // -MinInt64 wraps to its own magnitude as uint64
-		} else {
-			digits = strconv.AppendUint(buf[:0], uint64(v), 10)
-		}
-	} else {
-		v := new(big.Int).SetBytes(b)
-		if b[0]&0x80 != 0 {
-			v.Sub(v, new(big.Int).Lsh(big.NewInt(1), uint(8*len(b))))
-			dst = append(dst, '-')
-			v.Neg(v)
-		}
-		digits = v.Append(nil, 10)
-	}
-	switch whole := len(digits) - scale; {
-	case scale == 0:
-		dst = append(dst, digits...)
-	case whole > 0:
-		dst = append(dst, digits[:whole]...)
-		dst = append(dst, '.')
-		dst = append(dst, digits[whole:]...)
-	default:
-		dst = append(dst, '0', '.')
-		for ; whole < 0; whole++ {
-			dst = append(dst, '0')
-		}
-		dst = append(dst, digits...)
-	}
-	return append(dst, '"')
-}
 
 // civil returns the proleptic Gregorian date of days since 1970-01-01
 // (Howard Hinnant's days_from_civil inverse).

@@ -125,6 +125,9 @@ func (d describer) value(fd protoreflect.FieldDescriptor) (*decode.Type, bool) {
 	case protoreflect.EnumKind:
 		return p("string"), fd.Enum().FullName() == "google.protobuf.NullValue"
 	case protoreflect.MessageKind, protoreflect.GroupKind:
+		if isConfluentDecimal(fd.Message()) {
+			return decimalType(fd), false // decimal.go
+		}
 		return d.message(fd.Message())
 	}
 	return p("string"), true

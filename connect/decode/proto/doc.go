@@ -29,8 +29,10 @@
 //
 // File map: codec.go (Message, FromDescriptorSet, the unmarshalling: fast
 // path or reference), fast.go (the wire fast path and its plans),
-// schema.go (Schema, FromSchema: compiling registry schemas), indexes.go
+// schema.go (Schema, FromSchema: compiling registry schemas), builtin.go
+// (the files a registry treats as built in: google/type, confluent), indexes.go
 // (Confluent message indexes), json.go (the JSON writer), plan.go (what
 // the writer works out once per message type), wkt.go (the well-known
-// types' JSON), delta.go (ValueSchema: the type of the JSON).
+// types' JSON), decimal.go (confluent.type.Decimal's JSON and type),
+// delta.go (ValueSchema: the type of the JSON).
 package protodec

@@ -26,9 +26,11 @@ type Schema struct {
 
 // FromSchema compiles a registry schema: text is the schema's .proto file
 // and refs its references, import path to .proto text, transitively
-// resolved by the caller. The well-known types (google/protobuf/*.proto)
-// need no reference: Confluent's serializers do not register them
-// (skip.known.types), and they are built in.
+// resolved by the caller. The well-known types (google/protobuf/*.proto),
+// Google's common types (google/type/*.proto) and Confluent's
+// confluent/meta.proto and confluent/type/decimal.proto need no reference:
+// Confluent's serializers do not register them (skip.known.types), and
+// they are built in (builtin.go).
 //
 // A schema or reference may also be a base64-encoded FileDescriptorProto
 // (the "serialized" form): Confluent's Python serializer registers that
@@ -42,6 +44,11 @@ func FromSchema(text string, refs map[string]string) (*Schema, error) {
 			src, ok = text, true
 		}
 		if !ok {
+			// A reference the schema registers wins: a built-in only
+			// fills an import the registry left out (builtin.go).
+			if fd := builtInFile(path); fd != nil {
+				return protocompile.SearchResult{Proto: fd}, nil
+			}
 			return protocompile.SearchResult{}, fmt.Errorf("import %q is not among the schema's references", path)
 		}
 		if fd := serialized(src); fd != nil {

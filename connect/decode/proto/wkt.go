@@ -27,6 +27,8 @@ func init() {
 		"google.protobuf.Duration":  appendProtojson,
 		"google.protobuf.FieldMask": appendProtojson,
 		"google.protobuf.Any":       appendProtojson,
+		// Not a well-known type, a built-in of the registry (decimal.go).
+		"confluent.type.Decimal": appendConfluentDecimal,
 	}
 	// Wrappers are their value, null when the wrapper itself is unset.
 	for _, name := range wrappers {

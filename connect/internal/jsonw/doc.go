@@ -1,5 +1,5 @@
-// Package jsonw writes JSON values into a byte slice: strings, floats and
-// base64 bytes, the way every decoder (connect/decode/avro, flatbuf, proto)
+// Package jsonw writes JSON values into a byte slice: strings, floats,
+// exact decimals and base64 bytes, the way every decoder (connect/decode/avro, flatbuf, proto)
 // and the transforms (connect/transform) write them, so that one record
 // reads the same whatever its format (docs/decode.md, "JSON produced from
 // each format").
@@ -19,4 +19,5 @@
 //   - string.go: AppendString, AppendStringLossy
 //   - number.go: AppendFloat
 //   - bytes.go: AppendBase64
+//   - decimal.go: AppendDecimal
 package jsonw

@@ -14,7 +14,9 @@ Run from the repository root with the project's venv (internal/testenv/pyenv):
   against its MockSchemaRegistryClient (the same serializer code as with a
   real registry), the 5-byte header (magic byte, schema id) cut off and the
   message indexes kept, with the schema and references as that registry
-  returns them, for FromSchema.
+  returns them, for FromSchema;
+- known.json: the same for known/row.proto, whose imports are the
+  registry's built-in files (no references).
 
 Python writes map entries in hash order: a rerun may encode a map's entries
 in another order (the same message; the Go test passes on either).
@@ -201,6 +203,71 @@ def registry(order_pb2, common_pb2, plain):
     return {"schema": schema.schema_str, "refs": refs, "vectors": out}
 
 
+def known():
+    """known.json: rows of known/row.proto, which imports the registry's
+    built-in files (confluent/meta.proto, confluent/type/decimal.proto,
+    google/type/date.proto, google/type/timeofday.proto), serialized by
+    ProtobufSerializer, which registers none of them as a reference
+    (skip.known.types). Python ships no .proto text of Confluent's files:
+    protoc gets every import as the descriptor Python's runtime holds
+    (--descriptor_set_in), and the row's message class is built from the
+    descriptor protoc writes."""
+    from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+    from google.type import date_pb2, timeofday_pb2
+    from confluent_kafka.schema_registry.confluent import meta_pb2
+    from confluent_kafka.schema_registry.confluent.type import decimal_pb2, decimal_utils
+    from confluent_kafka.schema_registry._sync.mock_schema_registry_client import MockSchemaRegistryClient
+    from confluent_kafka.schema_registry.protobuf import ProtobufSerializer
+    from confluent_kafka.serialization import SerializationContext, MessageField
+    from decimal import Decimal
+    from grpc_tools import protoc
+    deps = descriptor_pb2.FileDescriptorSet()
+    for mod in (descriptor_pb2, meta_pb2, decimal_pb2, date_pb2, timeofday_pb2):
+        mod.DESCRIPTOR.CopyToProto(deps.file.add())
+    with tempfile.TemporaryDirectory() as out:
+        with open(os.path.join(out, "deps.binpb"), "wb") as f:
+            f.write(deps.SerializeToString())
+        args = ["protoc", "-I", HERE, "--descriptor_set_in=" + os.path.join(out, "deps.binpb"),
+                "--descriptor_set_out=" + os.path.join(out, "row.binpb"), "known/row.proto"]
+        if protoc.main(args) != 0:
+            sys.exit("protoc failed")
+        with open(os.path.join(out, "row.binpb"), "rb") as f:
+            row = descriptor_pb2.FileDescriptorSet.FromString(f.read()).file[0]
+    pool = descriptor_pool.Default()
+    pool.Add(row)
+    Row = message_factory.GetMessageClass(pool.FindMessageTypeByName("known.Row"))
+    client = MockSchemaRegistryClient({"url": "mock://picomq"})
+    ctx = SerializationContext("rows", MessageField.VALUE)
+    ser = ProtobufSerializer(Row, client, {"use.deprecated.format": False})
+    out, schema_id = [], None
+
+    def add(name, msg, want):
+        nonlocal schema_id
+        data = ser(msg, ctx)
+        assert data[0] == 0 and data[5:6] == b"\x00", "magic byte, indexes [0]"
+        schema_id = int.from_bytes(data[1:5], "big")
+        out.append({"name": name, "payload": base64.b64encode(data[5:]).decode(), "want": want})
+
+    dec = lambda s: decimal_utils.to_proto_decimal(Decimal(s))
+    for s_ in ("-12.345", "0.001", "1.200", "-123456789012345678901234567890.12", "42", "-0.50"):
+        assert format(decimal_utils.from_proto_decimal(dec(s_)), "f") == s_
+    day = date_pb2.Date(year=2026, month=9, day=3)
+    at = timeofday_pb2.TimeOfDay(hours=21, minutes=15, seconds=4, nanos=123456000)
+    dayj = {"year": 2026, "month": 9, "day": 3}
+    atj = {"hours": 21, "minutes": 15, "seconds": 4, "nanos": 123456000}
+    # A decimal is its exact digits at its own scale: Python's Decimal
+    # formats the value the bytes hold (format "f" keeps the scale).
+    add("row", Row(id=7, amount=dec("-12.345"), day=day, at=at, wide=dec("-123456789012345678901234567890.12")),
+        {"id": 7, "amount": "-12.345", "day": dayj, "at": atj, "wide": "-123456789012345678901234567890.12"})
+    add("scales", Row(id=-1, amount=dec("0.001"), wide=dec("42")),
+        {"id": -1, "amount": "0.001", "day": None, "at": None, "wide": "42"})
+    add("zeros", Row(amount=dec("1.200"), day=date_pb2.Date(), wide=dec("-0.50")),
+        {"id": 0, "amount": "1.200", "day": {"year": 0, "month": 0, "day": 0}, "at": None, "wide": "-0.50"})
+    schema = client.get_schema(schema_id)
+    assert not schema.references, schema.references  # the point: no references
+    return {"schema": schema.schema_str, "refs": {}, "vectors": out}
+
+
 def main():
     with tempfile.TemporaryDirectory() as out:
         compile_protos(out)
@@ -208,7 +275,7 @@ def main():
         from shop.v1 import order_pb2, common_pb2
         plain = vectors(order_pb2, common_pb2)
         reg = registry(order_pb2, common_pb2, plain)
-    for name, data in (("vectors.json", plain), ("registry.json", reg)):
+    for name, data in (("vectors.json", plain), ("registry.json", reg), ("known.json", known())):
         with open(os.path.join(HERE, name), "w") as f:
             json.dump(data, f, indent=1, ensure_ascii=False, allow_nan=False)
             f.write("\n")
