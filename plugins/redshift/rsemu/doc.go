@@ -45,6 +45,7 @@
 //	createtable.go CREATE TABLE parsing and its PostgreSQL form
 //	copy.go        COPY parsing and IAM role checks
 //	load.go        COPY execution: S3 listing, Parquet reading, value checks, load errors
+//	copyin.go      the checked rows to the backend with PostgreSQL's COPY FROM STDIN
 //	manifest.go    COPY … MANIFEST: the manifest's entries, mandatory files, content_length
 //	catalog.go     the rsemu_catalog schema in the backend database
 //	errors.go      Error and Redshift-shaped error constructors

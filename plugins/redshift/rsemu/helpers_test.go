@@ -43,14 +43,14 @@ type env struct {
 	ctx    context.Context
 }
 
-func newEnv(t *testing.T) *env {
+func newEnv(t testing.TB) *env {
 	t.Helper()
 	return newEnvWith(t, nil)
 }
 
 // newEnvWith is newEnv with the emulator's Config changed by tweak (unused
 // against a real Redshift).
-func newEnvWith(t *testing.T, tweak func(*rsemu.Config)) *env {
+func newEnvWith(t testing.TB, tweak func(*rsemu.Config)) *env {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
@@ -81,7 +81,7 @@ func newEnvWith(t *testing.T, tweak func(*rsemu.Config)) *env {
 	}
 }
 
-func realEnv(t *testing.T, ctx context.Context, dsn string) *env {
+func realEnv(t testing.TB, ctx context.Context, dsn string) *env {
 	role, bucket := os.Getenv(envRedshiftRole), os.Getenv(envRedshiftBucket)
 	if role == "" || bucket == "" {
 		t.Fatalf("%s is set, so %s and %s must be too", envRedshiftDSN, envRedshiftRole, envRedshiftBucket)

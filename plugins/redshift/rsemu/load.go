@@ -24,12 +24,7 @@ import (
 	"github.com/parquet-go/parquet-go/format"
 )
 
-// Load tuning: rows and SQL bytes per INSERT sent to the backend.
-const (
-	insertRows  = 500
-	insertBytes = 1 << 20
-	copyTimeout = 10 * time.Minute
-)
+const copyTimeout = 10 * time.Minute
 
 // target is one column a COPY loads.
 type target struct {
@@ -38,11 +33,14 @@ type target struct {
 	typ     colType
 }
 
-// loadError is a row-level COPY failure, recorded in rsemu_catalog.load_errors.
+// loadError is a row-level COPY failure, recorded in rsemu_catalog.load_errors,
+// or, with backend set, the error PostgreSQL gave for the value when the
+// emulator loaded rows with INSERTs (not a load error, not recorded).
 type loadError struct {
 	code    int
 	message string
 	raw     string
+	backend *Error
 }
 
 // copy runs an emulated COPY: list the prefix, read every object as Parquet,
@@ -85,17 +83,13 @@ func (s *session) copy(cs *copyStmt) (*result, *Error, error) {
 	for k, t := range targets {
 		colList[k] = quoteIdent(t.name)
 	}
-	head := "INSERT INTO " + table + " (" + strings.Join(colList, ", ") + ") VALUES "
-	var sql strings.Builder
-	pending := 0
-	flush := func() (*Error, error) {
-		if pending == 0 {
-			return nil, nil
+	in := &copyIn{s: s, sql: "COPY " + table + " (" + strings.Join(colList, ", ") + ") FROM STDIN"}
+	// refuse abandons the backend COPY before the COPY fails.
+	refuse := func(e *Error) (*result, *Error, error) {
+		if err := in.fail(); err != nil {
+			return nil, nil, err
 		}
-		_, e, err := s.mustInternal(sql.String())
-		sql.Reset()
-		pending = 0
-		return pgError(e), err
+		return abort(e, nil)
 	}
 
 	total := 0
@@ -107,37 +101,37 @@ func (s *session) copy(cs *copyStmt) (*result, *Error, error) {
 			body, e = s.srv.getObject(ctx, src.bucket, src.key)
 		}
 		if e != nil {
-			return abort(e, nil)
+			return refuse(e)
 		}
 		if src.length >= 0 && int64(len(body)) != src.length {
 			// Spectrum reads a Parquet footer at the offset the manifest's
 			// content_length gives, so a wrong length cannot be read.
-			return abort(spectrumError(15001, fmt.Sprintf("File '%s' has content_length %d in the manifest, but the object has %d bytes",
-				file, src.length, len(body))), nil)
+			return refuse(spectrumError(15001, fmt.Sprintf("File '%s' has content_length %d in the manifest, but the object has %d bytes",
+				file, src.length, len(body))))
 		}
 		f, perr := parquet.OpenFile(bytes.NewReader(body), int64(len(body)))
 		if perr != nil {
-			return abort(spectrumError(15001, fmt.Sprintf("File '%s' has an invalid version number or is not a Parquet file: %v", file, perr)), nil)
+			return refuse(spectrumError(15001, fmt.Sprintf("File '%s' has an invalid version number or is not a Parquet file: %v", file, perr)))
 		}
 		fields := f.Schema().Fields()
 		if len(fields) != len(targets) {
-			return abort(spectrumError(15007, fmt.Sprintf(
+			return refuse(spectrumError(15007, fmt.Sprintf(
 				"Unmatched number of columns between table and file. Table columns: %d, Data columns: %d, File name: %s",
-				len(targets), len(fields), file)), nil)
+				len(targets), len(fields), file)))
 		}
 		for k, fld := range fields {
 			if targets[k].typ.fam == famSuper {
 				// Redshift loads a Parquet column into SUPER as a scalar,
 				// or with SERIALIZETOJSON as JSON; neither is emulated.
-				return abort(notEmulated("COPY into the SUPER column "+targets[k].name), nil)
+				return refuse(notEmulated("COPY into the SUPER column " + targets[k].name))
 			}
 			if !fld.Leaf() || fld.Repeated() {
-				return abort(notEmulated("nested or repeated Parquet column "+fld.Name()), nil)
+				return refuse(notEmulated("nested or repeated Parquet column " + fld.Name()))
 			}
 			if !compatible(fld, targets[k].typ) {
-				return abort(spectrumError(15007, fmt.Sprintf(
+				return refuse(spectrumError(15007, fmt.Sprintf(
 					"File '%s' has an incompatible Parquet schema for column '%s.%s'. Column type: %s, Parquet schema:\n%s",
-					file, file, targets[k].name, strings.ToUpper(targets[k].typ.redshiftName()), strings.TrimSpace(fld.String()))), nil)
+					file, file, targets[k].name, strings.ToUpper(targets[k].typ.redshiftName()), strings.TrimSpace(fld.String()))))
 			}
 		}
 		line := 0
@@ -154,34 +148,30 @@ func (s *session) copy(cs *copyStmt) (*result, *Error, error) {
 							vals[c] = v
 						}
 					}
-					if pending == 0 {
-						sql.WriteString(head)
-					} else {
-						sql.WriteString(",")
-					}
-					sql.WriteString("(")
 					for k, t := range targets {
-						lit, le := literal(vals[k], fields[k], t, cs.acceptInvChars)
+						if k > 0 {
+							in.buf = append(in.buf, '\t')
+						}
+						var le *loadError
+						in.buf, le = appendValue(in.buf, vals[k], fields[k], t, cs.acceptInvChars)
 						if le != nil {
 							rows.Close()
+							if le.backend != nil {
+								return refuse(le.backend)
+							}
 							if err := s.recordLoadError(relid, startTime, file, line, t, le); err != nil {
 								s.srv.log.Warn("rsemu: record load error", "err", err)
 							}
-							return abort(le.clientError(table, file, line, t), nil)
+							return refuse(le.clientError(table, file, line, t))
 						}
-						if k > 0 {
-							sql.WriteString(",")
-						}
-						sql.WriteString(lit)
 					}
-					sql.WriteString(")")
-					pending++
 					total++
-					if pending >= insertRows || sql.Len() >= insertBytes {
-						if e, err := flush(); err != nil || e != nil {
-							rows.Close()
-							return abort(e, err)
+					if e, err := in.endRow(); err != nil || e != nil {
+						rows.Close()
+						if err != nil {
+							return nil, nil, err
 						}
+						return refuse(pgError(e))
 					}
 				}
 				if rerr == io.EOF {
@@ -189,14 +179,14 @@ func (s *session) copy(cs *copyStmt) (*result, *Error, error) {
 				}
 				if rerr != nil {
 					rows.Close()
-					return abort(spectrumError(15001, fmt.Sprintf("File '%s' could not be read: %v", file, rerr)), nil)
+					return refuse(spectrumError(15001, fmt.Sprintf("File '%s' could not be read: %v", file, rerr)))
 				}
 			}
 			rows.Close()
 		}
 	}
-	if e, err := flush(); err != nil || e != nil {
-		return abort(e, err)
+	if e, err := in.finish(); err != nil || e != nil {
+		return abort(pgError(e), err)
 	}
 	if own {
 		if _, e, err := s.mustInternal("COMMIT"); err != nil || e != nil {
@@ -463,47 +453,51 @@ func compatible(n parquet.Node, t colType) bool {
 	return false
 }
 
-// literal converts one Parquet value to a SQL literal for column t, or
-// reports why Redshift would reject it.
-func literal(v parquet.Value, n parquet.Node, t target, acceptInv string) (string, *loadError) {
+// appendValue appends one Parquet value to dst as a field of PostgreSQL's
+// COPY text format for column t (copyin.go), or reports why Redshift would
+// reject it. Each value's text is what PostgreSQL's input function for the
+// column type reads to the same value an INSERT of a literal cast to it
+// stored, so rows land exactly as they did when the emulator sent INSERTs.
+func appendValue(dst []byte, v parquet.Value, n parquet.Node, t target, acceptInv string) ([]byte, *loadError) {
 	if v.IsNull() {
 		if t.notNull {
-			return "", &loadError{code: 1213, message: "Missing data for not-null field"}
+			return dst, &loadError{code: 1213, message: "Missing data for not-null field"}
 		}
-		return "NULL", nil
+		return append(dst, `\N`...), nil
 	}
 	switch t.typ.fam {
 	case famVarchar, famChar:
 		b := v.ByteArray()
-		s := string(b)
 		if !utf8.Valid(b) {
 			if acceptInv == "" {
-				return "", &loadError{code: 1220, raw: strings.ToValidUTF8(s, "?"),
+				return dst, &loadError{code: 1220, raw: strings.ToValidUTF8(string(b), "?"),
 					message: "String contains invalid or unsupported UTF8 codepoints. Bad UTF8 hex sequence: " + badUTF8(b) + " (error 3)"}
 			}
-			s = replaceInvalid(b, acceptInv)
+			b = []byte(replaceInvalid(b, acceptInv))
 		}
-		if strings.IndexByte(s, 0) >= 0 {
-			return "", &loadError{code: 1216, message: "Invalid null byte - field longer than 1 byte", raw: s}
+		if bytes.IndexByte(b, 0) >= 0 {
+			return dst, &loadError{code: 1216, message: "Invalid null byte - field longer than 1 byte", raw: string(b)}
 		}
 		if t.typ.fam == famChar {
-			for i := 0; i < len(s); i++ {
-				if s[i] >= 0x80 {
-					return "", &loadError{code: 1220, raw: s,
-						message: "Multibyte character not supported for CHAR (Hint: try using VARCHAR). Invalid char: " + hex.EncodeToString([]byte(s[i:min(i+4, len(s))]))}
+			for i := 0; i < len(b); i++ {
+				if b[i] >= 0x80 {
+					return dst, &loadError{code: 1220, raw: string(b),
+						message: "Multibyte character not supported for CHAR (Hint: try using VARCHAR). Invalid char: " + hex.EncodeToString(b[i:min(i+4, len(b))])}
 				}
 			}
 		}
-		if t.typ.length > 0 && len(s) > t.typ.length {
-			return "", &loadError{code: 1204, message: "String length exceeds DDL length", raw: s}
+		if t.typ.length > 0 && len(b) > t.typ.length {
+			return dst, &loadError{code: 1204, message: "String length exceeds DDL length", raw: string(b)}
 		}
-		return quoteLiteral(s), nil
+		return appendCopyText(dst, b), nil
 	case famVarbyte:
 		b := v.ByteArray()
 		if t.typ.length > 0 && len(b) > t.typ.length {
-			return "", &loadError{code: 1204, message: "Varbyte length exceeds DDL length", raw: hex.EncodeToString(b[:min(len(b), 512)])}
+			return dst, &loadError{code: 1204, message: "Varbyte length exceeds DDL length", raw: hex.EncodeToString(b[:min(len(b), 512)])}
 		}
-		return "decode('" + hex.EncodeToString(b) + "', 'hex')", nil
+		// bytea's hex input, \x..., with its backslash escaped for COPY.
+		dst = append(dst, `\\x`...)
+		return hex.AppendEncode(dst, b), nil
 	case famSmallint, famInteger, famBigint:
 		var x int64
 		if n.Type().Kind() == parquet.Int32 {
@@ -512,7 +506,7 @@ func literal(v parquet.Value, n parquet.Node, t target, acceptInv string) (strin
 			x = v.Int64()
 		}
 		if it, ok := logical(n).(*format.IntType); ok && !it.IsSigned && n.Type().Kind() == parquet.Int64 && x < 0 {
-			return "", &loadError{code: 1204, message: fmt.Sprintf("Overflow, value %d out of range for type %s", uint64(x), t.typ.redshiftName()), raw: strconv.FormatUint(uint64(x), 10)}
+			return dst, &loadError{code: 1204, message: fmt.Sprintf("Overflow, value %d out of range for type %s", uint64(x), t.typ.redshiftName()), raw: strconv.FormatUint(uint64(x), 10)}
 		}
 		lo, hi := int64(math.MinInt64), int64(math.MaxInt64)
 		switch t.typ.fam {
@@ -522,17 +516,17 @@ func literal(v parquet.Value, n parquet.Node, t target, acceptInv string) (strin
 			lo, hi = math.MinInt32, math.MaxInt32
 		}
 		if x < lo || x > hi {
-			return "", &loadError{code: 1204, message: fmt.Sprintf("Overflow, value %d out of range for type %s", x, t.typ.redshiftName()), raw: strconv.FormatInt(x, 10)}
+			return dst, &loadError{code: 1204, message: fmt.Sprintf("Overflow, value %d out of range for type %s", x, t.typ.redshiftName()), raw: strconv.FormatInt(x, 10)}
 		}
-		return strconv.FormatInt(x, 10), nil
+		return strconv.AppendInt(dst, x, 10), nil
 	case famNumeric:
 		if dt, ok := logical(n).(*format.DecimalType); ok {
-			return quoteLiteral(decimalString(v, n, int(dt.Scale))) + "::numeric", nil
+			return append(dst, decimalString(v, n, int(dt.Scale))...), nil
 		}
 		if n.Type().Kind() == parquet.Int32 {
-			return strconv.FormatInt(int64(v.Int32()), 10), nil
+			return strconv.AppendInt(dst, int64(v.Int32()), 10), nil
 		}
-		return strconv.FormatInt(v.Int64(), 10), nil
+		return strconv.AppendInt(dst, v.Int64(), 10), nil
 	case famReal, famDouble:
 		var f float64
 		if n.Type().Kind() == parquet.Float {
@@ -542,18 +536,32 @@ func literal(v parquet.Value, n parquet.Node, t target, acceptInv string) (strin
 		}
 		switch {
 		case math.IsNaN(f):
-			return "'NaN'::float8", nil
+			return append(dst, "NaN"...), nil
 		case math.IsInf(f, 1):
-			return "'Infinity'::float8", nil
+			return append(dst, "Infinity"...), nil
 		case math.IsInf(f, -1):
-			return "'-Infinity'::float8", nil
+			return append(dst, "-Infinity"...), nil
 		}
-		return strconv.FormatFloat(f, 'g', -1, 64) + "::float8", nil
+		if t.typ.fam == famDouble {
+			return strconv.AppendFloat(dst, f, 'g', -1, 64), nil
+		}
+		// A REAL column: the emulator once sent a float8 literal that
+		// PostgreSQL's float8-to-float4 cast rounded (float32 conversion
+		// rounds the same way), refusing what it cannot hold with these
+		// errors. The float32's shortest text reads back to it exactly.
+		r := float32(f)
+		if math.IsInf(float64(r), 0) {
+			return dst, &loadError{backend: &Error{Severity: "ERROR", Code: "22003", Message: "value out of range: overflow"}}
+		}
+		if r == 0 && f != 0 {
+			return dst, &loadError{backend: &Error{Severity: "ERROR", Code: "22003", Message: "value out of range: underflow"}}
+		}
+		return strconv.AppendFloat(dst, float64(r), 'g', -1, 32), nil
 	case famBoolean:
-		return strconv.FormatBool(v.Boolean()), nil
+		return strconv.AppendBool(dst, v.Boolean()), nil
 	case famDate:
 		d := time.Unix(int64(v.Int32())*86400, 0).UTC()
-		return quoteLiteral(d.Format("2006-01-02")) + "::date", nil
+		return d.AppendFormat(dst, "2006-01-02"), nil
 	case famTimestamp, famTimestamptz:
 		var ts time.Time
 		if n.Type().Kind() == parquet.Int96 {
@@ -573,12 +581,13 @@ func literal(v parquet.Value, n parquet.Node, t target, acceptInv string) (strin
 				ts = time.UnixMicro(x).UTC()
 			}
 		}
+		dst = ts.AppendFormat(dst, "2006-01-02 15:04:05.999999")
 		if t.typ.fam == famTimestamptz {
-			return quoteLiteral(ts.Format("2006-01-02 15:04:05.999999")+"+00") + "::timestamptz", nil
+			dst = append(dst, "+00"...)
 		}
-		return quoteLiteral(ts.Format("2006-01-02 15:04:05.999999")) + "::timestamp", nil
+		return dst, nil
 	}
-	return "", &loadError{code: 1200, message: "rsemu: unsupported column type " + string(t.typ.fam)}
+	return dst, &loadError{code: 1200, message: "rsemu: unsupported column type " + string(t.typ.fam)}
 }
 
 func decimalString(v parquet.Value, n parquet.Node, scale int) string {

@@ -883,6 +883,12 @@ func (s *session) internal(sql string) (*result, error) {
 	if err := s.fe.Flush(); err != nil {
 		return nil, err
 	}
+	return s.untilReady()
+}
+
+// untilReady collects the backend's answers to a request up to its
+// ReadyForQuery.
+func (s *session) untilReady() (*result, error) {
 	r := &result{}
 	for {
 		msg, err := s.fe.Receive()
