@@ -2,6 +2,7 @@ package deltatest
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 
@@ -183,6 +184,11 @@ func ColumnTypesHintTheTableCannotHold(t *testing.T, d sinkdriver.Driver, s *Sto
 	b = JSONBatch("t", 3, `{"id":4,"s":{"a":5,"A":"x"}}`)
 	b.ValueSchema = schema(id, dup)
 	WantStatus(t, inst.Consume(b), hostclient.StatusFatal, "differs only in case")
+	if !slices.ContainsFunc(inst.Logs(), func(l string) bool {
+		return strings.HasPrefix(l, "WARN") && strings.HasSuffix(l, "field=s") && strings.Contains(l, "case-insensitive")
+	}) {
+		t.Fatalf("no warning names field s and why its value schema type is not used: %q", inst.Logs())
+	}
 	if f := s.Facts(uri); len(f.Versions) != 3 || strings.Join(f.Columns, ",") != "id long,lt string" {
 		t.Fatalf("table after the refused batch: %+v", f)
 	}
