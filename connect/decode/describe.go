@@ -220,14 +220,20 @@ func ParseSchema(b []byte) (*Type, error) {
 
 // MergeSchemas returns the value schema of a batch whose records were
 // decoded with several schemas (versions of one subject), in the order
-// first seen: the fields in first-seen order, the fields a later version
-// adds appended; a field some schemas lack is nullable. A field whose type
-// differs between them is left out, so that its type comes from the values;
-// two types of one field can only both land in one column if the values
-// decide. nil when a schema does not parse or none is given.
+// first seen. Structs merge field by field at every depth: the fields in
+// first-seen order, the fields a later version adds appended; a field some
+// versions lack is nullable. Arrays merge their element types, maps their
+// value types (null allowed where any version allows it). Where two types
+// of one field differ (a primitive against another, or kinds that differ)
+// that field is left out, for good, at the depth where they differ, so
+// that its type comes from the values: two types of one field can only
+// both land in one column if the values decide. A struct left without a
+// field, or an array or map whose element differs, is such a difference
+// of the field holding it. nil when a schema does not parse or none is
+// given.
 func MergeSchemas(schemas ...[]byte) []byte {
 	var out *Type
-	drop := map[string]bool{}
+	m := merger{drop: map[string]bool{}}
 	for _, s := range schemas {
 		t, err := ParseSchema(s)
 		if err != nil {
@@ -237,28 +243,9 @@ func MergeSchemas(schemas ...[]byte) []byte {
 			out = t
 			continue
 		}
-		seen := map[string]bool{}
-		for _, f := range t.Fields {
-			seen[f.Name] = true
-			if drop[f.Name] {
-				continue
-			}
-			i := fieldIndex(out, f.Name)
-			switch {
-			case i < 0:
-				f.Nullable = true // the earlier schemas' records lack it
-				out.Fields = append(out.Fields, f)
-			case !out.Fields[i].Type.Equal(f.Type):
-				drop[f.Name] = true
-				out.Fields = append(out.Fields[:i], out.Fields[i+1:]...)
-			default:
-				out.Fields[i].Nullable = out.Fields[i].Nullable || f.Nullable
-			}
-		}
-		for i := range out.Fields {
-			if !seen[out.Fields[i].Name] {
-				out.Fields[i].Nullable = true
-			}
+		if !m.merge(out, t, "") {
+			// Every top-level field was left out.
+			out.Fields = nil
 		}
 	}
 	if out == nil {
@@ -269,6 +256,60 @@ func MergeSchemas(schemas ...[]byte) []byte {
 		return nil
 	}
 	return b
+}
+
+// merger merges types; drop holds the paths of the fields left out, so
+// that a later version does not bring them back.
+type merger struct {
+	drop map[string]bool
+}
+
+// merge merges u into t, in place, path naming t; false when they
+// differ at t itself.
+func (m *merger) merge(t, u *Type, path string) bool {
+	if !strings.EqualFold(t.Name, u.Name) {
+		return false
+	}
+	switch t.Name {
+	case "struct":
+		return m.mergeFields(t, u, path)
+	case "array", "map":
+		if !t.Key.Equal(u.Key) || !m.merge(t.Elem, u.Elem, path+"\x00[]") {
+			return false
+		}
+		t.ElemNullable = t.ElemNullable || u.ElemNullable
+	}
+	return true
+}
+
+// mergeFields merges struct u's fields into struct t's; false when t is
+// left without a field.
+func (m *merger) mergeFields(t, u *Type, path string) bool {
+	seen := map[string]bool{}
+	for _, f := range u.Fields {
+		seen[f.Name] = true
+		p := path + "\x00" + f.Name
+		if m.drop[p] {
+			continue
+		}
+		i := fieldIndex(t, f.Name)
+		switch {
+		case i < 0:
+			f.Nullable = true // the earlier schemas' records lack it
+			t.Fields = append(t.Fields, f)
+		case !m.merge(t.Fields[i].Type, f.Type, p):
+			m.drop[p] = true
+			t.Fields = append(t.Fields[:i], t.Fields[i+1:]...)
+		default:
+			t.Fields[i].Nullable = t.Fields[i].Nullable || f.Nullable
+		}
+	}
+	for i := range t.Fields {
+		if !seen[t.Fields[i].Name] {
+			t.Fields[i].Nullable = true
+		}
+	}
+	return len(t.Fields) > 0
 }
 
 func fieldIndex(t *Type, name string) int {

@@ -16,6 +16,22 @@ func TestMergeSchemas(t *testing.T) {
 		bad  = `{"type":"array","elementType":"long","containsNull":false}`
 		fid  = `{"name":"id","type":"long","nullable":false,"metadata":{}}`
 		fidN = `{"name":"id","type":"long","nullable":true,"metadata":{}}`
+		// Nested: s2 adds addr.zip, s3 makes it a string, s4 makes
+		// addr.street a long.
+		s1     = `{"type":"struct","fields":[{"name":"id","type":"long","nullable":false},{"name":"addr","type":{"type":"struct","fields":[{"name":"street","type":"string","nullable":false}]},"nullable":false}]}`
+		s2     = `{"type":"struct","fields":[{"name":"id","type":"long","nullable":false},{"name":"addr","type":{"type":"struct","fields":[{"name":"street","type":"string","nullable":false},{"name":"zip","type":"integer","nullable":false}]},"nullable":false}]}`
+		s3     = `{"type":"struct","fields":[{"name":"id","type":"long","nullable":false},{"name":"addr","type":{"type":"struct","fields":[{"name":"street","type":"string","nullable":false},{"name":"zip","type":"string","nullable":false}]},"nullable":false}]}`
+		s4     = `{"type":"struct","fields":[{"name":"id","type":"long","nullable":false},{"name":"addr","type":{"type":"struct","fields":[{"name":"street","type":"long","nullable":false}]},"nullable":false}]}`
+		street = `{"name":"street","type":"string","nullable":false,"metadata":{}}`
+		zipN   = `{"name":"zip","type":"integer","nullable":true,"metadata":{}}`
+		// Arrays and maps of structs; e1/e2: an array's element type
+		// differs.
+		a1   = `{"type":"struct","fields":[{"name":"lines","type":{"type":"array","elementType":{"type":"struct","fields":[{"name":"sku","type":"string","nullable":false}]},"containsNull":false},"nullable":false},{"name":"m","type":{"type":"map","keyType":"string","valueType":{"type":"struct","fields":[{"name":"sku","type":"string","nullable":false}]},"valueContainsNull":false},"nullable":false}]}`
+		a2   = `{"type":"struct","fields":[{"name":"lines","type":{"type":"array","elementType":{"type":"struct","fields":[{"name":"sku","type":"string","nullable":false},{"name":"qty","type":"long","nullable":false}]},"containsNull":true},"nullable":false},{"name":"m","type":{"type":"map","keyType":"string","valueType":{"type":"struct","fields":[{"name":"sku","type":"string","nullable":false},{"name":"qty","type":"long","nullable":false}]},"valueContainsNull":false},"nullable":false}]}`
+		sku  = `{"name":"sku","type":"string","nullable":false,"metadata":{}}`
+		qtyN = `{"name":"qty","type":"long","nullable":true,"metadata":{}}`
+		e1   = `{"type":"struct","fields":[{"name":"id","type":"long","nullable":false},{"name":"tags","type":{"type":"array","elementType":"string","containsNull":false},"nullable":false}]}`
+		e2   = `{"type":"struct","fields":[{"name":"id","type":"long","nullable":false},{"name":"tags","type":{"type":"array","elementType":"long","containsNull":false},"nullable":false}]}`
 	)
 	for _, c := range []struct {
 		name string
@@ -34,6 +50,19 @@ func TestMergeSchemas(t *testing.T) {
 			`{"type":"struct","fields":[` + fidN + `,{"name":"price","type":"decimal(20,4)","nullable":true,"metadata":{}}]}`},
 		{"nullability is or'ed", []string{v1, v4},
 			`{"type":"struct","fields":[` + fidN + `,{"name":"name","type":"string","nullable":true,"metadata":{}},{"name":"tags","type":{"type":"array","elementType":"string","containsNull":false},"nullable":true,"metadata":{}}]}`},
+		{"nested structs merge: a field one lacks is appended, nullable", []string{s1, s2},
+			`{"type":"struct","fields":[` + fid + `,{"name":"addr","type":{"type":"struct","fields":[` + street + `,` + zipN + `]},"nullable":false,"metadata":{}}]}`},
+		{"nested: a field the later one lacks is nullable, first-seen order", []string{s2, s1},
+			`{"type":"struct","fields":[` + fid + `,{"name":"addr","type":{"type":"struct","fields":[` + street + `,` + zipN + `]},"nullable":false,"metadata":{}}]}`},
+		{"nested: only the conflicting leaf is left out, for good", []string{s2, s3, s2},
+			`{"type":"struct","fields":[` + fid + `,{"name":"addr","type":{"type":"struct","fields":[` + street + `]},"nullable":false,"metadata":{}}]}`},
+		{"arrays merge their elements, maps their values", []string{a1, a2},
+			`{"type":"struct","fields":[{"name":"lines","type":{"type":"array","elementType":{"type":"struct","fields":[` + sku + `,` + qtyN + `]},"containsNull":true},"nullable":false,"metadata":{}},` +
+				`{"name":"m","type":{"type":"map","keyType":"string","valueType":{"type":"struct","fields":[` + sku + `,` + qtyN + `]},"valueContainsNull":false},"nullable":false,"metadata":{}}]}`},
+		{"a conflict at the top of a field leaves the field out", []string{e1, e2},
+			`{"type":"struct","fields":[` + fid + `]}`},
+		{"a struct left without fields is left out", []string{s1, s4},
+			`{"type":"struct","fields":[` + fid + `]}`},
 		{"not a struct", []string{v1, bad}, ""},
 		{"not JSON", []string{"{"}, ""},
 		{"none", nil, ""},

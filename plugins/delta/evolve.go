@@ -83,7 +83,7 @@ func (t *table) evolve(enc *encode.Encoder, topic string, hint *deltalog.StructT
 	fail := func(err error) error {
 		return sdk.Fatalf("Schema evolution: topic %q, table %s: %v", topic, t.uri, err)
 	}
-	cols, err := enc.NewColumnsFrom(hint)
+	cols, err := enc.NewColumnsFrom(t.usableHint(hint, enc.Unknown(), topic))
 	if err != nil {
 		return nil, fail(err)
 	}

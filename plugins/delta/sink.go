@@ -73,6 +73,9 @@ type counters struct {
 	// truncatedNames the (topic, column) pairs logged (timestamps.go).
 	truncated      atomic.Int64
 	truncatedNames onceNames
+	// unhinted: the (table, field) pairs whose value schema type was not
+	// used, logged (valueschema.go).
+	unhinted onceNames
 }
 
 // maxOnceNames bounds the names a onceNames remembers (and so logs): a

@@ -3,9 +3,11 @@ package delta
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/picomq/heavy-sinks/plugins/delta/deltalog"
+	"github.com/picomq/heavy-sinks/plugins/delta/internal/encode"
 	"github.com/picomq/heavy-sinks/shared/sdk"
 )
 
@@ -107,6 +109,48 @@ func (t *table) columnHint(members []*member) *deltalog.StructType {
 		hint.Fields = kept
 	}
 	return hint
+}
+
+// usableHint is hint without the fields whose type the table cannot take
+// as a new column as it is, so that their values type them, as with
+// column_types = "values": a type that needs a table feature the table's
+// protocol lacks (timestamp_ntz: timestampNtz), since the sink never
+// upgrades a protocol by itself, and a type that fails the checks a created
+// table's schema passes (nested names that differ only in case, an unknown
+// type). Each such field of the batch (unknown, so about to be added) is
+// logged once per table.
+func (t *table) usableHint(hint *deltalog.StructType, unknown []encode.UnknownField, topic string) *deltalog.StructType {
+	if hint == nil {
+		return nil
+	}
+	kept := &deltalog.StructType{}
+	for _, f := range hint.Fields {
+		why := ""
+		if missing := deltalog.MissingFeatures(t.snap.Protocol, &deltalog.StructType{Fields: []deltalog.StructField{f}}); len(missing) > 0 {
+			why = fmt.Sprintf("its type needs the table feature %s, which the table's protocol lacks, and the sink does not upgrade a protocol; "+
+				"to get the type, add the feature to the table first (Spark: ALTER TABLE ... SET TBLPROPERTIES ('delta.feature.%s' = 'supported')) "+
+				"or add the column by hand", strings.Join(missing, ", "), missing[0])
+		} else if err := checkType(f.Name, f.Type); err != nil {
+			why = err.Error()
+		}
+		if why == "" {
+			kept.Fields = append(kept.Fields, f)
+			continue
+		}
+		if !slices.ContainsFunc(unknown, func(u encode.UnknownField) bool { return u.Name == f.Name }) {
+			continue
+		}
+		first, last := t.env.stats.unhinted.first(t.uri + "\x00" + f.Name)
+		if !first {
+			continue
+		}
+		if last {
+			t.env.log.Warn(fmt.Sprintf("%d fields typed from values instead of the value schema logged; further ones are not", maxOnceNames), "table", t.uri)
+		}
+		t.env.log.Warn("a new column takes its type from the values, not from the value schema ("+f.Type.String()+"): "+why,
+			"table", t.uri, "topic", topic, "field", f.Name)
+	}
+	return kept
 }
 
 // fromValueSchema makes the table still to be created (create_table

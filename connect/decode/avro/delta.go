@@ -42,9 +42,11 @@ func (d describer) typeOf(n *node) (*decode.Type, bool) {
 		return p("integer"), false
 	case kLong:
 		return p("long"), false
-	case kFloat:
-		return p("float"), false
-	case kDouble:
+	case kFloat, kDouble:
+		// A float is a double column: a later version of the schema may
+		// make the field a double (a compatible change), whose values a
+		// float column would round; every float, and the shortest text it
+		// is written as, reads back exactly as a double.
 		return p("double"), false
 	case kBytes, kFixed:
 		return p("binary"), false

@@ -58,7 +58,7 @@ func TestValueSchema(t *testing.T) {
 	want := `{"type":"struct","fields":[` +
 		`{"name":"i","type":"integer","nullable":false,"metadata":{}},` +
 		`{"name":"l","type":"long","nullable":false,"metadata":{}},` +
-		`{"name":"f","type":"float","nullable":false,"metadata":{}},` +
+		`{"name":"f","type":"double","nullable":false,"metadata":{}},` + // a float: a later double fits it
 		`{"name":"d","type":"double","nullable":false,"metadata":{}},` +
 		`{"name":"b","type":"boolean","nullable":false,"metadata":{}},` +
 		`{"name":"s","type":"string","nullable":false,"metadata":{}},` +

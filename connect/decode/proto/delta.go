@@ -56,7 +56,7 @@ var wellKnownTypes = map[protoreflect.FullName]struct {
 	"google.protobuf.ListValue":   {"string", false},
 	"google.protobuf.Value":       {"string", true},
 	"google.protobuf.DoubleValue": {"double", false},
-	"google.protobuf.FloatValue":  {"float", false},
+	"google.protobuf.FloatValue":  {"double", false}, // as a float
 	"google.protobuf.Int64Value":  {"long", false},
 	"google.protobuf.UInt64Value": {"decimal(20,0)", false},
 	"google.protobuf.Int32Value":  {"integer", false},
@@ -114,9 +114,11 @@ func (d describer) value(fd protoreflect.FieldDescriptor) (*decode.Type, bool) {
 		return p("long"), false
 	case protoreflect.Uint64Kind, protoreflect.Fixed64Kind:
 		return decode.Decimal(20, 0), false // up to 18446744073709551615, past a long
-	case protoreflect.FloatKind:
-		return p("float"), false
-	case protoreflect.DoubleKind:
+	case protoreflect.FloatKind, protoreflect.DoubleKind:
+		// A float is a double column: a later version of the schema may
+		// make the field a double (a compatible change), whose values a
+		// float column would round; every float, and the shortest text it
+		// is written as, reads back exactly as a double.
 		return p("double"), false
 	case protoreflect.StringKind:
 		return p("string"), false

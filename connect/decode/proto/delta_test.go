@@ -3,6 +3,7 @@ package protodec_test
 import (
 	"testing"
 
+	"github.com/picomq/heavy-sinks/connect/decode"
 	"github.com/picomq/heavy-sinks/connect/decode/decodetest"
 	protodec "github.com/picomq/heavy-sinks/connect/decode/proto"
 )
@@ -86,4 +87,27 @@ func TestPayloadSchemaFitsRegistryVectors(t *testing.T) {
 	if s := c.PayloadSchema([]byte{0x7f}); s != nil {
 		t.Fatalf("bad message indexes described: %s", s)
 	}
+}
+
+// A float is described as a double: a later version of the schema may make
+// the field a double (a compatible change), and a float column would round
+// its values; every float32 is exact in a double.
+func TestValueSchemaFloatIsDouble(t *testing.T) {
+	c, err := protodec.FromDescriptorSet(descriptorSet(t), "shop.v1.Order")
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := decode.ParseSchema(c.ValueSchema())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range st.Fields {
+		if f.Name == "fl" {
+			if f.Type.Name != "double" {
+				t.Fatalf("float field fl described as %q, want double", f.Type.Name)
+			}
+			return
+		}
+	}
+	t.Fatalf("no field fl in %s", c.ValueSchema())
 }

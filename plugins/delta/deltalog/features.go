@@ -334,6 +334,21 @@ func NewTableProtocol(s *StructType) Protocol {
 	return p
 }
 
+// MissingFeatures returns the features a table with schema s must
+// support (the Required rules NewTableProtocol applies) that protocol p
+// does not declare: columns of s added to a table of protocol p would ask
+// for a protocol upgrade first.
+func MissingFeatures(p Protocol, s *StructType) []string {
+	supported := SupportedFeatures(p)
+	var out []string
+	for _, f := range knownFeatures {
+		if f.Required != nil && f.Required(s) && !slices.Contains(supported, f.Name) {
+			out = append(out, f.Name)
+		}
+	}
+	return out
+}
+
 // FeatureStatus is one supported feature evaluated against a table.
 type FeatureStatus struct {
 	Feature

@@ -213,3 +213,23 @@ func TestTableFeaturesStatus(t *testing.T) {
 		t.Errorf("statuses = %+v", st)
 	}
 }
+
+func TestMissingFeatures(t *testing.T) {
+	ntz := &deltalog.StructType{Fields: []deltalog.StructField{{Name: "a", Type: &deltalog.ArrayType{ElementType: deltalog.TypeTimestampNTZ}}}}
+	plain := &deltalog.StructType{Fields: []deltalog.StructField{{Name: "a", Type: deltalog.TypeLong}}}
+	legacy := deltalog.Protocol{MinReaderVersion: 1, MinWriterVersion: 2}
+	for _, tc := range []struct {
+		p    deltalog.Protocol
+		s    *deltalog.StructType
+		want string
+	}{
+		{legacy, ntz, "timestampNtz"},
+		{legacy, plain, ""},
+		{deltalog.NewTableProtocol(ntz), ntz, ""},
+		{deltalog.Protocol{MinReaderVersion: 3, MinWriterVersion: 7, ReaderFeatures: []string{"deletionVectors"}, WriterFeatures: []string{"deletionVectors"}}, ntz, "timestampNtz"},
+	} {
+		if got := strings.Join(deltalog.MissingFeatures(tc.p, tc.s), ","); got != tc.want {
+			t.Errorf("MissingFeatures(%+v, %s) = %q, want %q", tc.p, tc.s, got, tc.want)
+		}
+	}
+}

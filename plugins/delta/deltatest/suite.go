@@ -52,6 +52,7 @@ var Tests = []Test{
 	// column_types (valueschema.go): the encoder's and the log's, not a store's.
 	{Name: "ColumnTypesFromValueSchema", Run: ColumnTypesFromValueSchema, Backends: []string{File}},
 	{Name: "ColumnTypesValuesIgnoresValueSchema", Run: ColumnTypesValuesIgnoresValueSchema, Backends: []string{File}},
+	{Name: "ColumnTypesHintTheTableCannotHold", Run: ColumnTypesHintTheTableCannotHold, Backends: []string{File}},
 }
 
 // Run runs every test of the suite through d on each of its backends, each

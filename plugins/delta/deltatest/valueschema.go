@@ -2,6 +2,7 @@ package deltatest
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 
@@ -133,5 +134,76 @@ func ColumnTypesValuesIgnoresValueSchema(t *testing.T, d sinkdriver.Driver, s *S
 	}
 	if strings.Contains(got, `"note"`) {
 		t.Fatalf("a field only null was added: %s", got)
+	}
+}
+
+// ColumnTypesHintTheTableCannotHold: add_columns takes no type from the
+// value schema that the table cannot hold as it is. A timestamp_ntz needs
+// the timestampNtz feature, which the table created without one lacks: the
+// field is typed from its values (a string), the protocol stays as it was,
+// and a warning says why, once. A struct whose fields differ only in case
+// fails the checks a created table's schema passes: typed from the values,
+// which refuse it too (FATAL, nothing committed). A table created from a
+// value schema with a timestamp_ntz gets the feature.
+func ColumnTypesHintTheTableCannotHold(t *testing.T, d sinkdriver.Driver, s *Store) {
+	uri := s.URI("t")
+	inst := Open(t, d.Start(t, s.Secrets...), "vs", s.Config(uri, "create_table", true, "column_types", "value_schema",
+		"schema_evolution", "add_columns"))
+	id := `{"name":"id","type":"long","nullable":false,"metadata":{}}`
+	ntz := `{"name":"lt","type":"timestamp_ntz","nullable":false,"metadata":{}}`
+	dup := `{"name":"s","type":{"type":"struct","fields":[{"name":"a","type":"long","nullable":false,"metadata":{}},` +
+		`{"name":"A","type":"string","nullable":false,"metadata":{}}]},"nullable":false,"metadata":{}}`
+	schema := func(fields ...string) []byte {
+		return []byte(`{"type":"struct","fields":[` + strings.Join(fields, ",") + `]}`)
+	}
+	b := JSONBatch("t", 0, `{"id":1}`)
+	b.ValueSchema = schema(id)
+	consume(t, inst, b)
+	for i := uint64(1); i <= 2; i++ {
+		b = JSONBatch("t", i, `{"id":`+itoa(int(i)+1)+`,"lt":"2026-01-01T10:00:00"}`)
+		b.ValueSchema = schema(id, ntz)
+		consume(t, inst, b)
+	}
+	f := s.Facts(uri)
+	if f.Reader != 1 || f.Writer != 2 || strings.Join(f.Columns, ",") != "id long,lt string" {
+		t.Fatalf("table after add_columns: %+v", f)
+	}
+	var warned []string
+	for _, l := range inst.Logs() {
+		if strings.Contains(l, "timestampNtz") {
+			warned = append(warned, l)
+		}
+	}
+	if len(warned) != 1 || !strings.HasPrefix(warned[0], "WARN") || !strings.Contains(warned[0], "field=lt") {
+		t.Fatalf("want one warning naming field lt and the feature, got %q", warned)
+	}
+	if rows := s.ReadRows(uri, "id"); len(rows) != 3 || rows[2]["lt"] != "2026-01-01T10:00:00" {
+		t.Fatalf("rows: %v", rows)
+	}
+
+	b = JSONBatch("t", 3, `{"id":4,"s":{"a":5,"A":"x"}}`)
+	b.ValueSchema = schema(id, dup)
+	WantStatus(t, inst.Consume(b), hostclient.StatusFatal, "differs only in case")
+	if !slices.ContainsFunc(inst.Logs(), func(l string) bool {
+		return strings.HasPrefix(l, "WARN") && strings.HasSuffix(l, "field=s") && strings.Contains(l, "case-insensitive")
+	}) {
+		t.Fatalf("no warning names field s and why its value schema type is not used: %q", inst.Logs())
+	}
+	if f := s.Facts(uri); len(f.Versions) != 3 || strings.Join(f.Columns, ",") != "id long,lt string" {
+		t.Fatalf("table after the refused batch: %+v", f)
+	}
+
+	created := s.URI("ntz")
+	inst2 := Open(t, d.Start(t, s.Secrets...), "vs2", s.Config(created, "create_table", true, "column_types", "value_schema"))
+	b = JSONBatch("t", 0, `{"id":1,"lt":"2026-01-01T10:00:00"}`)
+	b.ValueSchema = schema(id, ntz)
+	consume(t, inst2, b)
+	f = s.Facts(created)
+	if f.Reader != 3 || f.Writer != 7 || strings.Join(f.ReaderFeatures, ",") != "timestampNtz" ||
+		strings.Join(f.WriterFeatures, ",") != "timestampNtz" || strings.Join(f.Columns, ",") != "id long,lt timestamp_ntz" {
+		t.Fatalf("table created with a timestamp_ntz: %+v", f)
+	}
+	if rows := s.ReadRows(created, "id"); len(rows) != 1 || rows[0]["lt"] != "2026-01-01T10:00:00" {
+		t.Fatalf("rows: %v", rows)
 	}
 }
