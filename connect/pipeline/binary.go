@@ -154,6 +154,19 @@ func (v *valueSchemas) add(s []byte) {
 	v.list = append(v.list, s)
 }
 
+// staticSchema is the value schema of every record dec decodes when dec
+// is one codec with a schema fixed when it was compiled (decoding.Static
+// over a decoding.Described): what Static.RecordSchema answers for each.
+// nil otherwise: each record is asked for its own.
+func staticSchema(dec decoding.Decoder) []byte {
+	if s, ok := dec.(decoding.Static); ok {
+		if d, ok := s.Codec.(decoding.Described); ok {
+			return d.ValueSchema()
+		}
+	}
+	return nil
+}
+
 // schema is the batch's value schema; nil: none.
 func (v *valueSchemas) schema() []byte {
 	switch {

@@ -172,6 +172,10 @@ func decode(ctx context.Context, schema definition.Schema, dec decoding.Decoder,
 		describer = nil // transforms change the records' shape: no value schema
 	}
 	sc.schemas.reset()
+	// One codec whose schema is fixed at compile time describes every
+	// record alike: asked once per batch, not once per record.
+	fixed := staticSchema(dec)
+	described := false
 	defer func() { sc.records, sc.sent = b.Records, sent }()
 	for i, r := range recs {
 		payload := r.Value
@@ -184,7 +188,11 @@ func decode(ctx context.Context, schema definition.Schema, dec decoding.Decoder,
 					return b, nil, nil, dropped, derr
 				}
 			}
-			if derr == nil && describer != nil && len(payload) > 0 {
+			switch {
+			case derr != nil || describer == nil || len(payload) == 0:
+			case fixed != nil:
+				described = true
+			default:
 				sc.schemas.add(describer.RecordSchema(ctx, r.Topic, r.Value))
 			}
 		case schema == definition.SchemaJSON:
@@ -224,6 +232,9 @@ func decode(ctx context.Context, schema definition.Schema, dec decoding.Decoder,
 		}
 		b.Records = append(b.Records, hr)
 		sent = append(sent, i)
+	}
+	if described {
+		sc.schemas.add(fixed)
 	}
 	if describer != nil {
 		b.ValueSchema = sc.schemas.schema()

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	decoding "github.com/picomq/heavy-sinks/connect/decode"
 	"github.com/picomq/heavy-sinks/connect/definition"
 	"github.com/picomq/heavy-sinks/connect/transform"
@@ -86,4 +88,48 @@ type objectCodec struct{}
 
 func (objectCodec) AppendJSON(dst, payload []byte) ([]byte, error) {
 	return fmt.Appendf(dst, `{"a":%d}`, len(payload)), nil
+}
+
+// A Static codec's schema, asked once per batch, still describes the
+// batch only when a record was decoded: not a batch of tombstones, nor one
+// whose only records were dead-lettered; and a tolerated bad record does
+// not take it away from the others'.
+func TestBatchValueSchemaStaticOnce(t *testing.T) {
+	const v1 = `{"type":"struct","fields":[{"name":"a","type":"long","nullable":false,"metadata":{}}]}`
+	var sc scratch
+	dec := decoding.Static{Codec: describedCodec{codec: failFirst{}, schema: []byte(v1)}}
+	run := func(recs []*kgo.Record) []byte {
+		t.Helper()
+		b, _, _, _, err := decode(context.Background(), definition.SchemaAvro, dec, recs, true, false, nil, &sc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b.ValueSchema
+	}
+	tombstones := binaryRecords(2)
+	for _, r := range tombstones {
+		r.Value = nil
+	}
+	if got := run(tombstones); got != nil {
+		t.Errorf("tombstones only: %s", got)
+	}
+	bad := binaryRecords(1)
+	bad[0].Value = []byte("x")
+	if got := run(bad); got != nil {
+		t.Errorf("the only record dead-lettered: %s", got)
+	}
+	mixed := append(bad, binaryRecords(2)...)
+	if got := run(mixed); string(got) != v1 {
+		t.Errorf("a bad record, then good ones: %s", got)
+	}
+}
+
+// failFirst refuses the payload "x" (a record error); numberCodec else.
+type failFirst struct{}
+
+func (failFirst) AppendJSON(dst, payload []byte) ([]byte, error) {
+	if string(payload) == "x" {
+		return dst, decoding.Recordf("bad record")
+	}
+	return numberCodec{}.AppendJSON(dst, payload)
 }

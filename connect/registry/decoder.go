@@ -35,8 +35,13 @@ type Decoder struct {
 	compile Compile
 	now     func() time.Time // time.Now; tests move it
 
+	// ids: schema id -> *entry. Read for every record (twice: its codec,
+	// its value schema), written once per id: a sync.Map, whose reads of
+	// a stable key take no lock, so deliveries in flight at once do not
+	// queue on it.
+	ids sync.Map
+
 	mu      sync.Mutex
-	ids     map[int]*entry
 	unknown map[int]time.Time // id -> when first seen unknown; one entry per id, until it is found
 }
 
@@ -51,7 +56,7 @@ type entry struct {
 // NewDecoder returns a Decoder for a block whose schemas are of type typ
 // (sr.TypeAvro or sr.TypeProtobuf), compiled with compile.
 func NewDecoder(client *Client, typ sr.SchemaType, compile Compile) *Decoder {
-	return &Decoder{client: client, typ: typ, compile: compile, now: time.Now, ids: map[int]*entry{}, unknown: map[int]time.Time{}}
+	return &Decoder{client: client, typ: typ, compile: compile, now: time.Now, unknown: map[int]time.Time{}}
 }
 
 var header sr.ConfluentHeader
@@ -88,16 +93,15 @@ func (d *Decoder) AppendJSON(ctx context.Context, _ string, dst, payload []byte)
 // one caller fetches an id at a time; the others wait for its result (or
 // for their own ctx) and share it, error included.
 func (d *Decoder) codec(ctx context.Context, id int) (decode.Codec, error) {
-	d.mu.Lock()
-	e, ok := d.ids[id]
+	v, ok := d.ids.Load(id)
 	if !ok {
-		e = &entry{done: make(chan struct{})}
-		d.ids[id] = e
-		d.mu.Unlock()
-		d.load(ctx, id, e)
-		return e.codec, e.err
+		e := &entry{done: make(chan struct{})}
+		if v, ok = d.ids.LoadOrStore(id, e); !ok {
+			d.load(ctx, id, e)
+			return e.codec, e.err
+		}
 	}
-	d.mu.Unlock()
+	e := v.(*entry)
 	select {
 	case <-e.done:
 		return e.codec, e.err
@@ -128,9 +132,7 @@ func (d *Decoder) load(ctx context.Context, id int, e *entry) {
 	switch {
 	case err != nil:
 		e.err = d.unknownGrace(id, err)
-		d.mu.Lock()
-		delete(d.ids, id)
-		d.mu.Unlock()
+		d.ids.CompareAndDelete(id, e)
 	case s.Type != d.typ:
 		e.err = decode.Recordf("schema id %d is of type %s; this block decodes %s", id, s.Type, d.typ)
 	default:
@@ -196,12 +198,11 @@ func (d *Decoder) RecordSchema(_ context.Context, _ string, payload []byte) []by
 	if err != nil {
 		return nil
 	}
-	d.mu.Lock()
-	e := d.ids[id]
-	d.mu.Unlock()
-	if e == nil {
+	v, ok := d.ids.Load(id)
+	if !ok {
 		return nil
 	}
+	e := v.(*entry)
 	select {
 	case <-e.done:
 	default:

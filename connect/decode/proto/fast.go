@@ -9,6 +9,8 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/descriptorpb"
 	"google.golang.org/protobuf/types/dynamicpb"
+
+	"github.com/picomq/heavy-sinks/connect/internal/jsonw"
 )
 
 // The fast path: the common record read straight from its wire bytes with
@@ -116,8 +118,9 @@ func (e *encoder) fast(dst []byte, md protoreflect.MessageDescriptor, payload []
 }
 
 // fastMessage appends data, a message of p. pos holds, per field, the
-// offset+1 of its first tag (0: absent), found by one pass over the bytes
-// that checks every tag and length before anything is written.
+// offset+1 of its first tag (0: absent), of its value for a field that is
+// not repeated, found by one pass over the bytes that checks every tag and
+// length before anything is written.
 func (e *encoder) fastMessage(b []byte, p *msgPlan, data []byte, depth int) ([]byte, bool) {
 	fm := p.fast
 	if fm == nil || !fm.ok || depth > fastMaxDepth {
@@ -167,7 +170,7 @@ func (e *encoder) fastMessage(b []byte, p *msgPlan, data []byte, depth int) ([]b
 func (fm *fastMsg) scan(data []byte, pos []int32) bool {
 	var oneofs uint64
 	for i := 0; i < len(data); {
-		num, typ, n := protowire.ConsumeTag(data[i:])
+		num, typ, n := consumeTag(data[i:])
 		if n < 0 || int(num) >= len(fm.byNum) {
 			return false
 		}
@@ -179,13 +182,15 @@ func (fm *fastMsg) scan(data []byte, pos []int32) bool {
 		if f.unsupported || typ != f.wire && !(f.packable && typ == protowire.BytesType) {
 			return false
 		}
-		m := protowire.ConsumeFieldValue(num, typ, data[i+n:])
+		m := skipValue(num, typ, data[i+n:])
 		if m < 0 {
 			return false
 		}
 		switch {
-		case pos[k] == 0:
+		case pos[k] == 0 && f.repeated:
 			pos[k] = int32(i + 1)
+		case pos[k] == 0:
+			pos[k] = int32(i + n + 1) // its value: read once, no tag to skip again
 		case !f.repeated:
 			return false
 		}
@@ -201,14 +206,47 @@ func (fm *fastMsg) scan(data []byte, pos []int32) bool {
 	return true
 }
 
+// consumeTag is protowire.ConsumeTag, a one-byte tag (field numbers 1 to
+// 15, most of a record's) read inline: scan's cost is mostly its tags.
+func consumeTag(data []byte) (protowire.Number, protowire.Type, int) {
+	if len(data) > 0 && data[0] < 0x80 && data[0] >= 1<<3 {
+		return protowire.Number(data[0] >> 3), protowire.Type(data[0] & 7), 1
+	}
+	return protowire.ConsumeTag(data)
+}
+
+// skipValue is protowire.ConsumeFieldValue (the length of the value of
+// wire type typ at the start of data, negative when it is not whole), a
+// one-byte varint and the fixed widths read inline.
+func skipValue(num protowire.Number, typ protowire.Type, data []byte) int {
+	switch typ {
+	case protowire.VarintType:
+		if len(data) > 0 && data[0] < 0x80 {
+			return 1
+		}
+	case protowire.Fixed64Type:
+		if len(data) >= 8 {
+			return 8
+		}
+	case protowire.Fixed32Type:
+		if len(data) >= 4 {
+			return 4
+		}
+	case protowire.BytesType:
+		if len(data) > 0 && data[0] < 0x80 && int(data[0]) < len(data) {
+			return 1 + int(data[0])
+		}
+	}
+	return protowire.ConsumeFieldValue(num, typ, data)
+}
+
 // singular returns the value of field i, not a list, as the runtime would
 // hold it: its default when absent.
 func (fm *fastMsg) singular(p *msgPlan, pos []int32, data []byte, i int8) (protoreflect.Value, bool) {
 	if pos[i] == 0 {
 		return p.fields[i].fd.Default(), true
 	}
-	_, _, n := protowire.ConsumeTag(data[pos[i]-1:]) // checked by scan
-	v, _, ok := scalar(p.fields[i].val.kind, data[int(pos[i])-1+n:])
+	v, _, ok := scalar(p.fields[i].val.kind, data[pos[i]-1:])
 	return v, ok
 }
 
@@ -220,8 +258,7 @@ func (e *encoder) fastField(b []byte, p *msgPlan, pos []int32, data []byte, i in
 		return e.fastMap(b, f, ff, data, depth)
 	}
 	if !ff.repeated {
-		_, _, n := protowire.ConsumeTag(data) // checked by scan
-		b, _, ok := e.fastValue(b, &f.val, ff, data[n:], depth)
+		b, _, ok := e.fastValue(b, &f.val, ff, data, depth)
 		return b, ok
 	}
 	// Every occurrence of the field from its first one on, in wire order,
@@ -229,8 +266,8 @@ func (e *encoder) fastField(b []byte, p *msgPlan, pos []int32, data []byte, i in
 	b = append(b, '[')
 	first, ok := true, true
 	for len(data) > 0 {
-		num, typ, n := protowire.ConsumeTag(data) // all checked by scan
-		m := protowire.ConsumeFieldValue(num, typ, data[n:])
+		num, typ, n := consumeTag(data) // all checked by scan
+		m := skipValue(num, typ, data[n:])
 		if num == ff.num {
 			run, k := data[n:], 0
 			if typ == protowire.BytesType && ff.packable {
@@ -370,6 +407,35 @@ func (e *encoder) fastValue(b []byte, vp *valuePlan, ff *fastField, data []byte,
 		}
 		b, ok := e.fastMessage(b, vp.msg, v, depth+1)
 		return b, n, ok
+	}
+	// The workload's common kinds written straight from the wire bytes,
+	// each exactly as scalar then the writer's value method write it.
+	switch vp.kind {
+	case protoreflect.StringKind:
+		v, n := protowire.ConsumeBytes(data)
+		if n < 0 {
+			return b, 0, false
+		}
+		b, ok := jsonw.AppendString(b, v) // false: invalid UTF-8, the reference's error
+		return b, n, ok
+	case protoreflect.Int64Kind, protoreflect.Int32Kind, protoreflect.BoolKind:
+		v, n := protowire.ConsumeVarint(data)
+		if n < 0 {
+			return b, 0, false
+		}
+		switch vp.kind {
+		case protoreflect.Int64Kind:
+			return strconv.AppendInt(b, int64(v), 10), n, true
+		case protoreflect.Int32Kind:
+			return strconv.AppendInt(b, int64(int32(v)), 10), n, true
+		}
+		return strconv.AppendBool(b, protowire.DecodeBool(v)), n, true
+	case protoreflect.DoubleKind:
+		v, n := protowire.ConsumeFixed64(data)
+		if n < 0 {
+			return b, 0, false
+		}
+		return jsonw.AppendFloat(b, math.Float64frombits(v), 64), n, true
 	}
 	v, n, ok := scalar(vp.kind, data)
 	if !ok {

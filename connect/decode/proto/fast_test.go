@@ -85,6 +85,8 @@ func fastTargets(t testing.TB) []fastTarget {
 		`syntax = "proto3"; package p; import "google/protobuf/any.proto";
 message A { google.protobuf.Any x = 1; } message B { int64 n = 1; }`,
 		`syntax = "proto3"; import "google/protobuf/timestamp.proto"; message T { google.protobuf.Timestamp t = 1; }`,
+		// The pipelinebench workload's record (tools/pipelinebench/testdata/workload.proto).
+		readFile(t, "../../../tools/pipelinebench/testdata/workload.proto"),
 	}
 	for _, text := range schemas {
 		s, err := FromSchema(text, nil)
@@ -468,5 +470,58 @@ func BenchmarkPageViewReference(b *testing.B) {
 		if dst, err = tg.enc.reference(dst[:0], tg.md, payload); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// The pipelinebench workload's record (picomq.bench.v1.Event: strings,
+// int64, int32, doubles, bools, two Timestamps) takes the fast path, as
+// the benchmark's figures assume, writes what the reference writes, and
+// allocates nothing.
+func TestFastPathTakesWorkload(t *testing.T) {
+	var tg fastTarget
+	for _, x := range fastTargets(t) {
+		if x.md.FullName() == "picomq.bench.v1.Event" {
+			tg = x
+		}
+	}
+	if tg.md == nil {
+		t.Fatal("no picomq.bench.v1.Event among the targets")
+	}
+	m := dynamicpb.NewMessage(tg.md)
+	fields := tg.md.Fields()
+	for i := range fields.Len() {
+		f := fields.Get(i)
+		var v protoreflect.Value
+		switch f.Kind() {
+		case protoreflect.StringKind:
+			v = protoreflect.ValueOfString("héllo \"" + string(f.Name()) + "\"")
+		case protoreflect.Int64Kind:
+			v = protoreflect.ValueOfInt64(-1 << 40)
+		case protoreflect.Int32Kind:
+			v = protoreflect.ValueOfInt32(-7)
+		case protoreflect.DoubleKind:
+			v = protoreflect.ValueOfFloat64(123.456)
+		case protoreflect.BoolKind:
+			v = protoreflect.ValueOfBool(true)
+		case protoreflect.MessageKind: // google.protobuf.Timestamp
+			ts := dynamicpb.NewMessage(f.Message())
+			ts.Set(f.Message().Fields().ByName("seconds"), protoreflect.ValueOfInt64(1788470104))
+			ts.Set(f.Message().Fields().ByName("nanos"), protoreflect.ValueOfInt32(123000000))
+			v = protoreflect.ValueOfMessage(ts)
+		default:
+			t.Fatalf("field %s: kind %v not set by this test", f.Name(), f.Kind())
+		}
+		m.Set(f, v)
+	}
+	payload, err := proto.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !checkFast(t, tg, payload) {
+		t.Fatal("the workload's record was handed back to the reference path")
+	}
+	dst := make([]byte, 0, 4096)
+	if n := testing.AllocsPerRun(100, func() { tg.enc.fast(dst, tg.md, payload) }); n != 0 {
+		t.Errorf("%v allocations per record", n)
 	}
 }

@@ -3,7 +3,6 @@ package protodec
 import (
 	"fmt"
 	"slices"
-	"time"
 
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/reflect/protoreflect"
@@ -72,7 +71,7 @@ func appendTimestampValue(b []byte, secs, nanos int64) ([]byte, error) {
 		return b, fmt.Errorf("google.protobuf.Timestamp out of range: seconds %d, nanos %d", secs, nanos)
 	}
 	b = append(b, '"')
-	b = appendDateTime(b, time.Unix(secs, 0).UTC())
+	b = appendDateTime(b, secs)
 	b = appendFraction(b, nanos)
 	return append(b, 'Z', '"'), nil
 }
@@ -99,35 +98,35 @@ func appendFraction(b []byte, nanos int64) []byte {
 	return b
 }
 
-// appendDateTime appends t (years 1-9999) as "2006-01-02T15:04:05": what
-// t.AppendFormat writes with that layout, without parsing the layout for
-// every record.
-func appendDateTime(b []byte, t time.Time) []byte {
-	year, month, day := t.Date()
-	hour, minute, sec := t.Clock()
-	b = appendDigits(b, year, 4)
-	b = append(b, '-')
-	b = appendDigits(b, int(month), 2)
-	b = append(b, '-')
-	b = appendDigits(b, day, 2)
-	b = append(b, 'T')
-	b = appendDigits(b, hour, 2)
-	b = append(b, ':')
-	b = appendDigits(b, minute, 2)
-	b = append(b, ':')
-	return appendDigits(b, sec, 2)
-}
-
-// appendDigits appends n >= 0 with width digits, zero-padded.
-func appendDigits(b []byte, n, width int) []byte {
-	for i := width - 1; i >= 0; i-- {
-		b = append(b, '0')
+// appendDateTime appends secs since the epoch (years 1-9999, as the range
+// check leaves them) as "2006-01-02T15:04:05": what
+// time.Unix(secs, 0).UTC().AppendFormat writes with that layout, the civil
+// date worked out by integer arithmetic (Hinnant's civil_from_days):
+// time.Time's Date and Clock each split the seconds again, a tenth of a
+// record's decoding.
+func appendDateTime(b []byte, secs int64) []byte {
+	// Unsigned from 0001-01-01 (minTimestamp, 719162 days before the
+	// epoch) on: cheaper divisions, no rounding toward zero to correct.
+	u := uint64(secs - minTimestamp)
+	rem := u % 86400
+	z := u/86400 + 306 // days since 0000-03-01
+	era := z / 146097
+	doe := z - era*146097
+	yoe := (doe - doe/1460 + doe/36524 - doe/146096) / 365
+	doy := doe - (365*yoe + yoe/4 - yoe/100)
+	mp := (5*doy + 2) / 153
+	day := doy - (153*mp+2)/5 + 1
+	month, year := mp+3, yoe+era*400
+	if mp >= 10 {
+		month -= 12
+		year++
 	}
-	for i := len(b) - 1; n > 0; i-- {
-		b[i] = byte('0' + n%10)
-		n /= 10
-	}
-	return b
+	hour, minute, sec := rem/3600, rem/60%60, rem%60
+	return append(b,
+		byte('0'+year/1000), byte('0'+year/100%10), byte('0'+year/10%10), byte('0'+year%10), '-',
+		byte('0'+month/10), byte('0'+month%10), '-', byte('0'+day/10), byte('0'+day%10), 'T',
+		byte('0'+hour/10), byte('0'+hour%10), ':', byte('0'+minute/10), byte('0'+minute%10), ':',
+		byte('0'+sec/10), byte('0'+sec%10))
 }
 
 // appendStruct writes a google.protobuf.Struct as the JSON object it holds.
