@@ -30,15 +30,10 @@ type object struct {
 	members []member
 }
 
-// parseObject splits raw, which must be one JSON object (whitespace around
-// it allowed), into its members. ok is false when raw is not valid JSON;
-// isObj is false when it is valid JSON but not an object.
-func parseObject(raw []byte, o *object) (ok, isObj bool) {
-	return parseObjectInto(raw, o, nil)
-}
-
-// parseObjectInto is parseObject with an arena for the names that need
-// unescaping (nil: allocate them).
+// parseObjectInto splits raw, which must be one JSON object (whitespace
+// around it allowed), into its members; the names that need unescaping are
+// appended to arena. ok is false when raw is not valid JSON; isObj is false
+// when it is valid JSON but not an object.
 func parseObjectInto(raw []byte, o *object, arena *[]byte) (ok, isObj bool) {
 	o.members = o.members[:0]
 	i := skipSpace(raw, 0)
@@ -65,13 +60,9 @@ func parseObjectInto(raw []byte, o *object, arena *[]byte) (ok, isObj bool) {
 			if !ok {
 				return false, true
 			}
-			if arena == nil {
-				name = []byte(s)
-			} else {
-				start := len(*arena)
-				*arena = append(*arena, s...)
-				name = (*arena)[start:len(*arena):len(*arena)]
-			}
+			start := len(*arena)
+			*arena = append(*arena, s...)
+			name = (*arena)[start:len(*arena):len(*arena)]
 		}
 		i = skipSpace(raw, end)
 		if i >= len(raw) || raw[i] != ':' {
