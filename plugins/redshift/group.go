@@ -105,7 +105,7 @@ func (s *Sink) load(ctx context.Context, t *table, b *sdk.Batch, recs []rsparque
 		// Deferred: a load that panics must not leave the table taken,
 		// with the batches queued behind it waiting for ever.
 		defer s.handOff(q)
-		return s.loadAlone(ctx, t, b, recs, start)
+		return s.loadAlone(ctx, t, b, recs)
 	}
 	m := &member{b: b, topic: strings.Clone(b.Topic), partition: uint64(b.Partition), first: b.FirstOffset(), last: b.LastOffset(),
 		records: len(recs), wake: make(chan struct{}, 1)}

@@ -268,7 +268,7 @@ func (s *Sink) Consume(ctx context.Context, b *sdk.Batch) error {
 // encode, upload, load, clean up. The first failing chunk fails the batch;
 // chunks loaded before it are skipped as duplicates when the runtime
 // redelivers.
-func (s *Sink) loadAlone(ctx context.Context, t *table, b *sdk.Batch, recs []rsparquet.Record, createdAt string) error {
+func (s *Sink) loadAlone(ctx context.Context, t *table, b *sdk.Batch, recs []rsparquet.Record) error {
 	start := s.now()
 	var inserted, copied int64
 	chunks := 0
