@@ -12,6 +12,7 @@ import (
 	"github.com/picomq/heavy-sinks/connect/child"
 	decoding "github.com/picomq/heavy-sinks/connect/decode"
 	"github.com/picomq/heavy-sinks/connect/definition"
+	"github.com/picomq/heavy-sinks/connect/internal/jsonscan"
 	"github.com/picomq/heavy-sinks/connect/transform"
 	"github.com/picomq/heavy-sinks/shared/hostclient"
 	"github.com/picomq/heavy-sinks/shared/retry/backoff"
@@ -200,7 +201,7 @@ func decode(ctx context.Context, schema definition.Schema, dec decoding.Decoder,
 			// topic), not malformed JSON: it goes to the plugin, which
 			// says what a tombstone gets (docs/delta.md, docs/redshift.md).
 			// Transforms check the payload as they parse it.
-			if len(r.Value) > 0 && !pluginChecks && xf == nil && !validJSON(r.Value) {
+			if len(r.Value) > 0 && !pluginChecks && xf == nil && !jsonscan.Valid(r.Value) {
 				derr = fmt.Errorf("record at offset %d is not valid JSON (schema = \"json\")", r.Offset)
 			}
 		case schema == definition.SchemaText:

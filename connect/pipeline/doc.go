@@ -58,8 +58,7 @@
 // JSON; a decoder's transient failure decoded again, without limit),
 // transform.go (a block's transforms run on one record's JSON payload),
 // deadletter.go (the dead-letter producer, the check that its topics
-// exist), jsonvalid.go (the runtime's check of a json payload), budget.go
-// (the runtime-wide cap on buffered bytes),
+// exist), budget.go (the runtime-wide cap on buffered bytes),
 // client.go (kgo options from a definition), fetch.go (fetch.min.bytes and
 // fetch.wait.max.ms derived from a block that sets neither), status.go (committed
 // offset, high watermark and lag per assigned topic-partition).

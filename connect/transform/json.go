@@ -4,13 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 
+	"github.com/picomq/heavy-sinks/connect/internal/jsonscan"
 	"github.com/picomq/heavy-sinks/connect/internal/jsonw"
 )
-
-// maxDepth bounds the nesting of a payload the scanner follows, as
-// encoding/json does (10000), so that a hostile payload cannot grow the
-// stack without end.
-const maxDepth = 10000
 
 // member is one name/value pair of an object: the name decoded for
 // comparison and, while unchanged, its literal as written (so that it is
@@ -36,20 +32,20 @@ type object struct {
 // when it is valid JSON but not an object.
 func parseObjectInto(raw []byte, o *object, arena *[]byte) (ok, isObj bool) {
 	o.members = o.members[:0]
-	i := skipSpace(raw, 0)
+	i := jsonscan.SkipSpace(raw, 0)
 	if i >= len(raw) || raw[i] != '{' {
 		end := skipValue(raw, i, 0)
-		return end >= 0 && skipSpace(raw, end) == len(raw), false
+		return end >= 0 && jsonscan.SkipSpace(raw, end) == len(raw), false
 	}
-	i = skipSpace(raw, i+1)
+	i = jsonscan.SkipSpace(raw, i+1)
 	if i < len(raw) && raw[i] == '}' {
-		return skipSpace(raw, i+1) == len(raw), true
+		return jsonscan.SkipSpace(raw, i+1) == len(raw), true
 	}
 	for {
 		if i >= len(raw) || raw[i] != '"' {
 			return false, true
 		}
-		end := stringEnd(raw, i+1)
+		end := jsonscan.StringEnd(raw, i+1)
 		if end < 0 {
 			return false, true
 		}
@@ -64,25 +60,25 @@ func parseObjectInto(raw []byte, o *object, arena *[]byte) (ok, isObj bool) {
 			*arena = append(*arena, s...)
 			name = (*arena)[start:len(*arena):len(*arena)]
 		}
-		i = skipSpace(raw, end)
+		i = jsonscan.SkipSpace(raw, end)
 		if i >= len(raw) || raw[i] != ':' {
 			return false, true
 		}
-		i = skipSpace(raw, i+1)
+		i = jsonscan.SkipSpace(raw, i+1)
 		vend := skipValue(raw, i, 1)
 		if vend < 0 {
 			return false, true
 		}
 		o.members = append(o.members, member{name: name, lit: lit, value: raw[i:vend]})
-		i = skipSpace(raw, vend)
+		i = jsonscan.SkipSpace(raw, vend)
 		if i >= len(raw) {
 			return false, true
 		}
 		switch raw[i] {
 		case ',':
-			i = skipSpace(raw, i+1)
+			i = jsonscan.SkipSpace(raw, i+1)
 		case '}':
-			return skipSpace(raw, i+1) == len(raw), true
+			return jsonscan.SkipSpace(raw, i+1) == len(raw), true
 		default:
 			return false, true
 		}
@@ -144,13 +140,6 @@ func (o *object) set(nm member, value []byte) {
 	o.members = append(o.members, nm)
 }
 
-func skipSpace(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
-		i++
-	}
-	return i
-}
-
 // skipValue returns the end of the JSON value starting at i, or -1 when
 // there is none.
 func skipValue(b []byte, i, depth int) int {
@@ -159,11 +148,11 @@ func skipValue(b []byte, i, depth int) int {
 	}
 	switch c := b[i]; {
 	case c == '{' || c == '[':
-		if depth >= maxDepth {
+		if depth >= jsonscan.MaxNesting {
 			return -1
 		}
 		closing := c + 2 // '}' or ']'
-		i = skipSpace(b, i+1)
+		i = jsonscan.SkipSpace(b, i+1)
 		if i < len(b) && b[i] == closing {
 			return i + 1
 		}
@@ -172,24 +161,24 @@ func skipValue(b []byte, i, depth int) int {
 				if i >= len(b) || b[i] != '"' {
 					return -1
 				}
-				if i = stringEnd(b, i+1); i < 0 {
+				if i = jsonscan.StringEnd(b, i+1); i < 0 {
 					return -1
 				}
-				i = skipSpace(b, i)
+				i = jsonscan.SkipSpace(b, i)
 				if i >= len(b) || b[i] != ':' {
 					return -1
 				}
-				i = skipSpace(b, i+1)
+				i = jsonscan.SkipSpace(b, i+1)
 			}
 			if i = skipValue(b, i, depth+1); i < 0 {
 				return -1
 			}
-			i = skipSpace(b, i)
+			i = jsonscan.SkipSpace(b, i)
 			switch {
 			case i >= len(b):
 				return -1
 			case b[i] == ',':
-				i = skipSpace(b, i+1)
+				i = jsonscan.SkipSpace(b, i+1)
 			case b[i] == closing:
 				return i + 1
 			default:
@@ -197,105 +186,17 @@ func skipValue(b []byte, i, depth int) int {
 			}
 		}
 	case c == '"':
-		return stringEnd(b, i+1)
+		return jsonscan.StringEnd(b, i+1)
 	case c == '-' || c >= '0' && c <= '9':
-		return numberEnd(b, i)
+		return jsonscan.NumberEnd(b, i)
 	case c == 't':
-		return literalEnd(b, i, "true")
+		return jsonscan.LiteralEnd(b, i, "true")
 	case c == 'f':
-		return literalEnd(b, i, "false")
+		return jsonscan.LiteralEnd(b, i, "false")
 	case c == 'n':
-		return literalEnd(b, i, "null")
+		return jsonscan.LiteralEnd(b, i, "null")
 	}
 	return -1
-}
-
-func literalEnd(b []byte, i int, lit string) int {
-	if len(b)-i >= len(lit) && string(b[i:i+len(lit)]) == lit {
-		return i + len(lit)
-	}
-	return -1
-}
-
-// stringEnd returns the index just past the closing quote of the string
-// whose contents start at i, or -1.
-func stringEnd(b []byte, i int) int {
-	for i < len(b) {
-		switch c := b[i]; {
-		case c == '"':
-			return i + 1
-		case c == '\\':
-			if i+1 >= len(b) {
-				return -1
-			}
-			switch b[i+1] {
-			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-				i += 2
-			case 'u':
-				if i+6 > len(b) {
-					return -1
-				}
-				for _, h := range b[i+2 : i+6] {
-					if !isHex(h) {
-						return -1
-					}
-				}
-				i += 6
-			default:
-				return -1
-			}
-		case c < 0x20:
-			return -1
-		default:
-			i++
-		}
-	}
-	return -1
-}
-
-func isHex(c byte) bool {
-	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
-}
-
-// numberEnd returns the end of the JSON number starting at i, or -1.
-func numberEnd(b []byte, i int) int {
-	if i < len(b) && b[i] == '-' {
-		i++
-	}
-	switch {
-	case i < len(b) && b[i] == '0':
-		i++
-	case i < len(b) && b[i] >= '1' && b[i] <= '9':
-		i = digits(b, i)
-	default:
-		return -1
-	}
-	if i < len(b) && b[i] == '.' {
-		j := digits(b, i+1)
-		if j == i+1 {
-			return -1
-		}
-		i = j
-	}
-	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
-		i++
-		if i < len(b) && (b[i] == '+' || b[i] == '-') {
-			i++
-		}
-		j := digits(b, i)
-		if j == i {
-			return -1
-		}
-		i = j
-	}
-	return i
-}
-
-func digits(b []byte, i int) int {
-	for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-		i++
-	}
-	return i
 }
 
 // decodeString decodes a JSON string literal (quotes included), fast when

@@ -1,4 +1,4 @@
-package pipeline
+package jsonscan
 
 import (
 	"encoding/json"
@@ -20,22 +20,22 @@ var validJSONSeeds = []string{
 	strings.Repeat(`{"a":`, 10001) + "1" + strings.Repeat("}", 10001),
 }
 
-func TestValidJSON(t *testing.T) {
+func TestValid(t *testing.T) {
 	for _, s := range validJSONSeeds {
-		if got, want := validJSON([]byte(s)), json.Valid([]byte(s)); got != want {
-			t.Errorf("validJSON(%.40q) = %v, json.Valid says %v", s, got, want)
+		if got, want := Valid([]byte(s)), json.Valid([]byte(s)); got != want {
+			t.Errorf("Valid(%.40q) = %v, json.Valid says %v", s, got, want)
 		}
 	}
 	data, _ := workload.Delta(1, 100)
 	for _, r := range data[0] {
-		if !validJSON(r.Payload) {
+		if !Valid(r.Payload) {
 			t.Fatalf("validJSON refuses a workload record: %s", r.Payload)
 		}
 	}
 }
 
-// FuzzValidJSON: validJSON and json.Valid agree on every input.
-func FuzzValidJSON(f *testing.F) {
+// FuzzValid: Valid and json.Valid agree on every input.
+func FuzzValid(f *testing.F) {
 	for _, s := range validJSONSeeds {
 		f.Add([]byte(s))
 	}
@@ -44,18 +44,18 @@ func FuzzValidJSON(f *testing.F) {
 		f.Add(r.Payload)
 	}
 	f.Fuzz(func(t *testing.T, p []byte) {
-		if got, want := validJSON(p), json.Valid(p); got != want {
-			t.Fatalf("validJSON(%q) = %v, json.Valid says %v", p, got, want)
+		if got, want := Valid(p), json.Valid(p); got != want {
+			t.Fatalf("Valid(%q) = %v, json.Valid says %v", p, got, want)
 		}
 	})
 }
 
-func BenchmarkValidJSON(b *testing.B) {
+func BenchmarkValid(b *testing.B) {
 	data, size := workload.Delta(1, 1000)
 	for _, bc := range []struct {
 		name  string
 		valid func([]byte) bool
-	}{{"validJSON", validJSON}, {"json.Valid", json.Valid}} {
+	}{{"Valid", Valid}, {"json.Valid", json.Valid}} {
 		b.Run(bc.name, func(b *testing.B) {
 			b.SetBytes(int64(size) / 1000)
 			for i := 0; b.Loop(); i++ {

@@ -1,16 +1,16 @@
-package pipeline
+package jsonscan
 
-// validJSON reports whether p is one JSON value, exactly as json.Valid
+// Valid reports whether p is one JSON value, exactly as json.Valid
 // does (the same grammar, no UTF-8 check inside strings, the same nesting
 // limit), at several times its speed: it is the runtime's check of every
 // schema = "json" payload, the largest cost of a batch in the runtime's
 // own process. json.Valid runs a byte-at-a-time state machine through
 // function values; this is one loop with a stack of open containers.
-// FuzzValidJSON holds the two equal.
-func validJSON(p []byte) bool {
+// FuzzValid holds the two equal.
+func Valid(p []byte) bool {
 	var buf [64]byte
 	stack := buf[:0] // '{' or '[' per open container
-	i := skipSpace(p, 0)
+	i := SkipSpace(p, 0)
 	for {
 		// A value starts at i.
 		if i >= len(p) {
@@ -18,11 +18,11 @@ func validJSON(p []byte) bool {
 		}
 		switch c := p[i]; {
 		case c == '{' || c == '[':
-			if len(stack) == maxNesting {
+			if len(stack) == MaxNesting {
 				return false
 			}
 			stack = append(stack, c)
-			i = skipSpace(p, i+1)
+			i = SkipSpace(p, i+1)
 			if i < len(p) && p[i] == c+2 { // '}' or ']': empty
 				i++
 				stack = stack[:len(stack)-1]
@@ -35,34 +35,31 @@ func validJSON(p []byte) bool {
 			}
 			continue
 		case c == '"':
-			if i = stringEnd(p, i+1); i < 0 {
+			if i = StringEnd(p, i+1); i < 0 {
 				return false
 			}
 		case c == '-' || c >= '0' && c <= '9':
-			if i = numberEnd(p, i); i < 0 {
+			if i = NumberEnd(p, i); i < 0 {
 				return false
 			}
 		case c == 't':
-			if !literal(p, i, "true") {
+			if i = LiteralEnd(p, i, "true"); i < 0 {
 				return false
 			}
-			i += 4
 		case c == 'f':
-			if !literal(p, i, "false") {
+			if i = LiteralEnd(p, i, "false"); i < 0 {
 				return false
 			}
-			i += 5
 		case c == 'n':
-			if !literal(p, i, "null") {
+			if i = LiteralEnd(p, i, "null"); i < 0 {
 				return false
 			}
-			i += 4
 		default:
 			return false
 		}
 		// A value ended at i: close containers, or move to the next value.
 		for {
-			i = skipSpace(p, i)
+			i = SkipSpace(p, i)
 			if len(stack) == 0 {
 				return i == len(p)
 			}
@@ -78,7 +75,7 @@ func validJSON(p []byte) bool {
 			if p[i] != ',' {
 				return false
 			}
-			i = skipSpace(p, i+1)
+			i = SkipSpace(p, i+1)
 			if open == '{' {
 				if i = objectKey(p, i); i < 0 {
 					return false
@@ -89,10 +86,12 @@ func validJSON(p []byte) bool {
 	}
 }
 
-// maxNesting is encoding/json's limit on nested objects and arrays.
-const maxNesting = 10000
+// MaxNesting is encoding/json's limit on nested objects and arrays.
+const MaxNesting = 10000
 
-func skipSpace(p []byte, i int) int {
+// SkipSpace returns the index of the first byte at or after i that is not
+// JSON whitespace.
+func SkipSpace(p []byte, i int) int {
 	for i < len(p) && (p[i] == ' ' || p[i] == '\n' || p[i] == '\r' || p[i] == '\t') {
 		i++
 	}
@@ -105,14 +104,14 @@ func objectKey(p []byte, i int) int {
 	if i >= len(p) || p[i] != '"' {
 		return -1
 	}
-	if i = stringEnd(p, i+1); i < 0 {
+	if i = StringEnd(p, i+1); i < 0 {
 		return -1
 	}
-	i = skipSpace(p, i)
+	i = SkipSpace(p, i)
 	if i >= len(p) || p[i] != ':' {
 		return -1
 	}
-	return skipSpace(p, i+1)
+	return SkipSpace(p, i+1)
 }
 
 // plainByte marks the bytes a string holds as they are: not a control
@@ -124,9 +123,9 @@ var plainByte = func() (t [256]bool) {
 	return t
 }()
 
-// stringEnd returns the index after the closing quote of the string whose
+// StringEnd returns the index after the closing quote of the string whose
 // contents start at i, or -1.
-func stringEnd(p []byte, i int) int {
+func StringEnd(p []byte, i int) int {
 	for {
 		for i < len(p) && plainByte[p[i]] {
 			i++
@@ -163,9 +162,9 @@ func stringEnd(p []byte, i int) int {
 	}
 }
 
-// numberEnd returns the index after the number starting at i, or -1:
+// NumberEnd returns the index after the number starting at i, or -1:
 // -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
-func numberEnd(p []byte, i int) int {
+func NumberEnd(p []byte, i int) int {
 	if p[i] == '-' {
 		i++
 	}
@@ -205,6 +204,11 @@ func digits(p []byte, i int) int {
 	return i
 }
 
-func literal(p []byte, i int, lit string) bool {
-	return len(p)-i >= len(lit) && string(p[i:i+len(lit)]) == lit
+// LiteralEnd returns the index after lit (true, false or null) at i, or
+// -1 when p does not hold it there.
+func LiteralEnd(p []byte, i int, lit string) int {
+	if len(p)-i >= len(lit) && string(p[i:i+len(lit)]) == lit {
+		return i + len(lit)
+	}
+	return -1
 }
