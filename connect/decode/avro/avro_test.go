@@ -179,6 +179,10 @@ func TestCompileErrors(t *testing.T) {
 		{"added field without default", rec, `{"type":"record","name":"R","fields":[{"name":"a","type":"int"},{"name":"b","type":"int"}]}`, nil, "cannot read"},
 		{"long default past 2^53", rec, `{"type":"record","name":"R","fields":[{"name":"a","type":"int"},{"name":"b","type":"long","default":9007199254740993}]}`, nil, "2^53"},
 		{"nested long default past 2^53", rec, `{"type":"record","name":"R","fields":[{"name":"a","type":"int"},{"name":"b","type":{"type":"array","items":"long"},"default":[1,-9007199254740993]}]}`, nil, "2^53"},
+		// hamba's parser turns the default into a Go int, and the encoder
+		// keeps its low 32 bits: 3000000000 would land as -1294967296.
+		{"int default past int32", rec, `{"type":"record","name":"R","fields":[{"name":"a","type":"int"},{"name":"b","type":"int","default":3000000000}]}`, nil, "int range"},
+		{"nested int default past int32", rec, `{"type":"record","name":"R","fields":[{"name":"a","type":"int"},{"name":"b","type":{"type":"map","values":"int"},"default":{"k":-2147483649}}]}`, nil, "int range"},
 		// hamba's composite union may not name one type twice.
 		{"two writer branches into one reader type", `["int","long"]`, `"long"`, nil, "cannot read"},
 		{"recursive reader", `{"type":"record","name":"N","fields":[{"name":"n","type":["null","N"]}]}`,

@@ -32,14 +32,16 @@ func defaultJSON(f *hamba.Field) ([]byte, error) {
 	return out, nil
 }
 
-// exactDefault refuses a long in a default that hamba may have rounded:
-// its parser reads the schema's JSON numbers as float64, so a default of
-// magnitude 2^53 or more may not be the number the schema says, and a
-// record must never land with a value nobody wrote.
+// exactDefault refuses an int or a long in a default that hamba may have
+// changed: its parser reads the schema's JSON numbers as float64, so a
+// long default of magnitude 2^53 or more may not be the number the schema
+// says, and it keeps an int default as a Go int whose low 32 bits its
+// encoder writes (3000000000 would land as -1294967296). A record must
+// never land with a value nobody wrote.
 func exactDefault(s hamba.Schema, v any) error {
 	switch t := deref(s).(type) {
 	case *hamba.PrimitiveSchema:
-		if t.Type() != hamba.Long {
+		if t.Type() != hamba.Long && t.Type() != hamba.Int {
 			return nil
 		}
 		var f float64
@@ -52,6 +54,9 @@ func exactDefault(s hamba.Schema, v any) error {
 			f = float64(n)
 		default:
 			return nil
+		}
+		if t.Type() == hamba.Int && (f < math.MinInt32 || f > math.MaxInt32) {
+			return fmt.Errorf("int default %.0f is out of the int range", f)
 		}
 		if math.Abs(f) >= 1<<53 {
 			return fmt.Errorf("a long of magnitude 2^53 or more (%.0f) cannot be read exactly from a schema", f)

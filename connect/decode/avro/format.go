@@ -13,31 +13,6 @@ func appendInt(dst []byte, v int64) []byte { return strconv.AppendInt(dst, v, 10
 // schema parser read it from JSON).
 func quote(s string) []byte { return jsonw.AppendStringLossy(nil, s) }
 
-// civil returns the proleptic Gregorian date of days since 1970-01-01
-// (Howard Hinnant's days_from_civil inverse).
-func civil(days int64) (year, month, day int64) {
-	z := days + 719468
-	era := z
-	if z < 0 {
-		era = z - 146096
-	}
-	era /= 146097
-	doe := z - era*146097
-	yoe := (doe - doe/1460 + doe/36524 - doe/146096) / 365
-	year = yoe + era*400
-	doy := doe - (365*yoe + yoe/4 - yoe/100)
-	mp := (5*doy + 2) / 153
-	day = doy - (153*mp+2)/5 + 1
-	month = mp + 3
-	if month > 12 {
-		month -= 12
-	}
-	if month <= 2 {
-		year++
-	}
-	return year, month, day
-}
-
 // appendDigits writes v >= 0 with at least width digits, zero-padded. Two
 // digits, most of a timestamp's fields, are written without the loop: a
 // tenth of a timestamp-heavy record's decoding went to it.
@@ -59,15 +34,10 @@ func appendDigits(dst []byte, v int64, width int) []byte {
 // appendDay writes YYYY-MM-DD; a year outside 0000-9999 has no RFC 3339
 // form and is the record's error.
 func appendDay(dst []byte, days int64) ([]byte, error) {
-	y, m, d := civil(days)
-	if y < 0 || y > 9999 {
+	if days < jsonw.MinDay || days > jsonw.MaxDay {
 		return dst, fmt.Errorf("date %d days from 1970-01-01 is outside years 0000-9999", days)
 	}
-	dst = appendDigits(dst, y, 4)
-	dst = append(dst, '-')
-	dst = appendDigits(dst, m, 2)
-	dst = append(dst, '-')
-	return appendDigits(dst, d, 2), nil
+	return jsonw.AppendDate(dst, days), nil
 }
 
 func appendDate(dst []byte, days int64) ([]byte, error) {

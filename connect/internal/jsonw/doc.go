@@ -1,5 +1,5 @@
 // Package jsonw writes JSON values into a byte slice: strings, floats,
-// exact decimals and base64 bytes, the way every decoder (connect/decode/avro, flatbuf, proto)
+// exact decimals, base64 bytes and dates, the way every decoder (connect/decode/avro, flatbuf, proto)
 // and the transforms (connect/transform) write them, so that one record
 // reads the same whatever its format (docs/decode.md, "JSON produced from
 // each format").
@@ -20,4 +20,5 @@
 //   - number.go: AppendFloat
 //   - bytes.go: AppendBase64
 //   - decimal.go: AppendDecimal
+//   - date.go: AppendDate, MinDay, MaxDay
 package jsonw
