@@ -14,7 +14,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/format"
 
@@ -499,7 +498,7 @@ func (c *compactor) rewrite(ctx context.Context, pv deltalog.PartitionValues, bi
 		if m.NumRecords != g.rows {
 			return nil, nil, 0, fmt.Errorf("internal error: combined %d rows of %d", m.NumRecords, g.rows)
 		}
-		path := dir + "part-00000-" + uuid.NewString() + "-c000.snappy.parquet"
+		path := dir + encode.DataFileName(0)
 		*written = append(*written, path)
 		if err := c.store.Put(ctx, path, out); err != nil {
 			return nil, nil, 0, fmt.Errorf("writing %s: %w", path, err)
