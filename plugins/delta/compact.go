@@ -18,6 +18,7 @@ import (
 	"github.com/parquet-go/parquet-go/format"
 
 	"github.com/picomq/heavy-sinks/plugins/delta/deltalog"
+	"github.com/picomq/heavy-sinks/plugins/delta/deltalog/ckptfile"
 	"github.com/picomq/heavy-sinks/plugins/delta/internal/encode"
 	"github.com/picomq/heavy-sinks/plugins/delta/objstore"
 )
@@ -471,7 +472,7 @@ func (c *compactor) rewrite(ctx context.Context, pv deltalog.PartitionValues, bi
 			return nil, nil, 0, fmt.Errorf("reading %s: %w", p, err)
 		}
 		bytesRead += int64(len(data))
-		md, err := encode.Footer(data)
+		md, err := ckptfile.DecodeFooter(data)
 		if err != nil {
 			return nil, nil, 0, fmt.Errorf("reading %s: %w", p, err)
 		}

@@ -2,7 +2,6 @@ package encode
 
 import (
 	"bytes"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"slices"
@@ -35,8 +34,8 @@ var ErrNotSpliceable = errors.New("encode: files cannot be spliced")
 
 // Splice puts the rows of srcs (whole Parquet files) together as one row
 // group of a new file, appended to out, and returns it with its row count.
-// footers are the files' footers when the caller decoded them (Footer)
-// already, else nil.
+// footers are the files' footers when the caller decoded them
+// (ckptfile.DecodeFooter) already, else nil.
 func Splice(out []byte, srcs [][]byte, footers []*format.FileMetaData) ([]byte, int64, error) {
 	var md *format.FileMetaData
 	var all *ckptfile.RowGroup
@@ -45,7 +44,7 @@ func Splice(out []byte, srcs [][]byte, footers []*format.FileMetaData) ([]byte, 
 		var fmd *format.FileMetaData
 		if footers != nil {
 			fmd = footers[i]
-		} else if f, err := Footer(data); err == nil {
+		} else if f, err := ckptfile.DecodeFooter(data); err == nil {
 			fmd = f
 		} else {
 			return nil, 0, err
@@ -87,22 +86,6 @@ func Splice(out []byte, srcs [][]byte, footers []*format.FileMetaData) ([]byte, 
 	head.RowGroups = nil
 	data, err := ckptfile.Assemble(out, ckptfile.FooterOf(&head), []*ckptfile.RowGroup{all})
 	return data, all.Rows, err
-}
-
-// Footer decodes a Parquet file's footer.
-func Footer(data []byte) (*format.FileMetaData, error) {
-	if len(data) < 12 || string(data[:4]) != "PAR1" || string(data[len(data)-4:]) != "PAR1" {
-		return nil, errors.New("encode: not a Parquet file")
-	}
-	n := int(binary.LittleEndian.Uint32(data[len(data)-8:]))
-	if n > len(data)-12 {
-		return nil, fmt.Errorf("encode: Parquet footer length %d", n)
-	}
-	md := new(format.FileMetaData)
-	if err := thrift.Unmarshal(new(thrift.CompactProtocol), data[len(data)-8-n:len(data)-8], md); err != nil {
-		return nil, fmt.Errorf("encode: Parquet footer: %w", err)
-	}
-	return md, nil
 }
 
 // SchemaKey is a file's schema (from its footer) as a string: equal for
