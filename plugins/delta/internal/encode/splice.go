@@ -57,7 +57,7 @@ func Splice(out []byte, srcs [][]byte, footers []*format.FileMetaData) ([]byte, 
 			}
 			for _, path := range schema.Schema().Columns() {
 				leaf, _ := schema.Schema().Lookup(path...)
-				types = append(types, leaf.Node.Type())
+				types = append(types, boundsType(leaf.Node.Type()))
 			}
 		} else if fmd.CreatedBy != md.CreatedBy || SchemaKey(fmd) != SchemaKey(md) {
 			return nil, 0, fmt.Errorf("%w: file %d has another schema or writer", ErrNotSpliceable, i)
@@ -86,6 +86,19 @@ func Splice(out []byte, srcs [][]byte, footers []*format.FileMetaData) ([]byte, 
 	head.RowGroups = nil
 	data, err := ckptfile.Assemble(out, ckptfile.FooterOf(&head), []*ckptfile.RowGroup{all})
 	return data, all.Rows, err
+}
+
+// boundsType is t as column chunk bounds are compared: a wide decimal read
+// back from a file is parquet-go's FIXED_LEN_BYTE_ARRAY, which orders its
+// values as unsigned bytes (-5.00 above 3.00), where Parquet orders
+// DECIMAL as signed numbers (ckptfile.SignedFixedLenByteArrayType).
+func boundsType(t parquet.Type) parquet.Type {
+	if lt := t.LogicalType(); t.Kind() == parquet.FixedLenByteArray && lt != nil {
+		if _, ok := lt.Value.(*format.DecimalType); ok {
+			return ckptfile.SignedFixedLenByteArrayType(t.Length())
+		}
+	}
+	return t
 }
 
 // SchemaKey is a file's schema (from its footer) as a string: equal for
