@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 
 	"github.com/parquet-go/parquet-go"
@@ -93,12 +94,20 @@ func Splice(out []byte, srcs [][]byte, footers []*format.FileMetaData) ([]byte, 
 // values as unsigned bytes (-5.00 above 3.00), where Parquet orders
 // DECIMAL as signed numbers (ckptfile.SignedFixedLenByteArrayType).
 func boundsType(t parquet.Type) parquet.Type {
-	if lt := t.LogicalType(); t.Kind() == parquet.FixedLenByteArray && lt != nil {
-		if _, ok := lt.Value.(*format.DecimalType); ok {
-			return ckptfile.SignedFixedLenByteArrayType(t.Length())
-		}
+	if wideDecimal(t) != nil {
+		return ckptfile.SignedFixedLenByteArrayType(t.Length())
 	}
 	return t
+}
+
+// wideDecimal is t's DECIMAL annotation when t is a FIXED_LEN_BYTE_ARRAY
+// decimal, else nil.
+func wideDecimal(t parquet.Type) *format.DecimalType {
+	if lt := t.LogicalType(); t.Kind() == parquet.FixedLenByteArray && lt != nil {
+		d, _ := lt.Value.(*format.DecimalType)
+		return d
+	}
+	return nil
 }
 
 // SchemaKey is a file's schema (from its footer) as a string: equal for
@@ -141,3 +150,56 @@ func spliceGroup(data []byte, rg *format.RowGroup, ncols int) (*ckptfile.RowGrou
 	}
 	return g, nil
 }
+
+// signedDecimals is schema with boundsType for its leaves, for a writer
+// that copies a file read back: its wide decimals' chunk bounds are then
+// signed numbers, as in a batch's file. schema itself when it has none.
+func signedDecimals(schema *parquet.Schema) *parquet.Schema {
+	changed := false
+	root := signedNode(schema, &changed)
+	if !changed {
+		return schema
+	}
+	return parquet.NewSchema(schema.Name(), root)
+}
+
+func signedNode(n parquet.Node, changed *bool) parquet.Node {
+	if n.Leaf() {
+		d := wideDecimal(n.Type())
+		if d == nil {
+			return n
+		}
+		*changed = true
+		return leafNode{n, parquet.Decimal(int(d.Scale), int(d.Precision), boundsType(n.Type())).Type()}
+	}
+	fields := n.Fields()
+	out := make([]parquet.Field, len(fields))
+	for i, f := range fields {
+		out[i] = field{signedNode(f, changed), f}
+	}
+	return groupNode{n, out}
+}
+
+// leafNode is a leaf with another type; groupNode a group with other fields.
+type leafNode struct {
+	parquet.Node
+	typ parquet.Type
+}
+
+func (n leafNode) Type() parquet.Type { return n.typ }
+
+type groupNode struct {
+	parquet.Node
+	fields []parquet.Field
+}
+
+func (n groupNode) Fields() []parquet.Field { return n.fields }
+
+// field is node under the name of f.
+type field struct {
+	parquet.Node
+	f parquet.Field
+}
+
+func (f field) Name() string                           { return f.f.Name() }
+func (f field) Value(base reflect.Value) reflect.Value { return f.f.Value(base) }
