@@ -14,11 +14,11 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/format"
 
 	"github.com/picomq/heavy-sinks/plugins/delta/deltalog"
+	"github.com/picomq/heavy-sinks/plugins/delta/deltalog/ckptfile"
 	"github.com/picomq/heavy-sinks/plugins/delta/internal/encode"
 	"github.com/picomq/heavy-sinks/plugins/delta/objstore"
 )
@@ -472,7 +472,7 @@ func (c *compactor) rewrite(ctx context.Context, pv deltalog.PartitionValues, bi
 			return nil, nil, 0, fmt.Errorf("reading %s: %w", p, err)
 		}
 		bytesRead += int64(len(data))
-		md, err := encode.Footer(data)
+		md, err := ckptfile.DecodeFooter(data)
 		if err != nil {
 			return nil, nil, 0, fmt.Errorf("reading %s: %w", p, err)
 		}
@@ -499,7 +499,7 @@ func (c *compactor) rewrite(ctx context.Context, pv deltalog.PartitionValues, bi
 		if m.NumRecords != g.rows {
 			return nil, nil, 0, fmt.Errorf("internal error: combined %d rows of %d", m.NumRecords, g.rows)
 		}
-		path := dir + "part-00000-" + uuid.NewString() + "-c000.snappy.parquet"
+		path := dir + encode.DataFileName(0)
 		*written = append(*written, path)
 		if err := c.store.Put(ctx, path, out); err != nil {
 			return nil, nil, 0, fmt.Errorf("writing %s: %w", path, err)

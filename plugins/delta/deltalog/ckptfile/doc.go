@@ -38,5 +38,5 @@
 //	ranged.go  RangedReaderAt: ranged GETs of the wanted column chunks
 //	rowgroup.go RowGroup: encoded pages and chunk metadata, appended to
 //	           one another (statistics merged); Assemble: the file's framing
-//	           and footer
+//	           and footer; DecodeFooter: a file's footer read back
 package ckptfile

@@ -3,7 +3,6 @@ package ckptfile
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -11,7 +10,6 @@ import (
 
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/compress/snappy"
-	"github.com/parquet-go/parquet-go/encoding/thrift"
 	"github.com/parquet-go/parquet-go/format"
 )
 
@@ -180,9 +178,9 @@ func (e *Encoder) Finish() ([]RowGroup, Footer, error) {
 	if err := e.pw.Close(); err != nil {
 		return nil, Footer{}, fmt.Errorf("deltalog: write checkpoint: %w", err)
 	}
-	md, err := e.footer()
+	md, err := DecodeFooter(e.buf.Bytes())
 	if err != nil {
-		return nil, Footer{}, err
+		return nil, Footer{}, fmt.Errorf("deltalog: internal error: reading back the footer parquet-go wrote: %w", err)
 	}
 	if len(md.RowGroups) != len(e.cuts) {
 		return nil, Footer{}, fmt.Errorf("deltalog: internal error: %d row groups for %d cuts", len(md.RowGroups), len(e.cuts))
@@ -197,23 +195,6 @@ func (e *Encoder) Finish() ([]RowGroup, Footer, error) {
 	}
 	md.RowGroups = nil
 	return e.groups, Footer{md}, nil
-}
-
-// footer decodes the footer of the file in the encoder's buffer.
-func (e *Encoder) footer() (*format.FileMetaData, error) {
-	data := e.buf.Bytes()
-	if len(data) < 12 || string(data[len(data)-4:]) != "PAR1" {
-		return nil, fmt.Errorf("deltalog: internal error: parquet-go wrote no Parquet trailer")
-	}
-	n := int(binary.LittleEndian.Uint32(data[len(data)-8:]))
-	if n > len(data)-12 {
-		return nil, fmt.Errorf("deltalog: internal error: footer length %d", n)
-	}
-	md := new(format.FileMetaData)
-	if err := thrift.Unmarshal(new(thrift.CompactProtocol), data[len(data)-8-n:len(data)-8], md); err != nil {
-		return nil, fmt.Errorf("deltalog: internal error: reading back the footer: %w", err)
-	}
-	return md, nil
 }
 
 // rowGroup copies the pages of one row group of the file in the encoder's

@@ -2,6 +2,7 @@ package ckptfile
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -159,4 +160,21 @@ func Assemble(out []byte, f Footer, groups []*RowGroup) ([]byte, error) {
 	out = append(out, footer...)
 	out = binary.LittleEndian.AppendUint32(out, uint32(len(footer)))
 	return append(out, "PAR1"...), nil
+}
+
+// DecodeFooter decodes the footer of a whole Parquet file: Assemble's
+// framing read back.
+func DecodeFooter(data []byte) (*format.FileMetaData, error) {
+	if len(data) < 12 || string(data[:4]) != "PAR1" || string(data[len(data)-4:]) != "PAR1" {
+		return nil, errors.New("deltalog: not a Parquet file")
+	}
+	n := int(binary.LittleEndian.Uint32(data[len(data)-8:]))
+	if n > len(data)-12 {
+		return nil, fmt.Errorf("deltalog: Parquet footer length %d", n)
+	}
+	md := new(format.FileMetaData)
+	if err := thrift.Unmarshal(new(thrift.CompactProtocol), data[len(data)-8-n:len(data)-8], md); err != nil {
+		return nil, fmt.Errorf("deltalog: Parquet footer: %w", err)
+	}
+	return md, nil
 }

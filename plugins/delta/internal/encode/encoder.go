@@ -31,7 +31,7 @@ type Options struct {
 	CreatedBy string
 
 	// FileName names the i-th file (0-based) of a Flush, without directory.
-	// Default "part-%05d-<random UUID>-c000.snappy.parquet", Spark's shape.
+	// Default DataFileName: "part-%05d-<random UUID>-c000.snappy.parquet".
 	// Names must be unique across the table's life (PROTOCOL.md "Data
 	// Files").
 	FileName func(i int) string
@@ -153,7 +153,7 @@ func New(schema *deltalog.StructType, partitionColumns []string, opts Options) (
 		e.opts.DictionaryMaxBytes = defaultDictionaryMax
 	}
 	if e.opts.FileName == nil {
-		e.opts.FileName = defaultFileName
+		e.opts.FileName = DataFileName
 	}
 	for _, li := range comp.leaves {
 		e.cols = append(e.cols, newColumn(li))
@@ -232,7 +232,9 @@ func writerOptions(schema *parquet.Schema, createdBy string, dictMax int64, leav
 	return wopts
 }
 
-func defaultFileName(i int) string {
+// DataFileName is the default Options.FileName: the i-th data file's name,
+// Spark's shape with a random UUID. Compaction names its files with it too.
+func DataFileName(i int) string {
 	return fmt.Sprintf("part-%05d-%s-c000.snappy.parquet", i, uuid.NewString())
 }
 

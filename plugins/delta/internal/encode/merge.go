@@ -53,7 +53,9 @@ func Merge(w io.Writer, srcs []*parquet.File, stats *deltalog.StatsCollector, cr
 	if createdBy == "" {
 		createdBy = defaultCreatedBy
 	}
-	config, err := parquet.NewWriterConfig(writerOptions(schema, createdBy, defaultDictionaryMax, schema.Columns())...)
+	// Written with the files' schema, but wide decimals bounded as signed
+	// numbers (signedDecimals), as a batch's file is.
+	config, err := parquet.NewWriterConfig(writerOptions(signedDecimals(schema), createdBy, defaultDictionaryMax, schema.Columns())...)
 	if err != nil {
 		return Merged{}, fmt.Errorf("encode: merge: parquet writer config: %w", err)
 	}

@@ -2,9 +2,9 @@ package encode
 
 import (
 	"bytes"
-	"encoding/binary"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 
 	"github.com/parquet-go/parquet-go"
@@ -35,8 +35,8 @@ var ErrNotSpliceable = errors.New("encode: files cannot be spliced")
 
 // Splice puts the rows of srcs (whole Parquet files) together as one row
 // group of a new file, appended to out, and returns it with its row count.
-// footers are the files' footers when the caller decoded them (Footer)
-// already, else nil.
+// footers are the files' footers when the caller decoded them
+// (ckptfile.DecodeFooter) already, else nil.
 func Splice(out []byte, srcs [][]byte, footers []*format.FileMetaData) ([]byte, int64, error) {
 	var md *format.FileMetaData
 	var all *ckptfile.RowGroup
@@ -45,7 +45,7 @@ func Splice(out []byte, srcs [][]byte, footers []*format.FileMetaData) ([]byte, 
 		var fmd *format.FileMetaData
 		if footers != nil {
 			fmd = footers[i]
-		} else if f, err := Footer(data); err == nil {
+		} else if f, err := ckptfile.DecodeFooter(data); err == nil {
 			fmd = f
 		} else {
 			return nil, 0, err
@@ -58,7 +58,7 @@ func Splice(out []byte, srcs [][]byte, footers []*format.FileMetaData) ([]byte, 
 			}
 			for _, path := range schema.Schema().Columns() {
 				leaf, _ := schema.Schema().Lookup(path...)
-				types = append(types, leaf.Node.Type())
+				types = append(types, boundsType(leaf.Node.Type()))
 			}
 		} else if fmd.CreatedBy != md.CreatedBy || SchemaKey(fmd) != SchemaKey(md) {
 			return nil, 0, fmt.Errorf("%w: file %d has another schema or writer", ErrNotSpliceable, i)
@@ -89,20 +89,25 @@ func Splice(out []byte, srcs [][]byte, footers []*format.FileMetaData) ([]byte, 
 	return data, all.Rows, err
 }
 
-// Footer decodes a Parquet file's footer.
-func Footer(data []byte) (*format.FileMetaData, error) {
-	if len(data) < 12 || string(data[:4]) != "PAR1" || string(data[len(data)-4:]) != "PAR1" {
-		return nil, errors.New("encode: not a Parquet file")
+// boundsType is t as column chunk bounds are compared: a wide decimal read
+// back from a file is parquet-go's FIXED_LEN_BYTE_ARRAY, which orders its
+// values as unsigned bytes (-5.00 above 3.00), where Parquet orders
+// DECIMAL as signed numbers (ckptfile.SignedFixedLenByteArrayType).
+func boundsType(t parquet.Type) parquet.Type {
+	if wideDecimal(t) != nil {
+		return ckptfile.SignedFixedLenByteArrayType(t.Length())
 	}
-	n := int(binary.LittleEndian.Uint32(data[len(data)-8:]))
-	if n > len(data)-12 {
-		return nil, fmt.Errorf("encode: Parquet footer length %d", n)
+	return t
+}
+
+// wideDecimal is t's DECIMAL annotation when t is a FIXED_LEN_BYTE_ARRAY
+// decimal, else nil.
+func wideDecimal(t parquet.Type) *format.DecimalType {
+	if lt := t.LogicalType(); t.Kind() == parquet.FixedLenByteArray && lt != nil {
+		d, _ := lt.Value.(*format.DecimalType)
+		return d
 	}
-	md := new(format.FileMetaData)
-	if err := thrift.Unmarshal(new(thrift.CompactProtocol), data[len(data)-8-n:len(data)-8], md); err != nil {
-		return nil, fmt.Errorf("encode: Parquet footer: %w", err)
-	}
-	return md, nil
+	return nil
 }
 
 // SchemaKey is a file's schema (from its footer) as a string: equal for
@@ -145,3 +150,56 @@ func spliceGroup(data []byte, rg *format.RowGroup, ncols int) (*ckptfile.RowGrou
 	}
 	return g, nil
 }
+
+// signedDecimals is schema with boundsType for its leaves, for a writer
+// that copies a file read back: its wide decimals' chunk bounds are then
+// signed numbers, as in a batch's file. schema itself when it has none.
+func signedDecimals(schema *parquet.Schema) *parquet.Schema {
+	changed := false
+	root := signedNode(schema, &changed)
+	if !changed {
+		return schema
+	}
+	return parquet.NewSchema(schema.Name(), root)
+}
+
+func signedNode(n parquet.Node, changed *bool) parquet.Node {
+	if n.Leaf() {
+		d := wideDecimal(n.Type())
+		if d == nil {
+			return n
+		}
+		*changed = true
+		return leafNode{n, parquet.Decimal(int(d.Scale), int(d.Precision), boundsType(n.Type())).Type()}
+	}
+	fields := n.Fields()
+	out := make([]parquet.Field, len(fields))
+	for i, f := range fields {
+		out[i] = field{signedNode(f, changed), f}
+	}
+	return groupNode{n, out}
+}
+
+// leafNode is a leaf with another type; groupNode a group with other fields.
+type leafNode struct {
+	parquet.Node
+	typ parquet.Type
+}
+
+func (n leafNode) Type() parquet.Type { return n.typ }
+
+type groupNode struct {
+	parquet.Node
+	fields []parquet.Field
+}
+
+func (n groupNode) Fields() []parquet.Field { return n.fields }
+
+// field is node under the name of f.
+type field struct {
+	parquet.Node
+	f parquet.Field
+}
+
+func (f field) Name() string                           { return f.f.Name() }
+func (f field) Value(base reflect.Value) reflect.Value { return f.f.Value(base) }
