@@ -569,11 +569,18 @@ PY
 # Schema Registry are built from Maven Central). start calls it before the
 # installs that run side by side, so apt-get runs once.
 ensure_java_maven() {
-  command -v java >/dev/null 2>&1 && command -v mvn >/dev/null 2>&1 && return 0
-  [ "$(id -u)" = 0 ] || die "Kafka and the Schema Registry need java (17+) and mvn on PATH: install a JDK and Maven"
-  echo "services.sh: installing a JDK and Maven with apt-get (log: $LOGS/apt.log)" >&2
-  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends openjdk-17-jdk-headless maven; } \
-    >>"$LOGS/apt.log" 2>&1 || die "apt-get install openjdk-17-jdk-headless maven failed, see $LOGS/apt.log"
+  if ! command -v java >/dev/null 2>&1 || ! command -v mvn >/dev/null 2>&1; then
+    [ "$(id -u)" = 0 ] || die "Kafka and the Schema Registry need java (17+) and mvn on PATH: install a JDK and Maven"
+    echo "services.sh: installing a JDK and Maven with apt-get (log: $LOGS/apt.log)" >&2
+    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends openjdk-17-jdk-headless maven; } \
+      >>"$LOGS/apt.log" 2>&1 || die "apt-get install openjdk-17-jdk-headless maven failed, see $LOGS/apt.log"
+  fi
+  # Kafka 4 needs Java 17: an older JDK would otherwise surface only as a
+  # broker that never becomes ready. "1.8" style versions read as 8.
+  local v
+  v="$(java -XshowSettings:properties -version 2>&1 | sed -n 's/^ *java.specification.version = //p')"
+  v="${v#1.}"
+  [ "${v%%.*}" -ge 17 ] 2>/dev/null || die "Kafka $KAFKA_VERSION needs Java 17 or later; java on PATH is ${v:-of unknown version}"
 }
 
 ensure_kafka_installed() {
