@@ -149,19 +149,9 @@ func (r *chaosRig) writeDeltaDef(b chaosBlock) string {
 key = "chaos_delta"
 path = "libpicomq_connector_delta_sink"
 
-%s
-[plugin_config]
-table_uri = %q
-storage_backend_type = "s3"
-aws_s3_access_key = %q
-aws_s3_secret_key = %q
-aws_s3_region = %q
-aws_s3_endpoint_url = %q
-aws_s3_allow_http = true
-%s
+%s%s%s
 `, topicsBlock(`^`+r.prefix+`\..*`, group, b),
-		"s3://"+r.bucket+"/chaos/{topic_segment[-1]}",
-		r.priv.S3AccessKey, r.priv.S3SecretKey, r.priv.S3Region, r.priv.S3Endpoint, b.extraConfig))
+		deltaS3PluginConfig(r.priv.Services, "s3://"+r.bucket+"/chaos/{topic_segment[-1]}"), b.extraConfig))
 	return group
 }
 

@@ -70,3 +70,19 @@ aws_secret_access_key = %q
 payload_format = "text"
 `, dsn, table, rsemu.DefaultRole, bucket, svc.S3Region, svc.S3Endpoint, svc.S3AccessKey, svc.S3SecretKey)
 }
+
+// deltaS3PluginConfig is the [plugin_config] table of a Delta sink writing
+// uri (a table template allowed) on svc's S3 with its keys, over plain
+// HTTP; callers append their own keys.
+func deltaS3PluginConfig(svc services.Services, uri string) string {
+	return fmt.Sprintf(`
+[plugin_config]
+table_uri = %q
+storage_backend_type = "s3"
+aws_s3_access_key = %q
+aws_s3_secret_key = %q
+aws_s3_region = %q
+aws_s3_endpoint_url = %q
+aws_s3_allow_http = true
+`, uri, svc.S3AccessKey, svc.S3SecretKey, svc.S3Region, svc.S3Endpoint)
+}
