@@ -203,11 +203,7 @@ func (r *regRig) start() { r.rt = startConnect(r.t, r.brokers, r.defs) }
 // waitAtEnd waits until group's committed offset of topic is its end.
 func (r *regRig) waitAtEnd(group, topic string) {
 	r.t.Helper()
-	ends, err := r.adm.ListEndOffsets(context.Background(), topic)
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	waitGroupAtEnds(r.t, r.adm, group, ends, 60*time.Second, r.rt)
+	waitTopicAtEnd(r.t, r.adm, group, topic, 60*time.Second, r.rt)
 }
 
 // committed is group's committed offset of topic, -1 for none.

@@ -29,6 +29,18 @@ func committedOffset(t *testing.T, adm *kadm.Client, group, topic string) int64 
 	return -1
 }
 
+// waitTopicAtEnd waits (timeout at most, restarting procs that exited by
+// themselves) until group's committed offsets of topic are its end
+// offsets.
+func waitTopicAtEnd(t *testing.T, adm *kadm.Client, group, topic string, timeout time.Duration, procs ...*connectProc) {
+	t.Helper()
+	ends, err := adm.ListEndOffsets(context.Background(), topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitGroupAtEnds(t, adm, group, ends, timeout, procs...)
+}
+
 // readDeadLetters reads topic's dead-letter topic from its start: n
 // records (20 s at most), and a short poll more to show there are no
 // others.
