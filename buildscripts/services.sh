@@ -145,9 +145,7 @@ start_pg() {
   [ "$(id -u)" = 0 ] && chown -R postgres: "$PG_DIR" "$LOGS"
 
   if ! pg_running; then
-    if port_open "$PG_PORT"; then
-      die "port $PG_PORT is taken by another process; stop it or set PICOMQ_PG_PORT"
-    fi
+    need_port "$PG_PORT" PICOMQ_PG_PORT
     if [ ! -f "$PG_DATA/PG_VERSION" ]; then
       rm -rf "$PG_DATA"
       as_pg "$PG_BIN/initdb" -D "$PG_DATA" -U postgres --auth-local=trust --auth-host=scram-sha-256 \
@@ -230,14 +228,10 @@ start_minio() {
   mkdir -p "$MINIO_DATA"
   if ! minio_running; then
     rm -f "$MINIO_PID"
-    if port_open "$MINIO_PORT"; then
-      die "port $MINIO_PORT is taken by another process; stop it or set PICOMQ_MINIO_PORT"
-    fi
-    MINIO_ROOT_USER="$MINIO_USER" MINIO_ROOT_PASSWORD="$MINIO_PASSWORD" MINIO_UPDATE=off \
-      setsid "$(minio_bin)" server --quiet --address "127.0.0.1:$MINIO_PORT" \
-      --console-address "127.0.0.1:$MINIO_CONSOLE" "$MINIO_DATA" \
-      >>"$LOGS/minio.log" 2>&1 </dev/null &
-    echo $! >"$MINIO_PID"
+    need_port "$MINIO_PORT" PICOMQ_MINIO_PORT
+    spawn "$MINIO_PID" "$LOGS/minio.log" env MINIO_ROOT_USER="$MINIO_USER" MINIO_ROOT_PASSWORD="$MINIO_PASSWORD" MINIO_UPDATE=off \
+      "$(minio_bin)" server --quiet --address "127.0.0.1:$MINIO_PORT" \
+      --console-address "127.0.0.1:$MINIO_CONSOLE" "$MINIO_DATA"
   fi
   s3_check wait || die "MinIO did not become ready on 127.0.0.1:$MINIO_PORT, see $LOGS/minio.log"
   s3_check conditional || die "MinIO at 127.0.0.1:$MINIO_PORT does not honour conditional writes (If-None-Match: * must give 412); the Delta sink's commit protocol needs them"
@@ -350,6 +344,22 @@ stop_pid() {
   rm -f "$1"
 }
 
+# spawn PIDFILE LOG CMD... starts CMD in a session of its own (a signal to
+# the caller's process group never reaches it), its output appended to LOG,
+# and writes its pid to PIDFILE.
+spawn() {
+  local pidfile="$1" log="$2"
+  shift 2
+  setsid "$@" >>"$log" 2>&1 </dev/null &
+  echo $! >"$pidfile"
+}
+
+# need_port PORT VAR dies when PORT is taken: a service that is not ours
+# answers there. VAR names the setting that moves it.
+need_port() {
+  if port_open "$1"; then die "port $1 is taken by another process; stop it or set $2"; fi
+}
+
 # ------------------------------------------------------------------- Azurite
 
 azurite_bin() { echo "$AZURITE_DIR/node_modules/.bin/azurite-blob"; }
@@ -383,15 +393,11 @@ start_azurite() {
   mkdir -p "$AZURITE_DATA"
   if ! azurite_running; then
     rm -f "$AZURITE_PID"
-    if port_open "$AZURITE_PORT"; then
-      die "port $AZURITE_PORT is taken by another process; stop it or set PICOMQ_AZURITE_PORT"
-    fi
+    need_port "$AZURITE_PORT" PICOMQ_AZURITE_PORT
     # --skipApiVersionCheck: the Go SDK speaks a newer service version than
     # Azurite declares. --disableTelemetry: no phoning home.
-    setsid "$(azurite_bin)" --blobHost 127.0.0.1 --blobPort "$AZURITE_PORT" --location "$AZURITE_DATA" \
-      --skipApiVersionCheck --disableTelemetry --silent \
-      >>"$LOGS/azurite.log" 2>&1 </dev/null &
-    echo $! >"$AZURITE_PID"
+    spawn "$AZURITE_PID" "$LOGS/azurite.log" "$(azurite_bin)" --blobHost 127.0.0.1 --blobPort "$AZURITE_PORT" \
+      --location "$AZURITE_DATA" --skipApiVersionCheck --disableTelemetry --silent
   fi
   az_check wait || die "Azurite did not become ready on 127.0.0.1:$AZURITE_PORT, see $LOGS/azurite.log"
   az_check conditional || die "Azurite at 127.0.0.1:$AZURITE_PORT does not honour conditional writes (If-None-Match: * on an existing blob must give 409 or 412); the Delta sink's commit protocol needs them, see $LOGS/az-check.log"
@@ -488,16 +494,12 @@ start_fake_gcs() {
   mkdir -p "$(dirname "$GCS_PID")"
   if ! fake_gcs_running; then
     rm -f "$GCS_PID"
-    if port_open "$GCS_PORT"; then
-      die "port $GCS_PORT is taken by another process; stop it or set PICOMQ_GCS_PORT"
-    fi
+    need_port "$GCS_PORT" PICOMQ_GCS_PORT
     # -public-host and -external-url are this address, so the XML-style
     # downloads delta-rs makes and the upload URLs the server hands out
     # point back at it. Memory backend: tests make a bucket each.
-    setsid "$(fake_gcs_bin)" -scheme http -host 127.0.0.1 -port "$GCS_PORT" -backend memory \
-      -public-host "127.0.0.1:$GCS_PORT" -external-url "http://127.0.0.1:$GCS_PORT" -log-level warn \
-      >>"$LOGS/fake-gcs.log" 2>&1 </dev/null &
-    echo $! >"$GCS_PID"
+    spawn "$GCS_PID" "$LOGS/fake-gcs.log" "$(fake_gcs_bin)" -scheme http -host 127.0.0.1 -port "$GCS_PORT" -backend memory \
+      -public-host "127.0.0.1:$GCS_PORT" -external-url "http://127.0.0.1:$GCS_PORT" -log-level warn
   fi
   gcs_check wait || die "fake-gcs-server did not become ready on 127.0.0.1:$GCS_PORT, see $LOGS/fake-gcs.log"
   gcs_check conditional || die "fake-gcs-server at 127.0.0.1:$GCS_PORT does not honour ifGenerationMatch=0 (an upload over an existing object must give 412); the Delta sink's commit protocol needs it, see $LOGS/gcs-check.log"
@@ -569,11 +571,18 @@ PY
 # Schema Registry are built from Maven Central). start calls it before the
 # installs that run side by side, so apt-get runs once.
 ensure_java_maven() {
-  command -v java >/dev/null 2>&1 && command -v mvn >/dev/null 2>&1 && return 0
-  [ "$(id -u)" = 0 ] || die "Kafka and the Schema Registry need java (17+) and mvn on PATH: install a JDK and Maven"
-  echo "services.sh: installing a JDK and Maven with apt-get (log: $LOGS/apt.log)" >&2
-  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends openjdk-17-jdk-headless maven; } \
-    >>"$LOGS/apt.log" 2>&1 || die "apt-get install openjdk-17-jdk-headless maven failed, see $LOGS/apt.log"
+  if ! command -v java >/dev/null 2>&1 || ! command -v mvn >/dev/null 2>&1; then
+    [ "$(id -u)" = 0 ] || die "Kafka and the Schema Registry need java (17+) and mvn on PATH: install a JDK and Maven"
+    echo "services.sh: installing a JDK and Maven with apt-get (log: $LOGS/apt.log)" >&2
+    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends openjdk-17-jdk-headless maven; } \
+      >>"$LOGS/apt.log" 2>&1 || die "apt-get install openjdk-17-jdk-headless maven failed, see $LOGS/apt.log"
+  fi
+  # Kafka 4 needs Java 17: an older JDK would otherwise surface only as a
+  # broker that never becomes ready. "1.8" style versions read as 8.
+  local v
+  v="$(java -XshowSettings:properties -version 2>&1 | sed -n 's/^ *java.specification.version = //p')"
+  v="${v#1.}"
+  [ "${v%%.*}" -ge 17 ] 2>/dev/null || die "Kafka $KAFKA_VERSION needs Java 17 or later; java on PATH is ${v:-of unknown version}"
 }
 
 ensure_kafka_installed() {
@@ -655,12 +664,8 @@ start_kafka() {
   mkdir -p "$KAFKA_DIR"
   if ! kafka_running; then
     rm -f "$KAFKA_PID"
-    local p
-    for p in "$KAFKA_PORT" "$KAFKA_CONTROLLER_PORT"; do
-      if port_open "$p"; then
-        die "port $p is taken by another process; stop it or set PICOMQ_KAFKA_PORT / PICOMQ_KAFKA_CONTROLLER_PORT"
-      fi
-    done
+    need_port "$KAFKA_PORT" PICOMQ_KAFKA_PORT
+    need_port "$KAFKA_CONTROLLER_PORT" PICOMQ_KAFKA_CONTROLLER_PORT
     write_kafka_config
     if [ ! -f "$KAFKA_DATA/meta.properties" ]; then
       rm -rf "$KAFKA_DATA"
@@ -669,9 +674,7 @@ start_kafka() {
       "${KAFKA_JAVA[@]}" kafka.tools.StorageTool format -t "$cluster_id" -c "$KAFKA_DIR/server.properties" \
         >>"$LOGS/kafka-format.log" 2>&1 || die "formatting the Kafka log directory failed, see $LOGS/kafka-format.log"
     fi
-    setsid "${KAFKA_JAVA[@]}" kafka.Kafka "$KAFKA_DIR/server.properties" \
-      >>"$LOGS/kafka-stdout.log" 2>&1 </dev/null &
-    echo $! >"$KAFKA_PID"
+    spawn "$KAFKA_PID" "$LOGS/kafka-stdout.log" "${KAFKA_JAVA[@]}" kafka.Kafka "$KAFKA_DIR/server.properties"
   fi
   kafka_check || die "Kafka did not become ready on 127.0.0.1:$KAFKA_PORT, see $LOGS/kafka.log and $LOGS/kafka-check.log"
 }
@@ -864,15 +867,12 @@ start_registry() {
   mkdir -p "$REGISTRY_DIR"
   if ! registry_running; then
     rm -f "$REGISTRY_PID"
-    if port_open "$REGISTRY_PORT"; then
-      die "port $REGISTRY_PORT is taken by another process; stop it or set PICOMQ_SCHEMA_REGISTRY_PORT"
-    fi
+    need_port "$REGISTRY_PORT" PICOMQ_SCHEMA_REGISTRY_PORT
     # In-memory storage: every start is an empty registry (tests register
     # what they use under subjects of their own).
-    setsid java -Xmx384m -Xms64m -XX:+UseSerialGC -Dquarkus.profile=prod \
+    spawn "$REGISTRY_PID" "$LOGS/registry.log" java -Xmx384m -Xms64m -XX:+UseSerialGC -Dquarkus.profile=prod \
       -Dquarkus.http.host=127.0.0.1 -Dquarkus.http.port="$REGISTRY_PORT" -Dquarkus.log.level=WARN \
-      -jar "$REGISTRY_JAR" >>"$LOGS/registry.log" 2>&1 </dev/null &
-    echo $! >"$REGISTRY_PID"
+      -jar "$REGISTRY_JAR"
   fi
   registry_check || die "the Schema Registry did not become ready on 127.0.0.1:$REGISTRY_PORT, see $LOGS/registry.log and $LOGS/registry-check.log"
 }

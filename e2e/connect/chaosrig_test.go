@@ -149,19 +149,9 @@ func (r *chaosRig) writeDeltaDef(b chaosBlock) string {
 key = "chaos_delta"
 path = "libpicomq_connector_delta_sink"
 
-%s
-[plugin_config]
-table_uri = %q
-storage_backend_type = "s3"
-aws_s3_access_key = %q
-aws_s3_secret_key = %q
-aws_s3_region = %q
-aws_s3_endpoint_url = %q
-aws_s3_allow_http = true
-%s
+%s%s%s
 `, topicsBlock(`^`+r.prefix+`\..*`, group, b),
-		"s3://"+r.bucket+"/chaos/{topic_segment[-1]}",
-		r.priv.S3AccessKey, r.priv.S3SecretKey, r.priv.S3Region, r.priv.S3Endpoint, b.extraConfig))
+		deltaS3PluginConfig(r.priv.Services, "s3://"+r.bucket+"/chaos/{topic_segment[-1]}"), b.extraConfig))
 	return group
 }
 
@@ -173,25 +163,13 @@ func (r *chaosRig) writeRedshiftDef(b chaosBlock) string {
 key = "chaos_redshift"
 path = "libpicomq_connector_redshift_sink"
 
-%s
-[plugin_config]
-connection_string = %q
-target_table = "chaos_{topic_segment[-1]}"
-aws_iam_role = %q
-s3_bucket = %q
-s3_prefix = "redshift"
-aws_region = %q
-s3_endpoint = %q
-aws_access_key_id = %q
-aws_secret_access_key = %q
-batch_size = %d
-payload_format = "text"
+%s%sbatch_size = %d
 retry_delay = "200ms"
 max_retries = 5
 %s
 `, topicsBlock(`^`+r.prefix+`\..*`, group, b),
-		r.emu.DSN(r.db.Name), rsemu.DefaultRole, r.bucket, r.priv.S3Region, r.priv.S3Endpoint,
-		r.priv.S3AccessKey, r.priv.S3SecretKey, b.batchLength, b.extraConfig))
+		redshiftPluginConfig(r.priv.Services, r.emu.DSN(r.db.Name), r.bucket, "chaos_{topic_segment[-1]}"),
+		b.batchLength, b.extraConfig))
 	return group
 }
 

@@ -283,20 +283,7 @@ key = "dec_redshift"
 path = "libpicomq_connector_redshift_sink"
 
 `+r.block(rsAvro, r.group("rsavro"), fmt.Sprintf("schema = \"avro\"\navro_schema_path = %q\nbatch_length = 50", smallSchema))+
-		fmt.Sprintf(`
-[plugin_config]
-connection_string = %q
-target_table = "dec_orders"
-aws_iam_role = %q
-s3_bucket = %q
-s3_prefix = "redshift"
-aws_region = %q
-s3_endpoint = %q
-aws_access_key_id = %q
-aws_secret_access_key = %q
-batch_size = 50
-payload_format = "text"
-`, emu.DSN(db.Name), rsemu.DefaultRole, bucket, r.kafka.S3Region, r.kafka.S3Endpoint, r.kafka.S3AccessKey, r.kafka.S3SecretKey))
+		redshiftPluginConfig(r.kafka, emu.DSN(db.Name), bucket, "dec_orders")+"batch_size = 50\n")
 
 	r.start()
 	r.waitAtEnd(map[string]string{

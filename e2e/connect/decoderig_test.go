@@ -156,11 +156,7 @@ func (r *decodeRig) start() {
 func (r *decodeRig) waitAtEnd(groupTopics map[string]string) {
 	r.t.Helper()
 	for group, topic := range groupTopics {
-		ends, err := r.adm.ListEndOffsets(context.Background(), topic)
-		if err != nil {
-			r.t.Fatal(err)
-		}
-		waitGroupAtEnds(r.t, r.adm, group, ends, 90*time.Second, r.rt)
+		waitTopicAtEnd(r.t, r.adm, group, topic, 90*time.Second, r.rt)
 	}
 }
 
@@ -168,14 +164,7 @@ func (r *decodeRig) waitAtEnd(groupTopics map[string]string) {
 // none.
 func (r *decodeRig) committed(group, topic string) int64 {
 	r.t.Helper()
-	resp, err := r.adm.FetchOffsets(context.Background(), group)
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	if o, ok := resp.Lookup(topic, 0); ok {
-		return o.At
-	}
-	return -1
+	return committedOffset(r.t, r.adm, group, topic)
 }
 
 // waitLog waits until the runtime's log has a line matching re, and
@@ -266,22 +255,7 @@ func decodeNumbers(t *testing.T, s string) any {
 // start, and then makes sure there is no other.
 func (r *decodeRig) deadLetters(topic string, n int) []*kgo.Record {
 	r.t.Helper()
-	dc, err := kgo.NewClient(kgo.SeedBrokers(r.kafka.KafkaBrokers...), kgo.ConsumeTopics(topic+".dlq"),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	defer dc.Close()
-	var got []*kgo.Record
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	for len(got) < n && ctx.Err() == nil {
-		dc.PollFetches(ctx).EachRecord(func(rec *kgo.Record) { got = append(got, rec) })
-	}
-	more, cancelMore := context.WithTimeout(context.Background(), time.Second)
-	dc.PollFetches(more).EachRecord(func(rec *kgo.Record) { got = append(got, rec) })
-	cancelMore()
-	return got
+	return readDeadLetters(r.t, r.kafka.KafkaBrokers, topic, n)
 }
 
 // headers maps a record's headers by key (the last of each).

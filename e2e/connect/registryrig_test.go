@@ -131,20 +131,8 @@ func (r *regRig) redshiftSink(blocks map[string]string) (services.Database, map[
 		fmt.Fprintf(&def, "\n[[topics]]\ntopics = [%q]\nconsumer_group = %q\nbatch_length = 100\npoll_interval = \"100ms\"\n%s\n",
 			topic, groups[topic], block)
 	}
-	fmt.Fprintf(&def, `
-[plugin_config]
-connection_string = %q
-target_table = "reg_{topic_segment[-1]}"
-aws_iam_role = %q
-s3_bucket = %q
-s3_prefix = "redshift"
-aws_region = %q
-s3_endpoint = %q
-aws_access_key_id = %q
-aws_secret_access_key = %q
-payload_format = "text"
-retry_delay = "200ms"
-`, emu.DSN(db.Name), rsemu.DefaultRole, svc.NewBucket(r.t), svc.S3Region, svc.S3Endpoint, svc.S3AccessKey, svc.S3SecretKey)
+	def.WriteString(redshiftPluginConfig(svc, emu.DSN(db.Name), svc.NewBucket(r.t), "reg_{topic_segment[-1]}"))
+	def.WriteString("retry_delay = \"200ms\"\n")
 	writeDef(r.t, filepath.Join(r.defs, "redshift.toml"), def.String())
 	return db, groups
 }
@@ -215,24 +203,13 @@ func (r *regRig) start() { r.rt = startConnect(r.t, r.brokers, r.defs) }
 // waitAtEnd waits until group's committed offset of topic is its end.
 func (r *regRig) waitAtEnd(group, topic string) {
 	r.t.Helper()
-	ends, err := r.adm.ListEndOffsets(context.Background(), topic)
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	waitGroupAtEnds(r.t, r.adm, group, ends, 60*time.Second, r.rt)
+	waitTopicAtEnd(r.t, r.adm, group, topic, 60*time.Second, r.rt)
 }
 
 // committed is group's committed offset of topic, -1 for none.
 func (r *regRig) committed(group, topic string) int64 {
 	r.t.Helper()
-	resp, err := r.adm.FetchOffsets(context.Background(), group)
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	if o, ok := resp.Lookup(topic, 0); ok {
-		return o.At
-	}
-	return -1
+	return committedOffset(r.t, r.adm, group, topic)
 }
 
 // endOffset is topic's end offset, 0 when it does not exist.
@@ -287,22 +264,7 @@ func (r *regRig) read(uris ...string) map[string][]json.RawMessage {
 // and a short poll more to show there are no others.
 func (r *regRig) deadLetters(topic string, n int) []*kgo.Record {
 	r.t.Helper()
-	dc, err := kgo.NewClient(kgo.SeedBrokers(r.brokers...), kgo.ConsumeTopics(topic+".dlq"),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	defer dc.Close()
-	var got []*kgo.Record
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	for len(got) < n && ctx.Err() == nil {
-		dc.PollFetches(ctx).EachRecord(func(rec *kgo.Record) { got = append(got, rec) })
-	}
-	more, cancelMore := context.WithTimeout(context.Background(), time.Second)
-	defer cancelMore()
-	dc.PollFetches(more).EachRecord(func(rec *kgo.Record) { got = append(got, rec) })
-	return got
+	return readDeadLetters(r.t, r.brokers, topic, n)
 }
 
 // regCheckRows compares the rows read back with the rows wanted, written

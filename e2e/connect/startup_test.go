@@ -3,7 +3,6 @@ package connect_test
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -77,8 +76,10 @@ write_deltalake(sys.argv[2], pa.Table.from_pylist([], schema=schema), storage_op
 	}
 	down := ln.Addr().String()
 	ln.Close()
+	unreachable := svc
+	unreachable.S3Endpoint = "http://" + down
 	defs := t.TempDir()
-	writeDef(t, filepath.Join(defs, "orders.toml"), fmt.Sprintf(`type = "sink"
+	writeDef(t, filepath.Join(defs, "orders.toml"), `type = "sink"
 key = "orders_delta"
 path = "libpicomq_connector_delta_sink"
 
@@ -87,16 +88,7 @@ topics = ["orders.eu"]
 schema = "json"
 batch_length = 4
 poll_interval = "100ms"
-
-[plugin_config]
-table_uri = %q
-storage_backend_type = "s3"
-aws_s3_access_key = %q
-aws_s3_secret_key = %q
-aws_s3_region = %q
-aws_s3_endpoint_url = %q
-aws_s3_allow_http = true
-`, uri, svc.S3AccessKey, svc.S3SecretKey, svc.S3Region, "http://"+down))
+`+deltaS3PluginConfig(unreachable, uri))
 
 	var logs logbuf.Buffer
 	cmd := exec.Command(buildConnect(t), "--brokers", strings.Join(kf.ListenAddrs(), ","), "--plugin-dir", distDir(t),
