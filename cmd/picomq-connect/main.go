@@ -69,6 +69,16 @@ var listen = observe.Listen
 var stderr io.Writer = os.Stderr
 
 func run(args []string) (code int) {
+	// Subcommands other than running the definitions: each has its own
+	// flags and file (audit.go, redrive.go).
+	if len(args) > 0 {
+		switch args[0] {
+		case "audit":
+			return runAudit(args[1:])
+		case "redrive":
+			return runRedrive(args[1:])
+		}
+	}
 	fs := flag.NewFlagSet("picomq-connect", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	brokers := fs.String("brokers", "localhost:9092", "comma-separated seed brokers (a block's bootstrap.servers property overrides it)")
