@@ -12,9 +12,9 @@ import (
 	"github.com/picomq/heavy-sinks/connect/child"
 	decoding "github.com/picomq/heavy-sinks/connect/decode"
 	"github.com/picomq/heavy-sinks/connect/definition"
-	"github.com/picomq/heavy-sinks/connect/internal/jsonscan"
 	"github.com/picomq/heavy-sinks/connect/transform"
 	"github.com/picomq/heavy-sinks/shared/hostclient"
+	"github.com/picomq/heavy-sinks/shared/jsonscan"
 	"github.com/picomq/heavy-sinks/shared/retry/backoff"
 )
 

@@ -4,8 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 
-	"github.com/picomq/heavy-sinks/connect/internal/jsonscan"
 	"github.com/picomq/heavy-sinks/connect/internal/jsonw"
+	"github.com/picomq/heavy-sinks/shared/jsonscan"
 )
 
 // member is one name/value pair of an object: the name decoded for
@@ -34,7 +34,7 @@ func parseObjectInto(raw []byte, o *object, arena *[]byte) (ok, isObj bool) {
 	o.members = o.members[:0]
 	i := jsonscan.SkipSpace(raw, 0)
 	if i >= len(raw) || raw[i] != '{' {
-		end := skipValue(raw, i, 0)
+		end := jsonscan.ValueEnd(raw, i, 0)
 		return end >= 0 && jsonscan.SkipSpace(raw, end) == len(raw), false
 	}
 	i = jsonscan.SkipSpace(raw, i+1)
@@ -65,7 +65,7 @@ func parseObjectInto(raw []byte, o *object, arena *[]byte) (ok, isObj bool) {
 			return false, true
 		}
 		i = jsonscan.SkipSpace(raw, i+1)
-		vend := skipValue(raw, i, 1)
+		vend := jsonscan.ValueEnd(raw, i, 1)
 		if vend < 0 {
 			return false, true
 		}
@@ -138,65 +138,6 @@ func (o *object) set(nm member, value []byte) {
 	}
 	nm.value = value
 	o.members = append(o.members, nm)
-}
-
-// skipValue returns the end of the JSON value starting at i, or -1 when
-// there is none.
-func skipValue(b []byte, i, depth int) int {
-	if i >= len(b) {
-		return -1
-	}
-	switch c := b[i]; {
-	case c == '{' || c == '[':
-		if depth >= jsonscan.MaxNesting {
-			return -1
-		}
-		closing := c + 2 // '}' or ']'
-		i = jsonscan.SkipSpace(b, i+1)
-		if i < len(b) && b[i] == closing {
-			return i + 1
-		}
-		for {
-			if c == '{' {
-				if i >= len(b) || b[i] != '"' {
-					return -1
-				}
-				if i = jsonscan.StringEnd(b, i+1); i < 0 {
-					return -1
-				}
-				i = jsonscan.SkipSpace(b, i)
-				if i >= len(b) || b[i] != ':' {
-					return -1
-				}
-				i = jsonscan.SkipSpace(b, i+1)
-			}
-			if i = skipValue(b, i, depth+1); i < 0 {
-				return -1
-			}
-			i = jsonscan.SkipSpace(b, i)
-			switch {
-			case i >= len(b):
-				return -1
-			case b[i] == ',':
-				i = jsonscan.SkipSpace(b, i+1)
-			case b[i] == closing:
-				return i + 1
-			default:
-				return -1
-			}
-		}
-	case c == '"':
-		return jsonscan.StringEnd(b, i+1)
-	case c == '-' || c >= '0' && c <= '9':
-		return jsonscan.NumberEnd(b, i)
-	case c == 't':
-		return jsonscan.LiteralEnd(b, i, "true")
-	case c == 'f':
-		return jsonscan.LiteralEnd(b, i, "false")
-	case c == 'n':
-		return jsonscan.LiteralEnd(b, i, "null")
-	}
-	return -1
 }
 
 // decodeString decodes a JSON string literal (quotes included), fast when

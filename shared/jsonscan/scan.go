@@ -212,3 +212,62 @@ func LiteralEnd(p []byte, i int, lit string) int {
 	}
 	return -1
 }
+
+// ValueEnd returns the end of the JSON value starting at i, or -1 when
+// there is none.
+func ValueEnd(b []byte, i, depth int) int {
+	if i >= len(b) {
+		return -1
+	}
+	switch c := b[i]; {
+	case c == '{' || c == '[':
+		if depth >= MaxNesting {
+			return -1
+		}
+		closing := c + 2 // '}' or ']'
+		i = SkipSpace(b, i+1)
+		if i < len(b) && b[i] == closing {
+			return i + 1
+		}
+		for {
+			if c == '{' {
+				if i >= len(b) || b[i] != '"' {
+					return -1
+				}
+				if i = StringEnd(b, i+1); i < 0 {
+					return -1
+				}
+				i = SkipSpace(b, i)
+				if i >= len(b) || b[i] != ':' {
+					return -1
+				}
+				i = SkipSpace(b, i+1)
+			}
+			if i = ValueEnd(b, i, depth+1); i < 0 {
+				return -1
+			}
+			i = SkipSpace(b, i)
+			switch {
+			case i >= len(b):
+				return -1
+			case b[i] == ',':
+				i = SkipSpace(b, i+1)
+			case b[i] == closing:
+				return i + 1
+			default:
+				return -1
+			}
+		}
+	case c == '"':
+		return StringEnd(b, i+1)
+	case c == '-' || c >= '0' && c <= '9':
+		return NumberEnd(b, i)
+	case c == 't':
+		return LiteralEnd(b, i, "true")
+	case c == 'f':
+		return LiteralEnd(b, i, "false")
+	case c == 'n':
+		return LiteralEnd(b, i, "null")
+	}
+	return -1
+}
