@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -51,7 +52,30 @@ type loadQueue struct {
 	mu      sync.Mutex
 	running bool      // a load into the table is running (its leader's)
 	waiting []*member // queued, in arrival order, not yet taken by a load
+
+	lastLoad    int       // batches the last load carried
+	lastArrival time.Time // when the newest member queued
+	gatherFrom  time.Time // when the last load ended
 }
+
+// Gathering. A batch that finds no load running would load alone at once;
+// but once a table's batches have been arriving together (its last load
+// carried more than one: a runtime flushing many partitions at once), the
+// first to arrive would load alone and the rest, a moment behind, wait a
+// whole load for the next one — on a cluster where a load costs a COPY
+// and a commit of a second or more, every record then waits about two
+// loads, and the partitions fall out of step. So such a batch leads a
+// group instead: it uploads its files, then waits until no batch joined
+// for gatherQuiet and those that joined are uploaded, gatherMax at most,
+// and loads them all. The same when a load ends with batches queued: its
+// own batches' partitions deliver their next ones a moment later, and the
+// first queued batch gathers them before it leads. A table fed one batch
+// at a time never waits.
+const (
+	gatherQuiet = 5 * time.Millisecond
+	gatherMax   = 200 * time.Millisecond
+	gatherTick  = 500 * time.Microsecond
+)
 
 // member is one batch in a table's queue. Its call owns the batch (which
 // may be the host's memory, valid only during the call); leaders read only
@@ -66,11 +90,14 @@ type member struct {
 	bytes       int64
 
 	// Under the queue's mu:
-	ready bool       // files uploaded: a load may take it
-	taken bool       // a load took it; it is answered through res
-	lead  []*member  // a load this member's call must run (it leads)
-	res   *memberRes // the answer of the load that took it
-	wake  chan struct{}
+	ready bool      // files uploaded: a load may take it
+	taken bool      // a load took it; it is answered through res
+	lead  []*member // a load this member's call must run (it leads)
+	// gatherLead: this member's call leads the next load, which it gathers
+	// first (see Gathering) and then takes from the queue.
+	gatherLead bool
+	res        *memberRes // the answer of the load that took it
+	wake       chan struct{}
 }
 
 // upload is one Parquet file of a member on S3.
@@ -99,29 +126,43 @@ func (m *member) signal() {
 func (s *Sink) load(ctx context.Context, t *table, b *sdk.Batch, recs []rsparquet.Record, start string) error {
 	q := &t.queue
 	q.mu.Lock()
+	gather := false
 	if !q.running {
 		q.running = true
-		q.mu.Unlock()
-		// Deferred: a load that panics must not leave the table taken,
-		// with the batches queued behind it waiting for ever.
-		defer s.handOff(q)
-		return s.loadAlone(ctx, t, b, recs)
+		if q.lastLoad <= 1 {
+			q.lastLoad = 1
+			q.mu.Unlock()
+			// Deferred: a load that panics must not leave the table taken,
+			// with the batches queued behind it waiting for ever.
+			defer s.handOff(q)
+			return s.loadAlone(ctx, t, b, recs)
+		}
+		gather = true // this call leads the next group (see Gathering)
 	}
 	m := &member{b: b, topic: strings.Clone(b.Topic), partition: uint64(b.Partition), first: b.FirstOffset(), last: b.LastOffset(),
 		records: len(recs), wake: make(chan struct{}, 1)}
 	q.waiting = append(q.waiting, m)
+	q.lastArrival = time.Now()
 	q.mu.Unlock()
 
 	if err := s.prepare(ctx, m, recs, start); err != nil {
 		q.mu.Lock()
 		q.remove(m)
 		q.mu.Unlock()
+		if gather {
+			s.handOff(q)
+		}
 		s.discard(ctx, m.files)
 		return err
 	}
 	q.mu.Lock()
 	m.ready = true
-	if !q.running {
+	if gather {
+		q.mu.Unlock()
+		q.gather(ctx)
+		q.mu.Lock()
+		m.lead = q.take()
+	} else if !q.running {
 		// The load that ran when this batch queued has ended, and no one
 		// else was ready to take the table: this call leads.
 		q.running = true
@@ -136,6 +177,13 @@ func (s *Sink) follow(ctx context.Context, t *table, m *member) error {
 	q := &t.queue
 	for {
 		q.mu.Lock()
+		if m.gatherLead {
+			m.gatherLead = false
+			q.mu.Unlock()
+			q.gather(ctx)
+			q.mu.Lock()
+			m.lead = q.take()
+		}
 		if g := m.lead; g != nil {
 			// Checked first: a load handed over must run (with a cancelled
 			// context it fails fast and answers RETRY), or its members
@@ -206,12 +254,46 @@ func (q *loadQueue) take() []*member {
 	return g
 }
 
+// gather waits, as the leader of the next load, until no batch joined q
+// for gatherQuiet and every batch that joined has its files uploaded, or
+// gatherMax passed, or ctx ended.
+func (q *loadQueue) gather(ctx context.Context) {
+	deadline := time.Now().Add(gatherMax)
+	for {
+		q.mu.Lock()
+		done := time.Since(q.lastArrival) >= gatherQuiet && time.Since(q.gatherFrom) >= gatherQuiet
+		for _, w := range q.waiting {
+			done = done && w.ready
+		}
+		q.mu.Unlock()
+		if done || !time.Now().Before(deadline) || ctx.Err() != nil {
+			return
+		}
+		time.Sleep(gatherTick)
+	}
+}
+
 // handOff ends the running load of q: the next group, if one is ready, goes
 // to its first member's call to run.
 func (s *Sink) handOff(q *loadQueue) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.running = false
+	if q.lastLoad > 1 {
+		// Batches arrive together: the batches of the load that just
+		// ended come back within milliseconds (their partitions are free
+		// again), so the first ready batch gathers before it leads.
+		for _, m := range q.waiting {
+			if m.ready {
+				q.running = true
+				q.gatherFrom = time.Now()
+				m.gatherLead = true
+				m.signal()
+				return
+			}
+		}
+		return
+	}
 	if g := q.take(); len(g) > 0 {
 		q.running = true
 		g[0].lead = g
@@ -255,6 +337,9 @@ func (s *Sink) runGroup(ctx context.Context, t *table, g []*member) {
 			s.handOff(&t.queue)
 		}
 	}()
+	t.queue.mu.Lock()
+	t.queue.lastLoad = len(g)
+	t.queue.mu.Unlock()
 	res, manifest, err := s.loadFiles(ctx, t, g, files)
 	s.answer(t, g, res, err)
 	answered = true

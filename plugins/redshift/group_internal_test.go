@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/picomq/heavy-sinks/shared/sdk"
 )
@@ -86,5 +87,33 @@ func TestGroupLoadThatPanicsAnswersEveryMember(t *testing.T) {
 	}
 	if tb.queue.running {
 		t.Error("the table stays taken by the load that panicked")
+	}
+}
+
+// gather waits for the batches that joined to be uploaded, and no longer;
+// a batch that never gets ready holds it gatherMax at most.
+func TestGatherWaitsForJoinedUploads(t *testing.T) {
+	late := &member{}
+	q := &loadQueue{waiting: []*member{{ready: true}, late}, lastArrival: time.Now()}
+	go func() {
+		time.Sleep(30 * time.Millisecond)
+		q.mu.Lock()
+		late.ready = true
+		q.mu.Unlock()
+	}()
+	start := time.Now()
+	q.gather(context.Background())
+	if d := time.Since(start); d < 30*time.Millisecond || d >= gatherMax {
+		t.Fatalf("gather returned after %v: want when the late upload ended", d)
+	}
+	if g := q.take(); len(g) != 2 {
+		t.Fatalf("the group after gathering has %d batches, want 2", len(g))
+	}
+
+	q = &loadQueue{waiting: []*member{{}}, lastArrival: time.Now()}
+	start = time.Now()
+	q.gather(context.Background())
+	if d := time.Since(start); d < gatherMax {
+		t.Fatalf("gather returned after %v with a batch still uploading: want gatherMax", d)
 	}
 }
