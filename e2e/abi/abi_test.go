@@ -167,7 +167,7 @@ func TestDescribeEveryLibrary(t *testing.T) {
 		}
 		var raw map[string]any
 		_ = json.Unmarshal([]byte(doc), &raw)
-		if d.Name == "" || d.Version == "" || raw["abi_version"] != "1.3" || !strings.HasPrefix(raw["go_version"].(string), "go") || len(d.Config) == 0 {
+		if d.Name == "" || d.Version == "" || raw["abi_version"] != "1.4" || !strings.HasPrefix(raw["go_version"].(string), "go") || len(d.Config) == 0 {
 			t.Fatalf("%s: incomplete describe: %s", path, doc)
 		}
 		if strings.Contains(path, "/test/") {
@@ -189,7 +189,7 @@ func TestABIVersionMismatchIsRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if major, minor := lib.ABI(); major != 1 || minor != 3 {
+	if major, minor := lib.ABI(); major != 1 || minor != 4 {
 		t.Fatalf("plugin ABI %d.%d", major, minor)
 	}
 }
@@ -513,8 +513,8 @@ func TestRejectedRecordsBothWays(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if major, minor := lib.ABI(); major != 1 || minor != 3 {
-		t.Fatalf("plugin ABI %d.%d, want 1.3", major, minor)
+	if major, minor := lib.ABI(); major != 1 || minor != 4 {
+		t.Fatalf("plugin ABI %d.%d, want 1.4", major, minor)
 	}
 	rec := filepath.Join(t.TempDir(), "rec.jsonl")
 	inst, err := lib.Open(definition(t, "rejects", map[string]any{"record_path": rec, "reject_prefix": "BAD", "token": "s3cret"}))
