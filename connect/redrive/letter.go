@@ -48,6 +48,7 @@ func Parse(r *kgo.Record) Letter {
 		return "", false
 	}
 	var errs []error
+	// A timestamp may be negative (-1: none); partitions and offsets not.
 	num := func(name string, bits int, required bool) int64 {
 		s, ok := last(name)
 		if !ok {
@@ -57,8 +58,8 @@ func Parse(r *kgo.Record) Letter {
 			return 0
 		}
 		n, err := strconv.ParseInt(s, 10, bits)
-		if err != nil || n < 0 {
-			errs = append(errs, fmt.Errorf("header %s = %q: not a non-negative decimal", name, s))
+		if err != nil || n < 0 && name != metadata.DeadLetterTimestamp {
+			errs = append(errs, fmt.Errorf("header %s = %q: not a decimal in range", name, s))
 		}
 		return n
 	}
