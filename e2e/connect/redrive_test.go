@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/picomq/heavy-sinks/internal/testenv/hosttest"
@@ -57,11 +58,25 @@ func runRedrive(t *testing.T, bin string, brokers []string, defs string) (int, s
 // keeping their original pico_source_* coordinates; the source group's
 // committed offsets do not move.
 func TestRedriveDeltaTwiceAfterSchemaFix(t *testing.T) {
-	kafka := services.RequireKafka(t)
+	redriveDeltaTwice(t, services.RequireKafka(t).KafkaBrokers)
+}
+
+// The same against franz-go's in-process broker (kfake), which needs no
+// service: the real binaries and plugin, a broker that is not Kafka.
+func TestRedriveDeltaTwiceOnKfake(t *testing.T) {
+	kf, err := kfake.NewCluster(kfake.NumBrokers(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer kf.Close()
+	redriveDeltaTwice(t, kf.ListenAddrs())
+}
+
+func redriveDeltaTwice(t *testing.T, brokers []string) {
 	run := strconv.FormatInt(time.Now().UnixNano()%1e12, 36)
 	topic, group := "rd"+run+".orders", "rd"+run+"-delta"
 	dlq := topic + ".dlq"
-	cl, err := kgo.NewClient(kgo.SeedBrokers(kafka.KafkaBrokers...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +149,7 @@ errors_tolerance = "all"
 table_uri = %q
 metadata_columns = true
 `, topic, group, table))
-	rt := startConnect(t, kafka.KafkaBrokers, defs)
+	rt := startConnect(t, brokers, defs)
 	waitTopicAtEnd(t, adm, group, topic, 90*time.Second, rt)
 	if code := rt.stop(); code != 0 {
 		t.Fatalf("picomq-connect exit code %d\n%s", code, rt.tail())
@@ -143,7 +158,7 @@ metadata_columns = true
 		t.Fatalf("table ids after the first run %v, want the %d good ones", head(ids), len(good))
 	}
 	bad := len(noRegion) + len(stillBad)
-	if got := readDeadLetters(t, kafka.KafkaBrokers, topic, bad); len(got) != bad {
+	if got := readDeadLetters(t, brokers, topic, bad); len(got) != bad {
 		t.Fatalf("%d dead letters, want %d", len(got), bad)
 	}
 	committed, err := adm.FetchOffsets(ctx, group)
@@ -160,7 +175,7 @@ DeltaTable(sys.argv[1]).alter.drop_column_not_null("region")
 
 	want := slices.Sorted(slices.Values(append(slices.Clone(good), noRegion...)))
 	for pass := 1; pass <= 2; pass++ {
-		code, out := runRedrive(t, rt.bin, kafka.KafkaBrokers, defs)
+		code, out := runRedrive(t, rt.bin, brokers, defs)
 		if code != 0 {
 			t.Fatalf("redrive %d: exit code %d\n%s", pass, code, out)
 		}
@@ -180,7 +195,7 @@ DeltaTable(sys.argv[1]).alter.drop_column_not_null("region")
 		}
 		// The dead-letter topic: the first run's letters, then per pass
 		// one letter per record still bad, attempts = pass.
-		letters := readDeadLetters(t, kafka.KafkaBrokers, topic, bad+pass*len(stillBad))
+		letters := readDeadLetters(t, brokers, topic, bad+pass*len(stillBad))
 		if len(letters) != bad+pass*len(stillBad) {
 			t.Fatalf("redrive %d: %d dead letters, want %d", pass, len(letters), bad+pass*len(stillBad))
 		}
