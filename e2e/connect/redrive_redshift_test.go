@@ -22,7 +22,8 @@ import (
 // The Redshift half of the test, through the emulator: the target
 // table's payload column is VARCHAR(60), so picomq-connect dead-letters
 // (class size) the records whose payload is longer. The column is widened
-// (ALTER TABLE, as an operator would on Redshift) and redrive runs twice:
+// (a deep copy into a wider table: the emulator has no ALTER TABLE) and
+// redrive runs twice:
 // each record is in the table exactly once under its original id
 // topic:partition:offset, and a record still too long for the wider column
 // goes back to the dead-letter topic with pico_redrive_attempts 1, then 2.
