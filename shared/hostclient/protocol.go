@@ -306,7 +306,7 @@ func encodeSetenv(e *encoder, name string, value *string) {
 // encodedSize is how many bytes encode appends: the request buffer is
 // sized once instead of growing through a batch of payloads.
 func (b *Batch) encodedSize() int {
-	n := 4 + 4 + 4 + len(b.Topic) + 4 + len(b.Schema) + 1 + 4
+	n := 4 + 4 + 4 + len(b.Topic) + 4 + len(b.Schema) + 1 + 1 + 4
 	if b.ValueSchema != nil {
 		n += 4 + len(b.ValueSchema)
 	}
