@@ -356,8 +356,12 @@ func (t *table) pending(b *sdk.Batch, appID string) ([]sdk.Record, error) {
 	if skip > 0 {
 		t.env.stats.skipped.Add(int64(skip))
 		t.env.stats.replays.Add(1)
-		t.env.log.Info("skipping records already committed to the Delta table", "table", t.uri, "topic", b.Topic,
-			"skipped", skip, "remaining", len(records)-skip, "committed_offset", done, "table_version", t.snap.Version)
+		attrs := []any{"table", t.uri, "topic", b.Topic, "skipped", skip, "remaining", len(records) - skip, "committed_offset", done, "table_version", t.snap.Version}
+		if r := b.Redrive; r != nil {
+			// committed_offset is then a dead-letter offset.
+			attrs = append(attrs, "dead_letter_topic", r.Topic, "dead_letter_partition", r.Partition)
+		}
+		t.env.log.Info("skipping records already committed to the Delta table", attrs...)
 	}
 	return records[skip:], nil
 }
