@@ -45,6 +45,11 @@ func (s *txnSink) Consume(_ context.Context, b hostclient.Batch) ([]hostclient.R
 	if b.Redrive == nil {
 		return nil, fmt.Errorf("not a redrive batch")
 	}
+	for _, r := range b.Records {
+		if !s.fixed && bytes.Contains(r.Payload, []byte("boom")) {
+			return nil, &hostclient.StatusError{Op: "consume", Code: hostclient.StatusFatal, Message: "boom"}
+		}
+	}
 	id := b.Redrive.Topic + "/" + strconv.Itoa(int(b.Redrive.Partition))
 	done, had := s.txn[id]
 	var rej []hostclient.Rejection
@@ -211,6 +216,66 @@ func readTopic(t *testing.T, brokers []string, topic string) []*kgo.Record {
 		fs.EachRecord(func(r *kgo.Record) { out = append(out, r); n++ })
 		if n == 0 {
 			return out
+		}
+	}
+}
+
+// A batch that fails stops its dead-letter partition: the batches after it
+// are not delivered (a sink deduping on dead-letter offsets would skip the
+// failed one's records later), the report is not OK and names the error.
+// After the fix the next run delivers everything, each record once.
+func TestFailedBatchStopsItsPartition(t *testing.T) {
+	kf, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "o.dlq"), kfake.SeedTopics(1, "o"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer kf.Close()
+	brokers := kf.ListenAddrs()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	var letters []*kgo.Record
+	for i := range 9 {
+		src := &kgo.Record{Topic: "o", Offset: int64(i), Timestamp: time.UnixMilli(1700000000000), Value: fmt.Appendf(nil, `{"id":%d}`, i)}
+		if i == 4 {
+			src.Value = []byte(`{"id":4,"boom":1}`)
+		}
+		letters = append(letters, pipeline.DeadLetterRecord(src, "o.dlq", hostclient.RejectValue, "first"))
+	}
+	if err := cl.ProduceSync(context.Background(), letters...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "d.toml")
+	if err := os.WriteFile(path, []byte("type = \"sink\"\nkey = \"k\"\npath = \"libx\"\n\n[[topics]]\ntopics = [\"o\"]\nschema = \"json\"\nbatch_length = 3\nerrors_tolerance = \"all\"\n\n[plugin_config]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	defs, err := definition.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sink := &txnSink{txn: map[string]uint64{}, written: map[string]int{}, rejected: map[string]bool{}}
+	cfg := redrive.Config{Def: defs[0], Brokers: brokers, Out: sink, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	rep, err := redrive.Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tl := rep.Parts[redrive.Part{Topic: "o.dlq"}]
+	if rep.OK() || tl.Delivered != 3 || tl.NotDone != 6 || tl.Err == nil || len(sink.written) != 3 {
+		t.Fatalf("after a failed batch: ok %v, delivered %d, not done %d, err %v, written %d; want not OK, 3, 6, an error, 3",
+			rep.OK(), tl.Delivered, tl.NotDone, tl.Err, len(sink.written))
+	}
+	sink.fixed = true
+	if rep, err = redrive.Run(context.Background(), cfg); err != nil || !rep.OK() {
+		t.Fatalf("after the fix: ok %v, %v", rep.OK(), err)
+	}
+	if len(sink.written) != 9 {
+		t.Fatalf("%d records written, want 9", len(sink.written))
+	}
+	for k, n := range sink.written {
+		if n != 1 {
+			t.Errorf("%s written %d times", k, n)
 		}
 	}
 }
