@@ -1,6 +1,6 @@
 /*
  * picomq_sink.h - the C ABI between a PicoMQ connector runtime (the host) and
- * a sink plugin shared library. ABI version 1.3.
+ * a sink plugin shared library. ABI version 1.4.
  *
  * This header is the contract. It is hand-written and committed; the Go SDK
  * (shared/sdk) implements it and the C test host (cmd/picomq-host) consumes it.
@@ -97,7 +97,7 @@ extern "C" {
 #endif
 
 #define PICOMQ_SINK_ABI_MAJOR 1
-#define PICOMQ_SINK_ABI_MINOR 3
+#define PICOMQ_SINK_ABI_MINOR 4
 
 /* Result codes. */
 typedef int32_t picomq_status;
@@ -201,7 +201,20 @@ typedef void (*picomq_reject_fn)(void *ctx, size_t index,
  * of it. It is a hint a plugin may use (the Delta sink types the columns of
  * tables it creates or evolves with it) or ignore. ptr == NULL: no schema. A
  * 1.2 host's struct_size ends at reject_ctx (PICOMQ_BATCH_SIZE_1_2): the
- * plugin then sees none. */
+ * plugin then sees none.
+ *
+ * REDRIVE (ABI 1.4). When redrive_topic.ptr is not NULL the batch is dead
+ * letters put back by a redrive: topic, partition and each record's offset
+ * are the records' ORIGINAL coordinates (what the destination stores), while
+ * redrive_topic, redrive_partition and redrive_offsets[i] (record_count
+ * entries, strictly increasing) are where each record sits in the
+ * dead-letter topic: the sequence an exactly-once plugin dedupes a redrive
+ * on, since the original offsets are at or below what it already recorded
+ * for the original partition. A host sends such a batch only to a plugin
+ * whose describe() declares "redrive": true; a plugin that declares it and
+ * cannot redrive exactly once with its configuration answers PICOMQ_FATAL.
+ * A 1.3 host's struct_size ends at value_schema (PICOMQ_BATCH_SIZE_1_3): the
+ * plugin then sees no redrive. */
 typedef struct picomq_batch {
   size_t struct_size; /* sizeof(picomq_batch) as the host knows it */
   uint32_t attempt;   /* 1 for the first delivery, up to 5 for the same batch */
@@ -215,6 +228,10 @@ typedef struct picomq_batch {
   void *reject_ctx;
   /* ABI 1.3 */
   picomq_bytes value_schema; /* ptr == NULL: none */
+  /* ABI 1.4 */
+  picomq_bytes redrive_topic;       /* UTF-8; ptr == NULL: not a redrive */
+  uint32_t redrive_partition;       /* of redrive_topic */
+  const uint64_t *redrive_offsets;  /* record_count entries; NULL unless a redrive */
 } picomq_batch;
 
 /* struct_size of a 1.0 host's batch, the smallest a 1.1 plugin accepts. */
@@ -224,6 +241,10 @@ typedef struct picomq_batch {
 /* struct_size of a 1.1 or 1.2 host's batch: it ends at reject_ctx. */
 #define PICOMQ_BATCH_SIZE_1_2 \
   (offsetof(picomq_batch, reject_ctx) + sizeof(void *))
+
+/* struct_size of a 1.3 host's batch: it ends at value_schema. */
+#define PICOMQ_BATCH_SIZE_1_3 \
+  (offsetof(picomq_batch, value_schema) + sizeof(picomq_bytes))
 
 /* An open instance. 0 is never a valid handle. */
 typedef uint64_t picomq_instance;
@@ -245,7 +266,9 @@ typedef struct picomq_sink_api {
    * "sink_checkpoint_cpu_seconds_total", "type": "counter"|"gauge",
    * "unit": "seconds"|"bytes" (absent: none), "scale": factor from the
    * JSON value to the unit's base unit (absent: 1), "help": text}. A field
-   * without a declaration (every field of an older plugin) has no type. */
+   * without a declaration (every field of an older plugin) has no type.
+   * ABI 1.4 adds an optional "redrive": true, the plugin takes redrive
+   * batches (picomq_batch.redrive_topic) exactly once. */
   picomq_status (*describe)(char *out, size_t out_cap, size_t *out_len);
 
   /* Opens an instance. config is the UTF-8 JSON sink definition:

@@ -5,6 +5,7 @@
 //
 //	picomq-connect --brokers localhost:9092 sinks/
 //	picomq-connect --check orders.toml
+//	picomq-connect redrive orders.toml   # dead letters put back (redrive.go)
 //
 // Every flag and definition field: docs/runtime.md.
 package main

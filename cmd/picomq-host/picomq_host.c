@@ -27,9 +27,12 @@
  *   4 CONSUME  u32 lib, u64 instance, u32 err_cap, u8 flags (1: pass a
  *              reject callback, ABI 1.1; 2: pass a 1.0 host's batch,
  *              struct_size PICOMQ_BATCH_SIZE_1_0; 4: pass a 1.2 host's
- *              batch, PICOMQ_BATCH_SIZE_1_2), u32 attempt, u32 partition,
+ *              batch, PICOMQ_BATCH_SIZE_1_2; 8: pass a 1.3 host's batch,
+ *              PICOMQ_BATCH_SIZE_1_3), u32 attempt, u32 partition,
  *              bytes topic, bytes schema, ?bytes value_schema (ABI 1.3;
- *              not passed with flag 2 or 4), u32 count, then
+ *              not passed with flag 2 or 4), ?redrive (ABI 1.4: bytes
+ *              topic, u32 partition, u32 n, n * u64 offset, n == count;
+ *              passed only in a full-size batch), u32 count, then
  *              count records: u64 offset, i64 timestamp_ms, ?bytes key,
  *              u32 header_count, header_count * (bytes key, bytes value),
  *              bytes payload
@@ -44,7 +47,7 @@
  *   can come back in any order and are matched by id.
  *
  * OUTPUT (stdout): u8 kind, then
- *   1 HELLO    u32 protocol version (3), u32 workers, u32 abi_major,
+ *   1 HELLO    u32 protocol version (4), u32 workers, u32 abi_major,
  *              u32 abi_minor. Always the first frame.
  *   2 RESPONSE u64 id, i32 status, u64 value, bytes text, u32 nrej, then
  *              nrej * (u64 index, i32 reason, bytes message): the records
@@ -93,7 +96,7 @@
 
 #include "picomq_sink.h"
 
-#define PROTOCOL_VERSION 3u
+#define PROTOCOL_VERSION 4u
 #define DEFAULT_WORKERS 4
 #define MAX_WORKERS 256
 #define MAX_LIBS 64
@@ -122,7 +125,7 @@ enum {
 enum { KIND_HELLO = 1, KIND_RESPONSE = 2, KIND_LOG = 3 };
 enum { LOG_LATE = 1, LOG_NULL_MSG = 2 };
 enum { OPEN_NO_LOG = 1 };
-enum { CONSUME_REJECT = 1, CONSUME_BATCH_1_0 = 2, CONSUME_BATCH_1_2 = 4 };
+enum { CONSUME_REJECT = 1, CONSUME_BATCH_1_0 = 2, CONSUME_BATCH_1_2 = 4, CONSUME_BATCH_1_3 = 8 };
 
 /* ---- small utilities ---------------------------------------------------- */
 
@@ -925,6 +928,7 @@ static void op_consume(cursor *c, result *r) {
   size_t full = sizeof(picomq_batch);
   size_t bsize = (flags & CONSUME_BATCH_1_0)   ? PICOMQ_BATCH_SIZE_1_0
                  : (flags & CONSUME_BATCH_1_2) ? PICOMQ_BATCH_SIZE_1_2
+                 : (flags & CONSUME_BATCH_1_3) ? PICOMQ_BATCH_SIZE_1_3
                                                : full;
   /* A batch as a host knowing bsize bytes of it lays it out: the bytes past
    * struct_size are poison, so a plugin reading the 1.1 fields of a 1.0
@@ -941,8 +945,31 @@ static void op_consume(cursor *c, result *r) {
   /* ?bytes value_schema (ABI 1.3), passed only when bsize covers it. */
   picomq_bytes value_schema = {0};
   if (get_u8(c)) value_schema = get_bytes(c);
-  if (bsize == full) batch->value_schema = value_schema;
+  if (bsize >= PICOMQ_BATCH_SIZE_1_3) batch->value_schema = value_schema;
+  /* ?redrive (ABI 1.4): bytes topic, u32 partition, u32 n, n * u64 offset;
+   * n must equal the record count. Passed only in a full-size batch. */
+  picomq_bytes redrive_topic = {0};
+  uint32_t redrive_partition = 0, nredrive = 0;
+  uint64_t *redrive_offsets = NULL;
+  int redrive = get_u8(c);
+  if (redrive) {
+    redrive_topic = get_bytes(c);
+    redrive_partition = get_u32(c);
+    nredrive = get_u32(c);
+    if (!c->bad && nredrive <= c->n / 8) {
+      redrive_offsets = xmalloc(nredrive ? nredrive * sizeof *redrive_offsets : 1);
+      for (uint32_t i = 0; i < nredrive; i++) redrive_offsets[i] = get_u64(c);
+    } else {
+      c->bad = 1;
+    }
+  }
   uint32_t count = get_u32(c);
+  if (redrive && nredrive != count) c->bad = 1;
+  if (redrive && bsize == full) {
+    batch->redrive_topic = redrive_topic;
+    batch->redrive_partition = redrive_partition;
+    batch->redrive_offsets = redrive_offsets;
+  }
   size_t nheaders = 0;
   picomq_record *recs = NULL;
   picomq_header *hdrs = NULL;
@@ -952,10 +979,12 @@ static void op_consume(cursor *c, result *r) {
       !parse_records(&first, count, NULL, NULL, &nheaders)) {
     set_fmt(r, STATUS_HOST_ERROR, "malformed CONSUME request");
     free(batch);
+    free(redrive_offsets);
     return;
   }
   if (!cap_ok("err_cap", err_cap, r)) {
     free(batch);
+    free(redrive_offsets);
     return;
   }
   if (count) recs = xmalloc(count * sizeof *recs);
@@ -996,6 +1025,7 @@ static void op_consume(cursor *c, result *r) {
   free(rj.seen);
   lend_done(recs, count * sizeof *recs);
   lend_done(hdrs, nheaders * sizeof *hdrs);
+  if (redrive_offsets) lend_done(redrive_offsets, nredrive * sizeof *redrive_offsets);
   lend_done(batch, full);
 }
 

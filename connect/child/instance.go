@@ -151,6 +151,10 @@ func (i *Instance) AllowOverlap() { i.overlap.Store(true) }
 // (Process.ConcurrentConsume).
 func (i *Instance) ConcurrentConsume() bool { return i.p.ConcurrentConsume() }
 
+// Redrive reports whether the instance's library takes redrive batches
+// (Process.Redrive); known once the instance opened.
+func (i *Instance) Redrive() bool { return i.p.Redrive() }
+
 // Description returns the instance's library's describe() document
 // (Process.Description): /metrics reads its metric declarations.
 func (i *Instance) Description() string { return i.p.Description() }

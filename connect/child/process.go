@@ -33,6 +33,7 @@ type Process struct {
 	closed   bool
 	checks   []string // the library's describe() payload_checks
 	conc     bool     // the library's describe() concurrent_consume
+	redrive  bool     // the library's describe() redrive (ABI 1.4)
 	desc     string   // the library's describe() document; "" when it failed
 	loggers  sync.Map // log ctx (uint64) -> *slog.Logger of the instance
 }
@@ -117,7 +118,7 @@ func (p *Process) current(ctx context.Context) (*hostclient.Host, *hostclient.Li
 		return nil, nil, 0, fmt.Errorf("%s: describe: %w", p.lib, err)
 	}
 	p.h, p.l = h, l
-	p.checks, p.conc, p.desc = d.PayloadChecks, d.ConcurrentConsume, d.js
+	p.checks, p.conc, p.redrive, p.desc = d.PayloadChecks, d.ConcurrentConsume, d.Redrive, d.js
 	p.gen++
 	p.log.Info("plugin host process started", "event", "host_started", "pid", h.Pid(), "generation", p.gen)
 	return h, l, p.gen, nil
@@ -130,8 +131,10 @@ type description struct {
 	PayloadChecks []string `json:"payload_checks"`
 	// ConcurrentConsume: concurrent consume calls of one instance run
 	// together (otherwise the plugin serialises them).
-	ConcurrentConsume bool   `json:"concurrent_consume"`
-	js                string // the document; "" when describe failed
+	ConcurrentConsume bool `json:"concurrent_consume"`
+	// Redrive (ABI 1.4): the library takes redrive batches exactly once.
+	Redrive bool   `json:"redrive"`
+	js      string // the document; "" when describe failed
 }
 
 // describe reads the library's describe(). A library that does not say,
@@ -181,6 +184,15 @@ func (p *Process) ConcurrentConsume() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.conc
+}
+
+// Redrive reports whether the library declares redrive (ABI 1.4): it
+// takes batches of dead letters put back with their original coordinates
+// (hostclient.Batch.Redrive) exactly once. False before the first start.
+func (p *Process) Redrive() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.redrive
 }
 
 // onLog forwards a plugin's log line to its instance's logger. It runs on

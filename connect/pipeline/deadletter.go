@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strconv"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -15,7 +14,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/picomq/heavy-sinks/shared/metadata"
 	"github.com/picomq/heavy-sinks/shared/retry/backoff"
 )
 
@@ -41,15 +39,7 @@ func (c *consumer) deadLetter(ctx context.Context, d Delivery, bad []rejected) e
 		if c.t.Consumes(dlq) {
 			return c.deadLetterFailed(d, fmt.Errorf("dead-letter topic %q is consumed by this [[topics]] block: its dead letters would come back to it; set dead_letter_topic", dlq))
 		}
-		headers := append(slices.Clip(src.Headers),
-			kgo.RecordHeader{Key: metadata.DeadLetterTopic, Value: []byte(src.Topic)},
-			kgo.RecordHeader{Key: metadata.DeadLetterPartition, Value: strconv.AppendInt(nil, int64(src.Partition), 10)},
-			kgo.RecordHeader{Key: metadata.DeadLetterOffset, Value: strconv.AppendInt(nil, src.Offset, 10)},
-			kgo.RecordHeader{Key: metadata.DeadLetterTimestamp, Value: strconv.AppendInt(nil, src.Timestamp.UnixMilli(), 10)},
-			kgo.RecordHeader{Key: metadata.DeadLetterClass, Value: []byte(r.reason.String())},
-			kgo.RecordHeader{Key: metadata.DeadLetterMessage, Value: []byte(r.msg)},
-		)
-		out = append(out, &kgo.Record{Topic: dlq, Key: src.Key, Value: src.Value, Headers: headers})
+		out = append(out, DeadLetterRecord(src, dlq, r.reason, r.msg))
 		counts[r.reason.String()]++
 	}
 	p, err := c.producer()

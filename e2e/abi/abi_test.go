@@ -167,8 +167,13 @@ func TestDescribeEveryLibrary(t *testing.T) {
 		}
 		var raw map[string]any
 		_ = json.Unmarshal([]byte(doc), &raw)
-		if d.Name == "" || d.Version == "" || raw["abi_version"] != "1.3" || !strings.HasPrefix(raw["go_version"].(string), "go") || len(d.Config) == 0 {
+		if d.Name == "" || d.Version == "" || raw["abi_version"] != "1.4" || !strings.HasPrefix(raw["go_version"].(string), "go") || len(d.Config) == 0 {
 			t.Fatalf("%s: incomplete describe: %s", path, doc)
+		}
+		// ABI 1.4: the shipped sinks take redrive batches; the test
+		// plugin does not declare it.
+		if redrive, _ := raw["redrive"].(bool); redrive == strings.Contains(path, "/test/") {
+			t.Fatalf("%s: describe redrive = %v", path, raw["redrive"])
 		}
 		if strings.Contains(path, "/test/") {
 			if d.Config[1].Key != "token" || !d.Config[1].Secret || d.Config[0].Key != "record_path" || !d.Config[0].Required {
@@ -189,7 +194,7 @@ func TestABIVersionMismatchIsRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if major, minor := lib.ABI(); major != 1 || minor != 3 {
+	if major, minor := lib.ABI(); major != 1 || minor != 4 {
 		t.Fatalf("plugin ABI %d.%d", major, minor)
 	}
 }
@@ -513,8 +518,8 @@ func TestRejectedRecordsBothWays(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if major, minor := lib.ABI(); major != 1 || minor != 3 {
-		t.Fatalf("plugin ABI %d.%d, want 1.3", major, minor)
+	if major, minor := lib.ABI(); major != 1 || minor != 4 {
+		t.Fatalf("plugin ABI %d.%d, want 1.4", major, minor)
 	}
 	rec := filepath.Join(t.TempDir(), "rec.jsonl")
 	inst, err := lib.Open(definition(t, "rejects", map[string]any{"record_path": rec, "reject_prefix": "BAD", "token": "s3cret"}))
@@ -583,6 +588,39 @@ func TestValueSchemaBothWays(t *testing.T) {
 	got := readRecorded(t, rec)
 	if len(got) != 3 || got[0].ValueSchema == nil || *got[0].ValueSchema != vs || got[1].ValueSchema != nil ||
 		got[2].ValueSchema == nil || *got[2].ValueSchema != "" || len(got[1].Records) != 1 {
+		t.Fatalf("recorded %+v", got)
+	}
+}
+
+// ABI 1.4 through the real Go library: a plugin that does not declare
+// redrive (the test plugin) refuses a redrive batch FATAL, naming it, and
+// writes nothing; the same batch from a 1.3 host (struct_size ending at
+// value_schema, the redrive fields poisoned) is an ordinary batch to it,
+// which is why a host sends redrive batches only to a plugin that declares
+// them.
+func TestRedriveBothWays(t *testing.T) {
+	h := startHost(t)
+	lib, err := h.Load(testPlugin(t, "a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := filepath.Join(t.TempDir(), "rec.jsonl")
+	inst, err := lib.Open(definition(t, "rd", map[string]any{"record_path": rec}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := hostclient.Batch{Attempt: 1, Topic: "orders", Schema: "raw",
+		Records: []hostclient.Record{{Offset: 1, Payload: []byte("a")}, {Offset: 2, Payload: []byte("b")}},
+		Redrive: &hostclient.Redrive{Topic: "orders.dlq", Partition: 0, Offsets: []uint64{40, 41}}}
+	_, err = inst.ConsumeResult(b)
+	wantStatus(t, err, hostclient.StatusFatal, "does not declare redrive")
+	if got := readRecorded(t, rec); len(got) != 0 {
+		t.Fatalf("a refused redrive wrote %d batches", len(got))
+	}
+	if _, err := inst.ConsumeResult(b, hosttest.Batch1_3()); err != nil {
+		t.Fatal(err)
+	}
+	if got := readRecorded(t, rec); len(got) != 1 || len(got[0].Records) != 2 {
 		t.Fatalf("recorded %+v", got)
 	}
 }

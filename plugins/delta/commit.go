@@ -136,7 +136,7 @@ func (t *table) planOnce(members []*member) (p *plan, bad *member, err error) {
 	p = &plan{enc: enc, n: n, ev: ev, ignored: enc.Unknown(), truncated: enc.Truncated()}
 	if t.env.opts.exactlyOnce {
 		for _, m := range members {
-			p.apps = append(p.apps, deltalog.App{ID: m.appID, Version: int64(m.b.LastOffset())})
+			p.apps = append(p.apps, deltalog.App{ID: m.appID, Version: int64(lastSeq(m.b))})
 		}
 		// A replay learns from the commit what it rejected (rejections.go).
 		// The rejections are final once the records are encoded.

@@ -91,7 +91,7 @@ func byReason(m *member) map[string][]uint64 {
 			if out == nil {
 				out = map[string][]uint64{}
 			}
-			out[r.Reason.String()] = append(out[r.Reason.String()], m.b.Records[r.Index].Offset)
+			out[r.Reason.String()] = append(out[r.Reason.String()], m.b.SeqOffset(r.Index))
 		}
 	}
 	return out

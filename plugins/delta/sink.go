@@ -25,10 +25,12 @@ const Name = "delta_sink"
 // ValidatesPayloads; it parses every payload in full and accepts nothing
 // json.Valid refuses (FuzzDecode, FuzzValue), hence ChecksJSON: the runtime
 // leaves the JSON check to it. Batches for one table that arrive together
-// are written as one commit (group.go), hence ConcurrentConsume.
+// are written as one commit (group.go), hence ConcurrentConsume. A redrive
+// batch (ABI 1.4) is written exactly once under a txn of its dead-letter
+// partition (appID), hence Redrive.
 func Plugin() sdk.Plugin[Config] {
 	return sdk.Plugin[Config]{Name: Name, New: func() sdk.Sink[Config] { return &Sink{} }, ValidatesPayloads: true, ChecksJSON: true,
-		Metrics: metrics, ConcurrentConsume: true}
+		Metrics: metrics, ConcurrentConsume: true, Redrive: true}
 }
 
 // Sink is the Delta Lake sink. One instance serves every table its
@@ -186,6 +188,9 @@ func (s *Sink) Consume(ctx context.Context, b *sdk.Batch) error {
 	if len(b.Records) == 0 {
 		return nil
 	}
+	if b.Redrive != nil && !s.env.opts.exactlyOnce {
+		return sdk.Fatalf("a redrive of the dead letters of %q partition %d needs exactly_once = true: without a txn the Delta sink cannot tell a second redrive from the first", b.Redrive.Topic, b.Redrive.Partition)
+	}
 	// ResolvePath, not Resolve: a topic such as "../other" must not move
 	// its table out of the template's directory.
 	uri, err := s.uri.ResolvePath(b.Topic)
@@ -204,8 +209,14 @@ func (s *Sink) Consume(ctx context.Context, b *sdk.Batch) error {
 
 // appID names the application transaction of one topic partition of this
 // sink. Each part is escaped so that no two (key, topic, partition) share
-// an id.
+// an id. A redrive batch's is its dead-letter partition's, under
+// "redrive/": its txn version is a dead-letter offset (sdk.Batch.SeqOffset),
+// which the original partition's txn cannot hold (docs/delta.md, Redrive).
+// The extra segment keeps the two kinds apart: a topic name holds no "/".
 func (s *Sink) appID(b *sdk.Batch) string {
+	if r := b.Redrive; r != nil {
+		return "picomq-delta-sink/" + url.PathEscape(s.host.Key) + "/redrive/" + url.PathEscape(r.Topic) + "/" + strconv.FormatUint(uint64(r.Partition), 10)
+	}
 	return "picomq-delta-sink/" + url.PathEscape(s.host.Key) + "/" + url.PathEscape(b.Topic) + "/" + strconv.FormatUint(uint64(b.Partition), 10)
 }
 

@@ -342,24 +342,37 @@ func (t *table) pending(b *sdk.Batch, appID string) ([]sdk.Record, error) {
 	if !t.env.opts.exactlyOnce {
 		return records, nil
 	}
-	if b.LastOffset() > math.MaxInt64 {
-		return nil, sdk.Fatalf("offset %d does not fit a Delta txn version", b.LastOffset())
+	if lastSeq(b) > math.MaxInt64 {
+		return nil, sdk.Fatalf("offset %d does not fit a Delta txn version", lastSeq(b))
 	}
 	done, ok := t.snap.TxnVersion(appID)
 	if !ok {
 		return records, nil
 	}
 	skip := 0
-	for skip < len(records) && int64(records[skip].Offset) <= done {
+	for skip < len(records) && int64(b.SeqOffset(skip)) <= done {
 		skip++
 	}
 	if skip > 0 {
 		t.env.stats.skipped.Add(int64(skip))
 		t.env.stats.replays.Add(1)
-		t.env.log.Info("skipping records already committed to the Delta table", "table", t.uri, "topic", b.Topic,
-			"skipped", skip, "remaining", len(records)-skip, "committed_offset", done, "table_version", t.snap.Version)
+		attrs := []any{"table", t.uri, "topic", b.Topic, "skipped", skip, "remaining", len(records) - skip, "committed_offset", done, "table_version", t.snap.Version}
+		if r := b.Redrive; r != nil {
+			// committed_offset is then a dead-letter offset.
+			attrs = append(attrs, "dead_letter_topic", r.Topic, "dead_letter_partition", r.Partition)
+		}
+		t.env.log.Info("skipping records already committed to the Delta table", attrs...)
 	}
 	return records[skip:], nil
+}
+
+// lastSeq is the offset the batch's txn records: its last record's, or in
+// a redrive batch its last dead-letter offset (sdk.Batch.SeqOffset).
+func lastSeq(b *sdk.Batch) uint64 {
+	if len(b.Records) == 0 {
+		return 0
+	}
+	return b.SeqOffset(len(b.Records) - 1)
 }
 
 // notRejected counts the records of b.Records[:n] not rejected: of the
@@ -394,7 +407,7 @@ func (t *table) recheck(ctx context.Context, b *sdk.Batch, appID string, skip in
 	var prior map[uint64]priorRejection
 	recorded := t.env.opts.exactlyOnce
 	if recorded {
-		found, ok, err := t.findRejections(ctx, appID, b.Records[0].Offset)
+		found, ok, err := t.findRejections(ctx, appID, b.SeqOffset(0))
 		if err != nil {
 			return sdk.Retry(fmt.Errorf("Failed to load Delta table %s: reading the commits of a replayed batch: %w", t.uri, err))
 		}
@@ -407,7 +420,7 @@ func (t *table) recheck(ctx context.Context, b *sdk.Batch, appID string, skip in
 	for i := range skip {
 		r := &b.Records[i]
 		if recorded {
-			p, was := prior[r.Offset]
+			p, was := prior[b.SeqOffset(i)]
 			if !was {
 				continue
 			}

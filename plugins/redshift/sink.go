@@ -27,10 +27,13 @@ const Name = "redshift_sink"
 // empty payload (a tombstone of a compacted topic) or one that is not JSON
 // lands as it is. It checks only what its columns cannot hold
 // (rsparquet.Check), hence ValidatesPayloads; with payload_format = "super"
-// that includes parsing every payload as JSON_PARSE would.
+// that includes parsing every payload as JSON_PARSE would. A redrive batch
+// (ABI 1.4) keeps its records' original coordinates, so their ids are the
+// ones the first delivery would have written and the load's INSERT skips
+// those already there: Redrive needs nothing more.
 func Plugin() sdk.Plugin[Config] {
 	return sdk.Plugin[Config]{Name: Name, New: func() sdk.Sink[Config] { return &Sink{} }, ValidatesPayloads: true,
-		Metrics: metrics, ConcurrentConsume: true}
+		Metrics: metrics, ConcurrentConsume: true, Redrive: true}
 }
 
 // openTimeout bounds the database work open() does: SELECT 1 and, for a

@@ -24,6 +24,21 @@ type Batch struct {
 	// struct type in the Delta protocol's schema serialization
 	// (docs/abi.md, "Value schema"); nil: none.
 	ValueSchema []byte
+	// Redrive (ABI 1.4) marks a batch of dead letters put back by a
+	// redrive: Topic, Partition and the records' offsets are their
+	// original coordinates, Redrive where they sit in the dead-letter
+	// topic. nil: an ordinary batch. Send it only to a library whose
+	// describe() declares "redrive" (docs/abi.md, "Redrive").
+	Redrive *Redrive
+}
+
+// Redrive is the dead-letter side of a redrive batch: the dead-letter
+// topic and partition its records were read from, and per record (as many
+// as Batch.Records, strictly increasing) its offset there.
+type Redrive struct {
+	Topic     string
+	Partition uint32
+	Offsets   []uint64
 }
 
 // RejectReason is a picomq_reject_reason: why a record was rejected.

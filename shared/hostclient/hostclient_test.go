@@ -141,8 +141,8 @@ const config = `{"key":"k","name":"n","version":1,"plugin_config":{"table":"t"}}
 func TestLoad(t *testing.T) {
 	h := start(t)
 	a := load(t, h, stubA)
-	if major, minor := a.ABI(); major != 1 || minor != 3 {
-		t.Errorf("ABI() = %d.%d, want 1.3", major, minor)
+	if major, minor := a.ABI(); major != 1 || minor != 4 {
+		t.Errorf("ABI() = %d.%d, want 1.4", major, minor)
 	}
 	if major, minor := load(t, h, stubB).ABI(); major != 1 || minor != 0 {
 		t.Errorf("1.0-style stub: ABI() = %d.%d, want 1.0", major, minor)
@@ -305,6 +305,24 @@ func TestValueSchema(t *testing.T) {
 	if err != nil || len(rej) != 1 || rej[0].Index != 1 {
 		t.Errorf("rejections in a 1.2 batch: %+v, %v", rej, err)
 	}
+}
+
+// ABI 1.4: a redrive batch's dead-letter side reaches the plugin in a
+// full-size batch, with the value schema before it; not in a 1.3 host's
+// batch, whose struct_size ends at value_schema. An offset list that does
+// not match the records is refused by the host.
+func TestRedrive(t *testing.T) {
+	h := start(t)
+	inst := open(t, load(t, h, stubA), config)
+	b := batch("echo", "{}", "{}")
+	b.ValueSchema = []byte(`{}`)
+	b.Redrive = &hostclient.Redrive{Topic: "echo.dlq", Partition: 3, Offsets: []uint64{7, 42}}
+	wantStatus(t, inst.Consume(b), hostclient.StatusRetry,
+		"records=2 value_schema=x7b7d redrive=echo.dlq/3@7,42|off=0")
+	err := inst.Consume(b, hosttest.Batch1_3())
+	wantStatus(t, err, hostclient.StatusRetry, "records=2 value_schema=x7b7d|off=0")
+	b.Redrive.Offsets = []uint64{7}
+	wantStatus(t, inst.Consume(b), hostclient.StatusHostError, "malformed CONSUME request")
 }
 
 func TestErrCap(t *testing.T) {
@@ -669,7 +687,7 @@ func TestBuildHost(t *testing.T) {
 		t.Errorf("BuildHost built twice: %s, %s", p1, p2)
 	}
 	h := hosttest.StartTest(t, p1)
-	if major, minor := h.ABI(); major != 1 || minor != 3 {
+	if major, minor := h.ABI(); major != 1 || minor != 4 {
 		t.Errorf("host ABI %d.%d", major, minor)
 	}
 }

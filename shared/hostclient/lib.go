@@ -162,7 +162,7 @@ func (i *Instance) Consume(b Batch, opts ...CallOption) error {
 func (i *Instance) ConsumeResult(b Batch, opts ...CallOption) ([]Rejection, error) {
 	cc := newCallConfig(opts)
 	r, err := i.lib.h.call(opConsume, cc, func(e *encoder, _ uint64) {
-		encodeConsume(e, i.lib.id, i.handle, cc.ErrCap, cc.Batch1_0, cc.Batch1_2, &b)
+		encodeConsume(e, i.lib.id, i.handle, cc.ErrCap, cc.Batch1_0, cc.Batch1_2, cc.Batch1_3, &b)
 	})
 	if err != nil {
 		return nil, err

@@ -17,7 +17,7 @@ import (
 // its pipes (host.go does), so a change to the format stays in this file.
 
 // protocolVersion is the version the host sends in its HELLO frame.
-const protocolVersion = 3
+const protocolVersion = 4
 
 // maxFrame is the largest frame body either side accepts.
 const maxFrame = 1 << 30
@@ -68,6 +68,7 @@ const (
 	consumeRejects  = 1 // CONSUME: pass a reject callback (ABI 1.1)
 	consumeBatch1_0 = 2 // CONSUME: pass a 1.0 host's batch (struct_size without the 1.1 fields)
 	consumeBatch1_2 = 4 // CONSUME: pass a 1.2 host's batch (struct_size without the 1.3 value_schema)
+	consumeBatch1_3 = 8 // CONSUME: pass a 1.3 host's batch (struct_size without the 1.4 redrive fields)
 	logLate         = 1 // LOG: the context was not live
 	logNullMsg      = 2 // LOG: msg was NULL
 )
@@ -257,7 +258,7 @@ func encodeOpen(e *encoder, lib uint32, ctx uint64, noLog bool, errCap int, conf
 	e.str(config)
 }
 
-func encodeConsume(e *encoder, lib uint32, handle uint64, errCap int, batch1_0, batch1_2 bool, b *Batch) {
+func encodeConsume(e *encoder, lib uint32, handle uint64, errCap int, batch1_0, batch1_2, batch1_3 bool, b *Batch) {
 	e.u32(lib)
 	e.u64(handle)
 	e.size("err cap", errCap)
@@ -270,6 +271,9 @@ func encodeConsume(e *encoder, lib uint32, handle uint64, errCap int, batch1_0, 
 	}
 	if batch1_2 {
 		flags |= consumeBatch1_2
+	}
+	if batch1_3 {
+		flags |= consumeBatch1_3
 	}
 	e.u8(flags)
 	encodeBatch(e, b)
@@ -302,9 +306,12 @@ func encodeSetenv(e *encoder, name string, value *string) {
 // encodedSize is how many bytes encode appends: the request buffer is
 // sized once instead of growing through a batch of payloads.
 func (b *Batch) encodedSize() int {
-	n := 4 + 4 + 4 + len(b.Topic) + 4 + len(b.Schema) + 1 + 4
+	n := 4 + 4 + 4 + len(b.Topic) + 4 + len(b.Schema) + 1 + 1 + 4
 	if b.ValueSchema != nil {
 		n += 4 + len(b.ValueSchema)
+	}
+	if b.Redrive != nil {
+		n += 4 + len(b.Redrive.Topic) + 4 + 4 + 8*len(b.Redrive.Offsets)
 	}
 	for i := range b.Records {
 		r := &b.Records[i]
@@ -331,6 +338,17 @@ func encodeBatch(e *encoder, b *Batch) {
 	} else {
 		e.u8(1)
 		e.bytes(b.ValueSchema)
+	}
+	if r := b.Redrive; r == nil {
+		e.u8(0)
+	} else {
+		e.u8(1)
+		e.str(r.Topic)
+		e.u32(r.Partition)
+		e.size("redrive offset count", len(r.Offsets))
+		for _, o := range r.Offsets {
+			e.u64(o)
+		}
 	}
 	e.size("record count", len(b.Records))
 	for i := range b.Records {

@@ -18,4 +18,13 @@ const (
 	DeadLetterClass = "pico_error_class"
 	// DeadLetterMessage is the plugin's (or the runtime's) message.
 	DeadLetterMessage = "pico_error_message"
+	// RedriveAttempts is how many redrives (picomq-connect redrive) put
+	// the record back and saw it rejected again; absent on a record
+	// dead-lettered by the loop, which counts as 0.
+	RedriveAttempts = "pico_redrive_attempts"
 )
+
+// DeadLetterHeaders are the headers the runtime adds to a dead letter: a
+// redrive removes them to give the record its own headers back.
+var DeadLetterHeaders = []string{DeadLetterTopic, DeadLetterPartition, DeadLetterOffset, DeadLetterTimestamp,
+	DeadLetterClass, DeadLetterMessage, RedriveAttempts}

@@ -23,9 +23,56 @@ type Batch struct {
 	// "Value schema"). nil: the host gave none (a 1.2 host, a json block).
 	// Like the payloads it is host memory, valid during Consume only.
 	ValueSchema []byte
+	// Redrive (ABI 1.4) is set when the batch is dead letters put back by
+	// a redrive (docs/abi.md, "Redrive"): Topic, Partition and the
+	// records' offsets are their original coordinates, Redrive where each
+	// sits in the dead-letter topic. The SDK hands such a batch only to a
+	// plugin registered with Plugin.Redrive, with one offset per record,
+	// strictly increasing. nil: an ordinary batch.
+	Redrive *Redrive
 
 	rejects *rejections // ABI 1.1 per-record outcomes; see Reject
 	skipped int         // records the destination already had; see Skipped
+}
+
+// Redrive is the dead-letter side of a redrive batch: the dead-letter topic
+// and partition its records were read from, and Offsets[i], record i's
+// offset there. A sink that dedupes on offsets dedupes a redrive on these:
+// the original offsets are at or below what it recorded for the original
+// partition, so they would all look like a replay.
+type Redrive struct {
+	Topic     string
+	Partition uint32
+	Offsets   []uint64
+}
+
+// SeqOffset is the offset an exactly-once sink orders and dedupes record i
+// on: its dead-letter offset in a redrive batch, else its own.
+func (b *Batch) SeqOffset(i int) uint64 {
+	if b.Redrive != nil {
+		return b.Redrive.Offsets[i]
+	}
+	return b.Records[i].Offset
+}
+
+// checkRedrive refuses a redrive batch the SDK must not hand to the sink.
+func (b *Batch) checkRedrive(accepts bool) error {
+	r := b.Redrive
+	if r == nil {
+		return nil
+	}
+	if !accepts {
+		return Fatalf("a redrive batch (dead letters of %q partition %d) reached a plugin that does not declare redrive in describe(): it cannot write them exactly once", r.Topic, r.Partition)
+	}
+	if len(r.Offsets) != len(b.Records) {
+		return Fatalf("redrive batch: %d dead-letter offsets for %d records", len(r.Offsets), len(b.Records))
+	}
+	for i := 1; i < len(r.Offsets); i++ {
+		if r.Offsets[i] <= r.Offsets[i-1] {
+			return Fatalf("redrive batch: dead-letter offsets not strictly increasing at record %d (%d after %d)", i, r.Offsets[i], r.Offsets[i-1])
+		}
+	}
+	return nil
 }
 
 // Record is one message of a batch.

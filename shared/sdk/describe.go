@@ -59,6 +59,9 @@ type Description struct {
 	// written together. Absent: they run one at a time (the header allows
 	// a host to call concurrently either way; the plugin serialises).
 	ConcurrentConsume bool `json:"concurrent_consume,omitempty"`
+	// Redrive (Plugin.Redrive, ABI 1.4): the sink takes redrive batches
+	// (Batch.Redrive) exactly once. A host sends them to no other plugin.
+	Redrive bool `json:"redrive,omitempty"`
 }
 
 // Describe returns the static description of the registered plugin. Secret
@@ -79,6 +82,7 @@ func Describe() ([]byte, error) {
 		Metrics:    reg.metrics,
 
 		ConcurrentConsume: reg.concurrent,
+		Redrive:           reg.redrive,
 	}
 	if reg.checksJSON {
 		d.PayloadChecks = []string{"json"}

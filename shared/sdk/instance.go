@@ -202,6 +202,9 @@ func (in *instance) consume(b *Batch) error {
 	if p := in.poisoned.Load(); p != nil {
 		return Fatalf("instance is unusable after an earlier failure: %w", *p)
 	}
+	if err := b.checkRedrive(in.reg.redrive); err != nil {
+		return err
+	}
 	if !in.reg.validatesPayloads {
 		if err := b.CheckPayloads(); err != nil {
 			return err

@@ -64,6 +64,13 @@ type Plugin[C any] struct {
 	// delivering several batches at once pays. Close still never runs
 	// concurrently with Consume.
 	ConcurrentConsume bool
+
+	// Redrive (ABI 1.4) declares, in describe() as "redrive", that the sink
+	// writes redrive batches (Batch.Redrive: dead letters put back with
+	// their original coordinates) exactly once, deduplicating them on the
+	// dead-letter offsets or on the original coordinates as its
+	// destination allows. Without it the SDK refuses such a batch FATAL.
+	Redrive bool
 }
 
 // registration is the type-erased plugin the C exports drive.
@@ -73,6 +80,7 @@ type registration struct {
 	validatesPayloads bool
 	checksJSON        bool
 	concurrent        bool     // Plugin.ConcurrentConsume
+	redrive           bool     // Plugin.Redrive
 	metrics           []Metric // describe()'s metrics: the SDK's and the sink's
 	open              func(ctx context.Context, raw []byte, key string, env Env, host *Host) (erasedSink, Decoded, error)
 }
@@ -105,6 +113,7 @@ func Register[C any](p Plugin[C]) {
 		validatesPayloads: p.ValidatesPayloads,
 		checksJSON:        p.ChecksJSON,
 		concurrent:        p.ConcurrentConsume,
+		redrive:           p.Redrive,
 		open: func(ctx context.Context, raw []byte, key string, env Env, host *Host) (erasedSink, Decoded, error) {
 			var cfg C
 			dec, err := schema.Decode(raw, key, env, &cfg)

@@ -178,6 +178,7 @@ static void put_hex(text *t, picomq_bytes b) {
 }
 
 /* attempt=A partition=P topic=T schema=S records=N [value_schema=V]
+ *   [redrive=TOPIC/PARTITION@O1,O2,...]
  *   then per record: |off=O ts=T key=K headers=[K:V,...] payload=P
  * where byte strings are "-" when absent, else "x" and their hex. */
 static void dump(text *t, const picomq_batch *b) {
@@ -190,6 +191,15 @@ static void dump(text *t, const picomq_batch *b) {
       b->value_schema.ptr) {
     put(t, " value_schema=");
     put_hex(t, b->value_schema);
+  }
+  /* ABI 1.4: a redrive batch shows its dead-letter side. */
+  if (STUB_ABI_MINOR >= 4 &&
+      b->struct_size >= offsetof(picomq_batch, redrive_offsets) + sizeof(b->redrive_offsets) &&
+      b->redrive_topic.ptr) {
+    put(t, " redrive=%.*s/%u@", (int)b->redrive_topic.len, (const char *)b->redrive_topic.ptr,
+        b->redrive_partition);
+    for (size_t i = 0; i < b->record_count; i++)
+      put(t, "%s%llu", i ? "," : "", (unsigned long long)b->redrive_offsets[i]);
   }
   for (size_t i = 0; i < b->record_count; i++) {
     const picomq_record *r = &b->records[i];

@@ -59,5 +59,9 @@ func Batch1_0() hostclient.CallOption { return func(c *callConfig) { c.Batch1_0 
 // value_schema.
 func Batch1_2() hostclient.CallOption { return func(c *callConfig) { c.Batch1_2 = true } }
 
+// Batch1_3 makes Consume pass the batch as a host built against ABI 1.3
+// would: struct_size ends at value_schema, so the plugin sees no redrive.
+func Batch1_3() hostclient.CallOption { return func(c *callConfig) { c.Batch1_3 = true } }
+
 // NoLog makes Open pass log == NULL, so the plugin logs to stderr.
 func NoLog() hostclient.CallOption { return func(c *callConfig) { c.NoLog = true } }

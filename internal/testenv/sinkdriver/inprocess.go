@@ -116,5 +116,8 @@ func toSDK(b Batch) *sdk.Batch {
 	if b.AcceptRejections {
 		out.AcceptRejections()
 	}
+	if r := b.Redrive; r != nil {
+		out.Redrive = &sdk.Redrive{Topic: r.Topic, Partition: r.Partition, Offsets: r.Offsets}
+	}
 	return out
 }

@@ -53,6 +53,8 @@ var Tests = []Test{
 	{Name: "ColumnTypesFromValueSchema", Run: ColumnTypesFromValueSchema, Backends: []string{File}},
 	{Name: "ColumnTypesValuesIgnoresValueSchema", Run: ColumnTypesValuesIgnoresValueSchema, Backends: []string{File}},
 	{Name: "ColumnTypesHintTheTableCannotHold", Run: ColumnTypesHintTheTableCannotHold, Backends: []string{File}},
+	// Redrive (redrive.go): the txn's, not a store's.
+	{Name: "RedriveIsWrittenOnce", Run: RedriveIsWrittenOnce, Backends: []string{File}},
 }
 
 // Run runs every test of the suite through d on each of its backends, each

@@ -212,6 +212,20 @@ func batchFromC(cb *C.picomq_batch) (*sdk.Batch, error) {
 	if uintptr(cb.struct_size) >= unsafe.Offsetof(cb.value_schema)+unsafe.Sizeof(cb.value_schema) {
 		b.ValueSchema = view(cb.value_schema)
 	}
+	// ABI 1.4: a 1.3 host's batch ends before the redrive fields. The
+	// offsets are copied: n words, and the sink may keep them in a group.
+	if uintptr(cb.struct_size) >= unsafe.Offsetof(cb.redrive_offsets)+unsafe.Sizeof(cb.redrive_offsets) && cb.redrive_topic.ptr != nil {
+		if n > 0 && cb.redrive_offsets == nil {
+			return nil, sdk.Fatalf("consume: redrive batch with NULL redrive_offsets and record_count %d", n)
+		}
+		r := &sdk.Redrive{Topic: string(view(cb.redrive_topic)), Partition: uint32(cb.redrive_partition), Offsets: make([]uint64, n)}
+		if n > 0 {
+			for i, o := range unsafe.Slice(cb.redrive_offsets, n) {
+				r.Offsets[i] = uint64(o)
+			}
+		}
+		b.Redrive = r
+	}
 	if n == 0 {
 		return b, nil
 	}
