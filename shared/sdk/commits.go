@@ -37,7 +37,8 @@ type CommitReporter interface {
 
 // Commits keeps the newest Commit per table for a CommitReporter: Set
 // after each commit, List for LastCommits. Neither waits for anything
-// but the other. The zero value is ready.
+// but the other. The zero value is ready; a nil *Commits records nothing
+// (a table built without its sink, in a test).
 type Commits struct {
 	mu sync.Mutex
 	m  map[string]Commit
@@ -45,6 +46,9 @@ type Commits struct {
 
 // Set records c as the newest commit to c.Table.
 func (cs *Commits) Set(c Commit) {
+	if cs == nil {
+		return
+	}
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
 	if cs.m == nil {
@@ -55,6 +59,9 @@ func (cs *Commits) Set(c Commit) {
 
 // List returns the newest commit to each table, by table.
 func (cs *Commits) List() []Commit {
+	if cs == nil {
+		return []Commit{}
+	}
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
 	out := make([]Commit, 0, len(cs.m))
