@@ -5,9 +5,9 @@ GO ?= go
 # runtime's (connect/...) run against a scripted plugin (connect/internal/fakeplugin)
 # and kfake; their cases through the built C host and test plugin skip without
 # PICOMQ_DIST, which unit clears, and run in e2e.
-UNIT_PKGS := ./shared/... ./plugins/... ./connect/... ./internal/...
+UNIT_PKGS := ./shared/... ./plugins/... ./connect/... ./internal/... ./deploy/...
 
-.PHONY: all build release release-check test unit e2e demo demo-delta bench bench-delta bench-redshift bench-pipeline bench-formats bench-partitions services services-stop pyenv fmt-check vet generate-flatbuf clean
+.PHONY: all build release release-check image test unit e2e demo demo-delta bench bench-delta bench-redshift bench-pipeline bench-formats bench-partitions services services-stop pyenv fmt-check vet generate-flatbuf clean
 
 all: build
 
@@ -26,6 +26,13 @@ release:
 # test`; e2e/release's TestReleaseTarball checks one amd64 release there.
 release-check: pyenv
 	PICOMQ_RELEASE_CHECK=1 $(GO) test -count=1 -timeout 120m -run TestReleaseReproducible -v ./e2e/release
+
+# The container image of the linux/amd64 release, built without a container engine or registry
+# (buildscripts/image.sh, docs/deploy.md): dist/picomq-heavy-sinks-<v>-image-linux-amd64/ (OCI
+# layout) and .tar (docker load). make image VERSION=1.2.3; default 0.0.0-dev. e2e/release's
+# TestImage builds it twice from the release TestReleaseTarball checks and reads it back (make test).
+image:
+	VERSION=$(or $(VERSION),0.0.0-dev) buildscripts/image.sh
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi

@@ -2,13 +2,16 @@ package child
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"sync"
 	"sync/atomic"
 
 	"github.com/picomq/heavy-sinks/shared/hostclient"
+	"github.com/picomq/heavy-sinks/shared/sdk"
 )
 
 // Instance is one open sink instance of a Process. Its Consume calls run
@@ -158,6 +161,26 @@ func (i *Instance) Redrive() bool { return i.p.Redrive() }
 // Description returns the instance's library's describe() document
 // (Process.Description): /metrics reads its metric declarations.
 func (i *Instance) Description() string { return i.p.Description() }
+
+// Destination returns where the sink writes as configured: the value of
+// the plugin_config key its library's describe() marks "destination" (a
+// table URI or name, template placeholders unresolved), with the
+// environment overrides applied as the plugin's open applies them. It is
+// the table label of the freshness metrics, one value per sink; "" before
+// the library was described, or when it marks no key (an older plugin).
+func (i *Instance) Destination() string {
+	var d struct {
+		Config []sdk.Field `json:"plugin_config"`
+	}
+	var o struct {
+		Key          string          `json:"key"`
+		PluginConfig json.RawMessage `json:"plugin_config"`
+	}
+	if json.Unmarshal([]byte(i.Description()), &d) != nil || json.Unmarshal([]byte(i.config), &o) != nil {
+		return ""
+	}
+	return sdk.Destination(d.Config, o.PluginConfig, o.Key, sdk.EnvFrom(os.Environ()))
+}
 
 // ErrNotOpen is the error of Metrics while the instance is not open: its
 // child died and the next Consume reopens it, or it was closed.

@@ -6,13 +6,16 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/picomq/heavy-sinks/connect/pipeline"
+	"github.com/picomq/heavy-sinks/shared/sdk"
 )
 
 // Status is the /status document.
@@ -29,6 +32,15 @@ type SinkStatus struct {
 	LastError  string            `json:"last_error,omitempty"`
 	Lag        int64             `json:"lag"` // the sum over its partitions
 	Partitions []PartitionStatus `json:"partitions"`
+	// Table is the sink's destination as configured (the table label of
+	// the freshness metrics); absent before its first commit, or when the
+	// plugin declares no destination key.
+	Table string `json:"table,omitempty"`
+	// LastCommits is the newest commit per destination table the plugin
+	// instance reports in metrics() (a Delta version, a Redshift load);
+	// null when the plugin reports none or did not answer within
+	// PluginTimeout, empty before its first commit.
+	LastCommits []sdk.Commit `json:"last_commits"`
 }
 
 // PartitionStatus is one topic-partition of a sink in /status. Unknown
@@ -42,10 +54,49 @@ type PartitionStatus struct {
 	LastBatchTime   *time.Time `json:"last_batch_time"`
 }
 
-// Status returns the state of every sink added.
-func (m *Metrics) Status() Status {
+// Status returns the state of every sink added, without asking the
+// plugins anything (/readyz).
+func (m *Metrics) Status() Status { return m.status(nil) }
+
+// StatusWithCommits is Status with each sink's LastCommits, from its
+// plugin's metrics(), each call bounded by PluginTimeout (/status).
+func (m *Metrics) StatusWithCommits(ctx context.Context) Status {
+	ts := m.targets()
+	commits := make([][]sdk.Commit, len(ts))
+	var wg sync.WaitGroup
+	for i, t := range ts {
+		if t.plugin != nil {
+			wg.Go(func() { commits[i] = m.lastCommits(ctx, t.plugin) })
+		}
+	}
+	wg.Wait()
+	return m.status(commits)
+}
+
+// lastCommits reads "last_commits" of p's metrics(); nil when p does not
+// answer in time or reports none.
+func (m *Metrics) lastCommits(ctx context.Context, p Plugin) []sdk.Commit {
+	ctx, cancel := context.WithTimeout(ctx, m.PluginTimeout)
+	defer cancel()
+	js, err := p.Metrics(ctx)
+	if err != nil {
+		return nil
+	}
+	var doc struct {
+		LastCommits []sdk.Commit `json:"last_commits"`
+	}
+	if json.Unmarshal([]byte(js), &doc) != nil {
+		return nil
+	}
+	return doc.LastCommits
+}
+
+func (m *Metrics) status(commits [][]sdk.Commit) Status {
 	st := Status{Sinks: []SinkStatus{}}
-	for _, t := range m.targets() {
+	m.mu.Lock()
+	tables := maps.Clone(m.tables)
+	m.mu.Unlock()
+	for i, t := range m.targets() {
 		state, err := t.sink.State()
 		s := SinkStatus{Key: t.sink.Key(), State: state, Partitions: []PartitionStatus{}}
 		if err != nil {
@@ -65,6 +116,10 @@ func (m *Metrics) Status() Status {
 			}
 			s.Lag += ps.Lag
 			s.Partitions = append(s.Partitions, ps)
+		}
+		s.Table = tables[s.Key]
+		if i < len(commits) {
+			s.LastCommits = commits[i]
 		}
 		st.Sinks = append(st.Sinks, s)
 	}
@@ -98,11 +153,11 @@ func Handler(m *Metrics) http.Handler {
 		}
 		fmt.Fprintln(w, "ok")
 	})
-	mux.HandleFunc("GET /status", func(w http.ResponseWriter, _ *http.Request) {
+	mux.HandleFunc("GET /status", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
-		enc.Encode(m.Status())
+		enc.Encode(m.StatusWithCommits(r.Context()))
 	})
 	mux.Handle("GET /metrics", promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}))
 	return mux

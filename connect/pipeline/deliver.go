@@ -70,6 +70,10 @@ type Delivery struct {
 	// for the attempts after the first of one decoding.
 	Decoded    int
 	DecodeTook time.Duration
+	// Newest is the newest Kafka record timestamp of the batch (its
+	// event time as the producer or broker set it); zero when no record
+	// has one. With an OK outcome it is committed: the freshness gauges.
+	Newest time.Time
 }
 
 // Observer is told about every delivery attempt. Its methods must not
@@ -81,6 +85,18 @@ type Observer interface {
 type nopObserver struct{}
 
 func (nopObserver) Delivered(Delivery) {}
+
+// newest returns the newest timestamp of recs; zero when none has one (a
+// record without a timestamp has -1, before the Unix epoch).
+func newest(recs []*kgo.Record) time.Time {
+	var t time.Time
+	for _, r := range recs {
+		if r.Timestamp.UnixMilli() > 0 && r.Timestamp.After(t) {
+			t = r.Timestamp
+		}
+	}
+	return t
+}
 
 // classify maps what a Deliverer returned to an Outcome.
 func classify(err error) Outcome {
@@ -253,7 +269,7 @@ func decode(ctx context.Context, schema definition.Schema, dec decoding.Decoder,
 func (c *consumer) deliver(ctx context.Context, recs []*kgo.Record, sc *scratch) error {
 	first, last := recs[0], recs[len(recs)-1]
 	k := tp{first.Topic, first.Partition}
-	d := Delivery{Sink: c.s.def.Key, Topic: k.topic, Partition: k.partition, First: first.Offset, Last: last.Offset, Records: len(recs)}
+	d := Delivery{Sink: c.s.def.Key, Topic: k.topic, Partition: k.partition, First: first.Offset, Last: last.Offset, Records: len(recs), Newest: newest(recs)}
 	tolerant := c.t.ErrorsTolerance == definition.ToleranceAll
 	b, sent, bad, err := c.decodeAll(ctx, recs, sc, &d)
 	if errors.Is(err, errUndecoded) || err != nil && ctx.Err() != nil {

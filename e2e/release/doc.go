@@ -7,6 +7,10 @@
 //     symbols against include/picomq_sink.h, the glibc floor, the manifest and
 //     SBOM against the modules compiled in, and the released host and plugins
 //     running: describe, and a Delta commit read back by delta-rs.
+//   - TestImage (make test): the container image of that same release
+//     (buildscripts/image.sh, twice: one digest), read back with
+//     go-containerregistry, no container engine: config, files, owners and
+//     dates, and a base layer that has what the binaries need to run.
 //   - TestReleaseReproducible (make release-check, PICOMQ_RELEASE_CHECK=1): two
 //     clones of HEAD at different paths, the second with an empty Go build
 //     cache, each building amd64 and arm64; the tarballs must be the same bytes,

@@ -20,6 +20,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -61,12 +62,46 @@ var contents = []string{
 
 var machines = map[string]elf.Machine{"amd64": elf.EM_X86_64, "arm64": elf.EM_AARCH64}
 
+// shared is the amd64 release of the working tree that TestReleaseTarball
+// checks and TestImage packages, built once per test run (a release build
+// is most of either test's time); TestMain removes it.
+var shared struct {
+	once    sync.Once
+	dir     string
+	tarball string // set once built
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if shared.dir != "" {
+		os.RemoveAll(shared.dir)
+	}
+	os.Exit(code)
+}
+
+// sharedRelease returns the shared release tarball, building it first.
+func sharedRelease(t *testing.T) string {
+	t.Helper()
+	shared.once.Do(func() {
+		dir, err := os.MkdirTemp("", "picomq-release-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		shared.dir = dir
+		// From the working tree, so that the script under test is the one being edited.
+		release(t, repoRoot(t), dir, "amd64", "RELEASE_ALLOW_DIRTY=1")
+		shared.tarball = filepath.Join(dir, "picomq-heavy-sinks-"+version+"-linux-amd64.tar.gz")
+	})
+	if shared.tarball == "" {
+		t.Fatal("the release build failed (in this test or an earlier one)")
+	}
+	return shared.tarball
+}
+
 func TestReleaseTarball(t *testing.T) {
 	root := repoRoot(t)
-	out := t.TempDir()
-	// From the working tree, so that the script under test is the one being edited.
-	release(t, root, out, "amd64", "RELEASE_ALLOW_DIRTY=1")
-	tarball := filepath.Join(out, "picomq-heavy-sinks-"+version+"-linux-amd64.tar.gz")
+	tarball := sharedRelease(t)
+	out := filepath.Dir(tarball)
 	files := inspect(t, tarball, "amd64", root)
 	run(t, files, "amd64")
 	sums, err := os.ReadFile(filepath.Join(out, "picomq-heavy-sinks-"+version+".SHA256SUMS"))

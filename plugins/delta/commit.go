@@ -265,6 +265,8 @@ func (t *table) landed(members []*member, p *plan, r commitResult, files []encod
 	st.files.Add(int64(len(files)))
 	st.bytes.Add(nbytes)
 	st.records.Add(nrec)
+	v := res.Version
+	t.env.commits.Set(sdk.Commit{Table: t.uri, Version: &v, Records: nrec, Time: time.Now().UTC()})
 	st.empty.Add(p.n.empty)
 	if p.n.unmatched > 0 {
 		st.unmatched.Add(p.n.unmatched)

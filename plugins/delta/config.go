@@ -13,7 +13,7 @@ import (
 // Config is the Delta sink's plugin_config, declared once: the same tags
 // drive decoding, env overrides, describe() and docs/delta-config.md.
 type Config struct {
-	TableURI           string `config:"table_uri,required,template" doc:"Table location as a URL: file:///path, s3://bucket/path, az://container/path or gs://bucket/path. Supports {topic} and {topic_segment[n]}"`
+	TableURI           string `config:"table_uri,required,template,destination" doc:"Table location as a URL: file:///path, s3://bucket/path, az://container/path or gs://bucket/path. Supports {topic} and {topic_segment[n]}"`
 	StorageBackendType string `config:"storage_backend_type" doc:"s3, azure or gcs. Enables the matching group of keys. When absent no storage options are passed and the URI has to work on its own, as file:// paths do"`
 	ExactlyOnce        bool   `config:"exactly_once" default:"true" doc:"Record the last offset of every commit in a Delta txn action and skip records at or below it on replay. false appends replays again"`
 	SkipEmptyPayloads  bool   `config:"skip_empty_payloads" default:"false" doc:"Skip records with an empty payload (tombstones on compacted topics), counted in empty_payloads_skipped. false fails the batch naming the record's offset, as for any payload that is not a JSON object"`

@@ -22,7 +22,8 @@
 //     and the report of truncated timestamps (timestamps.go); and cmd/sink,
 //     the c-shared library's main.
 //
-// File map: sink.go (the SDK's Sink: open, consume, close), config.go (the
+// File map: sink.go (the SDK's Sink: open, consume, close, its metrics
+// and the newest version per table, metrics()'s last_commits), config.go (the
 // plugin_config keys), table.go (one table: its environment, snapshot,
 // filter, close), group.go (the table's writer queue: batches that wait
 // for it written as one group commit, each answered for itself),

@@ -46,8 +46,10 @@ type Sink struct {
 	tables map[string]*table // by resolved URI, for the life of the instance
 
 	stats counters
-	ckpt  *checkpointStats
-	comp  *compactStats
+	// commits holds the newest version committed to each table.
+	commits sdk.Commits
+	ckpt    *checkpointStats
+	comp    *compactStats
 	// requests counts every table's store operations (objstore.Counted).
 	requests objstore.Requests
 }
@@ -151,7 +153,7 @@ func (s *Sink) Open(ctx context.Context, cfg *Config, host *sdk.Host) error {
 		opts: tableOptions{exactlyOnce: cfg.ExactlyOnce, skipEmpty: cfg.SkipEmptyPayloads, metadataColumns: cfg.MetadataColumns,
 			addColumns: cfg.SchemaEvolution == evolveAddColumns, derive: derive, create: create, groupMaxBytes: cfg.GroupMaxBytes,
 			typesFromSchema: cfg.ColumnTypes == columnTypesValueSchema},
-		stats: &s.stats, ckpt: s.ckpt, requests: &s.requests,
+		stats: &s.stats, ckpt: s.ckpt, requests: &s.requests, commits: &s.commits,
 		compact: compact, compactStats: s.comp,
 	}
 	if !tmpl.IsStatic() {
@@ -241,6 +243,10 @@ func (s *Sink) table(ctx context.Context, uri string, vs []byte) (*table, error)
 	}
 	return t, nil
 }
+
+// LastCommits implements sdk.CommitReporter: the newest version this
+// instance committed to each table it opened, by table URI.
+func (s *Sink) LastCommits() []sdk.Commit { return s.commits.List() }
 
 // Metrics reports the sink's own counters (the SDK adds its generic ones).
 func (s *Sink) Metrics() map[string]any {

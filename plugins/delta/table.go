@@ -67,6 +67,7 @@ type tableEnv struct {
 	stats    *counters
 	ckpt     *checkpointStats
 	requests *objstore.Requests // every table's store operations (objstore.Counted)
+	commits  *sdk.Commits       // the newest version committed per table (Sink.LastCommits)
 
 	compact      *compactOptions // nil: compaction is off
 	compactStats *compactStats

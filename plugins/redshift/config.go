@@ -18,7 +18,7 @@ import (
 // `go test ./plugins/redshift -run TestConfigDocs -update`).
 type Config struct {
 	ConnectionString string `config:"connection_string,required,secret" doc:"A libpq URL to the cluster or workgroup endpoint, e.g. postgres://loader:pass@cluster:5439/analytics. TLS through sslmode and sslrootcert, in production ?sslmode=verify-full&sslrootcert=/etc/picomq/amazon-trust-ca-bundle.crt (see TLS in redshift.md); without sslmode, TLS is tried and not verified (prefer). The schema through ?options=-c%20search_path%3Danalytics. Redacted in the API"`
-	TargetTable      string `config:"target_table,required,template" doc:"Table name. Supports {topic} and {topic_segment[n]}. Quoted verbatim: a dot coming from the topic is part of the name; a dot written here is taken as a schema, which the sink does not support"`
+	TargetTable      string `config:"target_table,required,template,destination" doc:"Table name. Supports {topic} and {topic_segment[n]}. Quoted verbatim: a dot coming from the topic is part of the name; a dot written here is taken as a schema, which the sink does not support"`
 	AWSIAMRole       string `config:"aws_iam_role,required" doc:"ARN Redshift assumes for COPY. Must be attached to the cluster"`
 	S3Bucket         string `config:"s3_bucket,required" doc:"Bucket for the Parquet files"`
 	// S3Prefix is a pointer so that the key is required yet may be empty.

@@ -38,7 +38,8 @@
 //   - tls.go      the sslmode pgx put in effect (logged, named in errors) and
 //     what to fix when a certificate does not verify
 //   - store.go    S3 upload (HTTP 200 or an error), delete, archive
-//   - metrics.go  the sink's counters and their declarations for describe()
+//   - metrics.go  the sink's counters and their declarations for describe(),
+//     and the newest load per table (metrics()'s last_commits)
 //
 // Tests: config_internal_test.go, tls_internal_test.go, group_internal_test.go, open_test.go and
 // docs_test.go need no services (docs_test.go keeps docs/redshift-config.md in sync, -update

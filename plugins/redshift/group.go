@@ -343,6 +343,13 @@ func (s *Sink) runGroup(ctx context.Context, t *table, g []*member) {
 	res, manifest, err := s.loadFiles(ctx, t, g, files)
 	s.answer(t, g, res, err)
 	answered = true
+	if err == nil {
+		loaded := manifest
+		if loaded == "" {
+			loaded = files[0].key
+		}
+		s.loaded(t, loaded, res.inserted)
+	}
 	s.handOff(&t.queue)
 	if manifest != "" {
 		// Only the COPY reads the manifest; it is never archived.

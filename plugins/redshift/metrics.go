@@ -2,6 +2,9 @@ package redshift
 
 import (
 	"sync/atomic"
+	"time"
+
+	"github.com/picomq/heavy-sinks/plugins/redshift/rsql"
 
 	"github.com/picomq/heavy-sinks/shared/sdk"
 )
@@ -41,6 +44,16 @@ func (s *Sink) Metrics() map[string]any {
 		"cleanup_failures":        c.cleanupFailures.Load(),
 	}
 }
+
+// loaded records the load of the S3 object key (a Parquet file or a
+// manifest) into t, which committed with inserted new rows, as t's newest.
+func (s *Sink) loaded(t *table, key string, inserted int64) {
+	s.commits.Set(sdk.Commit{Table: t.name, Load: rsql.S3URL(s.store.bucket, key), Records: inserted, Time: time.Now().UTC()})
+}
+
+// LastCommits implements sdk.CommitReporter: the newest load this instance
+// committed into each table, by table name.
+func (s *Sink) LastCommits() []sdk.Commit { return s.commits.List() }
 
 // metrics declares every number of Sink.Metrics for describe() (ABI 1.2):
 // Prometheus type, unit and name.

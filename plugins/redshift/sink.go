@@ -65,6 +65,7 @@ type Sink struct {
 	encoders sync.Pool // *rsparquet.Encoder, one per call encoding
 	now      func() time.Time
 	stats    counters
+	commits  sdk.Commits // the newest load committed per table
 
 	// tablesMu is held while a name is checked for the first time, so
 	// that one table has one queue (group.go); calls for other tables
@@ -350,6 +351,7 @@ func (s *Sink) loadChunk(ctx context.Context, t *table, c rsparquet.Chunk) (int6
 	s.stats.rowsCopied.Add(rows)
 	s.stats.rowsInserted.Add(res.inserted)
 	s.stats.rowsSkipped.Add(max(rows-res.inserted, 0))
+	s.loaded(t, key, res.inserted)
 	s.finish(ctx, key)
 	return res.inserted, nil
 }

@@ -22,7 +22,10 @@ import (
 //	}
 //
 // Options after the key: required, secret, template (a string shown as type
-// "template" in describe). Supported field types: string, bool, int, int64,
+// "template" in describe), destination (the key naming where records are
+// written, e.g. a table URI: a runtime labels its freshness metrics with
+// this key's value as configured, template placeholders unresolved; at most
+// one field, never a secret one). Supported field types: string, bool, int, int64,
 // float64, time.Duration, and pointers to them; a pointer stays nil when the
 // key is absent and has no default. The same declaration drives decoding,
 // environment overrides, describe() and the generated config reference.
@@ -41,6 +44,11 @@ type Field struct {
 	NonEmpty    bool   `json:"non_empty,omitempty"`
 	Secret      bool   `json:"secret"`
 	Description string `json:"description"`
+	// Destination marks the key that names where records are written (a
+	// table URI or table name, usually a template): a runtime reads its
+	// configured value as a bounded label (Destination). Absent when
+	// false, and from older plugins.
+	Destination bool `json:"destination,omitempty"`
 
 	index []int
 	isPtr bool
@@ -65,6 +73,7 @@ func schemaOfType(t reflect.Type) (*Schema, error) {
 	}
 	s := &Schema{typ: t}
 	byKey := map[string]bool{}
+	destinations := 0
 	for i := 0; i < t.NumField(); i++ {
 		sf := t.Field(i)
 		tag, ok := sf.Tag.Lookup("config")
@@ -106,6 +115,9 @@ func schemaOfType(t reflect.Type) (*Schema, error) {
 					return nil, fmt.Errorf("config field %s: template needs a string", sf.Name)
 				}
 				f.Type = "template"
+			case "destination":
+				f.Destination = true
+				destinations++
 			default:
 				return nil, fmt.Errorf("config field %s: unknown option %q", sf.Name, opt)
 			}
@@ -117,11 +129,17 @@ func schemaOfType(t reflect.Type) (*Schema, error) {
 			}
 		}
 		f.NonEmpty = f.Required && !f.isPtr && ft.Kind() == reflect.String
+		if f.Destination && (f.Secret || f.Type != "string" && f.Type != "template") {
+			return nil, fmt.Errorf("config field %s: a destination is a string that is not secret", sf.Name)
+		}
 		if byKey[f.Key] {
 			return nil, fmt.Errorf("config key %q declared twice", f.Key)
 		}
 		byKey[f.Key] = true
 		s.Fields = append(s.Fields, f)
+	}
+	if destinations > 1 {
+		return nil, fmt.Errorf("config of %s declares %d destination keys; at most one", t, destinations)
 	}
 	return s, nil
 }
@@ -215,6 +233,21 @@ func (s *Schema) Decode(raw json.RawMessage, sinkKey string, env Env, dst any) (
 // exist, a URI it parses, an endpoint) passes here.
 func CheckConfig(fields []Field, raw json.RawMessage, sinkKey string, env Env) []string {
 	return resolve(fields, raw, sinkKey, env).problems
+}
+
+// Destination returns the value of the key fields mark as the destination
+// (describe()'s "destination": true), from the defaults, plugin_config raw
+// and the environment overrides of sinkKey in env, as Decode would set it:
+// the configured text, a template's placeholders unresolved, so one value
+// per sink. It is "" when no field is marked (an older plugin), when the
+// key is unset, and for a field marked secret (never exposed).
+func Destination(fields []Field, raw json.RawMessage, sinkKey string, env Env) string {
+	i := slices.IndexFunc(fields, func(f Field) bool { return f.Destination })
+	if i < 0 || fields[i].Secret {
+		return ""
+	}
+	s, _ := resolve(fields, raw, sinkKey, env).vals[i].(string)
+	return s
 }
 
 // resolved is a plugin_config checked against its declaration.

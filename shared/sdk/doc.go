@@ -18,6 +18,7 @@
 //   - log.go       the slog handler that forwards to the host's log callback
 //   - instance.go  open instances, serialised calls, panics recovered, metrics
 //   - metrics.go   metric declarations (type, unit, Prometheus name) for describe()
+//   - commits.go   the newest commit per destination, metrics()'s "last_commits"
 //   - describe.go  the static describe() document
 //
 // Secrets declared in the config (and any the plugin adds with Host.Redact)

@@ -261,6 +261,16 @@ func Metrics(h uint64) ([]byte, error) {
 		}
 		m["sink"] = extra
 	}
+	if r, ok := in.sink.(CommitReporter); ok {
+		cs, err := safeCall(func() ([]Commit, error) { return r.LastCommits(), nil })
+		if err != nil {
+			return nil, in.scrub(err)
+		}
+		if cs == nil {
+			cs = []Commit{}
+		}
+		m["last_commits"] = cs
+	}
 	out, err := json.Marshal(m)
 	if err != nil {
 		return nil, Fatalf("metrics: %v", err)
