@@ -57,9 +57,9 @@ type Written struct {
 // Record is one record the broker still holds, as the audit reads it back
 // to tell a gap from a record the sink was meant to skip.
 type Record struct {
-	Offset  int64
-	Key     []byte
-	Value   []byte
+	Offset    int64
+	Key       []byte
+	Value     []byte
 	Headers   []transform.Header
 	Timestamp time.Time
 }
@@ -81,8 +81,8 @@ type Skipper func(tp TP, r Record) bool
 type Where string
 
 const (
-	InTable           Where = "table"               // two rows or more in the table
-	InDeadLetters     Where = "dead_letter"         // two dead letters or more
+	InTable           Where = "table"                 // two rows or more in the table
+	InDeadLetters     Where = "dead_letter"           // two dead letters or more
 	InTableAndLetters Where = "table_and_dead_letter" // a row and a dead letter
 )
 

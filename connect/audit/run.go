@@ -34,6 +34,7 @@ type Destination interface {
 
 // Block is one [[topics]] block, resolved.
 type Block struct {
+	Broker Broker // its cluster
 	Group  string
 	Topics []string // the topics it consumes now (pattern matched)
 	// DeadLetters names the dead-letter topic of a source topic; nil
@@ -52,7 +53,7 @@ type Sink struct {
 }
 
 // Run reconciles every partition of s's blocks.
-func Run(ctx context.Context, s Sink, b Broker) (SinkReport, error) {
+func Run(ctx context.Context, s Sink) (SinkReport, error) {
 	rep := SinkReport{Key: s.Key, File: s.File, Plugin: s.Plugin, Partitions: []PartitionReport{}, Notes: slices.Clone(s.Notes)}
 	type blockTPs struct {
 		blk *Block
@@ -63,6 +64,7 @@ func Run(ctx context.Context, s Sink, b Broker) (SinkReport, error) {
 	var all []TP
 	for i := range s.Blocks {
 		blk := &s.Blocks[i]
+		b := blk.Broker
 		tps, err := b.Partitions(ctx, blk.Topics)
 		if err != nil {
 			return rep, err
@@ -80,6 +82,7 @@ func Run(ctx context.Context, s Sink, b Broker) (SinkReport, error) {
 	}
 	rep.Notes = append(rep.Notes, notes...)
 	for _, bt := range blocks {
+		b := bt.blk.Broker
 		dead := map[TP]*Count{}
 		if bt.blk.DeadLetters != nil {
 			mine := map[TP]bool{}

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/url"
-	"strconv"
 	"sync"
 	"sync/atomic"
 
@@ -206,7 +204,7 @@ func (s *Sink) Consume(ctx context.Context, b *sdk.Batch) error {
 // sink. Each part is escaped so that no two (key, topic, partition) share
 // an id.
 func (s *Sink) appID(b *sdk.Batch) string {
-	return "picomq-delta-sink/" + url.PathEscape(s.host.Key) + "/" + url.PathEscape(b.Topic) + "/" + strconv.FormatUint(uint64(b.Partition), 10)
+	return AppID(s.host.Key, b.Topic, b.Partition)
 }
 
 // table returns the cached table for a resolved URI, opening it on first use.
