@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -23,7 +24,7 @@ import (
 )
 
 // stdout receives the audit's report; tests replace it.
-var stdout = os.Stdout
+var stdout io.Writer = os.Stdout
 
 // Exit codes of audit: exitOK when clean, exitSinkError (1) when an
 // offset is missing or held twice, exitUsage for bad flags, definitions,
