@@ -59,7 +59,8 @@
 // transform.go (a block's transforms run on one record's JSON payload),
 // deadletter.go (the dead-letter producer, the check that its topics
 // exist), budget.go (the runtime-wide cap on buffered bytes),
-// client.go (kgo options from a definition), fetch.go (fetch.min.bytes and
+// client.go (kgo options from a definition), connopts.go (a block's
+// connection options for other clients: picomq-connect audit), fetch.go (fetch.min.bytes and
 // fetch.wait.max.ms derived from a block that sets neither), status.go (committed
 // offset, high watermark and lag per assigned topic-partition).
 package pipeline

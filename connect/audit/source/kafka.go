@@ -42,9 +42,17 @@ func NewKafka(opts []kgo.Opt) (*Kafka, error) {
 // Close closes the client.
 func (k *Kafka) Close() { k.cl.Close() }
 
+// bounded is ctx cut to StallTimeout: the admin requests' bound (the
+// client would retry an unreachable broker for much longer).
+func bounded(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, StallTimeout)
+}
+
 // Topics lists the broker's topics (internal ones left out), for blocks
 // with a pattern.
 func (k *Kafka) Topics(ctx context.Context) ([]string, error) {
+	ctx, cancel := bounded(ctx)
+	defer cancel()
 	td, err := k.adm.ListTopics(ctx)
 	if err != nil {
 		return nil, err
@@ -58,6 +66,8 @@ func (k *Kafka) Partitions(ctx context.Context, topics []string) ([]audit.TP, er
 	if len(topics) == 0 {
 		return nil, nil
 	}
+	ctx, cancel := bounded(ctx)
+	defer cancel()
 	td, err := k.adm.ListTopics(ctx, topics...)
 	if err != nil {
 		return nil, err
@@ -92,6 +102,8 @@ func (k *Kafka) Offsets(ctx context.Context, group string, tps []audit.TP) (map[
 			topics = append(topics, tp.Topic)
 		}
 	}
+	ctx, cancel := bounded(ctx)
+	defer cancel()
 	starts, err := k.adm.ListStartOffsets(ctx, topics...)
 	if err != nil {
 		return nil, err
@@ -139,11 +151,13 @@ func (k *Kafka) Read(ctx context.Context, tp audit.TP, from, to int64, fn func(a
 // DeadLetters reads topic from its start to its end as of now and calls fn
 // with each record's source coordinates.
 func (k *Kafka) DeadLetters(ctx context.Context, topic string, fn func(src audit.TP, offset int64)) (unreadable int64, err error) {
-	starts, err := k.adm.ListStartOffsets(ctx, topic)
+	lctx, cancel := bounded(ctx)
+	defer cancel()
+	starts, err := k.adm.ListStartOffsets(lctx, topic)
 	if err != nil {
 		return 0, err
 	}
-	ends, err := k.adm.ListEndOffsets(ctx, topic)
+	ends, err := k.adm.ListEndOffsets(lctx, topic)
 	if err != nil {
 		return 0, err
 	}
