@@ -42,6 +42,16 @@ func (s *Set) Add(from, to int64, twice func(Range)) {
 	if from >= to {
 		return
 	}
+	// Rows mostly arrive in offset order: at or past the end is an
+	// extension or an append, without a search.
+	if n := len(s.r); n > 0 && s.r[n-1].To <= from {
+		if s.r[n-1].To == from {
+			s.r[n-1].To = to
+		} else {
+			s.r = append(s.r, Range{from, to})
+		}
+		return
+	}
 	// i: the first range that ends at or after from (touching or
 	// overlapping); j: one past the last that starts at or before to.
 	i := sort.Search(len(s.r), func(i int) bool { return s.r[i].To >= from })
