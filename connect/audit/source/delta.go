@@ -64,6 +64,9 @@ func (d *Delta) scanTable(ctx context.Context, uri string, tps []audit.TP, out m
 	}
 	st, err := deltalog.LoadState(ctx, store, nil)
 	if errors.Is(err, deltalog.ErrNoTable) {
+		for _, tp := range tps {
+			out[tp] = &audit.Written{Table: uri, Proof: audit.ProofRows, Txn: -1}
+		}
 		return []string{fmt.Sprintf("Delta table %s does not exist", uri)}, nil
 	}
 	if err != nil {
