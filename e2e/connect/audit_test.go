@@ -316,6 +316,8 @@ print(json.dumps([[r["pico_partition"], r["pico_offset"]] for r in t]))
 			t.Fatalf("exit %d, report %+v", code, rep)
 		}
 		checkGaps(t, rep, "aud_delta", want)
+		_, text, _ := r.run("audit", "--brokers", strings.Join(r.brokers, ","), "--sink", "aud_delta", r.defs)
+		t.Logf("the text report:\n%s", text)
 	})
 }
 
