@@ -111,33 +111,46 @@ write_deltalake(sys.argv[1], pa.Table.from_pylist([], schema=schema))
 	return r
 }
 
-// audit runs `picomq-connect audit --format json` (restricted to sink when
-// not empty) and returns its exit code and report.
+// audit runs `picomq-connect audit --format json` on the rig's
+// definitions (restricted to sink when not empty).
 func (r *auditRig) audit(sink string) (int, audit.Report) {
 	r.t.Helper()
-	args := []string{"audit", "--brokers", strings.Join(r.brokers, ","), "--format", "json"}
-	if sink != "" {
-		args = append(args, "--sink", sink)
-	}
-	code, out, errOut := r.run(append(args, r.defs)...)
-	var rep audit.Report
-	if err := json.Unmarshal([]byte(out), &rep); err != nil {
-		r.t.Fatalf("audit exit %d, report not JSON (%v):\n%s\nstderr:\n%s", code, err, out, errOut)
-	}
-	return code, rep
+	return auditJSON(r.t, r.bin, r.brokers, r.defs, sink)
 }
 
 func (r *auditRig) run(args ...string) (code int, stdout, stderr string) {
 	r.t.Helper()
+	return runBin(r.t, r.bin, args...)
+}
+
+// auditJSON runs `bin audit --format json` on defs against brokers
+// (restricted to sink when not empty) and returns its exit code and
+// report.
+func auditJSON(t *testing.T, bin string, brokers []string, defs, sink string) (int, audit.Report) {
+	t.Helper()
+	args := []string{"audit", "--brokers", strings.Join(brokers, ","), "--format", "json"}
+	if sink != "" {
+		args = append(args, "--sink", sink)
+	}
+	code, out, errOut := runBin(t, bin, append(args, defs)...)
+	var rep audit.Report
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("audit exit %d, report not JSON (%v):\n%s\nstderr:\n%s", code, err, out, errOut)
+	}
+	return code, rep
+}
+
+func runBin(t *testing.T, bin string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
 	var o, e bytes.Buffer
-	cmd := exec.Command(r.bin, args...)
+	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = &o, &e
 	err := cmd.Run()
 	if ee, ok := err.(*exec.ExitError); ok {
 		return ee.ExitCode(), o.String(), e.String()
 	}
 	if err != nil {
-		r.t.Fatal(err)
+		t.Fatal(err)
 	}
 	return 0, o.String(), e.String()
 }
