@@ -139,3 +139,54 @@ func TestAuditTxnOnly(t *testing.T) {
 		t.Errorf("%+v, notes %q", p, rep.Sinks[0].Notes)
 	}
 }
+
+// A transaction marker takes an offset but is no record: the read-back of
+// the missing offsets ends at it (counted as compacted, not missing)
+// instead of waiting for a record that never comes.
+func TestAuditTransactionMarker(t *testing.T) {
+	kf, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(kf.Close)
+	ctx := context.Background()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(kf.ListenAddrs()...), kgo.TransactionalID("tx"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	if err := cl.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "a", Value: fmt.Appendf(nil, `{"i":%d}`, i)}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		t.Fatal(err)
+	}
+	adm := kadm.NewClient(cl)
+	ends, err := adm.ListEndOffsets(ctx, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	end, _ := ends.Lookup("a", 0)
+	if end.Offset != 4 {
+		t.Fatalf("end offset %d, want 4 (3 records and the commit marker)", end.Offset)
+	}
+	var o kadm.Offsets
+	o.AddOffset("a", 0, 4, -1)
+	if err := adm.CommitAllOffsets(ctx, "g", o); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	code, rep, msg := runAuditJSON(t, "--brokers", kf.ListenAddrs()[0], auditDef(t, "file://"+filepath.Join(t.TempDir(), "none")))
+	if code != exitNotClean || len(rep.Sinks) != 1 {
+		t.Fatalf("exit %d, %+v, %s", code, rep, msg)
+	}
+	p := rep.Sinks[0].Partitions[0]
+	if !slices.Equal(p.Gaps, []audit.Gap{{First: 0, Last: 2}}) || p.Compacted != 1 || time.Since(start) > 10*time.Second {
+		t.Errorf("%+v after %v", p, time.Since(start))
+	}
+}

@@ -234,7 +234,12 @@ func (k *Kafka) read(ctx context.Context, want map[string]map[int32]audit.Range,
 			left++
 		}
 	}
-	opts := append(append([]kgo.Opt{}, k.opts...), kgo.ConsumePartitions(parts), kgo.FetchIsolationLevel(kgo.ReadUncommitted()))
+	opts := append(append([]kgo.Opt{}, k.opts...), kgo.ConsumePartitions(parts),
+		// As the runtime's consumer reads (kgo's default): aborted records
+		// too. Transaction markers are kept so that a range ending in one
+		// ends when it is read, rather than waiting for a record that
+		// never comes; fn never sees them.
+		kgo.FetchIsolationLevel(kgo.ReadUncommitted()), kgo.KeepControlRecords())
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return err
@@ -281,7 +286,7 @@ func (k *Kafka) read(ctx context.Context, want map[string]map[int32]audit.Range,
 					finish(fp.Topic, fp.Partition)
 					return
 				}
-				if ferr == nil {
+				if ferr == nil && !rec.Attrs.IsControl() {
 					ferr = fn(rec)
 				}
 				if rec.Offset == r.To-1 {
