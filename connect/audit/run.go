@@ -69,6 +69,11 @@ func Run(ctx context.Context, s Sink) (SinkReport, error) {
 		if err != nil {
 			return rep, err
 		}
+		for _, t := range blk.Topics {
+			if !slices.ContainsFunc(tps, func(tp TP) bool { return tp.Topic == t }) {
+				rep.Notes = append(rep.Notes, fmt.Sprintf("topic %s does not exist on the broker: nothing to audit", t))
+			}
+		}
 		off, err := b.Offsets(ctx, blk.Group, tps)
 		if err != nil {
 			return rep, fmt.Errorf("group %s: %w", blk.Group, err)
