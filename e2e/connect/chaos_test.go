@@ -21,7 +21,8 @@ const (
 // and its host children are killed with SIGKILL at random moments and
 // MinIO and the PostgreSQL behind the emulator are restarted once each,
 // all land in each destination exactly once, and both groups' committed
-// offsets reach the end offsets.
+// offsets reach the end offsets; `picomq-connect audit` then finds nothing
+// missing and nothing twice.
 func TestChaosBothSinksExactlyOnce(t *testing.T) {
 	r := newChaosRig(t, map[string]int32{"alpha": 1, "beta": 1, "gamma": 2})
 	deltaGroup := r.writeDeltaDef(chaosBlock{batchLength: 200, pollInterval: "100ms"})
@@ -37,6 +38,7 @@ func TestChaosBothSinksExactlyOnce(t *testing.T) {
 	r.checkDelta(chaosPerTopic)
 	r.checkRedshift(chaosPerTopic)
 	r.checkOffsets(ends, deltaGroup, rsGroup)
+	r.checkAudit()
 }
 
 // Many partitions, several processes: one 12-partition topic consumed by
@@ -68,4 +70,5 @@ func TestChaosManyPartitionsGroupCommits(t *testing.T) {
 	r.checkRedshift(perTopic)
 	r.checkOffsets(ends, deltaGroup, rsGroup)
 	r.checkDeltaLog(perTopic)
+	r.checkAudit()
 }

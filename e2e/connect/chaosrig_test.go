@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/picomq/heavy-sinks/connect/audit"
 	"github.com/picomq/heavy-sinks/internal/testenv/hosttest"
 	"github.com/picomq/heavy-sinks/internal/testenv/pyenv"
 	"github.com/picomq/heavy-sinks/internal/testenv/services"
@@ -52,7 +53,8 @@ type chaosRig struct {
 }
 
 // newChaosRig creates topics <prefix>.<suffix> with the given partition
-// counts, their Delta tables (id long, customer string) and the emulator.
+// counts, their Delta tables (id long, customer string, and the pico_topic,
+// pico_partition and pico_offset columns the audit reads) and the emulator.
 func newChaosRig(t *testing.T, partitions map[string]int32) *chaosRig {
 	r := &chaosRig{t: t, began: time.Now(), kafka: services.RequireKafka(t)}
 	r.priv = services.StartPrivate(t, "postgres", "minio")
@@ -98,7 +100,8 @@ import json, sys
 import pyarrow as pa
 from deltalake import write_deltalake
 opts = json.loads(sys.argv[1])
-schema = pa.schema([("id", pa.int64()), ("customer", pa.string())])
+schema = pa.schema([("id", pa.int64()), ("customer", pa.string()),
+    ("pico_topic", pa.string()), ("pico_partition", pa.int32()), ("pico_offset", pa.int64())])
 for uri in sys.argv[2:]:
     write_deltalake(uri, pa.Table.from_pylist([], schema=schema), storage_options=opts)
 `, append([]string{string(r.storage)}, r.uris...)...)
@@ -149,7 +152,8 @@ func (r *chaosRig) writeDeltaDef(b chaosBlock) string {
 key = "chaos_delta"
 path = "libpicomq_connector_delta_sink"
 
-%s%s%s
+%s%smetadata_columns = true
+%s
 `, topicsBlock(`^`+r.prefix+`\..*`, group, b),
 		deltaS3PluginConfig(r.priv.Services, "s3://"+r.bucket+"/chaos/{topic_segment[-1]}"), b.extraConfig))
 	return group
@@ -409,6 +413,31 @@ func (r *chaosRig) checkDeltaLog(perTopic int) {
 		slices.Sort(rs)
 		if !slices.Equal(duck, rs) {
 			r.t.Errorf("delta %s: DuckDB and delta-rs read different rows", uri)
+		}
+	}
+}
+
+// checkAudit runs `picomq-connect audit` on the rig's definitions after
+// the chaos: it must find every partition of both sinks complete, each
+// offset once, proven row by row, and exit 0.
+func (r *chaosRig) checkAudit() {
+	r.t.Helper()
+	code, rep := auditJSON(r.t, r.procs[0].bin, r.kafka.KafkaBrokers, r.defs, "")
+	parts := 0
+	for _, n := range r.topics {
+		parts += int(n)
+	}
+	if code != 0 || !rep.Clean || len(rep.Sinks) != 2 {
+		r.t.Fatalf("audit: exit %d, %+v", code, rep)
+	}
+	for _, s := range rep.Sinks {
+		if len(s.Partitions) != parts {
+			r.t.Errorf("audit of %s: %d partitions, want %d", s.Key, len(s.Partitions), parts)
+		}
+		for _, p := range s.Partitions {
+			if p.Proof != audit.ProofRows || p.Consumed != p.End || p.End == 0 || p.Written != p.Consumed {
+				r.t.Errorf("audit of %s: %+v", s.Key, p)
+			}
 		}
 	}
 }

@@ -31,7 +31,9 @@
 // / unknown, and OK or RETRY), upload.go (data files
 // in flight), create.go (create_table with the first batch), evolve.go
 // (schema_evolution and fields the table lacks), valueschema.go
-// (column_types: column types from a batch's value schema), rejections.go (rejected
+// (column_types: column types from a batch's value schema), audit.go (what picomq-connect audit needs: the config decoded, tables
+// resolved and opened read-only, txn appIds, commitInfo rejections),
+// rejections.go (rejected
 // offsets recorded in commitInfo so a replay rejects them again),
 // checkpointer.go (checkpoints and log cleanup off the commit path),
 // compact.go (compaction = true: small files rewritten off the commit path),

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/url"
-	"strconv"
 	"sync"
 	"sync/atomic"
 
@@ -217,9 +215,11 @@ func (s *Sink) Consume(ctx context.Context, b *sdk.Batch) error {
 // The extra segment keeps the two kinds apart: a topic name holds no "/".
 func (s *Sink) appID(b *sdk.Batch) string {
 	if r := b.Redrive; r != nil {
-		return "picomq-delta-sink/" + url.PathEscape(s.host.Key) + "/redrive/" + url.PathEscape(r.Topic) + "/" + strconv.FormatUint(uint64(r.Partition), 10)
+		// A redrive's own txn, per dead-letter partition (docs/delta.md,
+		// Redrive).
+		return RedriveAppID(s.host.Key, r.Topic, r.Partition)
 	}
-	return "picomq-delta-sink/" + url.PathEscape(s.host.Key) + "/" + url.PathEscape(b.Topic) + "/" + strconv.FormatUint(uint64(b.Partition), 10)
+	return AppID(s.host.Key, b.Topic, b.Partition)
 }
 
 // table returns the cached table for a resolved URI, opening it on first use.

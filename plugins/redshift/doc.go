@@ -40,6 +40,8 @@
 //   - store.go    S3 upload (HTTP 200 or an error), delete, archive
 //   - metrics.go  the sink's counters and their declarations for describe(),
 //     and the newest load per table (metrics()'s last_commits)
+//   - audit.go    what picomq-connect audit needs: the config decoded, a
+//     small pool (IAM too), each topic's table, ids streamed
 //
 // Tests: config_internal_test.go, tls_internal_test.go, group_internal_test.go, open_test.go and
 // docs_test.go need no services (docs_test.go keeps docs/redshift-config.md in sync, -update

@@ -14,6 +14,7 @@
 //     (CREATE TABLE, LOCK, COPY, COPY ... MANIFEST, the staged-duplicates SELECT,
 //     INSERT ... SELECT, DELETE, the pg_table_def query)
 //   - manifest.go  the JSON of a COPY manifest
+//   - audit.go     the ordered id query picomq-connect audit streams
 //   - tabledef.go  the type-family check of pg_table_def rows, its errors, and
 //     the byte limits of the columns actually found
 //

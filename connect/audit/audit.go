@@ -1,0 +1,322 @@
+package audit
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/picomq/heavy-sinks/connect/transform"
+)
+
+// TP is one topic-partition.
+type TP struct {
+	Topic     string
+	Partition int32
+}
+
+func (tp TP) String() string { return fmt.Sprintf("%s[%d]", tp.Topic, tp.Partition) }
+
+// Offsets is what the broker says of a partition: the first offset it
+// still holds, the next one it will write, and the group's committed
+// offset (-1: none).
+type Offsets struct {
+	LogStart, End, Committed int64
+}
+
+// Proof is what a destination's account of a partition rests on.
+type Proof string
+
+const (
+	// ProofRows: the table's rows carry their offsets (Delta's
+	// pico_offset and pico_partition, Redshift's id): every offset is
+	// checked.
+	ProofRows Proof = "rows"
+	// ProofTxn: only the Delta log's txn action says how far the sink
+	// wrote ("every offset up to version N", less the offsets commitInfo
+	// says were rejected); rows are not checked and duplicates cannot be
+	// seen.
+	ProofTxn Proof = "txn"
+)
+
+// Written is one destination's account of one partition.
+type Written struct {
+	Table string
+	Proof Proof
+	// Rows counts the rows by offset (ProofRows).
+	Rows Count
+	// Txn is the last offset the txn action records; -1 for none
+	// (ProofTxn; with ProofRows informational).
+	Txn int64
+	// Rejected are the offsets the destination recorded as rejected
+	// (Delta's commitInfo): they belong in the dead-letter topic.
+	Rejected Set
+}
+
+// Record is one record the broker still holds, as the audit reads it back
+// to tell a gap from a record the sink was meant to skip.
+type Record struct {
+	Offset    int64
+	Key       []byte
+	Value     []byte
+	Headers   []transform.Header
+	Timestamp time.Time
+}
+
+// Reader reads back what the broker holds of a partition.
+type Reader interface {
+	// Read calls fn with each record the broker holds at offsets from ≤ o
+	// < to of tp, in offset order; offsets it does not call fn for are
+	// gone from the log (compacted).
+	Read(ctx context.Context, tp TP, from, to int64, fn func(Record) error) error
+}
+
+// Skipper reports whether the sink was meant to leave a record out of
+// every destination (a transform dropped it, an empty payload the plugin
+// skips); nil skips nothing.
+type Skipper func(tp TP, r Record) bool
+
+// Where names which copies of an offset a duplicate is.
+type Where string
+
+const (
+	InTable           Where = "table"                 // two rows or more in the table
+	InDeadLetters     Where = "dead_letter"           // two dead letters or more
+	InTableAndLetters Where = "table_and_dead_letter" // a row and a dead letter
+)
+
+// Dup is a run of duplicated offsets, First to Last inclusive.
+type Dup struct {
+	First int64 `json:"first"`
+	Last  int64 `json:"last"`
+	Where Where `json:"where"`
+}
+
+// Gap is a run of offsets in no destination, First to Last inclusive.
+type Gap struct {
+	First int64 `json:"first"`
+	Last  int64 `json:"last"`
+}
+
+// PartitionReport is one partition's reconciliation. The counts are of
+// the audited offsets, log_start ≤ o < committed:
+//
+//	consumed = written + dead_lettered − in_both + skipped + compacted + missing
+type PartitionReport struct {
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+	Table     string `json:"table"`
+	Proof     Proof  `json:"proof"`
+	// TxnVersion is the last offset the Delta txn action records; absent
+	// elsewhere.
+	TxnVersion *int64 `json:"txn_version,omitempty"`
+	LogStart   int64  `json:"log_start"`
+	End        int64  `json:"end"`
+	Committed  int64  `json:"committed"`
+	Consumed   int64  `json:"consumed"`
+	Written    int64  `json:"written"`
+	DeadLetter int64  `json:"dead_lettered"`
+	InBoth     int64  `json:"in_both"`
+	Skipped    int64  `json:"skipped"`
+	Compacted  int64  `json:"compacted"`
+	Missing    int64  `json:"missing"`
+	// Rejected counts the offsets the table recorded as rejected.
+	Rejected int64 `json:"rejected"`
+	// Beyond counts the offsets at or past committed that a destination
+	// holds: written, offset not committed yet (a replay skips them).
+	Beyond int64 `json:"beyond_committed"`
+	// Duplicated counts the offsets held more than once, anywhere.
+	Duplicated int64 `json:"duplicated"`
+	Gaps       []Gap `json:"gaps"`
+	Duplicates []Dup `json:"duplicates"`
+}
+
+// Clean reports whether nothing is missing or there twice.
+func (p *PartitionReport) Clean() bool { return p.Missing == 0 && p.Duplicated == 0 }
+
+// Reconcile is one partition's account: the broker's offsets, what the
+// destination wrote (nil: nothing, not even a table), the dead letters
+// counted by source offset (nil: the block keeps none), and the broker read
+// back for the offsets in neither, to tell what it compacted and what the
+// sink skipped from what is missing.
+func Reconcile(ctx context.Context, tp TP, off Offsets, w *Written, dead *Count, rd Reader, skip Skipper) (PartitionReport, error) {
+	p := PartitionReport{Topic: tp.Topic, Partition: tp.Partition, LogStart: off.LogStart, End: off.End, Committed: off.Committed,
+		Gaps: []Gap{}, Duplicates: []Dup{}}
+	if w == nil {
+		w = &Written{Proof: ProofRows, Txn: -1}
+	}
+	if dead == nil {
+		dead = &Count{}
+	}
+	p.Table, p.Proof = w.Table, w.Proof
+	if w.Txn >= 0 {
+		v := w.Txn
+		p.TxnVersion = &v
+	}
+	// What the destination holds: its rows, or what its txn claims.
+	held := &w.Rows.Once
+	if w.Proof == ProofTxn {
+		held = &Set{}
+		if w.Txn >= 0 {
+			held.Add(min(off.LogStart, w.Txn+1), w.Txn+1, nil)
+		}
+		// A rejected offset is not in the table: its dead letter must be.
+		held = minus(held, &w.Rejected)
+	}
+	from, to := off.LogStart, max(off.Committed, off.LogStart)
+	p.Consumed = to - from
+	held.Intersect(from, to, func(r Range) { p.Written += r.Len() })
+	dead.Once.Intersect(from, to, func(r Range) { p.DeadLetter += r.Len() })
+	w.Rejected.Intersect(from, to, func(r Range) { p.Rejected += r.Len() })
+	var both Set
+	dead.Once.Intersect(from, to, func(r Range) {
+		held.Intersect(r.From, r.To, func(b Range) { both.Add(b.From, b.To, nil) })
+	})
+	p.InBoth = both.Len()
+	beyond := Set{}
+	held.Intersect(to, maxOffset, func(r Range) { beyond.Add(r.From, r.To, nil) })
+	dead.Once.Intersect(to, maxOffset, func(r Range) { beyond.Add(r.From, r.To, nil) })
+	p.Beyond = beyond.Len()
+
+	// Duplicates: anywhere, not only in the audited offsets.
+	var dups []Dup
+	add := func(where Where) func(Range) {
+		return func(r Range) { dups = append(dups, Dup{r.From, r.To - 1, where}) }
+	}
+	var dupSet Set
+	if w.Proof == ProofRows {
+		for _, r := range w.Rows.Extra.Ranges() {
+			add(InTable)(r)
+			dupSet.Add(r.From, r.To, nil)
+		}
+	}
+	for _, r := range dead.Extra.Ranges() {
+		add(InDeadLetters)(r)
+		dupSet.Add(r.From, r.To, nil)
+	}
+	if w.Proof == ProofRows {
+		// With only a txn claim, a dead letter inside the claimed range is
+		// what a rejection looks like, not a second copy.
+		for _, r := range dead.Once.Ranges() {
+			held.Intersect(r.From, r.To, func(b Range) {
+				add(InTableAndLetters)(b)
+				dupSet.Add(b.From, b.To, nil)
+			})
+		}
+	}
+	slices.SortStableFunc(dups, func(a, b Dup) int { return cmp64(a.First, b.First) })
+	p.Duplicates = append(p.Duplicates, dups...)
+	p.Duplicated = dupSet.Len()
+
+	// Offsets in neither: read back from the broker.
+	var unseen []Range
+	var union Set
+	union.AddSet(held, nil)
+	union.AddSet(&dead.Once, nil)
+	union.Missing(from, to, func(r Range) { unseen = append(unseen, r) })
+	var gaps Set
+	for _, r := range unseen {
+		at := r.From
+		err := rd.Read(ctx, tp, r.From, r.To, func(rec Record) error {
+			if rec.Offset < at || rec.Offset >= r.To {
+				return fmt.Errorf("%s: the broker returned offset %d reading %d to %d", tp, rec.Offset, at, r.To-1)
+			}
+			p.Compacted += rec.Offset - at
+			at = rec.Offset + 1
+			if skip != nil && skip(tp, rec) {
+				p.Skipped++
+				return nil
+			}
+			gaps.Add(rec.Offset, rec.Offset+1, nil)
+			return nil
+		})
+		if err != nil {
+			return p, fmt.Errorf("reading back %s offsets %d to %d: %w", tp, r.From, r.To-1, err)
+		}
+		p.Compacted += r.To - at
+	}
+	p.Missing = gaps.Len()
+	for _, r := range gaps.Ranges() {
+		p.Gaps = append(p.Gaps, Gap{r.From, r.To - 1})
+	}
+	return p, nil
+}
+
+const maxOffset = int64(1<<63 - 1)
+
+// minus returns a without the offsets of b.
+func minus(a, b *Set) *Set {
+	out := &Set{}
+	for _, r := range a.Ranges() {
+		b.Missing(r.From, r.To, func(m Range) { out.Add(m.From, m.To, nil) })
+	}
+	return out
+}
+
+func cmp64(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// SinkReport is one sink's reconciliation: every partition of every
+// topic its blocks consume.
+type SinkReport struct {
+	Key        string            `json:"key"`
+	File       string            `json:"file"`
+	Plugin     string            `json:"plugin"`
+	Partitions []PartitionReport `json:"partitions"`
+	// Notes say what the audit could not prove, per table or block.
+	Notes []string `json:"notes"`
+}
+
+// Report is the whole audit.
+type Report struct {
+	Sinks []SinkReport `json:"sinks"`
+	// Missing and Duplicated sum the partitions'.
+	Missing    int64 `json:"missing"`
+	Duplicated int64 `json:"duplicated"`
+	Clean      bool  `json:"clean"`
+}
+
+// Finish sums the partitions into r's totals.
+func (r *Report) Finish() {
+	r.Missing, r.Duplicated = 0, 0
+	for _, s := range r.Sinks {
+		for _, p := range s.Partitions {
+			r.Missing += p.Missing
+			r.Duplicated += p.Duplicated
+		}
+	}
+	r.Clean = r.Missing == 0 && r.Duplicated == 0
+}
+
+// ranges renders runs as "3-7, 9" for the text report, at most limit of
+// them.
+func ranges[T any](xs []T, limit int, bounds func(T) (int64, int64, string)) string {
+	var b strings.Builder
+	for i, x := range xs {
+		if i == limit {
+			fmt.Fprintf(&b, ", … %d more", len(xs)-limit)
+			break
+		}
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		first, last, what := bounds(x)
+		if first == last {
+			fmt.Fprintf(&b, "%d", first)
+		} else {
+			fmt.Fprintf(&b, "%d-%d", first, last)
+		}
+		if what != "" {
+			fmt.Fprintf(&b, " (%s)", what)
+		}
+	}
+	return b.String()
+}

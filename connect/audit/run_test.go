@@ -1,0 +1,78 @@
+package audit_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/picomq/heavy-sinks/connect/audit"
+)
+
+// fakeBroker holds topic "a" (two partitions of 4 records, all committed)
+// and a dead-letter topic shared with another block's topic.
+type fakeBroker struct{ fakeLog }
+
+func (fakeBroker) Partitions(_ context.Context, topics []string) ([]audit.TP, error) {
+	var out []audit.TP
+	for _, t := range topics {
+		if t == "a" {
+			out = append(out, audit.TP{Topic: "a", Partition: 1}, audit.TP{Topic: "a", Partition: 0})
+		}
+	}
+	return out, nil
+}
+
+func (fakeBroker) Offsets(_ context.Context, _ string, tps []audit.TP) (map[audit.TP]audit.Offsets, error) {
+	out := map[audit.TP]audit.Offsets{}
+	for _, tp := range tps {
+		out[tp] = audit.Offsets{LogStart: 0, End: 4, Committed: 4}
+	}
+	return out, nil
+}
+
+func (fakeBroker) DeadLetters(_ context.Context, topic string, fn func(audit.TP, int64)) (int64, error) {
+	if topic != "dlq" {
+		return 0, nil
+	}
+	fn(audit.TP{Topic: "a", Partition: 1}, 2)
+	fn(audit.TP{Topic: "other", Partition: 0}, 9)
+	return 1, nil
+}
+
+type fakeDest map[audit.TP]*audit.Written
+
+func (d fakeDest) Scan(context.Context, []audit.TP) (map[audit.TP]*audit.Written, []string, error) {
+	return d, []string{"dest note"}, nil
+}
+
+// Run reads each block's partitions, offsets and dead letters, counts
+// only the dead letters of its own partitions, and reports in topic and
+// partition order with every note.
+func TestRun(t *testing.T) {
+	b := fakeBroker{full(0, 4)}
+	dest := fakeDest{
+		{Topic: "a", Partition: 0}: rows(0, 1, 2, 3),
+		{Topic: "a", Partition: 1}: rows(0, 1, 3),
+	}
+	rep, err := audit.Run(context.Background(), audit.Sink{Key: "k", Plugin: "delta", Dest: dest, Blocks: []audit.Block{{
+		Broker: b, Group: "g", Topics: []string{"a", "gone"},
+		DeadLetters: func(string) string { return "dlq" },
+	}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Partitions) != 2 || rep.Partitions[0].Partition != 0 || rep.Partitions[1].DeadLetter != 1 {
+		t.Fatalf("%+v", rep.Partitions)
+	}
+	for _, p := range rep.Partitions {
+		if !p.Clean() {
+			t.Errorf("%+v", p)
+		}
+	}
+	notes := strings.Join(rep.Notes, "\n")
+	for _, want := range []string{"topic gone does not exist", "dest note", "1 record(s) without pico_source_* headers", "1 record(s) of partitions this block does not consume"} {
+		if !strings.Contains(notes, want) {
+			t.Errorf("notes %q lack %q", notes, want)
+		}
+	}
+}
