@@ -329,7 +329,7 @@ func (s *Sink) answer(t *table, g []*member, res loadResult, err error) {
 			out[i] = &memberRes{batches: len(g)}
 		}
 		if len(g) == 1 {
-			out[0].skipped = max(copied-int(res.inserted), 0)
+			out[0].skipped = int(res.skipped(int64(copied)))
 		} else {
 			attribute(g, out, res.dups)
 		}
@@ -340,7 +340,7 @@ func (s *Sink) answer(t *table, g []*member, res loadResult, err error) {
 		}
 		s.stats.rowsCopied.Add(int64(copied))
 		s.stats.rowsInserted.Add(res.inserted)
-		s.stats.rowsSkipped.Add(int64(max(copied-int(res.inserted), 0)))
+		s.stats.rowsSkipped.Add(res.skipped(int64(copied)))
 	}
 	q := &t.queue
 	q.mu.Lock()

@@ -3,6 +3,7 @@ package rsql_test
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -92,7 +93,7 @@ func TestCheckEveryConfigAgainstEveryTable(t *testing.T) {
 	for _, made := range combos() {
 		for _, used := range combos() {
 			_, err := rsql.Check("t", rsql.NewLayout(used), rowsFor(made))
-			if (err == nil) != (made == used) {
+			if (err == nil) != reflect.DeepEqual(made, used) {
 				t.Errorf("table for %s checked with %s: %v", optName(made), optName(used), err)
 			}
 			var me *rsql.MismatchError
