@@ -77,31 +77,31 @@ func CheckOffsets(table string, rows []TableDefRow) error {
 	return nil
 }
 
-// keyName is what a key column may be called: a plain identifier, folded
-// to lower case as Redshift folds it, so it needs no quoting anywhere.
+// KeyPrefix starts the name of the column that holds a key field: field
+// id is column key_id. The prefix keeps key columns apart from the sink's
+// own (id, payload, created_at, pico_*), so any field can be a key.
+const KeyPrefix = "key_"
+
+// keyName is what a key field may be called: a plain identifier, so its
+// column, folded to lower case as Redshift folds it, needs no quoting.
 var keyName = regexp.MustCompile(`^[a-z_][a-z0-9_]*$`)
 
-// CheckKeyColumns lower-cases key_columns' names and refuses those that
-// are not plain identifiers, are longer than Redshift keeps, or are columns
-// of the sink's own (id, payload, created_at, pico_*).
-func CheckKeyColumns(names []string) ([]string, error) {
-	out := make([]string, len(names))
-	for i, n := range names {
-		l := strings.ToLower(n)
+// KeyColumnNames returns the table columns of key_columns' fields:
+// key_<field> in lower case. It refuses fields that are not plain
+// identifiers or whose column would be longer than Redshift keeps.
+func KeyColumnNames(fields []string) ([]string, error) {
+	out := make([]string, len(fields))
+	for i, n := range fields {
+		l := KeyPrefix + strings.ToLower(n)
 		switch {
-		case !keyName.MatchString(l):
-			return nil, fmt.Errorf("column %q is not a plain identifier (letters, digits and _, not starting with a digit)", n)
+		case !keyName.MatchString(strings.ToLower(n)):
+			return nil, fmt.Errorf("field %q is not a plain identifier (letters, digits and _, not starting with a digit): its column is %s<field>", n, KeyPrefix)
 		case len(l) > IdentifierMax:
-			return nil, fmt.Errorf("column %q is longer than Redshift's %d bytes", n, IdentifierMax)
-		case strings.HasPrefix(l, "pico_"):
-			return nil, fmt.Errorf("column %q: names starting with pico_ are the sink's own", n)
-		}
-		if _, own := sinkColumn(l); own {
-			return nil, fmt.Errorf("column %q is one of the sink's own columns", n)
+			return nil, fmt.Errorf("column %s of field %q is longer than Redshift's %d bytes", l, n, IdentifierMax)
 		}
 		for _, prev := range out[:i] {
 			if prev == l {
-				return nil, fmt.Errorf("column %q named twice (Redshift folds names to lower case)", n)
+				return nil, fmt.Errorf("fields named %q twice (Redshift folds column names to lower case)", l)
 			}
 		}
 		out[i] = l
