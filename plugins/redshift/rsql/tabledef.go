@@ -34,7 +34,7 @@ type MismatchError struct {
 
 func (e *MismatchError) Error() string {
 	return fmt.Sprintf("Schema mismatch detected in table %s: %s. The table was created under different include_metadata, "+
-		"include_key or payload_format settings; change the settings or the table, the sink does not alter existing tables",
+		"include_key, payload_format or write_mode and key_columns settings; change the settings or the table, the sink does not alter existing tables",
 		Ident(e.Table), strings.Join(e.Problems, "; "))
 }
 
