@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/big"
+	"strings"
 
 	"github.com/picomq/heavy-sinks/plugins/redshift/rsparquet"
 	"github.com/picomq/heavy-sinks/plugins/redshift/rsql"
@@ -49,7 +50,7 @@ func (s *Sink) readChanges(b *sdk.Batch, recs []rsparquet.Record) error {
 }
 
 // keyText is the text a key column stores for a key's JSON value: a
-// string's text, an integer's decimal digits (1, 1.0 and 1e0 alike), true
+// string's text (refused when it ends in a blank), an integer's decimal digits (1, 1.0 and 1e0 alike), true
 // or false. Other numbers are refused: a fraction's text has no one
 // spelling a reader would match.
 func keyText(v []byte) ([]byte, error) {
@@ -58,6 +59,11 @@ func keyText(v []byte) ([]byte, error) {
 		var s string
 		if err := json.Unmarshal(v, &s); err != nil {
 			return nil, fmt.Errorf("is not a JSON string: %v", err)
+		}
+		if strings.HasSuffix(s, " ") {
+			// Redshift compares VARCHARs without their trailing blanks,
+			// so "a " would match the row of "a": another key's row.
+			return nil, fmt.Errorf("is %s, which ends in a blank: Redshift ignores trailing blanks when it compares VARCHARs, so it would be the same key as without them", truncated(v))
 		}
 		return []byte(s), nil
 	case c == 't' || c == 'f':

@@ -380,7 +380,7 @@ func TestUpsertRecordErrors(t *testing.T) {
 	r := newRig(t)
 	h, _ := r.open("cdc_err", upsertConfig(r, "cdcerr", map[string]any{"key_columns": "id"}))
 	b := records("orders", 0, `{"id":1,"v":"a","_op":"c"}`, `{"id":null,"v":"b","_op":"u"}`, `{"id":2,"v":"c"}`, `{"id":3,"v":"d","_op":"u"}`,
-		`{"id":1.5,"_op":"u"}`)
+		`{"id":1.5,"_op":"u"}`, `{"id":"4 ","_op":"u"}`)
 	err := sdk.Consume(h, b)
 	if sdk.StatusOf(err) != sdk.StatusFatal || !strings.Contains(err.Error(), `offset 1 is not a change`) ||
 		!strings.Contains(err.Error(), `key column "id" is null`) {
@@ -392,8 +392,11 @@ func TestUpsertRecordErrors(t *testing.T) {
 	b.AcceptRejections()
 	mustConsume(t, h, b)
 	rej := b.Rejections()
-	if len(rej) != 3 || rej[0].Index != 1 || rej[1].Index != 2 || rej[2].Index != 4 {
+	if len(rej) != 4 || rej[0].Index != 1 || rej[1].Index != 2 || rej[2].Index != 4 || rej[3].Index != 5 {
 		t.Fatalf("rejections %v", rej)
+	}
+	if !strings.Contains(rej[3].Err.Error(), "ends in a blank") {
+		t.Fatalf("rejection %v", rej[3])
 	}
 	if !strings.Contains(rej[1].Err.Error(), `no "_op" field`) || !strings.Contains(rej[2].Err.Error(), "must be an integer") {
 		t.Fatalf("rejections %v", rej)
