@@ -19,6 +19,11 @@ import (
 // retrying cannot make it one. A rejected record keeps an empty change and
 // is left out by the caller.
 func (s *Sink) readChanges(b *sdk.Batch, recs []rsparquet.Record) error {
+	if len(b.Topic) > rsql.VarcharDefault {
+		// pico_change_topic, which the offsets follow, is a VARCHAR(256).
+		return sdk.Fatalf("topic %.64q… is %d bytes: %s = %q records the topic of each change in a VARCHAR(%d)",
+			b.Topic, len(b.Topic), keyWriteMode, writeUpsert, rsql.VarcharDefault)
+	}
 	for i := range recs {
 		r := &recs[i]
 		ch, err := s.parsed.changes.Parse(r.Payload, r.Key)

@@ -305,7 +305,7 @@ func (s *Sink) loadAlone(ctx context.Context, t *table, b *sdk.Batch, recs []rsp
 	}
 	s.log.Log(ctx, level, "batch loaded", "topic", b.Topic, "table", t.name, "records", len(recs),
 		"offsets", fmt.Sprintf("%d..%d", b.FirstOffset(), b.LastOffset()), "chunks", chunks,
-		"inserted", inserted, "skipped_duplicates", skipped, "copied", copied, "duration", s.now().Sub(start))
+		"inserted", inserted, "skipped_duplicates", skipped, "duration", s.now().Sub(start))
 	return nil
 }
 
