@@ -37,8 +37,8 @@ func (s *Sink) readChanges(b *sdk.Batch, recs []rsparquet.Record) error {
 			}
 		}
 		if err != nil {
-			rerr := fmt.Errorf("record at topic %q offset %d is not a change %s can apply (%s = %q): %w",
-				b.Topic, r.Offset, "the Redshift sink", keyWriteMode, writeUpsert, err)
+			rerr := fmt.Errorf("record at topic %q offset %d is not a change the Redshift sink can apply (%s = %q): %w",
+				b.Topic, r.Offset, keyWriteMode, writeUpsert, err)
 			if !b.Reject(i, sdk.RejectValue, rerr) {
 				return sdk.Fatal(rerr)
 			}
@@ -55,9 +55,9 @@ func (s *Sink) readChanges(b *sdk.Batch, recs []rsparquet.Record) error {
 }
 
 // keyText is the text a key column stores for a key's JSON value: a
-// string's text (refused when it ends in a blank), an integer's decimal digits (1, 1.0 and 1e0 alike), true
-// or false. Other numbers are refused: a fraction's text has no one
-// spelling a reader would match.
+// string's text (refused when it ends in a blank), an integer's decimal
+// digits (1, 1.0 and 1e0 alike), true or false. Other numbers are refused:
+// a fraction's text has no one spelling a reader would match.
 func keyText(v []byte) ([]byte, error) {
 	switch c := v[0]; {
 	case c == '"':
