@@ -216,6 +216,12 @@ func (s *Sink) Consume(ctx context.Context, b *sdk.Batch) error {
 		r := &b.Records[i]
 		recs = append(recs, rsparquet.Record{Offset: r.Offset, Timestamp: r.Timestamp, Key: r.Key, Payload: r.Payload})
 	}
+	defer func() {
+		clear(recs)
+		s.mu.Lock()
+		s.records = recs[:0]
+		s.mu.Unlock()
+	}()
 	if s.parsed.changes != nil {
 		// write_mode = upsert: each record becomes a change; one that is
 		// none is a record error, rejected alone or failing the batch.
@@ -223,12 +229,6 @@ func (s *Sink) Consume(ctx context.Context, b *sdk.Batch) error {
 			return err
 		}
 	}
-	defer func() {
-		clear(recs)
-		s.mu.Lock()
-		s.records = recs[:0]
-		s.mu.Unlock()
-	}()
 	createdAt := start.UTC().Format(createdAtLayout)
 	all := rsparquet.Chunk{Topic: b.Topic, Partition: b.Partition, CreatedAt: createdAt, Records: recs}
 	// A record that can never be loaded is rejected alone when the host
