@@ -319,8 +319,8 @@ func (s *Sink) answer(t *table, g []*member, res loadResult, err error) {
 			what = "may have committed"
 		}
 		for i := range g {
-			out[i] = &memberRes{err: sdk.Retry(fmt.Errorf("the grouped load of %d batches into %s %s: %w; the replay skips the ids already in the table",
-				len(g), rsql.Ident(t.name), what, err))}
+			out[i] = &memberRes{err: sdk.Retry(fmt.Errorf("the grouped load of %d batches into %s %s: %w; %s",
+				len(g), rsql.Ident(t.name), what, err, replaySkips(t.upsert != nil)))}
 		}
 	} else {
 		copied := 0

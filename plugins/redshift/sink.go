@@ -289,7 +289,7 @@ func (s *Sink) loadAlone(ctx context.Context, t *table, b *sdk.Batch, recs []rsp
 			CreatedAt: s.now().UTC().Format(createdAtLayout)}
 		n, skip, err := s.loadChunk(ctx, t, chunk)
 		if err != nil {
-			return chunkFailed(err, chunks, total)
+			return chunkFailed(err, chunks, total, s.parsed.changes != nil)
 		}
 		chunks++
 		inserted += n
@@ -313,7 +313,7 @@ func (s *Sink) loadAlone(ctx context.Context, t *table, b *sdk.Batch, recs []rsp
 // leaves in the table. Chunks committed before it stay, and a load whose
 // answers were lost may have committed too: an operator must not read
 // "nothing written" into the message. The replay deduplicates either way.
-func chunkFailed(err error, committed, total int) error {
+func chunkFailed(err error, committed, total int, upsert bool) error {
 	before := fmt.Sprintf("%d of the %d chunks committed before it and stay", committed, total)
 	switch {
 	case committed == 0:
@@ -323,13 +323,26 @@ func chunkFailed(err error, committed, total int) error {
 	}
 	var doubt *InDoubtError
 	if errors.As(err, &doubt) {
-		return fmt.Errorf("Redshift chunk %d of %d may have committed: %w; %s; the replay skips the ids already in the table",
-			committed+1, total, err, before)
+		return fmt.Errorf("Redshift chunk %d of %d may have committed: %w; %s; %s",
+			committed+1, total, err, before, replaySkips(upsert))
 	}
 	if committed > 0 {
-		return fmt.Errorf("%w; %s, and the replay skips their ids", err, before)
+		what := "their ids"
+		if upsert {
+			what = "their changes, applied"
+		}
+		return fmt.Errorf("%w; %s, and the replay skips %s", err, before, what)
 	}
 	return err
+}
+
+// replaySkips says what makes a replay harmless, in the message of a load
+// that failed.
+func replaySkips(upsert bool) string {
+	if upsert {
+		return "the replay skips the changes already applied (offsets_<table>)"
+	}
+	return "the replay skips the ids already in the table"
 }
 
 // loadChunk encodes, uploads, loads and cleans up one chunk, and returns
