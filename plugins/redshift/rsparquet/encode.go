@@ -121,10 +121,13 @@ func NewEncoder(l *rsql.Layout) *Encoder {
 //   - VARCHAR columns are BYTE_ARRAY with the String logical type (UTF8).
 //   - pico_partition is INT64, annotated INT(64, signed).
 //   - payload is BYTE_ARRAY without annotation for varbyte, a String for text.
-//   - pico_key is the only optional column (NULL when a record has no key).
+//   - pico_key is optional (NULL when a record has no key), and so is the
+//     staging payload of write_mode = "upsert" (NULL for a delete).
+//   - upsert's staging columns: the key columns and pico_op are strings,
+//     pico_change_partition and pico_change_offset INT64.
 //
-// pico_topic and created_at hold one value per chunk and are dictionary
-// encoded; every other column is PLAIN. PLAIN and dictionary pages are what
+// pico_topic, pico_change_topic and created_at hold one value per chunk
+// and are dictionary encoded; every other column is PLAIN. PLAIN and dictionary pages are what
 // every Parquet reader, Redshift's included, handles.
 func Schema(l *rsql.Layout) []format.SchemaElement {
 	out := make([]format.SchemaElement, 0, 1+len(l.Columns))
