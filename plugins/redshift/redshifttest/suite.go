@@ -50,6 +50,7 @@ var Tests = []Test{
 	{Name: "CloseCancelsWaitingBatches", Run: CloseCancelsWaitingBatches},
 	{Name: "TwoGroupingWritersTakeTurns", Run: TwoGroupingWritersTakeTurns},
 	{Name: "UpsertAppliesTheLastChangePerKey", Run: UpsertAppliesTheLastChangePerKey},
+	{Name: "UpsertGroupedLoads", Run: UpsertGroupedLoads},
 }
 
 // Run runs every test of the suite through d, each as a parallel subtest
