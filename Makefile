@@ -7,7 +7,7 @@ GO ?= go
 # PICOMQ_DIST, which unit clears, and run in e2e.
 UNIT_PKGS := ./shared/... ./plugins/... ./connect/... ./internal/... ./deploy/...
 
-.PHONY: all build release release-check image test unit e2e demo demo-delta bench bench-delta bench-redshift bench-pipeline bench-formats bench-partitions services services-stop pyenv fmt-check vet generate-flatbuf clean
+.PHONY: all build release release-check image test unit e2e demo demo-delta bench bench-delta bench-redshift bench-redshift-upsert bench-pipeline bench-formats bench-partitions services services-stop pyenv fmt-check vet generate-flatbuf clean
 
 all: build
 
@@ -121,6 +121,10 @@ bench-partitions: build services pyenv
 # rows/s through the emulator for batch_size 100/1000/10000, CPU per row, SQL round trips, statements and S3 requests per chunk, peak RSS.
 bench-redshift: build services
 	$(GO) run ./tools/rsbench
+
+# write_mode = "upsert" into a target of 1M keys: records/s and host CPU per record at 1 %, 10 % and 50 % updates.
+bench-redshift-upsert: build services
+	$(GO) run ./tools/rsbench -upsert-rows 1000000 -update-pcts 1,10,50 -batches 5
 
 # Regenerates connect/decode/flatbuf's flatc output: the Go accessors of reflection.fbs and the tests'
 # .bfbs schemas and buffers (buildscripts/flatbuf.sh; installs Debian's flatc 2.0.8 when missing).

@@ -3,10 +3,12 @@ package redshift
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/picomq/heavy-sinks/plugins/redshift/rsql"
+	"github.com/picomq/heavy-sinks/shared/changes"
 	"github.com/picomq/heavy-sinks/shared/s3client"
 	"github.com/picomq/heavy-sinks/shared/sdk"
 	"github.com/picomq/heavy-sinks/shared/template"
@@ -47,8 +49,13 @@ type Config struct {
 	IAMDbUser            string        `config:"iam_db_user" doc:"With auth = iam and a cluster: an existing database user to get credentials for (GetClusterCredentials, AutoCreate off). Empty: GetClusterCredentialsWithIAM, which logs in as IAM:<name> of the AWS identity"`
 	IAMRegion            string        `config:"iam_region" doc:"With auth = iam: the cluster's or workgroup's region. Default: the region in connection_string's host when it is an AWS Redshift endpoint, else aws_region"`
 	IAMDuration          time.Duration `config:"iam_duration" default:"15m" doc:"With auth = iam: how long each set of temporary credentials lasts, 15m to 1h in whole seconds (DurationSeconds). New credentials are fetched when a fifth of that (at most 5 minutes) is left; open connections are not affected by expiry"`
-	Archive              bool          `config:"archive" default:"false" doc:"Keep each Parquet file under archive/messages/ inside s3_prefix instead of deleting it"`
-	VerboseLogging       bool          `config:"verbose_logging" default:"false" doc:"Log every batch at info instead of debug"`
+	// Upserts and deletes by key (docs/redshift.md, Upserts and deletes).
+	WriteMode      string `config:"write_mode" default:"append" doc:"append: every record is a new row, deduplicated by id (the spec's behaviour). upsert: each record is a change of the row its key_columns name — an upsert (insert or replace) or a delete, read as change_format says; each load deletes the target's rows of the changed keys and inserts the last upsert of each, and records the highest offset applied per topic-partition in offsets_<table> in the same transaction, so a replay applies nothing twice. Within a load the last change of a key (by offset) wins. payload holds the row (op_field: the record without its op member; debezium: after). A record that is no change (a null or missing key, an unknown op) is a record error (dead letter, or FATAL with errors_tolerance = none). Needs key_columns. See docs/redshift.md, Upserts and deletes"`
+	KeyColumns     string `config:"key_columns" doc:"Required with write_mode = upsert, refused without it. The fields of the row that identify it, comma-separated, e.g. id or tenant, order_id: plain identifiers (letters, digits, _). Each is read from the record and stored in the VARCHAR column key_<field> (lower case; e.g. key_id) of the target and staging tables, which the sink adds when it creates them; an existing table must have them (checked when the table is first used). A string key is stored as its text, an integer as its decimal digits, a boolean as true or false"`
+	ChangeFormat   string `config:"change_format" default:"op_field" doc:"With write_mode = upsert: how a record says what it changes. op_field: the record is the row plus a member op_field names (c, r, i, u in any case upsert; d deletes); that member is not written. debezium: a Debezium change event, bare or in the JSON converter's schema/payload envelope (op c, r, u upsert after; d deletes the key of before, or of the record key). In both an empty payload (a tombstone) deletes the key the record key (a JSON object with the key columns) names"`
+	OpField        string `config:"op_field" default:"_op" doc:"With change_format = op_field: the member of each record that names its change"`
+	Archive        bool   `config:"archive" default:"false" doc:"Keep each Parquet file under archive/messages/ inside s3_prefix instead of deleting it"`
+	VerboseLogging bool   `config:"verbose_logging" default:"false" doc:"Log every batch at info instead of debug"`
 }
 
 // Messages the spec names.
@@ -77,6 +84,16 @@ const (
 	keyIAMDbUser        = "iam_db_user"
 	keyIAMRegion        = "iam_region"
 	keyIAMDuration      = "iam_duration"
+	keyWriteMode        = "write_mode"
+	keyKeyColumns       = "key_columns"
+	keyChangeFormat     = "change_format"
+	keyOpField          = "op_field"
+)
+
+// write_mode values.
+const (
+	writeAppend = "append"
+	writeUpsert = "upsert"
 )
 
 // defaultRetryDelay is what an unparsable retry_delay becomes.
@@ -105,6 +122,9 @@ type parsed struct {
 	attempts   int           // max_retries, at least 1
 	retryDelay time.Duration // retry_delay, or its fallback
 	iam        bool          // auth = iam
+	// changes, with write_mode = upsert, reads each record as a change;
+	// nil in append mode.
+	changes *changes.Config
 }
 
 // validate checks c without any I/O and returns what it parsed and the
@@ -148,7 +168,12 @@ func (c *Config) validate() (*parsed, []string, error) {
 		format = rsql.PayloadVarbyte
 		warnings = append(warnings, fmt.Sprintf("%s %q is not supported, falling back to Varbyte", keyPayloadFormat, c.PayloadFormat))
 	}
-	p.layout = rsql.NewLayout(rsql.Options{IncludeMetadata: c.IncludeMetadata, IncludeKey: c.IncludeKey, Payload: format})
+	ch, keyCols, err := c.changeConfig()
+	if err != nil {
+		return nil, nil, err
+	}
+	p.changes = ch
+	p.layout = rsql.NewLayout(rsql.Options{IncludeMetadata: c.IncludeMetadata, IncludeKey: c.IncludeKey, Payload: format, KeyColumns: keyCols})
 
 	// Redshift takes statement_timeout in whole milliseconds, up to what
 	// fits an int32; refuse what it would round or reject.
@@ -193,6 +218,45 @@ func (c *Config) validate() (*parsed, []string, error) {
 		return nil, nil, sdk.BadConfigf("%s %q is not an http(s) URL", keyS3Endpoint, c.S3Endpoint)
 	}
 	return p, warnings, nil
+}
+
+// changeConfig reads write_mode and its keys: nil in append mode, else how
+// to read change records and the key columns' names in the tables (lower
+// case, as Redshift folds them).
+func (c *Config) changeConfig() (*changes.Config, []string, error) {
+	switch strings.TrimSpace(c.WriteMode) {
+	case "", writeAppend:
+		if strings.TrimSpace(c.KeyColumns) != "" {
+			return nil, nil, sdk.BadConfigf("plugin_config key %q is for %s = %q only", keyKeyColumns, keyWriteMode, writeUpsert)
+		}
+		return nil, nil, nil
+	case writeUpsert:
+	default:
+		return nil, nil, sdk.BadConfigf("plugin_config key %q: %q is not one of %s, %s", keyWriteMode, c.WriteMode, writeAppend, writeUpsert)
+	}
+	if strings.TrimSpace(c.KeyColumns) == "" {
+		return nil, nil, sdk.BadConfigf("plugin_config key %q is required with %s = %q", keyKeyColumns, keyWriteMode, writeUpsert)
+	}
+	cols, err := changes.ParseKeyColumns(c.KeyColumns)
+	if err != nil {
+		return nil, nil, sdk.BadConfigf("plugin_config key %q: %v", keyKeyColumns, err)
+	}
+	names, err := rsql.KeyColumnNames(cols)
+	if err != nil {
+		return nil, nil, sdk.BadConfigf("plugin_config key %q: %v", keyKeyColumns, err)
+	}
+	format, err := changes.ParseFormat(strings.TrimSpace(c.ChangeFormat))
+	if err != nil {
+		return nil, nil, sdk.BadConfigf("plugin_config key %q: %v", keyChangeFormat, err)
+	}
+	op := c.OpField
+	if op == "" {
+		op = changes.DefaultOpField
+	}
+	if format == changes.OpField && slices.Contains(cols, op) {
+		return nil, nil, sdk.BadConfigf("plugin_config key %q: %q is also a key column", keyOpField, op)
+	}
+	return &changes.Config{Format: format, OpField: op, KeyColumns: cols}, names, nil
 }
 
 // s3Options are the S3 client settings. A plain http:// s3_endpoint is

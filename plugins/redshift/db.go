@@ -74,7 +74,8 @@ type table struct {
 	dups    string
 	insert  string
 	cleanup string
-	queue   loadQueue // batches waiting to be loaded together (group.go)
+	upsert  *rsql.Upsert // write_mode = upsert: the statements after COPY
+	queue   loadQueue    // batches waiting to be loaded together (group.go)
 }
 
 // errTableCheck marks a table that was not found or does not match, so the
@@ -89,6 +90,7 @@ func (e *tableError) Unwrap() error { return e.err }
 // the retry policy like every other statement.
 func (d *db) ensureTable(ctx context.Context, name string, l *rsql.Layout) (*table, error) {
 	staging := rsql.Staging(name)
+	upsert := len(l.Keys()) > 0
 	// The two tables differ only with a SUPER payload, staged as VARBYTE.
 	tables := []struct {
 		name   string
@@ -98,6 +100,11 @@ func (d *db) ensureTable(ctx context.Context, name string, l *rsql.Layout) (*tab
 		for _, t := range tables {
 			if _, err := d.pool.Exec(ctx, rsql.CreateTable(t.name, t.layout)); err != nil {
 				return fmt.Errorf("CREATE TABLE %s: %w", rsql.Ident(t.name), err)
+			}
+		}
+		if upsert {
+			if _, err := d.pool.Exec(ctx, rsql.CreateOffsets(rsql.Offsets(name))); err != nil {
+				return fmt.Errorf("CREATE TABLE %s: %w", rsql.Ident(rsql.Offsets(name)), err)
 			}
 		}
 		return nil
@@ -129,7 +136,7 @@ func (d *db) ensureTable(ctx context.Context, name string, l *rsql.Layout) (*tab
 			limits = rsql.Narrow(limits, lim)
 		}
 	}
-	return &table{
+	t := &table{
 		name:    name,
 		staging: staging,
 		limits:  limits,
@@ -137,7 +144,25 @@ func (d *db) ensureTable(ctx context.Context, name string, l *rsql.Layout) (*tab
 		dups:    rsql.StagedDuplicates(name, staging),
 		insert:  rsql.Insert(name, staging, l),
 		cleanup: rsql.DeleteAll(staging),
-	}, nil
+	}
+	if upsert {
+		offsets := rsql.Offsets(name)
+		var rows []rsql.TableDefRow
+		err := retry.Do(ctx, d.policy, func(ctx context.Context) error {
+			var err error
+			rows, err = d.tableDef(ctx, offsets)
+			return err
+		})
+		if err != nil {
+			return nil, fmt.Errorf("reading pg_table_def for %s failed %s", rsql.Ident(offsets), describeRetry(err))
+		}
+		if err := rsql.CheckOffsets(offsets, rows); err != nil {
+			return nil, &tableError{err}
+		}
+		u := rsql.NewUpsert(name, staging, offsets, l)
+		t.upsert = &u
+	}
+	return t, nil
 }
 
 // tableDef reads the table's pg_table_def rows. Redshift folds quoted
@@ -171,7 +196,20 @@ func (d *db) queryTableDef(ctx context.Context, name string) ([]rsql.TableDefRow
 type loadResult struct {
 	inserted int64    // rows the INSERT added to the target
 	attempts int      // transactions started, the committed one included
-	dups     []string // with plan.dups: ids of staged rows the target already had
+	dups     []string // with plan.dups: ids of staged rows the target already had (upsert: changes already applied)
+	upsert   bool     // the load applied changes (write_mode = upsert)
+	applied  int64    // upsert: staged changes already applied before (a replay), left out
+	deleted  int64    // upsert: target rows the DELETE of changed keys removed
+}
+
+// skipped is how many of copied staged rows the load left out as already
+// written: in append mode the ids the target had, in upsert mode the
+// changes at or below their topic-partition's applied offset.
+func (r loadResult) skipped(copied int64) int64 {
+	if r.upsert {
+		return r.applied
+	}
+	return max(copied-r.inserted, 0)
 }
 
 // loadSteps name the statements of the load transaction of one file, in
@@ -183,28 +221,53 @@ var loadSteps = []string{"BEGIN", "LOCK", "COPY", "INSERT", "staging cleanup", "
 // already has, so each batch learns its own skipped count.
 var groupSteps = []string{"BEGIN", "LOCK", "COPY", "duplicates SELECT", "INSERT", "staging cleanup", "COMMIT"}
 
+// upsertSteps are those of a load with write_mode = upsert: after COPY,
+// the changes already applied leave staging, the changed keys' rows leave
+// the target, each key's last upsert goes in, and the applied offsets move.
+var upsertSteps = []string{"BEGIN", "LOCK", "COPY", "DELETE of applied changes", "DELETE of changed keys", "INSERT",
+	"DELETE of old offsets", "INSERT of offsets", "staging cleanup", "COMMIT"}
+
+// upsertGroupSteps add the SELECT of the changes already applied, so each
+// batch of a group learns its own skipped count.
+var upsertGroupSteps = []string{"BEGIN", "LOCK", "COPY", "applied SELECT", "DELETE of applied changes", "DELETE of changed keys", "INSERT",
+	"DELETE of old offsets", "INSERT of offsets", "staging cleanup", "COMMIT"}
+
 // loadPlan is one load transaction: its statements, their names, and the
 // indexes of those whose answers loadOnce reads.
 type loadPlan struct {
-	steps  []string // names, as in loadSteps
-	sql    string   // the statements as one query
-	insert int
-	dups   int // -1: no duplicates SELECT
-	commit int
+	steps   []string // names, as in loadSteps
+	sql     string   // the statements as one query
+	insert  int
+	dups    int // -1: no duplicates SELECT
+	commit  int
+	upsert  bool
+	applied int // upsert: the DELETE of changes already applied; else -1
+	deleted int // upsert: the DELETE of the changed keys' rows; else -1
 }
 
 // filePlan loads one COPY source (a file, or a manifest without the
 // duplicates SELECT) into t.
 func (t *table) filePlan(copySQL string) loadPlan {
+	if u := t.upsert; u != nil {
+		return loadPlan{steps: upsertSteps, sql: rsql.Script("BEGIN", t.lock, copySQL, u.SkipApplied, u.DeleteKeys, u.Insert,
+			u.ForgetOffsets, u.RecordOffsets, t.cleanup, "COMMIT"),
+			insert: 5, dups: -1, commit: 9, upsert: true, applied: 3, deleted: 4}
+	}
 	return loadPlan{steps: loadSteps, sql: rsql.Script("BEGIN", t.lock, copySQL, t.insert, t.cleanup, "COMMIT"),
-		insert: 3, dups: -1, commit: 5}
+		insert: 3, dups: -1, commit: 5, applied: -1, deleted: -1}
 }
 
 // groupPlan loads the files of a manifest into t, reading the staged ids
-// the target already has before the INSERT.
+// the target already has (upsert: the changes already applied) before the
+// INSERT.
 func (t *table) groupPlan(copySQL string) loadPlan {
+	if u := t.upsert; u != nil {
+		return loadPlan{steps: upsertGroupSteps, sql: rsql.Script("BEGIN", t.lock, copySQL, u.Applied, u.SkipApplied, u.DeleteKeys, u.Insert,
+			u.ForgetOffsets, u.RecordOffsets, t.cleanup, "COMMIT"),
+			insert: 6, dups: 3, commit: 10, upsert: true, applied: 4, deleted: 5}
+	}
 	return loadPlan{steps: groupSteps, sql: rsql.Script("BEGIN", t.lock, copySQL, t.dups, t.insert, t.cleanup, "COMMIT"),
-		insert: 4, dups: 3, commit: 6}
+		insert: 4, dups: 3, commit: 6, applied: -1, deleted: -1}
 }
 
 // InDoubtError is a load one of whose attempts sent the transaction and
@@ -272,6 +335,7 @@ func (d *db) load(ctx context.Context, t *table, plan loadPlan) (loadResult, err
 	})
 	if err == nil {
 		res.inserted, res.dups = a.inserted, a.dups
+		res.upsert, res.applied, res.deleted = plan.upsert, a.applied, a.deleted
 		return res, nil
 	}
 	var msg string
@@ -315,6 +379,8 @@ type attempt struct {
 	step     string   // the statement that failed, or "connection"
 	answered int      // statements answered
 	inserted int64    // rows the INSERT added, once committed
+	applied  int64    // upsert: staged changes already applied, once committed
+	deleted  int64    // upsert: target rows of changed keys deleted, once committed
 	dups     []string // ids the duplicates SELECT returned, once committed
 	// inDoubt: the transaction was sent and its answers stopped before
 	// COMMIT's, with no error from the server: it may have committed.
@@ -347,13 +413,16 @@ func (d *db) loadOnce(ctx context.Context, plan loadPlan) (attempt, error) {
 	// Release destroys a connection that is not idle (a failed ROLLBACK).
 	defer conn.Release()
 	pc := conn.Conn().PgConn()
-	done, inserted, dups, err := execLoad(ctx, pc, plan)
+	done, affected, dups, err := execLoad(ctx, pc, plan)
 	a.answered = done
 	a.step = plan.steps[min(done, len(plan.steps)-1)]
 	if done == len(plan.steps) {
 		// COMMIT was answered: the rows are in, whatever happened to the
 		// connection after it.
-		a.inserted, a.dups = inserted, dups
+		a.inserted, a.dups = affected[plan.insert], dups
+		if plan.upsert {
+			a.applied, a.deleted = affected[plan.applied], affected[plan.deleted]
+		}
 		return a, nil
 	}
 	if err == nil {
@@ -370,8 +439,10 @@ func (d *db) loadOnce(ctx context.Context, plan loadPlan) (attempt, error) {
 }
 
 // execLoad sends the load transaction and reads its answers. done counts
-// the statements the server completed before an error or the end.
-func execLoad(ctx context.Context, pc *pgconn.PgConn, plan loadPlan) (done int, inserted int64, dups []string, err error) {
+// the statements the server completed before an error or the end;
+// affected holds each one's rows affected.
+func execLoad(ctx context.Context, pc *pgconn.PgConn, plan loadPlan) (done int, affected []int64, dups []string, err error) {
+	affected = make([]int64, len(plan.steps))
 	mrr := pc.Exec(ctx, plan.sql)
 	for mrr.NextResult() {
 		rr := mrr.ResultReader()
@@ -383,25 +454,24 @@ func execLoad(ctx context.Context, pc *pgconn.PgConn, plan loadPlan) (done int, 
 		tag, rerr := rr.Close()
 		if rerr != nil {
 			_ = mrr.Close()
-			return done, 0, nil, rerr
+			return done, nil, nil, rerr
 		}
+		affected[done] = tag.RowsAffected()
 		switch done {
-		case plan.insert:
-			inserted = tag.RowsAffected()
 		case plan.commit:
 			// PostgreSQL answers COMMIT of an aborted transaction with
 			// ROLLBACK and no error; nothing was committed.
 			if tag.String() == "ROLLBACK" {
 				_ = mrr.Close()
-				return done, 0, nil, pgx.ErrTxCommitRollback
+				return done, nil, nil, pgx.ErrTxCommitRollback
 			}
 		}
 		done++
 	}
 	if err := mrr.Close(); err != nil {
-		return done, inserted, dups, err
+		return done, affected, dups, err
 	}
-	return done, inserted, dups, nil
+	return done, affected, dups, nil
 }
 
 // describeRetry renders a retry.Do error as "after N attempts: <error>".

@@ -11,7 +11,8 @@
 //
 // Layers, imports pointing down:
 //
-//   - rsql       column table, SQL text, pg_table_def check (no I/O, no SDK)
+//   - rsql       column table, SQL text (upsert.go: the upsert load's),
+//     pg_table_def check (no I/O, no SDK)
 //   - rsparquet  pre-flight limit checks and Parquet encoding (no I/O, no SDK)
 //   - rsjson     what Redshift's JSON_PARSE accepts, for SUPER payloads (no I/O, no SDK)
 //   - rsiam      temporary credentials from AWS for auth = "iam", cached and
@@ -28,11 +29,16 @@
 //   - the S3 client comes from shared/s3client (no retries, as the spec says)
 //   - sink.go     Sink: Open, Consume (resolve, check, load), a batch loaded
 //     alone per chunk, Close
+//   - changes.go  write_mode = upsert: each record read as a change
+//     (shared/changes), its key fields as the text of their key_<field>
+//     columns; record errors rejected alone or FATAL
 //   - group.go    group loads: with concurrent consume calls, batches for one
 //     table queued behind a running load upload their files meanwhile and
 //     load together (one manifest COPY, one INSERT, one commit)
-//   - db.go       pool configuration, table creation and check, the load
-//     transaction and its retries, error rendering
+//   - db.go       pool configuration, table creation and check (with
+//     upsert, offsets_<table> too), the load transaction (append: the
+//     deduplicating INSERT; upsert: rsql.Upsert's statements) and its
+//     retries, error rendering
 //   - auth.go     auth and the iam_* keys: their checks, and the pool's
 //     BeforeConnect hook that logs in with rsiam's current credentials
 //   - tls.go      the sslmode pgx put in effect (logged, named in errors) and
@@ -43,7 +49,9 @@
 //   - audit.go    what picomq-connect audit needs: the config decoded, a
 //     small pool (IAM too), each topic's table, ids streamed
 //
-// Tests: config_internal_test.go, tls_internal_test.go, group_internal_test.go, open_test.go and
+// Tests: upsert_test.go holds write_mode = upsert's model test (a random
+// changelog replayed in memory against the target) and its cases;
+// config_internal_test.go, tls_internal_test.go, group_internal_test.go, open_test.go and
 // docs_test.go need no services (docs_test.go keeps docs/redshift-config.md in sync, -update
 // rewrites it); the others run the sink in-process against the Redshift
 // emulator (the rsemu test peer beside this package) and MinIO from

@@ -411,8 +411,8 @@ func (s *Sink) answer(t *table, g []*member, res loadResult, err error) {
 			what = "may have committed"
 		}
 		for i := range g {
-			out[i] = &memberRes{err: sdk.Retry(fmt.Errorf("the grouped load of %d batches into %s %s: %w; the replay skips the ids already in the table",
-				len(g), rsql.Ident(t.name), what, err))}
+			out[i] = &memberRes{err: sdk.Retry(fmt.Errorf("the grouped load of %d batches into %s %s: %w; %s",
+				len(g), rsql.Ident(t.name), what, err, replaySkips(t.upsert != nil)))}
 		}
 	} else {
 		copied := 0
@@ -421,7 +421,7 @@ func (s *Sink) answer(t *table, g []*member, res loadResult, err error) {
 			out[i] = &memberRes{batches: len(g)}
 		}
 		if len(g) == 1 {
-			out[0].skipped = max(copied-int(res.inserted), 0)
+			out[0].skipped = int(res.skipped(int64(copied)))
 		} else {
 			attribute(g, out, res.dups)
 		}
@@ -432,7 +432,7 @@ func (s *Sink) answer(t *table, g []*member, res loadResult, err error) {
 		}
 		s.stats.rowsCopied.Add(int64(copied))
 		s.stats.rowsInserted.Add(res.inserted)
-		s.stats.rowsSkipped.Add(int64(max(copied-int(res.inserted), 0)))
+		s.stats.rowsSkipped.Add(res.skipped(int64(copied)))
 	}
 	q := &t.queue
 	q.mu.Lock()

@@ -226,6 +226,13 @@ func (s *Sink) Consume(ctx context.Context, b *sdk.Batch) error {
 		s.records = recs[:0]
 		s.mu.Unlock()
 	}()
+	if s.parsed.changes != nil {
+		// write_mode = upsert: each record becomes a change; one that is
+		// none is a record error, rejected alone or failing the batch.
+		if err := s.readChanges(b, recs); err != nil {
+			return err
+		}
+	}
 	createdAt := start.UTC().Format(createdAtLayout)
 	all := rsparquet.Chunk{Topic: b.Topic, Partition: b.Partition, CreatedAt: createdAt, Records: recs}
 	// A record that can never be loaded is rejected alone when the host
@@ -233,6 +240,9 @@ func (s *Sink) Consume(ctx context.Context, b *sdk.Batch) error {
 	// check is deterministic, so a replay rejects the same records.
 	var refused error
 	err = rsparquet.CheckEach(s.parsed.layout, t.limits, all, func(i int, e *rsparquet.RecordError) {
+		if b.Rejected(i) {
+			return // not a change (readChanges): rejected already
+		}
 		reason := sdk.RejectEncoding
 		switch {
 		case e.TooLong():
@@ -274,31 +284,32 @@ func (s *Sink) Consume(ctx context.Context, b *sdk.Batch) error {
 // redelivers.
 func (s *Sink) loadAlone(ctx context.Context, t *table, b *sdk.Batch, recs []rsparquet.Record) error {
 	start := s.now()
-	var inserted, copied int64
+	var inserted, copied, skipped int64
 	chunks := 0
 	total := (len(recs) + s.cfg.BatchSize - 1) / s.cfg.BatchSize
 	for lo := 0; lo < len(recs); lo += s.cfg.BatchSize {
 		hi := min(lo+s.cfg.BatchSize, len(recs))
 		chunk := rsparquet.Chunk{Topic: b.Topic, Partition: b.Partition, Records: recs[lo:hi],
 			CreatedAt: s.now().UTC().Format(createdAtLayout)}
-		n, err := s.loadChunk(ctx, t, chunk)
+		n, skip, err := s.loadChunk(ctx, t, chunk)
 		if err != nil {
-			return chunkFailed(err, chunks, total)
+			return chunkFailed(err, chunks, total, s.parsed.changes != nil)
 		}
 		chunks++
 		inserted += n
+		skipped += skip
 		copied += int64(hi - lo)
 	}
-	// The rows the INSERT left out had ids the target already had: a
-	// replay, written before.
-	b.Skipped(int(max(copied-inserted, 0)))
+	// The rows the INSERT left out had ids the target already had (upsert:
+	// changes at or below the applied offset): a replay, written before.
+	b.Skipped(int(skipped))
 	level := slog.LevelDebug
 	if s.cfg.VerboseLogging {
 		level = slog.LevelInfo
 	}
 	s.log.Log(ctx, level, "batch loaded", "topic", b.Topic, "table", t.name, "records", len(recs),
 		"offsets", fmt.Sprintf("%d..%d", b.FirstOffset(), b.LastOffset()), "chunks", chunks,
-		"inserted", inserted, "skipped_duplicates", copied-inserted, "duration", s.now().Sub(start))
+		"inserted", inserted, "skipped_duplicates", skipped, "duration", s.now().Sub(start))
 	return nil
 }
 
@@ -306,7 +317,7 @@ func (s *Sink) loadAlone(ctx context.Context, t *table, b *sdk.Batch, recs []rsp
 // leaves in the table. Chunks committed before it stay, and a load whose
 // answers were lost may have committed too: an operator must not read
 // "nothing written" into the message. The replay deduplicates either way.
-func chunkFailed(err error, committed, total int) error {
+func chunkFailed(err error, committed, total int, upsert bool) error {
 	before := fmt.Sprintf("%d of the %d chunks committed before it and stay", committed, total)
 	switch {
 	case committed == 0:
@@ -316,23 +327,36 @@ func chunkFailed(err error, committed, total int) error {
 	}
 	var doubt *InDoubtError
 	if errors.As(err, &doubt) {
-		return fmt.Errorf("Redshift chunk %d of %d may have committed: %w; %s; the replay skips the ids already in the table",
-			committed+1, total, err, before)
+		return fmt.Errorf("Redshift chunk %d of %d may have committed: %w; %s; %s",
+			committed+1, total, err, before, replaySkips(upsert))
 	}
 	if committed > 0 {
-		return fmt.Errorf("%w; %s, and the replay skips their ids", err, before)
+		what := "their ids"
+		if upsert {
+			what = "their changes, applied"
+		}
+		return fmt.Errorf("%w; %s, and the replay skips %s", err, before, what)
 	}
 	return err
 }
 
+// replaySkips says what makes a replay harmless, in the message of a load
+// that failed.
+func replaySkips(upsert bool) string {
+	if upsert {
+		return "the replay skips the changes already applied (offsets_<table>)"
+	}
+	return "the replay skips the ids already in the table"
+}
+
 // loadChunk encodes, uploads, loads and cleans up one chunk, and returns
-// the rows inserted.
-func (s *Sink) loadChunk(ctx context.Context, t *table, c rsparquet.Chunk) (int64, error) {
+// the rows inserted and the rows left out as written before.
+func (s *Sink) loadChunk(ctx context.Context, t *table, c rsparquet.Chunk) (int64, int64, error) {
 	enc := s.encoders.Get().(*rsparquet.Encoder)
 	key, _, err := s.upload(ctx, enc, c)
 	s.encoders.Put(enc)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	copySQL := rsql.Copy(t.staging, s.parsed.layout.Staging(), rsql.S3URL(s.store.bucket, key), s.cfg.AWSIAMRole)
 	res, err := s.db.load(ctx, t, t.filePlan(copySQL))
@@ -342,18 +366,19 @@ func (s *Sink) loadChunk(ctx context.Context, t *table, c rsparquet.Chunk) (int6
 		// committed copied the rows out of it, and one still running on
 		// the server either has too or fails its COPY and rolls back.
 		s.discard(ctx, []upload{{key: key}})
-		return 0, sdk.Retry(err)
+		return 0, 0, sdk.Retry(err)
 	}
 	rows := int64(len(c.Records))
+	skipped := res.skipped(rows)
 	s.stats.chunks.Add(1)
 	s.stats.loads.Add(1)
 	s.stats.loadBatches.Add(1)
 	s.stats.rowsCopied.Add(rows)
 	s.stats.rowsInserted.Add(res.inserted)
-	s.stats.rowsSkipped.Add(max(rows-res.inserted, 0))
+	s.stats.rowsSkipped.Add(skipped)
 	s.loaded(t, key, res.inserted)
 	s.finish(ctx, key)
-	return res.inserted, nil
+	return res.inserted, skipped, nil
 }
 
 // upload encodes one chunk with enc and puts it to S3 under a new name; it

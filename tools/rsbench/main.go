@@ -30,10 +30,14 @@
 //     go run ./tools/rsbench -copy-latency 1s -commit-latency 600ms
 //     go run ./tools/rsbench -copy-latency 1s -commit-latency 600ms -partitions 48 -rate 3000 -duration 30s
 //
-// The last is the steady mode (steady.go): many partitions at a steady
+//     go run ./tools/rsbench -upsert-rows 1000000 -update-pcts 1,10,50 -batches 5   (make bench-redshift-upsert)
+//
+// The last is the upsert mode (upsert.go): write_mode = "upsert" against a
+// table of that many keys, for each share of updates. The one before is
+// the steady mode (steady.go): many partitions at a steady
 // rate, their batches in flight at once, which the sink loads in groups.
 //
-// The last gives the emulator a real cluster's cost per COPY and per commit
+// -copy-latency and -commit-latency give the emulator a real cluster's cost per COPY and per commit
 // (plugins/redshift/rsemu/README.md, "Cost model"); without it the loads
 // cost what PostgreSQL on this machine costs, and small batches look cheap.
 //
@@ -158,6 +162,9 @@ func run() error {
 	defer emu.Close()
 	if *partitions > 0 {
 		return runSteady(ctx, dist, lib, svc, bucket, emu, dbName, dsn)
+	}
+	if *upsertRows > 0 {
+		return runUpsert(ctx, dist, lib, svc, bucket, emu, dbName, dsn)
 	}
 
 	data, payloadBytes := generate(*batches+1, *records)

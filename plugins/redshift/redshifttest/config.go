@@ -133,6 +133,10 @@ func Describe(t *testing.T, d sinkdriver.Driver, _ *Env) {
 		"iam_db_user string - - -",
 		"iam_region string - - -",
 		"iam_duration duration 15m - -",
+		"write_mode string append - -",
+		"key_columns string - - -",
+		"change_format string op_field - -",
+		"op_field string _op - -",
 		"archive bool false - -",
 		"verbose_logging bool false - -",
 	}
@@ -163,15 +167,15 @@ func Describe(t *testing.T, d sinkdriver.Driver, _ *Env) {
 	}
 	for k, v := range map[string]string{"batch_size": "100", "max_connections": "5", "include_metadata": "true", "include_key": "true",
 		"payload_format": "varbyte", "max_retries": "3", "retry_delay": "1s", "statement_timeout": "10m", "archive": "false",
-		"verbose_logging": "false", "auth": "password", "iam_duration": "15m"} {
+		"verbose_logging": "false", "auth": "password", "iam_duration": "15m", "write_mode": "append", "change_format": "op_field", "op_field": "_op"} {
 		if defaults[k] != v {
 			t.Errorf("default of %s is %q, want %q", k, defaults[k], v)
 		}
 	}
-	// The spec's 18, statement_timeout (the bound on the staging lock wait)
-	// and the six of IAM authentication.
-	if len(desc.Config) != 25 {
-		t.Errorf("%d keys, want the spec's 18, statement_timeout and auth with its five iam_ keys", len(desc.Config))
+	// The spec's 18, statement_timeout (the bound on the staging lock wait),
+	// the six of IAM authentication and the four of write_mode = "upsert".
+	if len(desc.Config) != 29 {
+		t.Errorf("%d keys, want the spec's 18, statement_timeout, auth with its five iam_ keys and write_mode with its three", len(desc.Config))
 	}
 	if strings.Contains(doc, "REDACTED") {
 		t.Errorf("describe carries values: %s", doc)

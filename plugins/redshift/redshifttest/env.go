@@ -155,7 +155,7 @@ func newRealEnv(t *testing.T, ctx context.Context) *Env {
 		e.mu.Lock()
 		defer e.mu.Unlock()
 		for tbl := range e.tables {
-			for _, name := range []string{tbl, "staging_" + tbl} {
+			for _, name := range []string{tbl, "staging_" + tbl, "offsets_" + tbl} { // offsets_: write_mode = upsert
 				if _, err := pool.Exec(ctx, "DROP TABLE IF EXISTS "+pgx.Identifier{name}.Sanitize()); err != nil {
 					t.Errorf("drop %s: %v", name, err)
 				}

@@ -49,6 +49,8 @@ var Tests = []Test{
 	{Name: "GroupTransactionFailureIsRetryForAll", Run: GroupTransactionFailureIsRetryForAll},
 	{Name: "CloseCancelsWaitingBatches", Run: CloseCancelsWaitingBatches},
 	{Name: "TwoGroupingWritersTakeTurns", Run: TwoGroupingWritersTakeTurns},
+	{Name: "UpsertAppliesTheLastChangePerKey", Run: UpsertAppliesTheLastChangePerKey},
+	{Name: "UpsertGroupedLoads", Run: UpsertGroupedLoads},
 }
 
 // Run runs every test of the suite through d, each as a parallel subtest

@@ -25,6 +25,11 @@ type Record struct {
 	Timestamp int64  // epoch milliseconds
 	Key       []byte // nil when the record has no key (pico_key NULL)
 	Payload   []byte
+	// With write_mode = "upsert" (layouts with key columns): the change,
+	// rsql.OpUpsert or rsql.OpDelete (whose Payload is nil and staged as
+	// NULL), and the text of each key column, in key_columns order.
+	Change    string
+	KeyValues [][]byte
 }
 
 // Chunk is the rows of one Parquet file: records of one topic partition
@@ -116,10 +121,13 @@ func NewEncoder(l *rsql.Layout) *Encoder {
 //   - VARCHAR columns are BYTE_ARRAY with the String logical type (UTF8).
 //   - pico_partition is INT64, annotated INT(64, signed).
 //   - payload is BYTE_ARRAY without annotation for varbyte, a String for text.
-//   - pico_key is the only optional column (NULL when a record has no key).
+//   - pico_key is optional (NULL when a record has no key), and so is the
+//     staging payload of write_mode = "upsert" (NULL for a delete).
+//   - upsert's staging columns: the key columns and pico_op are strings,
+//     pico_change_partition and pico_change_offset INT64.
 //
-// pico_topic and created_at hold one value per chunk and are dictionary
-// encoded; every other column is PLAIN. PLAIN and dictionary pages are what
+// pico_topic, pico_change_topic and created_at hold one value per chunk
+// and are dictionary encoded; every other column is PLAIN. PLAIN and dictionary pages are what
 // every Parquet reader, Redshift's included, handles.
 func Schema(l *rsql.Layout) []format.SchemaElement {
 	out := make([]format.SchemaElement, 0, 1+len(l.Columns))
@@ -225,7 +233,25 @@ func (e *Encoder) column(col int, spec rsql.Column, c Chunk, md *format.ColumnMe
 		}
 		return nil
 
-	case rsql.Topic, rsql.CreatedAt:
+	case rsql.ChangePart:
+		md.Type = format.Int64
+		md.Encoding = thrift.Slice[format.Encoding]{format.Plain}
+		v := binary.LittleEndian.AppendUint64(nil, uint64(c.Partition))
+		stats.MinValue, stats.MaxValue = v, v
+		return e.int64Column(md, len(c.Records), func(int) uint64 { return uint64(c.Partition) })
+
+	case rsql.ChangeOffset:
+		md.Type = format.Int64
+		md.Encoding = thrift.Slice[format.Encoding]{format.Plain}
+		lo, hi := c.Records[0].Offset, c.Records[0].Offset
+		for i := range c.Records {
+			lo, hi = min(lo, c.Records[i].Offset), max(hi, c.Records[i].Offset)
+		}
+		stats.MinValue = binary.LittleEndian.AppendUint64(nil, lo)
+		stats.MaxValue = binary.LittleEndian.AppendUint64(nil, hi)
+		return e.int64Column(md, len(c.Records), func(i int) uint64 { return c.Records[i].Offset })
+
+	case rsql.Topic, rsql.CreatedAt, rsql.ChangeTopic:
 		v := c.Topic
 		if spec.ID == rsql.CreatedAt {
 			v = c.CreatedAt
@@ -234,7 +260,10 @@ func (e *Encoder) column(col int, spec rsql.Column, c Chunk, md *format.ColumnMe
 
 	case rsql.Payload:
 		md.Encoding = thrift.Slice[format.Encoding]{format.Plain}
-		return e.payloadColumn(md, c.Records)
+		if spec.Nullable {
+			md.Encoding = append(md.Encoding, format.RLE) // definition levels
+		}
+		return e.payloadColumn(md, c.Records, spec.Nullable)
 	}
 
 	md.Encoding = thrift.Slice[format.Encoding]{format.Plain}
@@ -260,6 +289,13 @@ func (e *Encoder) column(col int, spec rsql.Column, c Chunk, md *format.ColumnMe
 				e.vals = e.vals[:start]
 				nulls++
 			}
+		case rsql.KeyColumn:
+			if spec.KeyIndex >= len(r.KeyValues) {
+				return fmt.Errorf("rsparquet: record at offset %d has no value for key column %s", r.Offset, spec.Name)
+			}
+			e.vals = append(e.vals, r.KeyValues[spec.KeyIndex]...)
+		case rsql.ChangeOp:
+			e.vals = append(e.vals, r.Change...)
 		default:
 			return fmt.Errorf("rsparquet: column %s has no encoder", spec.Name)
 		}
@@ -271,7 +307,7 @@ func (e *Encoder) column(col int, spec rsql.Column, c Chunk, md *format.ColumnMe
 		if len(e.vals) >= pageTarget || i == len(c.Records)-1 {
 			var err error
 			if spec.Nullable {
-				e.levels = definitionLevels(e.levels[:0], c.Records[lo:i+1])
+				e.levels = definitionLevels(e.levels[:0], c.Records[lo:i+1], hasKey)
 				err = e.page(md, dataPageHeader(format.Plain, i+1-lo), e.levels, e.vals)
 			} else {
 				err = e.dataPage(md, format.Plain, i+1-lo, e.vals)
@@ -321,11 +357,31 @@ func (e *Encoder) dictColumn(md *format.ColumnMetaData, v []byte, rows int) erro
 	return e.dataPage(md, format.RLEDictionary, rows, e.levels)
 }
 
+// int64Column writes n INT64 values, v(i) for row i, in pages.
+func (e *Encoder) int64Column(md *format.ColumnMetaData, n int, v func(i int) uint64) error {
+	for lo := 0; lo < n; {
+		hi := min(n, lo+pageTarget/8)
+		e.vals = e.vals[:0]
+		for i := lo; i < hi; i++ {
+			e.vals = binary.LittleEndian.AppendUint64(e.vals, v(i))
+		}
+		if err := e.dataPage(md, format.Plain, hi-lo, e.vals); err != nil {
+			return err
+		}
+		lo = hi
+	}
+	return nil
+}
+
+func hasKey(r *Record) bool      { return r.Key != nil }
+func isNotDelete(r *Record) bool { return r.Change != rsql.OpDelete }
+
 // payloadColumn writes the payloads, streaming each one from the record
 // into the compressor: no copy of a payload is made before the file.
 // Pages are cut on row boundaries at pageTarget; a larger payload is a
-// page of its own.
-func (e *Encoder) payloadColumn(md *format.ColumnMetaData, recs []Record) error {
+// page of its own. A nullable payload (upsert mode) is NULL for a delete.
+func (e *Encoder) payloadColumn(md *format.ColumnMetaData, recs []Record, nullable bool) error {
+	nulls := 0
 	for lo := 0; lo < len(recs); {
 		size, hi := 0, lo
 		for hi < len(recs) && (hi == lo || size+4+len(recs[hi].Payload) <= pageTarget) {
@@ -337,13 +393,24 @@ func (e *Encoder) payloadColumn(md *format.ColumnMetaData, recs []Record) error 
 			e.lens = binary.LittleEndian.AppendUint32(e.lens, uint32(len(recs[i].Payload)))
 		}
 		e.parts = e.parts[:0]
+		if nullable {
+			e.levels = definitionLevels(e.levels[:0], recs[lo:hi], isNotDelete)
+			e.parts = append(e.parts, e.levels)
+		}
 		for i := lo; i < hi; i++ {
+			if nullable && !isNotDelete(&recs[i]) {
+				nulls++
+				continue
+			}
 			e.parts = append(e.parts, e.lens[4*(i-lo):4*(i-lo+1)], recs[i].Payload)
 		}
 		if err := e.page(md, dataPageHeader(format.Plain, hi-lo), e.parts...); err != nil {
 			return err
 		}
 		lo = hi
+	}
+	if nullable {
+		md.Statistics.NullCount = int64(nulls)
 	}
 	return nil
 }
@@ -362,15 +429,16 @@ func (e *Encoder) dataPage(md *format.ColumnMetaData, enc format.Encoding, value
 	return e.page(md, dataPageHeader(enc, values), body)
 }
 
-// definitionLevels appends the v1 definition levels of recs' keys: a
-// 4-byte length, then RLE runs (bit width 1) of 1 for a key, 0 for NULL.
-func definitionLevels(b []byte, recs []Record) []byte {
+// definitionLevels appends the v1 definition levels of an optional column
+// (present says which records have a value): a 4-byte length, then RLE
+// runs (bit width 1) of 1 for a value, 0 for NULL.
+func definitionLevels(b []byte, recs []Record, has func(*Record) bool) []byte {
 	start := len(b)
 	b = append(b, 0, 0, 0, 0)
 	for i := 0; i < len(recs); {
-		present := recs[i].Key != nil
+		present := has(&recs[i])
 		j := i + 1
-		for j < len(recs) && (recs[j].Key != nil) == present {
+		for j < len(recs) && has(&recs[j]) == present {
 			j++
 		}
 		b = binary.AppendUvarint(b, uint64(j-i)<<1)
@@ -439,6 +507,13 @@ func (e *Encoder) sizeBound(c Chunk) int {
 	for i := range c.Records {
 		k := metadata.KeyBase64Len(len(c.Records[i].Key))
 		size += len(c.Records[i].Payload) + k
+		for _, v := range c.Records[i].KeyValues {
+			// the value, its length prefix, and its copy in the statistics
+			size += 4 + 3*len(v)
+		}
+		if c.Records[i].Change != "" {
+			size += 4 + 1 + 8 + 8 + 1 // pico_op, the offset, the partition, a level
+		}
 		keyMax = max(keyMax, k)
 	}
 	// Per page: a header and the zstd frame's overhead (a frame header and

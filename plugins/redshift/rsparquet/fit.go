@@ -108,7 +108,22 @@ records:
 				n = digitsInt(r.Timestamp)
 			case rsql.Key:
 				n = metadata.KeyBase64Len(len(r.Key))
+			case rsql.KeyColumn:
+				if spec.KeyIndex >= len(r.KeyValues) {
+					bad(i, &RecordError{Topic: c.Topic, Offset: r.Offset, Column: spec.Name, Reason: "has no value (key_columns)", Value: true})
+					continue records
+				}
+				v := r.KeyValues[spec.KeyIndex]
+				if ok, why := validText(v); !ok {
+					bad(i, &RecordError{Topic: c.Topic, Offset: r.Offset, Column: spec.Name,
+						Reason: "would hold the key value, which " + why + " (key columns are VARCHAR)"})
+					continue records
+				}
+				n = len(v)
 			case rsql.Payload:
+				if r.Change == rsql.OpDelete {
+					continue // staged as NULL
+				}
 				n = len(r.Payload)
 				if textPayload {
 					if ok, why := validText(r.Payload); !ok {

@@ -2,8 +2,10 @@ package rsparquet_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/picomq/heavy-sinks/internal/testenv/pyenv"
@@ -115,5 +117,68 @@ func TestPyarrowReadsTheFile(t *testing.T) {
 				t.Errorf("row 2 payload %s", b)
 			}
 		})
+	}
+}
+
+// The staging file of write_mode = "upsert": key columns, a NULL payload
+// for each delete (runs of deletes and upserts across a page of levels),
+// and the change columns, read back by pyarrow.
+func TestPyarrowReadsAnUpsertFile(t *testing.T) {
+	l := rsql.NewLayout(rsql.Options{IncludeMetadata: true, IncludeKey: true, Payload: rsql.PayloadText,
+		KeyColumns: []string{"key_tenant", "key_id"}}).Staging()
+	c := rsparquet.Chunk{Topic: "orders", Partition: 3, CreatedAt: createdAt}
+	for i := range 10 {
+		r := rsparquet.Record{Offset: uint64(100 + i), Timestamp: 1, Change: rsql.OpUpsert,
+			Payload: fmt.Appendf(nil, `{"id":%d}`, i), KeyValues: [][]byte{[]byte("t"), fmt.Appendf(nil, "%d", i)}}
+		if i%3 == 1 || i == 2 {
+			r.Change, r.Payload = rsql.OpDelete, nil
+		}
+		c.Records = append(c.Records, r)
+	}
+	data, err := rsparquet.NewEncoder(l).Encode(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "upsert.parquet")
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		Columns []struct {
+			Name     string `json:"name"`
+			Type     string `json:"type"`
+			Nullable bool   `json:"nullable"`
+		} `json:"columns"`
+		Rows []map[string]any `json:"rows"`
+	}
+	out := pyenv.Run(t, pyarrowDump, path)
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	var names []string
+	for _, c := range got.Columns {
+		names = append(names, c.Name+" "+c.Type)
+		if c.Nullable != (c.Name == "pico_key" || c.Name == "payload") {
+			t.Errorf("%s nullable = %v", c.Name, c.Nullable)
+		}
+	}
+	want := "id string, pico_offset string, pico_timestamp string, pico_topic string, pico_partition int64, pico_key string, payload string, " +
+		"created_at string, key_tenant string, key_id string, pico_op string, pico_change_topic string, pico_change_partition int64, pico_change_offset int64"
+	if strings.Join(names, ", ") != want {
+		t.Fatalf("columns %s\nwant    %s", strings.Join(names, ", "), want)
+	}
+	for i, r := range got.Rows {
+		del := i%3 == 1 || i == 2
+		wantOp, wantPayload := "u", any(fmt.Sprintf(`{"id":%d}`, i))
+		if del {
+			wantOp, wantPayload = "d", nil
+		}
+		if r["pico_op"] != wantOp || r["payload"] != wantPayload || r["key_tenant"] != "t" || r["key_id"] != fmt.Sprint(i) ||
+			r["pico_change_topic"] != "orders" || r["pico_change_partition"] != 3.0 || r["pico_change_offset"] != float64(100+i) {
+			t.Errorf("row %d: %v", i, r)
+		}
+	}
+	if len(got.Rows) != 10 {
+		t.Fatalf("%d rows", len(got.Rows))
 	}
 }

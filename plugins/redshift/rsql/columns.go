@@ -35,6 +35,13 @@ const (
 	Key
 	Payload
 	CreatedAt
+	// With write_mode = "upsert" (upsert.go): the key columns, in both
+	// tables, and the staging table's hidden change columns.
+	KeyColumn    // one per key column; Column.KeyIndex says which
+	ChangeOp     // pico_op: 'u' upsert, 'd' delete
+	ChangeTopic  // pico_change_topic: the record's topic
+	ChangePart   // pico_change_partition: the record's partition
+	ChangeOffset // pico_change_offset: the record's offset, the order of changes
 	numColumns
 )
 
@@ -85,6 +92,8 @@ type Column struct {
 	// staging table; empty for the column itself. A SUPER payload is
 	// staged as VARBYTE and parsed on the way into the target.
 	Load string
+	// KeyIndex is a KeyColumn's position in key_columns.
+	KeyIndex int
 }
 
 // Options are the configuration keys that decide the columns.
@@ -92,6 +101,11 @@ type Options struct {
 	IncludeMetadata bool // pico_offset, pico_timestamp, pico_topic, pico_partition
 	IncludeKey      bool // pico_key
 	Payload         PayloadFormat
+	// KeyColumns, with write_mode = "upsert", are the key's columns
+	// (lower-case names that need no quoting): both tables get them, the
+	// staging table the change columns too, and its payload becomes
+	// nullable (a delete has no row).
+	KeyColumns []string
 }
 
 // present says when a column is part of a layout.
@@ -142,9 +156,29 @@ type Layout struct {
 
 // NewLayout returns the columns o selects.
 func NewLayout(o Options) *Layout {
+	l := newLayout(o, false)
+	if o.Payload == PayloadSuper || len(o.KeyColumns) > 0 {
+		so := o
+		if so.Payload == PayloadSuper {
+			so.Payload = PayloadVarbyte
+		}
+		l.staging = newLayout(so, true)
+	}
+	return l
+}
+
+// newLayout builds the target's columns, or with staging those of the
+// staging table (the same, plus the change columns in upsert mode).
+func newLayout(o Options, staging bool) *Layout {
 	l := &Layout{}
 	for i := range l.index {
 		l.index[i] = -1
+	}
+	add := func(c Column) {
+		if l.index[c.ID] < 0 {
+			l.index[c.ID] = len(l.Columns)
+		}
+		l.Columns = append(l.Columns, c)
 	}
 	for _, row := range columnTable {
 		switch row.when {
@@ -165,25 +199,44 @@ func NewLayout(o Options) *Layout {
 			case PayloadSuper:
 				c = superPayload
 			}
+			// A delete stages its key with a NULL payload.
+			c.Nullable = staging && len(o.KeyColumns) > 0
 		}
-		l.index[c.ID] = len(l.Columns)
-		l.Columns = append(l.Columns, c)
+		add(c)
 	}
-	if o.Payload == PayloadSuper {
-		o.Payload = PayloadVarbyte
-		l.staging = NewLayout(o)
+	for i, name := range o.KeyColumns {
+		add(Column{ID: KeyColumn, Name: name, Type: "VARCHAR(MAX)", Family: FamilyVarchar, Limit: VarcharMax, KeyIndex: i})
+	}
+	if staging && len(o.KeyColumns) > 0 {
+		for _, c := range changeColumns {
+			add(c)
+		}
 	}
 	return l
 }
 
 // Staging is the layout of the staging table: the same columns, in the same
 // order, except that a SUPER payload is staged as VARBYTE (see
-// superPayload). COPY and the Parquet file follow this layout.
+// superPayload), and with write_mode = "upsert" a nullable payload and the
+// change columns after the key columns. COPY and the Parquet file follow
+// this layout.
 func (l *Layout) Staging() *Layout {
 	if l.staging != nil {
 		return l.staging
 	}
 	return l
+}
+
+// Keys returns the layout's key columns, in key_columns order; none
+// unless write_mode = "upsert".
+func (l *Layout) Keys() []Column {
+	var out []Column
+	for _, c := range l.Columns {
+		if c.ID == KeyColumn {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // Has reports whether the layout includes the column.

@@ -13,6 +13,9 @@
 //   - sqltext.go   identifier and literal quoting and the statement builders
 //     (CREATE TABLE, LOCK, COPY, COPY ... MANIFEST, the staged-duplicates SELECT,
 //     INSERT ... SELECT, DELETE, the pg_table_def query)
+//   - upsert.go    write_mode = upsert: the staging table's change columns,
+//     key_<field> column names, offsets_<table> (DDL and check), and the
+//     statements that apply each key's last change after COPY
 //   - manifest.go  the JSON of a COPY manifest
 //   - audit.go     the ordered id query picomq-connect audit streams
 //   - tabledef.go  the type-family check of pg_table_def rows, its errors, and

@@ -262,3 +262,38 @@ func TestCopyManifestAndStagedDuplicates(t *testing.T) {
 		t.Errorf("Manifest:\n got %s\nwant %s", m, want)
 	}
 }
+
+// The upsert statements name the key columns, filter applied changes by
+// offset and pick each key's last change by offset.
+func TestUpsertStatements(t *testing.T) {
+	l := rsql.NewLayout(rsql.Options{IncludeMetadata: true, IncludeKey: true, KeyColumns: []string{"key_a", "key_b"}})
+	if got := len(l.Staging().Columns) - len(l.Columns); got != 4 {
+		t.Fatalf("staging has %d more columns than the target, want the 4 change columns", got)
+	}
+	u := rsql.NewUpsert("t", "staging_t", "offsets_t", l)
+	for stmt, want := range map[string]string{
+		u.SkipApplied:   `"staging_t".pico_change_offset <= "offsets_t".applied_offset`,
+		u.DeleteKeys:    `DELETE FROM "t" USING "staging_t" WHERE "t".key_a = "staging_t".key_a AND "t".key_b = "staging_t".key_b`,
+		u.Insert:        `ROW_NUMBER() OVER (PARTITION BY key_a, key_b ORDER BY pico_change_offset DESC, pico_change_partition DESC, pico_change_topic DESC) AS pico_rn FROM "staging_t") latest WHERE latest.pico_rn = 1 AND latest.pico_op = 'u'`,
+		u.RecordOffsets: `SELECT pico_change_topic, pico_change_partition, MAX(pico_change_offset) FROM "staging_t" GROUP BY`,
+	} {
+		if !strings.Contains(stmt, want) {
+			t.Errorf("%s\nlacks %s", stmt, want)
+		}
+	}
+	if strings.Contains(u.Insert, "pico_op,") && strings.Contains(u.Insert, "INSERT INTO \"t\" (id, pico_offset, pico_timestamp, pico_topic, pico_partition, pico_key, payload, created_at, key_a, key_b) SELECT id") == false {
+		t.Errorf("the INSERT's column list: %s", u.Insert)
+	}
+}
+
+func TestKeyColumnNames(t *testing.T) {
+	got, err := rsql.KeyColumnNames([]string{"Tenant", "order_id"})
+	if err != nil || strings.Join(got, ",") != "key_tenant,key_order_id" {
+		t.Fatalf("%v %v", got, err)
+	}
+	for _, bad := range [][]string{{"a-b"}, {"1a"}, {"a", "A"}, {strings.Repeat("x", 124)}} {
+		if _, err := rsql.KeyColumnNames(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}

@@ -34,7 +34,7 @@ type MismatchError struct {
 
 func (e *MismatchError) Error() string {
 	return fmt.Sprintf("Schema mismatch detected in table %s: %s. The table was created under different include_metadata, "+
-		"include_key or payload_format settings; change the settings or the table, the sink does not alter existing tables",
+		"include_key, payload_format or write_mode and key_columns settings; change the settings or the table, the sink does not alter existing tables",
 		Ident(e.Table), strings.Join(e.Problems, "; "))
 }
 
@@ -92,6 +92,10 @@ func optionFor(id ColumnID) string {
 		return "include_key"
 	case Payload:
 		return "payload_format"
+	case KeyColumn:
+		return "key_columns"
+	case ChangeOp, ChangeTopic, ChangePart, ChangeOffset:
+		return `write_mode = "upsert"`
 	}
 	return ""
 }
@@ -126,7 +130,13 @@ func Check(table string, l *Layout, rows []TableDefRow) (Limits, error) {
 		typ, ok := have[c.Name]
 		if !ok {
 			why := "it is always written"
-			if opt := optionFor(c.ID); opt != "" && c.ID != Payload {
+			switch opt := optionFor(c.ID); {
+			case c.ID == KeyColumn, c.ID >= ChangeOp:
+				why = "named by " + opt
+				if c.ID >= ChangeOp {
+					why = "a staging column of " + opt + "; a staging table made before write_mode = \"upsert\" lacks it: drop it, the sink creates it again"
+				}
+			case opt != "" && c.ID != Payload:
 				why = opt + " = true"
 			}
 			problems = append(problems, fmt.Sprintf("column %s is missing (%s)", c.Name, why))
@@ -135,8 +145,11 @@ func Check(table string, l *Layout, rows []TableDefRow) (Limits, error) {
 		fam, length, ok := ParseType(typ)
 		if !ok || fam != c.Family {
 			want := string(c.Family)
-			if c.ID == Payload {
+			switch c.ID {
+			case Payload:
 				want = fmt.Sprintf("%s (payload_format = %q)", c.Family, formatOf(c))
+			case KeyColumn:
+				want = fmt.Sprintf("%s (key columns hold the key's text)", c.Family)
 			}
 			problems = append(problems, fmt.Sprintf("column %s is %s, expected %s", c.Name, typ, want))
 			continue

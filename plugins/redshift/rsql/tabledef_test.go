@@ -3,6 +3,7 @@ package rsql_test
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -92,7 +93,7 @@ func TestCheckEveryConfigAgainstEveryTable(t *testing.T) {
 	for _, made := range combos() {
 		for _, used := range combos() {
 			_, err := rsql.Check("t", rsql.NewLayout(used), rowsFor(made))
-			if (err == nil) != (made == used) {
+			if (err == nil) != reflect.DeepEqual(made, used) {
 				t.Errorf("table for %s checked with %s: %v", optName(made), optName(used), err)
 			}
 			var me *rsql.MismatchError
@@ -153,7 +154,7 @@ func TestCheckMessages(t *testing.T) {
 	want := `Schema mismatch detected in table "orders""x": column pico_offset is missing (include_metadata = true); ` +
 		`column pico_timestamp is missing (include_metadata = true); column pico_topic is missing (include_metadata = true); ` +
 		`column pico_partition is missing (include_metadata = true); column payload is varbyte(16777216), expected VARCHAR (payload_format = "text"). ` +
-		`The table was created under different include_metadata, include_key or payload_format settings; change the settings or the table, ` +
+		`The table was created under different include_metadata, include_key, payload_format or write_mode and key_columns settings; change the settings or the table, ` +
 		`the sink does not alter existing tables`
 	if err == nil || err.Error() != want {
 		t.Fatalf("got  %v\nwant %s", err, want)
