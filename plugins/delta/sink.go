@@ -59,6 +59,10 @@ type counters struct {
 	// unmatched: committed records none of whose top-level fields named a
 	// column (written as rows of nulls); empty: skipped empty payloads.
 	unmatched, empty atomic.Int64
+	// write_mode = "upsert" (upsert.go): keys upserted and deleted by
+	// committed merges (each key's last change per commit), files read
+	// and rewritten, and old rows dropped from them.
+	upserts, deletes, readFiles, rewrittenFiles, droppedRows atomic.Int64
 	// fsyncs: files and directories synced by file:// tables (data files,
 	// commits, checkpoints), for the bench and the durability tests.
 	fsyncs atomic.Int64
@@ -134,6 +138,10 @@ func (s *Sink) Open(ctx context.Context, cfg *Config, host *sdk.Host) error {
 	if err != nil {
 		return err
 	}
+	chg, err := cfg.changeConfig()
+	if err != nil {
+		return err
+	}
 	if err := authenticate(ctx, &storage); err != nil {
 		return err
 	}
@@ -148,7 +156,7 @@ func (s *Sink) Open(ctx context.Context, cfg *Config, host *sdk.Host) error {
 		log: host.Logger, spawn: host.Go,
 		opts: tableOptions{exactlyOnce: cfg.ExactlyOnce, skipEmpty: cfg.SkipEmptyPayloads, metadataColumns: cfg.MetadataColumns,
 			addColumns: cfg.SchemaEvolution == evolveAddColumns, derive: derive, create: create, groupMaxBytes: cfg.GroupMaxBytes,
-			typesFromSchema: cfg.ColumnTypes == columnTypesValueSchema},
+			typesFromSchema: cfg.ColumnTypes == columnTypesValueSchema, changes: chg},
 		stats: &s.stats, ckpt: s.ckpt, requests: &s.requests,
 		compact: compact, compactStats: s.comp,
 	}
@@ -172,9 +180,13 @@ func (s *Sink) Open(ctx context.Context, cfg *Config, host *sdk.Host) error {
 		}
 		return err
 	}
-	// Columns metadata_columns or derived_columns cannot fill are the
-	// configuration's fault: say so now rather than at the first batch.
-	return t.checkFills()
+	// Columns metadata_columns or derived_columns cannot fill, and key
+	// columns the table lacks, are the configuration's fault: say so now
+	// rather than at the first batch.
+	if err := t.checkFills(); err != nil {
+		return err
+	}
+	return t.checkKeys()
 }
 
 // Consume appends one batch to its table: in a commit of its own, or of the
@@ -253,6 +265,11 @@ func (s *Sink) Metrics() map[string]any {
 		"empty_payloads_skipped": s.stats.empty.Load(),
 		"timestamps_truncated":   s.stats.truncated.Load(),
 		"fsyncs":                 s.stats.fsyncs.Load(),
+		"upserts":                s.stats.upserts.Load(),
+		"deletes":                s.stats.deletes.Load(),
+		"upsert_files_read":      s.stats.readFiles.Load(),
+		"upsert_files_rewritten": s.stats.rewrittenFiles.Load(),
+		"upsert_rows_dropped":    s.stats.droppedRows.Load(),
 	}
 	s.ckpt.addTo(m)
 	s.comp.addTo(m)

@@ -1,0 +1,417 @@
+package deltatest
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/picomq/heavy-sinks/internal/testenv/sinkdriver"
+	"github.com/picomq/heavy-sinks/shared/hostclient"
+)
+
+// write_mode = "upsert": a model of the table — the changelog replayed in
+// memory — against what delta-rs and DuckDB read back (TableLog).
+
+// UpsertSchema is the table_schema of the upsert tests: a wide composite
+// key (k string, n long), a partition column region that is part of the
+// key in the partitioned variant, and two value columns.
+const UpsertSchema = `{"type":"struct","fields":[{"name":"k","type":"string","nullable":true,"metadata":{}},
+	{"name":"n","type":"long","nullable":true,"metadata":{}},{"name":"region","type":"string","nullable":true,"metadata":{}},
+	{"name":"v","type":"long","nullable":true,"metadata":{}},{"name":"s","type":"string","nullable":true,"metadata":{}}]}`
+
+// upsertKeys is how many distinct keys the model tests draw from:
+// PICOMQ_UPSERT_KEYS (10000 for the full run), 400 by default.
+func upsertKeys() int {
+	if n, err := strconv.Atoi(os.Getenv("PICOMQ_UPSERT_KEYS")); err == nil && n > 0 {
+		return n
+	}
+	return 400
+}
+
+// upsertVariant is one shape of the model test.
+type upsertVariant struct {
+	keys      string // key_columns
+	partition string // partition_by
+	format    string // change_format
+}
+
+// upsertModel is the expected table: a row per live key.
+type upsertModel struct {
+	rows map[string]map[string]any // by key text
+	keys []string                  // key columns
+}
+
+func newUpsertModel(keys string) *upsertModel {
+	m := &upsertModel{rows: map[string]map[string]any{}}
+	for _, k := range strings.Split(keys, ",") {
+		m.keys = append(m.keys, strings.TrimSpace(k))
+	}
+	return m
+}
+
+func (m *upsertModel) key(row map[string]any) string {
+	var parts []string
+	for _, k := range m.keys {
+		parts = append(parts, fmt.Sprint(row[k]))
+	}
+	return strings.Join(parts, "\x00")
+}
+
+// rowText renders a row for comparison, every column in a fixed order,
+// numbers as integers.
+func rowText(row map[string]any) string {
+	var b strings.Builder
+	for _, c := range []string{"k", "n", "region", "v", "s"} {
+		v := row[c]
+		if f, ok := v.(float64); ok {
+			v = int64(f)
+		}
+		fmt.Fprintf(&b, "%s=%v;", c, v)
+	}
+	return b.String()
+}
+
+func (m *upsertModel) want() []string {
+	var out []string
+	for _, r := range m.rows {
+		out = append(out, rowText(r))
+	}
+	slices.Sort(out)
+	return out
+}
+
+// changeGen makes random changes over a key space and applies each to the
+// model as the sink should.
+type changeGen struct {
+	rng    *rand.Rand
+	v      upsertVariant
+	keys   int
+	prefix string // keeps the key spaces of two writers apart
+}
+
+// genKey is key i's row identity: a long string part (some keys wide), a
+// long part and a region.
+func (g *changeGen) keyOf(i int) map[string]any {
+	k := fmt.Sprintf("%sk%d", g.prefix, i%97)
+	if i%11 == 0 {
+		k += strings.Repeat("w", 300) // a wide key
+	}
+	return map[string]any{"k": k, "n": int64(i), "region": []string{"eu", "us", "ap"}[i%3]}
+}
+
+// record is one change record and what it does to the model (nil apply:
+// a record error, rejected).
+type genRecord struct {
+	payload, key []byte
+	apply        func(*upsertModel)
+}
+
+func (g *changeGen) next(m *upsertModel) genRecord {
+	i := g.rng.IntN(g.keys)
+	key := g.keyOf(i)
+	switch r := g.rng.IntN(100); {
+	case r < 3: // a null key: a record error
+		row := maps(key, "v", int64(1), "s", "null key")
+		row["n"] = nil
+		return genRecord{payload: g.upsertPayload(row, "c")}
+	case r < 8: // a delete of a key never seen
+		key = g.keyOf(g.keys + 1 + g.rng.IntN(1000))
+		return genRecord{payload: g.deletePayload(key), key: mustJSON(key), apply: func(*upsertModel) {}}
+	case r < 25: // a delete
+		if g.v.format == "debezium" && r < 15 { // a tombstone: the record key names it
+			return genRecord{payload: []byte{}, key: mustJSON(key), apply: func(m *upsertModel) { delete(m.rows, m.key(key)) }}
+		}
+		return genRecord{payload: g.deletePayload(key), key: mustJSON(key), apply: func(m *upsertModel) { delete(m.rows, m.key(key)) }}
+	}
+	// An insert or update (c, u, r alike: an update of a key never seen
+	// inserts it).
+	row := maps(key, "v", g.rng.Int64N(1<<40), "s", fmt.Sprintf("s%d", g.rng.IntN(1000)))
+	op := []string{"c", "u", "r"}[g.rng.IntN(3)]
+	return genRecord{payload: g.upsertPayload(row, op), key: mustJSON(key), apply: func(m *upsertModel) { m.rows[m.key(row)] = row }}
+}
+
+func maps(base map[string]any, kv ...any) map[string]any {
+	out := map[string]any{}
+	for k, v := range base {
+		out[k] = v
+	}
+	for i := 0; i < len(kv); i += 2 {
+		out[kv[i].(string)] = kv[i+1]
+	}
+	return out
+}
+
+func mustJSON(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+func (g *changeGen) upsertPayload(row map[string]any, op string) []byte {
+	if g.v.format == "debezium" {
+		return mustJSON(map[string]any{"before": nil, "after": row, "op": op, "ts_ms": 1})
+	}
+	return mustJSON(maps(row, "_op", strings.ToUpper(op)))
+}
+
+func (g *changeGen) deletePayload(key map[string]any) []byte {
+	if g.v.format == "debezium" {
+		return mustJSON(map[string]any{"before": key, "after": nil, "op": "d"})
+	}
+	return mustJSON(maps(key, "_op", "D"))
+}
+
+// batch makes a batch of n changes at offset first of a topic partition,
+// and the model changes it makes, in order.
+func (g *changeGen) batch(topic string, partition uint32, first uint64, n int, m *upsertModel) (sinkdriver.Batch, []func(*upsertModel)) {
+	b := sinkdriver.Batch{Attempt: 1, Topic: topic, Partition: partition, Schema: "json", AcceptRejections: true}
+	var applies []func(*upsertModel)
+	var last genRecord
+	for i := range n {
+		r := g.next(m)
+		if i > 0 && g.rng.IntN(10) == 0 && last.apply != nil {
+			r = last // the same key again within the batch
+			if g.rng.IntN(2) == 0 {
+				r = g.changeAgain(r.key, m)
+			}
+		}
+		last = r
+		b.Records = append(b.Records, sinkdriver.Record{Offset: first + uint64(i), TimestampMs: 1767225600000, Key: r.key, Payload: r.payload})
+		if r.apply != nil {
+			applies = append(applies, r.apply)
+		}
+	}
+	return b, applies
+}
+
+// changeAgain is another change of the key (JSON) within one batch: an
+// update with other values, or a delete.
+func (g *changeGen) changeAgain(keyJSON []byte, m *upsertModel) genRecord {
+	var key map[string]any
+	_ = json.Unmarshal(keyJSON, &key)
+	key["n"] = int64(key["n"].(float64))
+	if g.rng.IntN(3) == 0 {
+		return genRecord{payload: g.deletePayload(key), key: keyJSON, apply: func(m *upsertModel) { delete(m.rows, m.key(key)) }}
+	}
+	row := maps(key, "v", g.rng.Int64N(1<<40), "s", "again")
+	return genRecord{payload: g.upsertPayload(row, "u"), key: keyJSON, apply: func(m *upsertModel) { m.rows[m.key(row)] = row }}
+}
+
+// upsertConfig is the plugin_config of the upsert tests' instances.
+func upsertConfig(s *Store, uri string, v upsertVariant, kv ...any) map[string]any {
+	cfg := []any{"write_mode", "upsert", "key_columns", v.keys, "change_format", v.format,
+		"create_table", true, "table_schema", UpsertSchema}
+	if v.partition != "" {
+		cfg = append(cfg, "partition_by", v.partition)
+	}
+	return s.Config(uri, append(cfg, kv...)...)
+}
+
+// wantModel compares the table with the model through delta-rs and DuckDB.
+func wantModel(t *testing.T, s *Store, uri string, m *upsertModel) CompactionFacts {
+	t.Helper()
+	f := s.TableLog(uri, "k")
+	want := m.want()
+	for name, rows := range map[string][]map[string]any{"delta-rs": f.DeltaRS, "DuckDB": f.DuckDB} {
+		var have []string
+		for _, r := range rows {
+			have = append(have, rowText(r))
+		}
+		slices.Sort(have)
+		if !slices.Equal(have, want) {
+			t.Errorf("%s reads %d rows, the model has %d; first differences:\n%s", name, len(have), len(want), firstDiff(have, want))
+		}
+	}
+	return f
+}
+
+func firstDiff(have, want []string) string {
+	var out []string
+	hs, ws := map[string]bool{}, map[string]bool{}
+	for _, h := range have {
+		hs[h] = true
+	}
+	for _, w := range want {
+		ws[w] = true
+	}
+	for _, h := range have {
+		if !ws[h] && len(out) < 5 {
+			out = append(out, "  extra:   "+h)
+		}
+	}
+	for _, w := range want {
+		if !hs[w] && len(out) < 10 {
+			out = append(out, "  missing: "+w)
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+var upsertVariants = map[string]upsertVariant{
+	"composite_op_field": {keys: "k, n", format: "op_field"},
+	"partition_key":      {keys: "region, n", partition: "region", format: "op_field"},
+	"composite_debezium": {keys: "k, n", format: "debezium"},
+}
+
+// UpsertMatchesModel: random interleavings of inserts, updates and
+// deletes over upsertKeys() keys in two topic partitions — replays of
+// whole batches among them, deletes of keys never seen, updates before
+// inserts, a key changed twice in a batch, null keys (rejected), wide
+// keys, keys in a partition column — leave the table as the model says,
+// through delta-rs and DuckDB, and every commit's removes name live files.
+func UpsertMatchesModel(t *testing.T, d sinkdriver.Driver, s *Store) {
+	names := mapKeys(upsertVariants)
+	slices.Sort(names)
+	for _, name := range names {
+		v := upsertVariants[name]
+		t.Run(name, func(t *testing.T) {
+			uri := s.URI("upsert_" + name)
+			seed := time.Now().UnixNano()
+			t.Logf("seed %d", seed)
+			g := &changeGen{rng: rand.New(rand.NewPCG(uint64(seed), 1)), v: v, keys: upsertKeys()}
+			inst := Open(t, d.Start(t, s.Secrets...), "upsert", upsertConfig(s, uri, v))
+			m := newUpsertModel(v.keys)
+			next := map[uint32]uint64{}
+			var sent []sinkdriver.Batch
+			batches := 12 + g.keys/50
+			per := max(20, g.keys/10)
+			for i := range batches {
+				if i > 2 && g.rng.IntN(5) == 0 {
+					// A replay: a batch delivered before, again.
+					b := sent[g.rng.IntN(len(sent))]
+					b.Attempt = 2
+					consumeChanges(t, inst, b)
+					continue
+				}
+				p := uint32(i % 2)
+				b, applies := g.batch("cdc", p, next[p], per, m)
+				next[p] += uint64(len(b.Records))
+				consumeChanges(t, inst, b)
+				for _, a := range applies {
+					a(m)
+				}
+				sent = append(sent, b)
+			}
+			f := wantModel(t, s, uri, m)
+			merges := 0
+			for _, ver := range f.Versions {
+				if ver.Op == "MERGE" {
+					merges++
+				}
+			}
+			mt := metrics(t, inst)
+			t.Logf("%d keys live, %d versions (%d MERGE); files read %v, rewritten %v, rows dropped %v, upserts %v, deletes %v",
+				len(m.rows), len(f.Versions), merges, mt["sink.upsert_files_read"], mt["sink.upsert_files_rewritten"],
+				mt["sink.upsert_rows_dropped"], mt["sink.upserts"], mt["sink.deletes"])
+			if merges == 0 {
+				t.Errorf("no MERGE commit")
+			}
+		})
+	}
+}
+
+func mapKeys[K comparable, V any](m map[K]V) []K {
+	var out []K
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+// rejectedOnly reports whether err says only that records were rejected
+// (the batch's other records landed): the drivers' answer to a batch that
+// takes rejections. The tests' rejected records are their null keys.
+func rejectedOnly(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "the plugin rejected")
+}
+
+// consumeChanges delivers b, whose records may be rejected.
+func consumeChanges(t *testing.T, inst sinkdriver.Instance, b sinkdriver.Batch) {
+	t.Helper()
+	if err := inst.Consume(b); err != nil && !rejectedOnly(err) {
+		t.Fatalf("consume %s[%d] offsets %d..: %v", b.Topic, b.Partition, b.Records[0].Offset, err)
+	}
+}
+
+// consumeRetrying delivers b until it is answered OK, redelivering after
+// RETRY as a runtime does; any other answer fails the test.
+func consumeRetrying(t *testing.T, inst sinkdriver.Instance, b sinkdriver.Batch) {
+	t.Helper()
+	for attempt := 1; ; attempt++ {
+		b.Attempt = uint32(attempt)
+		err := inst.Consume(b)
+		if err == nil || rejectedOnly(err) {
+			return
+		}
+		var se *hostclient.StatusError
+		if !errors.As(err, &se) || se.Code != hostclient.StatusRetry || attempt == 50 {
+			t.Errorf("consume %s[%d] offsets %d..: %v", b.Topic, b.Partition, b.Records[0].Offset, err)
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// UpsertTwoWritersAndCompaction: two instances write changes of disjoint
+// key sets from two topic partitions of one table at once, while a third
+// compacts it; the table ends as the two models together say.
+func UpsertTwoWritersAndCompaction(t *testing.T, d sinkdriver.Driver, s *Store) {
+	v := upsertVariant{keys: "k, n", format: "op_field"}
+	uri := s.URI("upsert_race")
+	rt := d.Start(t, s.Secrets...)
+	// Create the table first, so the writers race on merges only.
+	first := Open(t, rt, "creator", upsertConfig(s, uri, v))
+	consume(t, first, JSONBatch("setup", 0, `{"k":"setup","n":-1,"_op":"c"}`))
+	_ = first.Close()
+	models := make([]*upsertModel, 2)
+	var wg sync.WaitGroup
+	for w := range 2 {
+		inst := Open(t, rt, fmt.Sprintf("writer%d", w), upsertConfig(s, uri, v))
+		g := &changeGen{rng: rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), uint64(w))), v: v, keys: upsertKeys(),
+			prefix: fmt.Sprintf("w%d", w)}
+		m := newUpsertModel(v.keys)
+		models[w] = m
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var next uint64
+			for range 10 + g.keys/100 {
+				b, applies := g.batch("race", uint32(w), next, max(10, g.keys/20), m)
+				next += uint64(len(b.Records))
+				consumeRetrying(t, inst, b)
+				for _, a := range applies {
+					a(m)
+				}
+			}
+		}()
+	}
+	comp := Open(t, rt, "compactor", upsertConfig(s, uri, v, "compaction", true, "compaction_idle", "0s", "compaction_min_files", 2))
+	wg.Wait()
+	waitForMetric(t, "compactions", 1, comp)
+	_ = comp.Close()
+	m := newUpsertModel(v.keys)
+	m.rows[m.key(map[string]any{"k": "setup", "n": int64(-1)})] = map[string]any{"k": "setup", "n": int64(-1)}
+	for _, w := range models {
+		for k, r := range w.rows {
+			m.rows[k] = r
+		}
+	}
+	f := wantModel(t, s, uri, m)
+	conflicts := 0
+	for _, ver := range f.Versions {
+		if ver.Op == "OPTIMIZE" {
+			conflicts++
+		}
+	}
+	t.Logf("%d versions, %d compactions", len(f.Versions), conflicts)
+}
