@@ -27,6 +27,9 @@ const UpsertSchema = `{"type":"struct","fields":[{"name":"k","type":"string","nu
 	{"name":"n","type":"long","nullable":true,"metadata":{}},{"name":"region","type":"string","nullable":true,"metadata":{}},
 	{"name":"v","type":"long","nullable":true,"metadata":{}},{"name":"s","type":"string","nullable":true,"metadata":{}}]}`
 
+// UpsertKeys is upsertKeys, for e2e tests.
+func UpsertKeys() int { return upsertKeys() }
+
 // upsertKeys is how many distinct keys the model tests draw from:
 // PICOMQ_UPSERT_KEYS (10000 for the full run), 400 by default.
 func upsertKeys() int {
@@ -43,21 +46,21 @@ type upsertVariant struct {
 	format    string // change_format
 }
 
-// upsertModel is the expected table: a row per live key.
-type upsertModel struct {
+// UpsertModel is the expected table: a row per live key.
+type UpsertModel struct {
 	rows map[string]map[string]any // by key text
 	keys []string                  // key columns
 }
 
-func newUpsertModel(keys string) *upsertModel {
-	m := &upsertModel{rows: map[string]map[string]any{}}
+func NewUpsertModel(keys string) *UpsertModel {
+	m := &UpsertModel{rows: map[string]map[string]any{}}
 	for _, k := range strings.Split(keys, ",") {
 		m.keys = append(m.keys, strings.TrimSpace(k))
 	}
 	return m
 }
 
-func (m *upsertModel) key(row map[string]any) string {
+func (m *UpsertModel) key(row map[string]any) string {
 	var parts []string
 	for _, k := range m.keys {
 		parts = append(parts, fmt.Sprint(row[k]))
@@ -79,7 +82,7 @@ func rowText(row map[string]any) string {
 	return b.String()
 }
 
-func (m *upsertModel) want() []string {
+func (m *UpsertModel) want() []string {
 	var out []string
 	for _, r := range m.rows {
 		out = append(out, rowText(r))
@@ -88,9 +91,9 @@ func (m *upsertModel) want() []string {
 	return out
 }
 
-// changeGen makes random changes over a key space and applies each to the
+// ChangeGen makes random changes over a key space and applies each to the
 // model as the sink should.
-type changeGen struct {
+type ChangeGen struct {
 	rng    *rand.Rand
 	v      upsertVariant
 	keys   int
@@ -99,7 +102,7 @@ type changeGen struct {
 
 // genKey is key i's row identity: a long string part (some keys wide), a
 // long part and a region.
-func (g *changeGen) keyOf(i int) map[string]any {
+func (g *ChangeGen) keyOf(i int) map[string]any {
 	k := fmt.Sprintf("%sk%d", g.prefix, i%97)
 	if i%11 == 0 {
 		k += strings.Repeat("w", 300) // a wide key
@@ -111,10 +114,10 @@ func (g *changeGen) keyOf(i int) map[string]any {
 // a record error, rejected).
 type genRecord struct {
 	payload, key []byte
-	apply        func(*upsertModel)
+	apply        func(*UpsertModel)
 }
 
-func (g *changeGen) next(m *upsertModel) genRecord {
+func (g *ChangeGen) next(m *UpsertModel) genRecord {
 	i := g.rng.IntN(g.keys)
 	key := g.keyOf(i)
 	switch r := g.rng.IntN(100); {
@@ -123,19 +126,20 @@ func (g *changeGen) next(m *upsertModel) genRecord {
 		row["n"] = nil
 		return genRecord{payload: g.upsertPayload(row, "c")}
 	case r < 8: // a delete of a key never seen
+		// (changeAgain may have upserted one of them since: a delete all the same.)
 		key = g.keyOf(g.keys + 1 + g.rng.IntN(1000))
-		return genRecord{payload: g.deletePayload(key), key: mustJSON(key), apply: func(*upsertModel) {}}
+		return genRecord{payload: g.deletePayload(key), key: mustJSON(key), apply: func(m *UpsertModel) { delete(m.rows, m.key(key)) }}
 	case r < 25: // a delete
 		if g.v.format == "debezium" && r < 15 { // a tombstone: the record key names it
-			return genRecord{payload: []byte{}, key: mustJSON(key), apply: func(m *upsertModel) { delete(m.rows, m.key(key)) }}
+			return genRecord{payload: []byte{}, key: mustJSON(key), apply: func(m *UpsertModel) { delete(m.rows, m.key(key)) }}
 		}
-		return genRecord{payload: g.deletePayload(key), key: mustJSON(key), apply: func(m *upsertModel) { delete(m.rows, m.key(key)) }}
+		return genRecord{payload: g.deletePayload(key), key: mustJSON(key), apply: func(m *UpsertModel) { delete(m.rows, m.key(key)) }}
 	}
 	// An insert or update (c, u, r alike: an update of a key never seen
 	// inserts it).
 	row := maps(key, "v", g.rng.Int64N(1<<40), "s", fmt.Sprintf("s%d", g.rng.IntN(1000)))
 	op := []string{"c", "u", "r"}[g.rng.IntN(3)]
-	return genRecord{payload: g.upsertPayload(row, op), key: mustJSON(key), apply: func(m *upsertModel) { m.rows[m.key(row)] = row }}
+	return genRecord{payload: g.upsertPayload(row, op), key: mustJSON(key), apply: func(m *UpsertModel) { m.rows[m.key(row)] = row }}
 }
 
 func maps(base map[string]any, kv ...any) map[string]any {
@@ -157,14 +161,14 @@ func mustJSON(v any) []byte {
 	return b
 }
 
-func (g *changeGen) upsertPayload(row map[string]any, op string) []byte {
+func (g *ChangeGen) upsertPayload(row map[string]any, op string) []byte {
 	if g.v.format == "debezium" {
 		return mustJSON(map[string]any{"before": nil, "after": row, "op": op, "ts_ms": 1})
 	}
 	return mustJSON(maps(row, "_op", strings.ToUpper(op)))
 }
 
-func (g *changeGen) deletePayload(key map[string]any) []byte {
+func (g *ChangeGen) deletePayload(key map[string]any) []byte {
 	if g.v.format == "debezium" {
 		return mustJSON(map[string]any{"before": key, "after": nil, "op": "d"})
 	}
@@ -173,9 +177,9 @@ func (g *changeGen) deletePayload(key map[string]any) []byte {
 
 // batch makes a batch of n changes at offset first of a topic partition,
 // and the model changes it makes, in order.
-func (g *changeGen) batch(topic string, partition uint32, first uint64, n int, m *upsertModel) (sinkdriver.Batch, []func(*upsertModel)) {
+func (g *ChangeGen) Batch(topic string, partition uint32, first uint64, n int, m *UpsertModel) (sinkdriver.Batch, []func(*UpsertModel)) {
 	b := sinkdriver.Batch{Attempt: 1, Topic: topic, Partition: partition, Schema: "json", AcceptRejections: true}
-	var applies []func(*upsertModel)
+	var applies []func(*UpsertModel)
 	var last genRecord
 	for i := range n {
 		r := g.next(m)
@@ -196,16 +200,32 @@ func (g *changeGen) batch(topic string, partition uint32, first uint64, n int, m
 
 // changeAgain is another change of the key (JSON) within one batch: an
 // update with other values, or a delete.
-func (g *changeGen) changeAgain(keyJSON []byte, m *upsertModel) genRecord {
+func (g *ChangeGen) changeAgain(keyJSON []byte, m *UpsertModel) genRecord {
 	var key map[string]any
 	_ = json.Unmarshal(keyJSON, &key)
 	key["n"] = int64(key["n"].(float64))
 	if g.rng.IntN(3) == 0 {
-		return genRecord{payload: g.deletePayload(key), key: keyJSON, apply: func(m *upsertModel) { delete(m.rows, m.key(key)) }}
+		return genRecord{payload: g.deletePayload(key), key: keyJSON, apply: func(m *UpsertModel) { delete(m.rows, m.key(key)) }}
 	}
 	row := maps(key, "v", g.rng.Int64N(1<<40), "s", "again")
-	return genRecord{payload: g.upsertPayload(row, "u"), key: keyJSON, apply: func(m *upsertModel) { m.rows[m.key(row)] = row }}
+	return genRecord{payload: g.upsertPayload(row, "u"), key: keyJSON, apply: func(m *UpsertModel) { m.rows[m.key(row)] = row }}
 }
+
+// NewChangeGen is a generator of random changes over UpsertKeys() keys
+// of the composite key (k, n) in change_format format, seeded.
+func NewChangeGen(seed int64, format string) *ChangeGen {
+	return &ChangeGen{rng: rand.New(rand.NewPCG(uint64(seed), 7)), v: upsertVariant{keys: "k, n", format: format}, keys: upsertKeys()}
+}
+
+// UpsertPluginConfig is the plugin_config keys of a ChangeGen's table
+// (created by the first batch), to add to a store's.
+func (g *ChangeGen) UpsertPluginConfig() []any {
+	return []any{"write_mode", "upsert", "key_columns", g.v.keys, "change_format", g.v.format,
+		"create_table", true, "table_schema", UpsertSchema}
+}
+
+// Model is an empty model of the generator's table.
+func (g *ChangeGen) Model() *UpsertModel { return NewUpsertModel(g.v.keys) }
 
 // upsertConfig is the plugin_config of the upsert tests' instances.
 func upsertConfig(s *Store, uri string, v upsertVariant, kv ...any) map[string]any {
@@ -218,9 +238,9 @@ func upsertConfig(s *Store, uri string, v upsertVariant, kv ...any) map[string]a
 }
 
 // wantModel compares the table with the model through delta-rs and DuckDB.
-func wantModel(t *testing.T, s *Store, uri string, m *upsertModel) CompactionFacts {
+func WantUpsertModel(t *testing.T, env []string, uri string, m *UpsertModel) CompactionFacts {
 	t.Helper()
-	f := s.TableLog(uri, "k")
+	f := ReadTableLog(t, env, uri, "k")
 	want := m.want()
 	for name, rows := range map[string][]map[string]any{"delta-rs": f.DeltaRS, "DuckDB": f.DuckDB} {
 		var have []string
@@ -278,9 +298,9 @@ func UpsertMatchesModel(t *testing.T, d sinkdriver.Driver, s *Store) {
 			uri := s.URI("upsert_" + name)
 			seed := time.Now().UnixNano()
 			t.Logf("seed %d", seed)
-			g := &changeGen{rng: rand.New(rand.NewPCG(uint64(seed), 1)), v: v, keys: upsertKeys()}
+			g := &ChangeGen{rng: rand.New(rand.NewPCG(uint64(seed), 1)), v: v, keys: upsertKeys()}
 			inst := Open(t, d.Start(t, s.Secrets...), "upsert", upsertConfig(s, uri, v))
-			m := newUpsertModel(v.keys)
+			m := NewUpsertModel(v.keys)
 			next := map[uint32]uint64{}
 			var sent []sinkdriver.Batch
 			batches := 12 + g.keys/50
@@ -294,7 +314,7 @@ func UpsertMatchesModel(t *testing.T, d sinkdriver.Driver, s *Store) {
 					continue
 				}
 				p := uint32(i % 2)
-				b, applies := g.batch("cdc", p, next[p], per, m)
+				b, applies := g.Batch("cdc", p, next[p], per, m)
 				next[p] += uint64(len(b.Records))
 				consumeChanges(t, inst, b)
 				for _, a := range applies {
@@ -302,7 +322,7 @@ func UpsertMatchesModel(t *testing.T, d sinkdriver.Driver, s *Store) {
 				}
 				sent = append(sent, b)
 			}
-			f := wantModel(t, s, uri, m)
+			f := WantUpsertModel(t, s.env, uri, m)
 			merges := 0
 			for _, ver := range f.Versions {
 				if ver.Op == "MERGE" {
@@ -376,23 +396,23 @@ func UpsertTwoWritersAndCompaction(t *testing.T, d sinkdriver.Driver, s *Store) 
 	// The compactor runs from the start; the writers go on until it has
 	// landed compactions among their merges (at most a minute).
 	comp := Open(t, rt, "compactor", upsertConfig(s, uri, v, "compaction", true, "compaction_idle", "0s", "compaction_min_files", 2))
-	models := make([]*upsertModel, 2)
+	models := make([]*UpsertModel, 2)
 	writers := make([]sinkdriver.Instance, 2)
 	var wg sync.WaitGroup
 	deadline := time.Now().Add(time.Minute)
 	for w := range 2 {
 		inst := Open(t, rt, fmt.Sprintf("writer%d", w), upsertConfig(s, uri, v))
 		writers[w] = inst
-		g := &changeGen{rng: rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), uint64(w))), v: v, keys: upsertKeys(),
+		g := &ChangeGen{rng: rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), uint64(w))), v: v, keys: upsertKeys(),
 			prefix: fmt.Sprintf("w%d", w)}
-		m := newUpsertModel(v.keys)
+		m := NewUpsertModel(v.keys)
 		models[w] = m
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			var next uint64
 			for i := 0; i < 10+g.keys/100 || (metrics(t, comp)["sink.compactions"] < 2 && time.Now().Before(deadline)); i++ {
-				b, applies := g.batch("race", uint32(w), next, max(10, g.keys/20), m)
+				b, applies := g.Batch("race", uint32(w), next, max(10, g.keys/20), m)
 				next += uint64(len(b.Records))
 				consumeRetrying(t, inst, b)
 				for _, a := range applies {
@@ -412,13 +432,13 @@ func UpsertTwoWritersAndCompaction(t *testing.T, d sinkdriver.Driver, s *Store) 
 	if mc["sink.compactions"] < 1 {
 		t.Errorf("no compaction landed while the writers wrote")
 	}
-	m := newUpsertModel(v.keys)
+	m := NewUpsertModel(v.keys)
 	m.rows[m.key(map[string]any{"k": "setup", "n": int64(-1)})] = map[string]any{"k": "setup", "n": int64(-1)}
 	for _, w := range models {
 		for k, r := range w.rows {
 			m.rows[k] = r
 		}
 	}
-	f := wantModel(t, s, uri, m)
+	f := WantUpsertModel(t, s.env, uri, m)
 	t.Logf("%d versions", len(f.Versions))
 }
