@@ -145,8 +145,8 @@ func (t *table) addChanges(enc *encode.Encoder, members []*member) (n added, up 
 	}
 	for {
 		// The last change of each key, compared in the key columns'
-		// types (changes.Last compares JSON values: 1 and "1" are two
-		// keys there, one row of a long column here).
+		// types (changes.Last compares JSON values: a timestamp written
+		// in two time zones is two keys there, one row here).
 		last := make(map[string]int, len(all))
 		for i := range all {
 			last[all[i].key] = i
@@ -386,64 +386,102 @@ func (t *table) rewrite(ctx context.Context, up *upsertPlan, keys *encode.Keys, 
 	may := t.mayHold(up, keys)
 	var cands []*deltalog.Add
 	for a := range st.Files() {
-		if may(a) {
-			cands = append(cands, a)
+		if !may(a) {
+			continue
 		}
-	}
-	coll, err := deltalog.NewStatsCollector(t.snap)
-	if err != nil {
-		return rw, sdk.Fatalf("Delta table %s: %v", t.uri, err)
-	}
-	defer func() {
-		if err != nil {
-			t.discard(rw.written, "rewrite failed")
-			rw.written = nil
-		}
-	}()
-	var buf bytes.Buffer
-	for _, a := range cands {
 		if len(a.DeletionVector) > 0 || a.BaseRowID != nil {
 			return rw, sdk.Fatalf("Delta table %s: file %s has a deletion vector or row ids, which upserts cannot rewrite", t.uri, a.Path)
 		}
-		p, err := deltalog.FilePath(a.Path)
-		if err != nil {
-			return rw, sdk.Fatalf("Delta table %s: %v", t.uri, err)
+		cands = append(cands, a)
+	}
+	// Files are read, filtered and written maxUploads at a time: a
+	// commit's wall time is mostly round trips (and fsyncs on file://).
+	type one struct {
+		add     *deltalog.Add
+		read    bool
+		dropped int64
+		file    *deltalog.DataFile // nil: every row changed
+		path    string             // written
+	}
+	results := make([]one, len(cands))
+	slots := make(chan struct{}, maxUploads)
+	var g sdk.Group
+	for i, a := range cands {
+		slots <- struct{}{}
+		g.Go(func() error {
+			defer func() { <-slots }()
+			r := &results[i]
+			r.add = a
+			return t.rewriteOne(ctx, a, up, keys, now, func(read bool, dropped int64, path string, f *deltalog.DataFile) {
+				r.read, r.dropped, r.path, r.file = read, dropped, path, f
+			})
+		})
+	}
+	err = g.Wait()
+	for _, r := range results {
+		if r.read {
+			rw.read++
 		}
-		data, err := t.store.Get(ctx, p)
-		if err != nil {
-			return rw, sdk.Retry(fmt.Errorf("Storage error: reading %s of Delta table %s: %w", p, t.uri, err))
+		if r.path != "" {
+			rw.written = append(rw.written, r.path)
 		}
-		rw.read++
-		pf, err := parquet.OpenFile(bytes.NewReader(data), int64(len(data)))
-		if err != nil {
-			return rw, sdk.Fatalf("Delta table %s: data file %s: %v", t.uri, p, err)
+		if r.dropped > 0 {
+			rw.removed = append(rw.removed, r.add)
+			rw.dropped += r.dropped
+			if r.file != nil {
+				rw.added = append(rw.added, *r.file)
+			}
 		}
-		buf.Reset()
-		f, err := keys.Filter(&buf, pf, a.PartitionValues, up.drop, coll, engineInfo())
-		if err != nil {
-			return rw, sdk.Fatalf("Delta table %s: rewriting data file %s: %v", t.uri, p, err)
-		}
-		if f.Dropped == 0 {
-			continue
-		}
-		rw.removed = append(rw.removed, a)
-		rw.dropped += f.Dropped
-		if f.NumRecords == 0 {
-			continue // every row changed: removed, nothing to add
-		}
-		dir, err := deltalog.PartitionDir(t.snap.PartitionColumns, a.PartitionValues)
-		if err != nil {
-			return rw, sdk.Fatalf("Delta table %s: %v", t.uri, err)
-		}
-		path := dir + encode.DataFileName(0)
-		rw.written = append(rw.written, path)
-		if err := t.store.Put(ctx, path, bytes.Clone(buf.Bytes())); err != nil {
-			return rw, sdk.Retry(fmt.Errorf("Storage error: Failed to write to Delta writer: %s: %w", path, err))
-		}
-		rw.added = append(rw.added, deltalog.DataFile{Path: path, PartitionValues: a.PartitionValues, Size: f.Size,
-			ModificationTime: now.UnixMilli(), Stats: f.Stats})
+	}
+	if err != nil {
+		t.discard(rw.written, "rewrite failed")
+		return rewritten{}, err
 	}
 	return rw, nil
+}
+
+// rewriteOne reads file a and, when it holds a changed key, writes it anew
+// without those rows; done reports what it did (path: the file written,
+// even when its put failed).
+func (t *table) rewriteOne(ctx context.Context, a *deltalog.Add, up *upsertPlan, keys *encode.Keys, now time.Time,
+	done func(read bool, dropped int64, path string, f *deltalog.DataFile)) error {
+	p, err := deltalog.FilePath(a.Path)
+	if err != nil {
+		return sdk.Fatalf("Delta table %s: %v", t.uri, err)
+	}
+	data, err := t.store.Get(ctx, p)
+	if err != nil {
+		return sdk.Retry(fmt.Errorf("Storage error: reading %s of Delta table %s: %w", p, t.uri, err))
+	}
+	pf, err := parquet.OpenFile(bytes.NewReader(data), int64(len(data)))
+	if err != nil {
+		return sdk.Fatalf("Delta table %s: data file %s: %v", t.uri, p, err)
+	}
+	coll, err := deltalog.NewStatsCollector(t.snap)
+	if err != nil {
+		return sdk.Fatalf("Delta table %s: %v", t.uri, err)
+	}
+	var buf bytes.Buffer
+	f, err := keys.Filter(&buf, pf, a.PartitionValues, up.drop, coll, engineInfo())
+	if err != nil {
+		return sdk.Fatalf("Delta table %s: rewriting data file %s: %v", t.uri, p, err)
+	}
+	if f.Dropped == 0 || f.NumRecords == 0 {
+		done(true, f.Dropped, "", nil) // untouched, or every row changed: removed, nothing to add
+		return nil
+	}
+	dir, err := deltalog.PartitionDir(t.snap.PartitionColumns, a.PartitionValues)
+	if err != nil {
+		return sdk.Fatalf("Delta table %s: %v", t.uri, err)
+	}
+	path := dir + encode.DataFileName(0)
+	if err := t.store.Put(ctx, path, buf.Bytes()); err != nil {
+		done(true, 0, path, nil)
+		return sdk.Retry(fmt.Errorf("Storage error: Failed to write to Delta writer: %s: %w", path, err))
+	}
+	done(true, f.Dropped, path, &deltalog.DataFile{Path: path, PartitionValues: a.PartitionValues, Size: f.Size,
+		ModificationTime: now.UnixMilli(), Stats: f.Stats})
+	return nil
 }
 
 // commitUpsert is commit's upsert half after plan: rewrite the files that

@@ -19,8 +19,9 @@ import (
 // type. Both are brought to one text per key column, the partition-value
 // form (deltalog.SerializePartitionValue: integers in decimal, decimals
 // with exactly scale digits, dates YYYY-MM-DD, ...; strings as they are),
-// so a key is compared in its column's type: 1, 1.0 and "1" name one row
-// of a long column, as the encoder would have written each. A change's
+// so a key is compared in its column's type: 1, 1.0 and 1e0 name one row
+// of a long column, as the encoder would have written each ("1" is refused
+// there, as the encoder refuses it in a row). A change's
 // key goes through the encoder's own coercions (Keys.Of), so a key the
 // encoder would refuse in a row is refused here too.
 
