@@ -53,6 +53,7 @@ var Tests = []Test{
 	// commit path; checked on the local store and one object store.
 	{Name: "UpsertMatchesModel", Run: UpsertMatchesModel, Backends: []string{File, S3}},
 	{Name: "UpsertTwoWritersAndCompaction", Run: UpsertTwoWritersAndCompaction, Backends: []string{File, S3}},
+	{Name: "UpsertRefusals", Run: UpsertRefusals, Backends: []string{File}},
 	// column_types (valueschema.go): the encoder's and the log's, not a store's.
 	{Name: "ColumnTypesFromValueSchema", Run: ColumnTypesFromValueSchema, Backends: []string{File}},
 	{Name: "ColumnTypesValuesIgnoresValueSchema", Run: ColumnTypesValuesIgnoresValueSchema, Backends: []string{File}},

@@ -442,3 +442,33 @@ func UpsertTwoWritersAndCompaction(t *testing.T, d sinkdriver.Driver, s *Store) 
 	f := WantUpsertModel(t, s.env, uri, m)
 	t.Logf("%d versions", len(f.Versions))
 }
+
+// UpsertRefusals: a key column the table lacks is BAD_CONFIG at open; a
+// record that is no change (a null key) fails the batch FATAL when the
+// host takes no rejections, and is rejected — again on a replay — when it
+// does, its batch's other changes landing once.
+func UpsertRefusals(t *testing.T, d sinkdriver.Driver, s *Store) {
+	rt := d.Start(t, s.Secrets...)
+	uri := s.URI("upsert_refusals")
+	v := upsertVariant{keys: "k, n", format: "op_field"}
+	_, err := rt.Open(sinkdriver.Definition{Key: "bad", Name: "bad", Config: upsertConfig(s, uri, upsertVariant{keys: "k, nope", format: "op_field"})})
+	WantStatus(t, err, hostclient.StatusBadConfig, `key column "nope" is not a column of the table`)
+	inst := Open(t, rt, "refusals", upsertConfig(s, uri, v))
+	b := JSONBatch("cdc", 0, `{"k":"a","n":1,"v":1,"_op":"c"}`, `{"k":"a","n":null,"_op":"c"}`, `{"k":"b","n":2,"v":2,"_op":"c"}`)
+	WantStatus(t, inst.Consume(b), hostclient.StatusFatal, `key column "n" is null`, "offset 1")
+	b.AcceptRejections = true
+	for attempt := uint32(1); attempt <= 2; attempt++ {
+		b.Attempt = attempt
+		if err := inst.Consume(b); !rejectedOnly(err) || !strings.Contains(err.Error(), "rejected 1 record") {
+			t.Fatalf("attempt %d: %v, want one record rejected", attempt, err)
+		}
+	}
+	m := NewUpsertModel(v.keys)
+	for _, r := range []map[string]any{{"k": "a", "n": int64(1), "v": int64(1)}, {"k": "b", "n": int64(2), "v": int64(2)}} {
+		m.rows[m.key(r)] = r
+	}
+	f := WantUpsertModel(t, s.env, uri, m)
+	if n := len(f.Versions); n != 1 {
+		t.Errorf("%d versions, want 1: the replay commits nothing", n)
+	}
+}
