@@ -165,39 +165,17 @@ func (k *Keys) Filter(w io.Writer, src *parquet.File, pv deltalog.PartitionValue
 	cw := &countingWriter{w: w}
 	pw := parquet.NewGenericWriter[any](cw, config)
 	stats.Reset()
-	var kept int64
-	buf := make([]parquet.Row, mergeChunk)
-	i := 0
-	for _, rg := range src.RowGroups() {
-		rows := rg.Rows()
-		for {
-			n, rerr := rows.ReadRows(buf)
-			out := buf[:0]
-			for _, row := range buf[:n] {
-				if keep[i] {
-					for _, v := range row {
-						feed.value(v.Column(), v)
-					}
-					out = append(out, row)
-				}
-				i++
-			}
-			if len(out) > 0 {
-				if _, err := pw.WriteRows(out); err != nil {
-					rows.Close()
-					return Filtered{}, fmt.Errorf("encode: filter: %w", err)
-				}
-				kept += int64(len(out))
-			}
-			if errors.Is(rerr, io.EOF) {
-				break
-			}
-			if rerr != nil {
-				rows.Close()
-				return Filtered{}, fmt.Errorf("encode: filter: %w", rerr)
+	kept := int64(len(keep)) - dropped
+	// Column by column, as Merge copies: only the kept rows' values.
+	buf := make([]parquet.Value, mergeChunk)
+	for ci, col := range pw.ColumnWriters() {
+		leaf, _ := schema.Lookup(schema.Columns()[ci]...)
+		row := 0
+		for _, rg := range src.RowGroups() {
+			if err := copyColumn(col, rg.ColumnChunks()[ci], ci, leaf.MaxRepetitionLevel > 0, buf, feed, keep, &row); err != nil {
+				return Filtered{}, fmt.Errorf("encode: filter: column %v: %w", schema.Columns()[ci], err)
 			}
 		}
-		rows.Close()
 	}
 	if err := pw.Close(); err != nil {
 		return Filtered{}, fmt.Errorf("encode: filter: write parquet: %w", err)

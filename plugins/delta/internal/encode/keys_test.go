@@ -2,8 +2,11 @@ package encode_test
 
 import (
 	"bytes"
+	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/parquet-go/parquet-go"
 
 	"github.com/picomq/heavy-sinks/plugins/delta/deltalog"
 	"github.com/picomq/heavy-sinks/plugins/delta/internal/encode"
@@ -100,5 +103,61 @@ func TestFilterDropsTheRowsOfKeys(t *testing.T) {
 	f, err = k.Filter(&buf, openParquet(t, files[0].Data), deltalog.PartitionValues{}, map[string]bool{key("9"): true}, coll, "")
 	if err != nil || f.Dropped != 0 || buf.Len() != 0 {
 		t.Errorf("no key in the file: %+v, %d bytes, %v", f, buf.Len(), err)
+	}
+}
+
+// Filter keeps the rows of repeated and nested columns whole: the values
+// of a dropped row go, those of kept rows stay with their levels.
+func TestFilterKeepsNestedRowsWhole(t *testing.T) {
+	schema := mustSchema(t, field("id", `"long"`, true), field("tags", `{"type":"array","elementType":"string","containsNull":true}`, true),
+		field("a", `{"type":"struct","fields":[{"name":"x","type":"long","nullable":true,"metadata":{}}]}`, true))
+	enc := mustEncoder(t, schema, nil, encode.Options{})
+	var recs []string
+	for i := range 3000 { // several pages and chunks
+		recs = append(recs, fmt.Sprintf(`{"id":%d,"tags":[%s],"a":{"x":%d}}`, i, strings.Repeat(`"t",`, i%4)+`"end"`, i))
+	}
+	files := encodeRecords(t, enc, recs...)
+	k, err := encode.NewKeys(schema, []string{"id"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	drop := map[string]bool{}
+	for i := 0; i < 3000; i += 3 {
+		s, _ := k.Of([][]byte{fmt.Appendf(nil, "%d", i)})
+		drop[s] = true
+	}
+	coll, err := deltalog.NewStatsCollectorFor(schema, nil, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	f, err := k.Filter(&buf, openParquet(t, files[0].Data), deltalog.PartitionValues{}, drop, coll, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Dropped != 1000 || f.NumRecords != 2000 {
+		t.Fatalf("%+v", f)
+	}
+	rows := make([]parquet.Row, 3000)
+	n, _ := openParquet(t, buf.Bytes()).RowGroups()[0].Rows().ReadRows(rows)
+	if n != 2000 {
+		t.Fatalf("%d rows read back", n)
+	}
+	for _, r := range rows[:n] {
+		var id, x int64
+		tags := 0
+		for _, v := range r {
+			switch v.Column() {
+			case 0:
+				id = v.Int64()
+			case 1:
+				tags++
+			case 2:
+				x = v.Int64()
+			}
+		}
+		if id%3 == 0 || x != id || tags != int(id%4)+1 {
+			t.Fatalf("row id %d, a.x %d, %d tags", id, x, tags)
+		}
 	}
 }
