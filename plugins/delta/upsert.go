@@ -13,8 +13,10 @@ import (
 	"time"
 
 	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/format"
 
 	"github.com/picomq/heavy-sinks/plugins/delta/deltalog"
+	"github.com/picomq/heavy-sinks/plugins/delta/deltalog/ckptfile"
 	"github.com/picomq/heavy-sinks/plugins/delta/internal/encode"
 	"github.com/picomq/heavy-sinks/shared/changes"
 	"github.com/picomq/heavy-sinks/shared/sdk"
@@ -400,8 +402,9 @@ func (t *table) rewrite(ctx context.Context, up *upsertPlan, keys *encode.Keys, 
 		add     *deltalog.Add
 		read    bool
 		dropped int64
-		file    *deltalog.DataFile // nil: every row changed
+		file    *deltalog.DataFile // nil: every row changed, or small
 		path    string             // written
+		small   *survivors         // kept to be combined
 	}
 	results := make([]one, len(cands))
 	slots := make(chan struct{}, maxUploads)
@@ -412,13 +415,17 @@ func (t *table) rewrite(ctx context.Context, up *upsertPlan, keys *encode.Keys, 
 			defer func() { <-slots }()
 			r := &results[i]
 			r.add = a
-			return t.rewriteOne(ctx, a, up, keys, now, func(read bool, dropped int64, path string, f *deltalog.DataFile) {
-				r.read, r.dropped, r.path, r.file = read, dropped, path, f
+			return t.rewriteOne(ctx, a, up, keys, now, func(read bool, dropped int64, path string, f *deltalog.DataFile, small *survivors) {
+				r.read, r.dropped, r.path, r.file, r.small = read, dropped, path, f, small
 			})
 		})
 	}
 	err = g.Wait()
+	var smalls []*survivors
 	for _, r := range results {
+		if r.small != nil {
+			smalls = append(smalls, r.small)
+		}
 		if r.read {
 			rw.read++
 		}
@@ -433,6 +440,9 @@ func (t *table) rewrite(ctx context.Context, up *upsertPlan, keys *encode.Keys, 
 			}
 		}
 	}
+	if err == nil {
+		err = t.combineSurvivors(ctx, smalls, now, &rw)
+	}
 	if err != nil {
 		t.discard(rw.written, "rewrite failed")
 		return rewritten{}, err
@@ -440,11 +450,100 @@ func (t *table) rewrite(ctx context.Context, up *upsertPlan, keys *encode.Keys, 
 	return rw, nil
 }
 
+// survivors is a small rewritten file (under half the target size), kept
+// in memory to be combined with the others of its partition value and
+// Parquet schema: without that, every merge would leave one file per file
+// it rewrote plus its new rows' file, and a table whose keys change at
+// random would gain a file with every commit (compaction cannot help: a
+// busy writer keeps rewriting its inputs).
+type survivors struct {
+	pv     deltalog.PartitionValues
+	schema string // encode.SchemaKey
+	data   []byte
+	footer *format.FileMetaData
+	stats  string
+}
+
+// upsertTarget is the size the survivors of small files are combined up
+// to: compaction_target_file_size (its default when compaction is off).
+func (t *table) upsertTarget() int64 {
+	if t.env.compact != nil {
+		return t.env.compact.target
+	}
+	return 64 << 20
+}
+
+// combineSurvivors writes the small survivors, those of one partition
+// value and schema bin-packed up to upsertTarget into one file each.
+func (t *table) combineSurvivors(ctx context.Context, smalls []*survivors, now time.Time, rw *rewritten) error {
+	groups := map[string][]*survivors{}
+	var order []string
+	for _, s := range smalls {
+		k := partitionKey(s.pv) + "\x03" + s.schema
+		if groups[k] == nil {
+			order = append(order, k)
+		}
+		groups[k] = append(groups[k], s)
+	}
+	target := t.upsertTarget()
+	for _, k := range order {
+		var bin []*survivors
+		var size int64
+		flush := func() error {
+			if len(bin) == 0 {
+				return nil
+			}
+			defer func() { bin, size = nil, 0 }()
+			data, stats := bin[0].data, bin[0].stats
+			if len(bin) > 1 {
+				parts, footers, st := make([][]byte, len(bin)), make([]*format.FileMetaData, len(bin)), make([]string, len(bin))
+				for i, s := range bin {
+					parts[i], footers[i], st[i] = s.data, s.footer, s.stats
+				}
+				m, out, _, err := combineFiles(t.snap, st, parts, footers, engineInfo())
+				if err != nil {
+					return sdk.Fatalf("Delta table %s: combining rewritten files: %v", t.uri, err)
+				}
+				data, stats = out, m.Stats
+			}
+			return t.putRewritten(ctx, bin[0].pv, data, stats, now, rw)
+		}
+		for _, s := range groups[k] {
+			if len(bin) > 0 && size+int64(len(s.data)) > target {
+				if err := flush(); err != nil {
+					return err
+				}
+			}
+			bin, size = append(bin, s), size+int64(len(s.data))
+		}
+		if err := flush(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// putRewritten stores one rewritten file and adds it to rw.
+func (t *table) putRewritten(ctx context.Context, pv deltalog.PartitionValues, data []byte, stats string, now time.Time, rw *rewritten) error {
+	dir, err := deltalog.PartitionDir(t.snap.PartitionColumns, pv)
+	if err != nil {
+		return sdk.Fatalf("Delta table %s: %v", t.uri, err)
+	}
+	path := dir + encode.DataFileName(0)
+	rw.written = append(rw.written, path)
+	if err := t.store.Put(ctx, path, data); err != nil {
+		return sdk.Retry(fmt.Errorf("Storage error: Failed to write to Delta writer: %s: %w", path, err))
+	}
+	rw.added = append(rw.added, deltalog.DataFile{Path: path, PartitionValues: pv, Size: int64(len(data)),
+		ModificationTime: now.UnixMilli(), Stats: stats})
+	return nil
+}
+
 // rewriteOne reads file a and, when it holds a changed key, writes it anew
 // without those rows; done reports what it did (path: the file written,
 // even when its put failed).
 func (t *table) rewriteOne(ctx context.Context, a *deltalog.Add, up *upsertPlan, keys *encode.Keys, now time.Time,
-	done func(read bool, dropped int64, path string, f *deltalog.DataFile)) error {
+	done func(read bool, dropped int64, path string, f *deltalog.DataFile, small *survivors)) error {
 	p, err := deltalog.FilePath(a.Path)
 	if err != nil {
 		return sdk.Fatalf("Delta table %s: %v", t.uri, err)
@@ -467,7 +566,16 @@ func (t *table) rewriteOne(ctx context.Context, a *deltalog.Add, up *upsertPlan,
 		return sdk.Fatalf("Delta table %s: rewriting data file %s: %v", t.uri, p, err)
 	}
 	if f.Dropped == 0 || f.NumRecords == 0 {
-		done(true, f.Dropped, "", nil) // untouched, or every row changed: removed, nothing to add
+		done(true, f.Dropped, "", nil, nil) // untouched, or every row changed: removed, nothing to add
+		return nil
+	}
+	if f.Size < t.upsertTarget()/2 {
+		out := bytes.Clone(buf.Bytes())
+		md, err := ckptfile.DecodeFooter(out)
+		if err != nil {
+			return sdk.Fatalf("Delta table %s: rewriting data file %s: %v", t.uri, p, err)
+		}
+		done(true, f.Dropped, "", nil, &survivors{pv: a.PartitionValues, schema: encode.SchemaKey(md), data: out, footer: md, stats: f.Stats})
 		return nil
 	}
 	dir, err := deltalog.PartitionDir(t.snap.PartitionColumns, a.PartitionValues)
@@ -476,11 +584,11 @@ func (t *table) rewriteOne(ctx context.Context, a *deltalog.Add, up *upsertPlan,
 	}
 	path := dir + encode.DataFileName(0)
 	if err := t.store.Put(ctx, path, buf.Bytes()); err != nil {
-		done(true, 0, path, nil)
+		done(true, 0, path, nil, nil)
 		return sdk.Retry(fmt.Errorf("Storage error: Failed to write to Delta writer: %s: %w", path, err))
 	}
 	done(true, f.Dropped, path, &deltalog.DataFile{Path: path, PartitionValues: a.PartitionValues, Size: f.Size,
-		ModificationTime: now.UnixMilli(), Stats: f.Stats})
+		ModificationTime: now.UnixMilli(), Stats: f.Stats}, nil)
 	return nil
 }
 
