@@ -29,8 +29,8 @@ func TestUpsertKilledMidCommitThenReplayed(t *testing.T) {
 	m := g.Model()
 	var batches []hostclient.Batch
 	var next uint64
-	per := max(100, deltatest.UpsertKeys()/4)
-	for range 30 {
+	per := max(200, deltatest.UpsertKeys()/2)
+	for range 60 {
 		b, applies := g.Batch("cdc", 0, next, per, m)
 		next += uint64(len(b.Records))
 		for _, a := range applies {
@@ -50,14 +50,14 @@ func TestUpsertKilledMidCommitThenReplayed(t *testing.T) {
 	}
 	var acked atomic.Int64
 	kills := 0
-	for round := 1; acked.Load() < int64(len(batches)) && round <= 8; round++ {
+	for round := 1; acked.Load() < int64(len(batches)) && round <= 60; round++ {
 		h := newHarness(t)
 		inst := h.open("cdc", cfg)
 		done := make(chan struct{})
 		go func() { defer close(done); deliver(inst, int(acked.Load()), &acked, uint32(round)) }()
 		select {
 		case <-done:
-		case <-time.After(time.Duration(50+rng.IntN(400)) * time.Millisecond):
+		case <-time.After(time.Duration(5+rng.IntN(80)) * time.Millisecond):
 			h.host.Kill()
 			kills++
 			<-done
