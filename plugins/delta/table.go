@@ -439,8 +439,7 @@ func (t *table) recheck(ctx context.Context, b *sdk.Batch, appID string, skip in
 			if reason, rerr, ok := rejectable(b.Topic, i, r.Payload, err); ok {
 				b.Reject(i, reason, rerr)
 			} else if ce := (*changes.Error)(nil); errors.As(err, &ce) {
-				b.Reject(i, sdk.RejectValue, fmt.Errorf("Invalid record value: topic %q offset %d (record %d of the batch) is not a change of key %s: %v",
-					b.Topic, r.Offset, i, t.env.opts.changes.KeyColumns, err))
+				b.Reject(i, sdk.RejectValue, changeError(b.Topic, r.Offset, i, t.env.opts.changes, err))
 			}
 		}
 	}

@@ -233,8 +233,7 @@ func (t *table) rejectChange(m *member, idx int, err error) error {
 		}
 		return recordError(m.b.Topic, idx, r.Payload, err)
 	}
-	rerr := fmt.Errorf("Invalid record value: topic %q offset %d (record %d of the batch) is not a change of key %s: %v",
-		m.b.Topic, r.Offset, idx, t.env.opts.changes.KeyColumns, err)
+	rerr := changeError(m.b.Topic, r.Offset, idx, t.env.opts.changes, err)
 	var ce *changes.Error
 	if !errors.As(err, &ce) {
 		return sdk.Fatal(rerr)
@@ -243,6 +242,12 @@ func (t *table) rejectChange(m *member, idx int, err error) error {
 		return nil
 	}
 	return sdk.Fatal(rerr)
+}
+
+// changeError is the message of a record that is no change.
+func changeError(topic string, offset uint64, idx int, cfg *changes.Config, err error) error {
+	return fmt.Errorf("Invalid record value: topic %q offset %d (record %d of the batch) is not a change of key (%s): %v",
+		topic, offset, idx, strings.Join(cfg.KeyColumns, ", "), err)
 }
 
 // checkChange decides a replayed record's rejection again (table.recheck)
@@ -350,8 +355,9 @@ func inRange(t deltalog.DataType, sorted []string, lo, hi json.RawMessage) bool 
 func (t *table) fileState(ctx context.Context) (*deltalog.State, error) {
 	if t.files != nil && t.filesID == t.snap.Metadata.ID && t.files.Version <= t.snap.Version {
 		if t.files.Version < t.snap.Version {
-			if _, err := t.files.Update(ctx, t.store, t.snap.Version); err != nil {
-				t.files = nil
+			// The commits in between may be cleaned up behind a
+			// checkpoint: then load afresh, below.
+			if _, err := t.files.Update(ctx, t.store, t.snap.Version); err != nil && ctx.Err() != nil {
 				return nil, err
 			}
 		}

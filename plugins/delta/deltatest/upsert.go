@@ -474,4 +474,17 @@ func UpsertRefusals(t *testing.T, d sinkdriver.Driver, s *Store) {
 	if n := len(f.Versions); n != 1 {
 		t.Errorf("%d versions, want 1: the replay commits nothing", n)
 	}
+	// Deletes of keys never seen change no row, but their batch commits
+	// its txn (a WRITE with no file): its replay is then skipped.
+	del := JSONBatch("cdc", 3, `{"k":"zz","n":9,"_op":"d"}`, `{"k":"zz","n":10,"_op":"D"}`)
+	consume(t, inst, del)
+	f = WantUpsertModel(t, s.env, uri, m)
+	if n := len(f.Versions); n != 2 || f.Versions[1].Op != "WRITE" || f.Versions[1].Txns != 1 || len(f.Versions[1].Adds)+len(f.Versions[1].Removes) != 0 {
+		t.Errorf("versions %+v: want a WRITE with one txn and no file", f.Versions)
+	}
+	del.Attempt = 2
+	consume(t, inst, del)
+	if m := metrics(t, inst); m["sink.records_skipped"] < 2 {
+		t.Errorf("records_skipped %v after the replay of the deletes", m["sink.records_skipped"])
+	}
 }
