@@ -123,7 +123,11 @@ func (t *table) addChanges(enc *encode.Encoder, members []*member) (n added, up 
 		return n, nil, nil, err
 	}
 	cfg := t.env.opts.changes
-	var all []change
+	total := 0
+	for _, m := range members {
+		total += len(m.records)
+	}
+	all := make([]change, 0, total)
 	for _, m := range members {
 		for i := range m.records {
 			idx := m.base() + i
