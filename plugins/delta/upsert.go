@@ -157,7 +157,7 @@ func (t *table) addChanges(enc *encode.Encoder, members []*member) (n added, up 
 		for i := range all {
 			last[all[i].key] = i
 		}
-		again := false
+		rejected := map[int]bool{}
 		for i := range all {
 			c := &all[i]
 			if last[c.key] != i || c.ch.Op != changes.Upsert {
@@ -171,11 +171,12 @@ func (t *table) addChanges(enc *encode.Encoder, members []*member) (n added, up 
 					enc.Reset()
 					return n, nil, c.m, recordError(c.m.b.Topic, c.idx, c.ch.Row, err)
 				}
-				// Rejected: the key's change before it wins; encode anew.
-				all = slices.Delete(all, i, i+1)
-				enc.Reset()
-				again = true
-				break
+				// Rejected (a failed record leaves nothing in enc): the
+				// key's change before it wins, in the next pass. Passes are
+				// as many as the longest run of rejected last changes of
+				// one key.
+				rejected[i] = true
+				continue
 			}
 			if !enc.Matched() {
 				if n.unmatched == 0 {
@@ -184,7 +185,16 @@ func (t *table) addChanges(enc *encode.Encoder, members []*member) (n added, up 
 				n.unmatched++
 			}
 		}
-		if again {
+		if len(rejected) > 0 {
+			k := 0
+			for i := range all {
+				if !rejected[i] {
+					all[k] = all[i]
+					k++
+				}
+			}
+			all = all[:k]
+			enc.Reset()
 			n = added{}
 			continue
 		}

@@ -487,4 +487,15 @@ func UpsertRefusals(t *testing.T, d sinkdriver.Driver, s *Store) {
 	if m := metrics(t, inst); m["sink.records_skipped"] < 2 {
 		t.Errorf("records_skipped %v after the replay of the deletes", m["sink.records_skipped"])
 	}
+	// A key's last change whose row does not fit is rejected: the change
+	// before it wins.
+	b = JSONBatch("cdc", 5, `{"k":"c","n":3,"v":1,"_op":"c"}`, `{"k":"c","n":3,"v":"not a long","_op":"u"}`,
+		`{"k":"d","n":4,"v":"no","_op":"c"}`)
+	b.AcceptRejections = true
+	if err := inst.Consume(b); !rejectedOnly(err) || !strings.Contains(err.Error(), "rejected 2 record") {
+		t.Fatalf("%v, want two records rejected", err)
+	}
+	r := map[string]any{"k": "c", "n": int64(3), "v": int64(1)}
+	m.rows[m.key(r)] = r
+	WantUpsertModel(t, s.env, uri, m)
 }
