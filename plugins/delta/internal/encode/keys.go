@@ -316,9 +316,12 @@ func valueKeyText(t deltalog.DataType, v parquet.Value, conv mergeConv, scale in
 		return string(v.ByteArray()), nil
 	case deltalog.TypeBoolean:
 		return keyText(t, v.Boolean())
-	case deltalog.TypeByte, deltalog.TypeShort, deltalog.TypeInteger, deltalog.TypeDate:
-		return keyText(t, int64(v.Int32()))
-	case deltalog.TypeLong:
+	case deltalog.TypeByte, deltalog.TypeShort, deltalog.TypeInteger, deltalog.TypeDate, deltalog.TypeLong:
+		// By the stored kind: a column widened to long (typeWidening)
+		// keeps INT32 in the files written before.
+		if v.Kind() == parquet.Int32 {
+			return keyText(t, int64(v.Int32()))
+		}
 		return keyText(t, v.Int64())
 	case deltalog.TypeFloat:
 		return keyText(t, v.Float())
