@@ -7,7 +7,7 @@ GO ?= go
 # PICOMQ_DIST, which unit clears, and run in e2e.
 UNIT_PKGS := ./shared/... ./plugins/... ./connect/... ./internal/... ./deploy/...
 
-.PHONY: all build release release-check image test unit e2e demo demo-delta bench bench-delta bench-redshift bench-redshift-upsert bench-pipeline bench-formats bench-partitions services services-stop pyenv fmt-check vet generate-flatbuf clean
+.PHONY: all build release release-check image test unit e2e demo demo-delta bench bench-delta bench-redshift bench-upsert bench-redshift-upsert bench-pipeline bench-formats bench-partitions services services-stop pyenv fmt-check vet generate-flatbuf clean
 
 all: build
 
@@ -119,6 +119,12 @@ bench-partitions: build services pyenv
 		$(if $(BENCH_DIR),-dir $(BENCH_DIR)) $(PARTITIONBENCH)
 
 # rows/s through the emulator for batch_size 100/1000/10000, CPU per row, SQL round trips, statements and S3 requests per chunk, peak RSS.
+# write_mode = "upsert" on a 1M-row table: 1 %, 10 %, 50 % updates per batch, file:// and MinIO: records/s,
+# host CPU/record, files rewritten per commit; delta-rs merge of the same changes in the same run.
+bench-upsert: build services pyenv
+	set -a; source .services.env; set +a; \
+	$(GO) run ./tools/upsertbench $(if $(BENCH_DIR),-dir $(BENCH_DIR))
+
 bench-redshift: build services
 	$(GO) run ./tools/rsbench
 

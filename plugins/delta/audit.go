@@ -60,6 +60,10 @@ func (a *Audit) MetadataColumns() bool { return a.cfg.MetadataColumns }
 // payloads out.
 func (a *Audit) SkipEmptyPayloads() bool { return a.cfg.SkipEmptyPayloads }
 
+// Upsert is write_mode = "upsert": the table keeps each key's last change
+// only, so its rows cannot prove the changes before it were written.
+func (a *Audit) Upsert() bool { return a.cfg.WriteMode == writeUpsert }
+
 // ExactlyOnce is exactly_once: whether the sink writes txn actions.
 func (a *Audit) ExactlyOnce() bool { return a.cfg.ExactlyOnce }
 

@@ -31,6 +31,7 @@ type plan struct {
 	ev        *evolution // nil: no column added
 	ignored   []encode.UnknownField
 	truncated []encode.TruncatedTimestamps
+	up        *upsertPlan // write_mode = "upsert": the keys the group changes
 
 	// With exactly-once, a txn action per member and the rejections the
 	// commit records (rejections.go).
@@ -59,6 +60,10 @@ func (t *table) commit(ctx context.Context, members []*member) (r commitResult, 
 	}
 	if p.n.empty > 0 {
 		t.env.log.Info("skipped records with an empty payload", "table", t.uri, "topic", topics(members), "skipped", p.n.empty)
+	}
+	if p.up != nil && !t.snap.IsNew() {
+		r, err := t.commitUpsert(ctx, members, p)
+		return r, members, err
 	}
 	if p.enc.Len() == 0 {
 		// Only tombstones: nothing to commit, and nothing a replay could
@@ -105,7 +110,7 @@ func (t *table) planOnce(members []*member) (p *plan, bad *member, err error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	n, bad, err := t.addAll(enc, members)
+	n, up, bad, err := t.addAll(enc, members)
 	if err != nil {
 		return nil, bad, err
 	}
@@ -127,13 +132,13 @@ func (t *table) planOnce(members []*member) (p *plan, bad *member, err error) {
 			if enc, err = t.encoderFor(ev.md, ev.schema); err != nil {
 				return nil, nil, err
 			}
-			if n, bad, err = t.addAll(enc, members); err != nil {
+			if n, up, bad, err = t.addAll(enc, members); err != nil {
 				return nil, bad, err
 			}
 		}
 	}
 	// Read before Flush empties the encoder.
-	p = &plan{enc: enc, n: n, ev: ev, ignored: enc.Unknown(), truncated: enc.Truncated()}
+	p = &plan{enc: enc, n: n, ev: ev, ignored: enc.Unknown(), truncated: enc.Truncated(), up: up}
 	if t.env.opts.exactlyOnce {
 		for _, m := range members {
 			p.apps = append(p.apps, deltalog.App{ID: m.appID, Version: int64(lastSeq(m.b))})
@@ -149,14 +154,22 @@ func (t *table) planOnce(members []*member) (p *plan, bad *member, err error) {
 }
 
 // addAll encodes every member's pending records into enc, one after the
-// other. On an error, bad is the member whose record failed and enc is
-// left empty.
-func (t *table) addAll(enc *encode.Encoder, members []*member) (sum added, bad *member, err error) {
+// other, or with write_mode = "upsert" their changes (addChanges; up is
+// what they change). On an error, bad is the member whose record failed
+// and enc is left empty.
+func (t *table) addAll(enc *encode.Encoder, members []*member) (sum added, up *upsertPlan, bad *member, err error) {
+	if t.env.opts.changes != nil {
+		sum, up, bad, err = t.addChanges(enc, members)
+		if err != nil {
+			enc.Reset()
+		}
+		return sum, up, bad, err
+	}
 	for _, m := range members {
 		n, err := t.add(enc, m.b, m.records, m.base())
 		if err != nil {
 			enc.Reset()
-			return sum, m, err
+			return sum, nil, m, err
 		}
 		if sum.unmatched == 0 && n.unmatched > 0 {
 			sum.firstUnmatched, sum.unmatchedTopic = n.firstUnmatched, m.b.Topic
@@ -164,7 +177,7 @@ func (t *table) addAll(enc *encode.Encoder, members []*member) (sum added, bad *
 		sum.empty += n.empty
 		sum.unmatched += n.unmatched
 	}
-	return sum, nil, nil
+	return sum, nil, nil, nil
 }
 
 // writeFiles stores the encoded data files. Each file starts uploading as
@@ -302,7 +315,11 @@ func (t *table) rebase(ctx context.Context, topic string, r commitResult, round 
 		return false, t.createdElsewhere(created)
 	}
 	err = r.answer(t.uri)
-	if !errors.Is(r.err, deltalog.ErrConcurrentModification) || round == rebuilds {
+	limit := rebuilds
+	if t.env.opts.changes != nil {
+		limit = upsertRounds
+	}
+	if !errors.Is(r.err, deltalog.ErrConcurrentModification) || round == limit {
 		return false, err
 	}
 	t.env.log.Info("the Delta table changed while the batch was written; rebuilding it against the new snapshot",

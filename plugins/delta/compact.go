@@ -510,40 +510,55 @@ func (c *compactor) rewrite(ctx context.Context, pv deltalog.PartitionValues, bi
 	return removed, added, bytesRead, nil
 }
 
-// combine makes one file of files (their adds and bytes): spliced, their
-// pages copied as they are and their stats combined, when they qualify
-// (the sink's own files do); else merged, every value decoded and encoded
-// again and the stats collected anew.
+// combine makes one file of files (their adds and bytes): combineFiles,
+// counted.
 func (c *compactor) combine(adds []*deltalog.Add, data [][]byte, footers []*format.FileMetaData) (encode.Merged, []byte, error) {
-	coll, err := deltalog.NewStatsCollector(c.snap)
+	stats := make([]string, len(adds))
+	for i, a := range adds {
+		stats[i] = a.Stats
+	}
+	m, out, merged, err := combineFiles(c.snap, stats, data, footers, c.stats.createdBy)
+	if merged {
+		c.stats.merged.Add(1)
+	}
+	return m, out, err
+}
+
+// combineFiles makes one file of files of one Parquet schema (their
+// add.stats, bytes and footers): spliced, their pages copied as they are
+// and their stats combined, when they qualify (the sink's own files do);
+// else merged, every value decoded and encoded again and the stats
+// collected anew. Compaction and upserts (upsert.go) combine files so.
+func combineFiles(snap *deltalog.Snapshot, stats []string, data [][]byte, footers []*format.FileMetaData, createdBy string) (
+	m encode.Merged, out []byte, merged bool, err error) {
+	coll, err := deltalog.NewStatsCollector(snap)
 	if err != nil {
-		return encode.Merged{}, nil, err
+		return encode.Merged{}, nil, false, err
 	}
 	out, rows, err := encode.Splice(nil, data, footers)
 	if err == nil {
-		for _, a := range adds {
-			if err = coll.ObserveStats(a.Stats); err != nil {
+		for _, st := range stats {
+			if err = coll.ObserveStats(st); err != nil {
 				break
 			}
 		}
 	}
 	if err == nil {
 		js, err := coll.JSON()
-		return encode.Merged{NumRecords: rows, Size: int64(len(out)), Stats: js}, out, err
+		return encode.Merged{NumRecords: rows, Size: int64(len(out)), Stats: js}, out, false, err
 	}
 	if !errors.Is(err, encode.ErrNotSpliceable) && !errors.Is(err, deltalog.ErrStatsIncomplete) {
-		return encode.Merged{}, nil, err
+		return encode.Merged{}, nil, false, err
 	}
-	c.stats.merged.Add(1)
 	files := make([]*parquet.File, len(data))
 	for i, d := range data {
 		if files[i], err = parquet.OpenFile(bytes.NewReader(d), int64(len(d))); err != nil {
-			return encode.Merged{}, nil, err
+			return encode.Merged{}, nil, true, err
 		}
 	}
 	var buf bytes.Buffer
-	m, err := encode.Merge(&buf, files, coll, c.stats.createdBy)
-	return m, buf.Bytes(), err
+	m, err = encode.Merge(&buf, files, coll, createdBy)
+	return m, buf.Bytes(), true, err
 }
 
 // discardTimeout bounds the deletion of a failed compaction's files.

@@ -3,10 +3,12 @@ package delta
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/picomq/heavy-sinks/plugins/delta/objstore"
+	"github.com/picomq/heavy-sinks/shared/changes"
 	"github.com/picomq/heavy-sinks/shared/sdk"
 )
 
@@ -30,6 +32,10 @@ type Config struct {
 	CompactionIdle           time.Duration `config:"compaction_idle" default:"10m" doc:"With compaction: how long no file may have been added to a partition value (the newest add's modificationTime, whoever wrote it) before it is compacted, so that partitions still being written, such as the current hour, are left alone. The table is checked every quarter of it (between 1s and 1m). 0 compacts whatever qualifies at every check"`
 	ColumnTypes              string        `config:"column_types" default:"values" doc:"Where the types of the columns the sink makes come from. values: from the records' JSON values (create_table takes table_schema; add_columns types a new field from the batch's values). value_schema: from the value schema a host passes with a batch it decoded from Avro or Protobuf (ABI 1.3; picomq-connect does): create_table without table_schema creates the table from the first batch's value schema (every column nullable; a batch without one fails FATAL), and add_columns types a new field from it, from the values only for a field it does not describe. table_schema, when given, still wins. See docs/delta.md, Column types from the value schema"`
 	PartitionBy              string        `config:"partition_by" doc:"With create_table: the partition columns of the tables the sink creates, comma-separated, e.g. region, day. Each names a top-level column of table_schema (or a pico_* column metadata_columns adds) of a primitive type. Default: not partitioned"`
+	WriteMode                string        `config:"write_mode" default:"append" doc:"append: every record is a new row (the spec's behaviour). upsert: each record is a change of the row its key_columns name — an upsert (insert or replace) or a delete, read as change_format says; each commit removes the changed keys' old rows (the files that hold them are rewritten without them, copy-on-write) and adds their new rows, with the txn action in the same commit, so a replay applies nothing twice. Within a commit the last change of a key wins. A record that is no change (a null or missing key, an unknown op) is a record error (dead letter, or FATAL with errors_tolerance = none). Needs exactly_once = true and key_columns. See docs/delta.md, Upserts and deletes"`
+	KeyColumns               string        `config:"key_columns" doc:"Required with write_mode = upsert, refused without it. The columns that identify a row, comma-separated, e.g. id or tenant, order_id. Each must be a top-level column of a primitive type (checked when the table is opened or created); a key column may be a partition column. Keys are compared in the column's type, after the record's value is coerced to it as any value is"`
+	ChangeFormat             string        `config:"change_format" default:"op_field" doc:"With write_mode = upsert: how a record says what it changes. op_field: the record is the row plus a member op_field names (c, r, i, u in any case upsert; d deletes); that member is not written. debezium: a Debezium change event, bare or in the JSON converter's schema/payload envelope (op c, r, u upsert after; d deletes the key of before, or of the record key). In both an empty payload (a tombstone) deletes the key the record key (a JSON object with the key columns) names"`
+	OpField                  string        `config:"op_field" default:"_op" doc:"With change_format = op_field: the member of each record that names its change"`
 	GroupMaxBytes            int           `config:"group_commit_max_bytes" default:"67108864" doc:"When a runtime delivers several batches for one table at once (concurrent consume calls, picomq-connect's max_in_flight), they are written as one commit while the payload bytes of its batches stay within this; the first batch goes in whatever its size. A commit writes one data file per partition value, so this is the byte target of a grouped commit's data files (in JSON payload bytes; the Parquet file is usually several times smaller). No effect when batches come one at a time. See docs/delta.md, Group commits"`
 
 	AWSAccessKey   string `config:"aws_s3_access_key,secret" doc:"S3 access key. Set both keys or neither; neither uses the standard AWS credential chain"`
@@ -64,6 +70,11 @@ const (
 	keyDerivedColumns     = "derived_columns"
 	keyFileSync           = "file_sync"
 	keyGroupMaxBytes      = "group_commit_max_bytes"
+	keyWriteMode          = "write_mode"
+	keyKeyColumns         = "key_columns"
+	keyChangeFormat       = "change_format"
+	keyOpField            = "op_field"
+	keyExactlyOnce        = "exactly_once"
 
 	keyCompactionTargetFileSize = "compaction_target_file_size"
 	keyCompactionMinFiles       = "compaction_min_files"
@@ -85,6 +96,50 @@ func (c *Config) compactOptions() (*compactOptions, error) {
 		return nil, sdk.BadConfigf("plugin_config key %q: %s is negative", keyCompactionIdle, c.CompactionIdle)
 	}
 	return &compactOptions{target: c.CompactionTargetFileSize, minFiles: c.CompactionMinFiles, idle: c.CompactionIdle}, nil
+}
+
+// write_mode values.
+const (
+	writeAppend = "append"
+	writeUpsert = "upsert"
+)
+
+// changeConfig returns how to read change records with write_mode =
+// upsert, validated; nil with append (the upsert-only keys refused).
+func (c *Config) changeConfig() (*changes.Config, error) {
+	switch c.WriteMode {
+	case "", writeAppend:
+		if c.KeyColumns != "" {
+			return nil, sdk.BadConfigf("plugin_config key %q is for %s = %q only", keyKeyColumns, keyWriteMode, writeUpsert)
+		}
+		return nil, nil
+	case writeUpsert:
+	default:
+		return nil, sdk.BadConfigf("plugin_config key %q: %q is not one of %s, %s", keyWriteMode, c.WriteMode, writeAppend, writeUpsert)
+	}
+	if !c.ExactlyOnce {
+		return nil, sdk.BadConfigf("plugin_config key %q = %q needs %q = true: without the txn action a replay would apply old changes over newer ones",
+			keyWriteMode, writeUpsert, keyExactlyOnce)
+	}
+	if strings.TrimSpace(c.KeyColumns) == "" {
+		return nil, sdk.BadConfigf("plugin_config key %q is required with %s = %q", keyKeyColumns, keyWriteMode, writeUpsert)
+	}
+	cols, err := changes.ParseKeyColumns(c.KeyColumns)
+	if err != nil {
+		return nil, sdk.BadConfigf("plugin_config key %q: %v", keyKeyColumns, err)
+	}
+	format, err := changes.ParseFormat(c.ChangeFormat)
+	if err != nil {
+		return nil, sdk.BadConfigf("plugin_config key %q: %v", keyChangeFormat, err)
+	}
+	op := c.OpField
+	if op == "" {
+		op = changes.DefaultOpField
+	}
+	if format == changes.OpField && slices.Contains(cols, op) {
+		return nil, sdk.BadConfigf("plugin_config key %q: %q is also a key column", keyOpField, op)
+	}
+	return &changes.Config{Format: format, OpField: op, KeyColumns: cols}, nil
 }
 
 // file_sync values.

@@ -2,6 +2,7 @@ package delta
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/picomq/heavy-sinks/plugins/delta/objstore"
@@ -85,6 +86,36 @@ func TestURIMessages(t *testing.T) {
 		err = uriError(perr)
 		if err == nil || err.Error() != want || !isURIError(err) {
 			t.Errorf("%s:\n got %v\nwant %s", uri, err, want)
+		}
+	}
+}
+
+// write_mode and its keys: upsert needs key_columns and exactly_once;
+// key_columns without upsert, unknown values and an op_field that is a
+// key column are refused, as BAD_CONFIG naming the key.
+func TestWriteModeConfig(t *testing.T) {
+	for _, tc := range []struct {
+		cfg  Config
+		want string // "" for accepted
+	}{
+		{Config{ExactlyOnce: true}, ""},
+		{Config{ExactlyOnce: true, WriteMode: "append"}, ""},
+		{Config{ExactlyOnce: true, WriteMode: "upsert", KeyColumns: "id", ChangeFormat: "op_field"}, ""},
+		{Config{ExactlyOnce: true, WriteMode: "upsert", KeyColumns: "a, b", ChangeFormat: "debezium"}, ""},
+		{Config{ExactlyOnce: true, WriteMode: "merge"}, `"write_mode": "merge" is not one of append, upsert`},
+		{Config{ExactlyOnce: true, KeyColumns: "id"}, `"key_columns" is for write_mode = "upsert" only`},
+		{Config{ExactlyOnce: true, WriteMode: "upsert", ChangeFormat: "op_field"}, `"key_columns" is required with write_mode = "upsert"`},
+		{Config{ExactlyOnce: false, WriteMode: "upsert", KeyColumns: "id", ChangeFormat: "op_field"}, `needs "exactly_once" = true`},
+		{Config{ExactlyOnce: true, WriteMode: "upsert", KeyColumns: "id,,x", ChangeFormat: "op_field"}, `"key_columns"`},
+		{Config{ExactlyOnce: true, WriteMode: "upsert", KeyColumns: "id", ChangeFormat: "maxwell"}, `"change_format"`},
+		{Config{ExactlyOnce: true, WriteMode: "upsert", KeyColumns: "id, _op", ChangeFormat: "op_field"}, `"op_field": "_op" is also a key column`},
+	} {
+		_, err := tc.cfg.changeConfig()
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%+v: %v", tc.cfg, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want) || sdk.StatusOf(err) != sdk.StatusBadConfig):
+			t.Errorf("%+v: %v, want BAD_CONFIG containing %q", tc.cfg, err, tc.want)
 		}
 	}
 }

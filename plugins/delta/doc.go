@@ -37,6 +37,9 @@
 // offsets recorded in commitInfo so a replay rejects them again),
 // checkpointer.go (checkpoints and log cleanup off the commit path),
 // compact.go (compaction = true: small files rewritten off the commit path),
+// upsert.go (write_mode = "upsert": changes read with shared/changes, the
+// files holding changed keys found by partition values and stats and
+// rewritten without them, one merge commit with the new rows),
 // background.go (the loop the checkpointer and compactor goroutines share),
 // cpu_linux.go and cpu_other.go (the checkpointer's thread CPU),
 // metrics.go (metric declarations), timestamps.go (timestamps cut to

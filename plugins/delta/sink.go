@@ -61,6 +61,10 @@ type counters struct {
 	// unmatched: committed records none of whose top-level fields named a
 	// column (written as rows of nulls); empty: skipped empty payloads.
 	unmatched, empty atomic.Int64
+	// write_mode = "upsert" (upsert.go): keys upserted and deleted by
+	// committed merges (each key's last change per commit), files read
+	// and rewritten, and old rows dropped from them.
+	upserts, deletes, readFiles, rewrittenFiles, droppedRows atomic.Int64
 	// fsyncs: files and directories synced by file:// tables (data files,
 	// commits, checkpoints), for the bench and the durability tests.
 	fsyncs atomic.Int64
@@ -136,6 +140,10 @@ func (s *Sink) Open(ctx context.Context, cfg *Config, host *sdk.Host) error {
 	if err != nil {
 		return err
 	}
+	chg, err := cfg.changeConfig()
+	if err != nil {
+		return err
+	}
 	if err := authenticate(ctx, &storage); err != nil {
 		return err
 	}
@@ -150,7 +158,7 @@ func (s *Sink) Open(ctx context.Context, cfg *Config, host *sdk.Host) error {
 		log: host.Logger, spawn: host.Go,
 		opts: tableOptions{exactlyOnce: cfg.ExactlyOnce, skipEmpty: cfg.SkipEmptyPayloads, metadataColumns: cfg.MetadataColumns,
 			addColumns: cfg.SchemaEvolution == evolveAddColumns, derive: derive, create: create, groupMaxBytes: cfg.GroupMaxBytes,
-			typesFromSchema: cfg.ColumnTypes == columnTypesValueSchema},
+			typesFromSchema: cfg.ColumnTypes == columnTypesValueSchema, changes: chg},
 		stats: &s.stats, ckpt: s.ckpt, requests: &s.requests, commits: &s.commits,
 		compact: compact, compactStats: s.comp,
 	}
@@ -174,9 +182,13 @@ func (s *Sink) Open(ctx context.Context, cfg *Config, host *sdk.Host) error {
 		}
 		return err
 	}
-	// Columns metadata_columns or derived_columns cannot fill are the
-	// configuration's fault: say so now rather than at the first batch.
-	return t.checkFills()
+	// Columns metadata_columns or derived_columns cannot fill, and key
+	// columns the table lacks, are the configuration's fault: say so now
+	// rather than at the first batch.
+	if err := t.checkFills(); err != nil {
+		return err
+	}
+	return t.checkKeys()
 }
 
 // Consume appends one batch to its table: in a commit of its own, or of the
@@ -190,6 +202,12 @@ func (s *Sink) Consume(ctx context.Context, b *sdk.Batch) error {
 	}
 	if b.Redrive != nil && !s.env.opts.exactlyOnce {
 		return sdk.Fatalf("a redrive of the dead letters of %q partition %d needs exactly_once = true: without a txn the Delta sink cannot tell a second redrive from the first", b.Redrive.Topic, b.Redrive.Partition)
+	}
+	if b.Redrive != nil && s.env.opts.changes != nil {
+		// A dead letter is older than the changes of its partition applied
+		// since it was rejected: putting it back would undo them.
+		return sdk.Fatalf("%s = %q cannot redrive the dead letters of %q partition %d: a dead letter is older than the changes of its partition applied since, and applying it now would undo them; fix the cause and replay the source topic from before the dead letter instead (docs/delta.md, Redrive)",
+			keyWriteMode, writeUpsert, b.Redrive.Topic, b.Redrive.Partition)
 	}
 	// ResolvePath, not Resolve: a topic such as "../other" must not move
 	// its table out of the template's directory.
@@ -270,6 +288,11 @@ func (s *Sink) Metrics() map[string]any {
 		"empty_payloads_skipped": s.stats.empty.Load(),
 		"timestamps_truncated":   s.stats.truncated.Load(),
 		"fsyncs":                 s.stats.fsyncs.Load(),
+		"upserts":                s.stats.upserts.Load(),
+		"deletes":                s.stats.deletes.Load(),
+		"upsert_files_read":      s.stats.readFiles.Load(),
+		"upsert_files_rewritten": s.stats.rewrittenFiles.Load(),
+		"upsert_rows_dropped":    s.stats.droppedRows.Load(),
 	}
 	s.ckpt.addTo(m)
 	s.comp.addTo(m)

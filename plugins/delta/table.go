@@ -13,6 +13,7 @@ import (
 	"github.com/picomq/heavy-sinks/plugins/delta/deltalog"
 	"github.com/picomq/heavy-sinks/plugins/delta/internal/encode"
 	"github.com/picomq/heavy-sinks/plugins/delta/objstore"
+	"github.com/picomq/heavy-sinks/shared/changes"
 	"github.com/picomq/heavy-sinks/shared/sdk"
 )
 
@@ -44,6 +45,13 @@ type table struct {
 	encKey string          // the table definition enc was built for
 	meta   encode.Meta     // AddRecord's argument, reused
 	hdrs   []encode.Header // meta.Headers' backing array, reused
+
+	// write_mode = "upsert" (upsert.go): the key renderer, for the schema
+	// keysFor; the live files, of table filesID.
+	keys    *encode.Keys
+	keysFor string
+	files   *deltalog.State
+	filesID string
 
 	ckpt *checkpointer // checkpoints and log cleanup (checkpointer.go)
 	comp *compactor    // compaction = true (compact.go); nil when off
@@ -83,6 +91,7 @@ type tableOptions struct {
 	create          *definition         // the table create_table makes; nil when off
 	typesFromSchema bool                // column_types = "value_schema" (valueschema.go)
 	groupMaxBytes   int                 // group_commit_max_bytes (group.go)
+	changes         *changes.Config     // write_mode = "upsert" (upsert.go); nil: append
 }
 
 func newTable(uri string, env *tableEnv) *table { return &table{uri: uri, env: env} }
@@ -428,7 +437,7 @@ func (t *table) recheck(ctx context.Context, b *sdk.Batch, appID string, skip in
 			// Today's message when the record still fails, else one that
 			// says when it was rejected.
 			var rerr error
-			if err := t.addRecord(enc, b, r); err != nil {
+			if err := t.decideRecord(enc, b, r); err != nil {
 				_, rerr, _ = rejectable(b.Topic, i, r.Payload, err)
 			}
 			if rerr == nil {
@@ -437,16 +446,28 @@ func (t *table) recheck(ctx context.Context, b *sdk.Batch, appID string, skip in
 			b.Reject(i, p.reason, rerr)
 			continue
 		}
-		if len(r.Payload) == 0 && t.env.opts.skipEmpty {
+		if len(r.Payload) == 0 && t.env.opts.skipEmpty && t.env.opts.changes == nil {
 			continue
 		}
-		if err := t.addRecord(enc, b, r); err != nil {
+		if err := t.decideRecord(enc, b, r); err != nil {
 			if reason, rerr, ok := rejectable(b.Topic, i, r.Payload, err); ok {
 				b.Reject(i, reason, rerr)
+			} else if ce := (*changes.Error)(nil); errors.As(err, &ce) {
+				b.Reject(i, sdk.RejectValue, changeError(b.Topic, r.Offset, i, t.env.opts.changes, err))
 			}
 		}
 	}
 	return nil
+}
+
+// decideRecord encodes record r of b into enc as a commit would, to decide
+// its rejection again: the record as a row, or with write_mode = "upsert"
+// as a change (checkChange).
+func (t *table) decideRecord(enc *encode.Encoder, b *sdk.Batch, r *sdk.Record) error {
+	if t.env.opts.changes != nil {
+		return t.checkChange(enc, b, r)
+	}
+	return t.addRecord(enc, b, r)
 }
 
 // recordError turns an encoder error into the batch's error. A record that

@@ -174,6 +174,11 @@ func (d *Delta) columns(st *deltalog.State, tps []audit.TP) (picoColumns, string
 	if !d.Cfg.MetadataColumns() {
 		return c, "metadata_columns is false"
 	}
+	if d.Cfg.Upsert() {
+		// A superseded or deleted change leaves no row: rows would show
+		// every change but each key's last as missing.
+		return c, `write_mode = "upsert" keeps only each key's last change`
+	}
 	schema, err := deltalog.ParseSchema(st.Metadata.SchemaString)
 	if err != nil {
 		return c, fmt.Sprintf("its schema does not parse (%v)", err)

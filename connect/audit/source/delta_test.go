@@ -60,4 +60,15 @@ write_deltalake(sys.argv[1], t, partition_by=["pico_partition"])
 	if err != nil || out[tp0].Proof != audit.ProofTxn || out[tp0].Txn != -1 || !strings.Contains(strings.Join(notes, "\n"), "metadata_columns is false") {
 		t.Errorf("txn only: %+v %q %v", out[tp0], notes, err)
 	}
+
+	// An upsert table keeps each key's last change only: its rows prove
+	// nothing about the changes before, so only the txn versions count.
+	cfg, err = delta.NewAudit(context.Background(), json.RawMessage(`{"table_uri":"file://`+dir+`","metadata_columns":true,"write_mode":"upsert","key_columns":"id"}`), "k", sdk.Env{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, notes, err = (&source.Delta{Key: "k", Cfg: cfg}).Scan(context.Background(), []audit.TP{tp0})
+	if err != nil || out[tp0].Proof != audit.ProofTxn || !strings.Contains(strings.Join(notes, "\n"), `write_mode = "upsert"`) {
+		t.Errorf("upsert: %+v %q %v", out[tp0], notes, err)
+	}
 }

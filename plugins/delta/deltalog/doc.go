@@ -70,6 +70,10 @@
 //	                   CommitCompaction (remove/add with dataChange = false,
 //	                   aborted when a winner removed a file read),
 //	                   ResolveCompactionConflict, FilePath
+//	merge.go           merge commits (write_mode = upsert): PrepareMerge,
+//	                   CommitMerge (removes with dataChange = true, re-plan
+//	                   when a winner removed a file rewritten or added one
+//	                   that may hold a changed key), ResolveMergeConflict
 //	state.go           State: the full table state with its file list,
 //	                   LoadState/LoadStateAt, Apply, Update, retention
 //	state_read.go      file actions (add/remove/sidecar) of Parquet

@@ -27,7 +27,8 @@ func redriveBatch(offsets, ids, dlqOffsets []int) sinkdriver.Batch {
 // written under a txn of their dead-letter partition; the same redrive
 // again writes nothing, a redrive that overlaps it writes only what is
 // new, and the partition's own txn does not move. Without exactly_once a
-// redrive is refused FATAL: nothing could tell a second run from the first.
+// redrive is refused FATAL: nothing could tell a second run from the first;
+// with write_mode = "upsert" too: it would apply an old change over newer ones.
 func RedriveIsWrittenOnce(t *testing.T, d sinkdriver.Driver, s *Store) {
 	uri := s.Create(CreateEvents, "events")
 	rt := d.Start(t, s.Secrets...)
@@ -60,6 +61,18 @@ func RedriveIsWrittenOnce(t *testing.T, d sinkdriver.Driver, s *Store) {
 	err := plain.Consume(redriveBatch([]int{1}, []int{201}, []int{20}))
 	if hostclient.CodeOf(err) != hostclient.StatusFatal || !strings.Contains(fmt.Sprint(err), "exactly_once = true") {
 		t.Fatalf("redrive without exactly_once: %v, want FATAL naming exactly_once", err)
+	}
+	s.WantIDs(uri, Span(0, 9)+",103,107,108")
+
+	// Upserts: a dead letter is older than the changes of its partition
+	// applied since; putting it back would undo them. Refused FATAL, the
+	// table unchanged.
+	up := Open(t, rt, "rd_upsert", s.Config(uri, "write_mode", "upsert", "key_columns", "id"))
+	change := redriveBatch([]int{2}, []int{2}, []int{21})
+	change.Records[0].Payload = []byte(`{"id":2,"body":"old change","_op":"u"}`)
+	err = up.Consume(change)
+	if hostclient.CodeOf(err) != hostclient.StatusFatal || !strings.Contains(fmt.Sprint(err), "write_mode = \"upsert\"") {
+		t.Fatalf("redrive in upsert mode: %v, want FATAL naming write_mode", err)
 	}
 	s.WantIDs(uri, Span(0, 9)+",103,107,108")
 }

@@ -122,4 +122,7 @@
 //	            value decoded and encoded again, stats collected anew
 //	splice.go   Splice: compaction's fast path, the files' data pages copied
 //	            as they are into one row group
+//	keys.go     Keys (write_mode = upsert): change keys coerced to their
+//	            columns' types and rendered for comparison; Filter, a file
+//	            rewritten without the rows of given keys
 package encode

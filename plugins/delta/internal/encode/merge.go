@@ -74,7 +74,7 @@ func Merge(w io.Writer, srcs []*parquet.File, stats *deltalog.StatsCollector, cr
 		leaf, _ := schema.Lookup(schema.Columns()[ci]...)
 		for _, f := range srcs {
 			for _, rg := range f.RowGroups() {
-				if err := copyColumn(col, rg.ColumnChunks()[ci], ci, leaf.MaxRepetitionLevel > 0, buf, feed); err != nil {
+				if err := copyColumn(col, rg.ColumnChunks()[ci], ci, leaf.MaxRepetitionLevel > 0, buf, feed, nil, nil); err != nil {
 					return Merged{}, fmt.Errorf("encode: merge: column %v: %w", schema.Columns()[ci], err)
 				}
 			}
@@ -99,8 +99,11 @@ func Merge(w io.Writer, srcs []*parquet.File, stats *deltalog.StatsCollector, cr
 // copyColumn copies one column chunk's values to cw, feeding statistics.
 // A non-repeated column's values are rows and go as read; a repeated
 // column's are gathered (cloned: they point into the page) and written up
-// to a row start, so that no row is split between two writes.
-func copyColumn(cw *parquet.ColumnWriter, chunk parquet.ColumnChunk, ci int, repeated bool, buf []parquet.Value, feed *mergeFeed) error {
+// to a row start, so that no row is split between two writes. With keep
+// (Filter), only the values of the rows keep marks are copied; *row is
+// the column's row index, carried across chunks.
+func copyColumn(cw *parquet.ColumnWriter, chunk parquet.ColumnChunk, ci int, repeated bool, buf []parquet.Value, feed *mergeFeed,
+	keep []bool, row *int) error {
 	pages := chunk.Pages()
 	defer pages.Close()
 	var pending []parquet.Value
@@ -112,7 +115,7 @@ func copyColumn(cw *parquet.ColumnWriter, chunk parquet.ColumnChunk, ci int, rep
 		if err != nil {
 			return err
 		}
-		err = copyPage(cw, p, ci, repeated, buf, &pending, feed)
+		err = copyPage(cw, p, ci, repeated, buf, &pending, feed, keep, row)
 		parquet.Release(p)
 		if err != nil {
 			return err
@@ -125,21 +128,45 @@ func copyColumn(cw *parquet.ColumnWriter, chunk parquet.ColumnChunk, ci int, rep
 	return nil
 }
 
-func copyPage(cw *parquet.ColumnWriter, p parquet.Page, ci int, repeated bool, buf []parquet.Value, pending *[]parquet.Value, feed *mergeFeed) error {
+func copyPage(cw *parquet.ColumnWriter, p parquet.Page, ci int, repeated bool, buf []parquet.Value, pending *[]parquet.Value, feed *mergeFeed,
+	keep []bool, row *int) error {
 	vr := p.Values()
 	for {
 		n, rerr := vr.ReadValues(buf)
 		vals := buf[:n]
-		for i := range vals {
-			feed.value(ci, vals[i])
+		if keep != nil && !repeated {
+			// One value per row: keep the kept rows' values, in place.
+			k := 0
+			for _, v := range vals {
+				if keep[*row] {
+					vals[k] = v
+					k++
+				}
+				*row++
+			}
+			vals = vals[:k]
 		}
-		if !repeated && n > 0 {
+		if !repeated {
+			for i := range vals {
+				feed.value(ci, vals[i])
+			}
+		}
+		if !repeated && len(vals) > 0 {
 			if _, err := cw.WriteRowValues(vals); err != nil {
 				return err
 			}
 		}
 		if repeated {
 			for _, v := range vals {
+				if keep != nil {
+					if v.RepetitionLevel() == 0 {
+						*row++
+					}
+					if !keep[*row-1] {
+						continue
+					}
+				}
+				feed.value(ci, v)
 				if v.RepetitionLevel() == 0 && len(*pending) >= mergeChunk {
 					if _, err := cw.WriteRowValues(*pending); err != nil {
 						return err
