@@ -28,9 +28,12 @@ const Name = "redshift_sink"
 // lands as it is. It checks only what its columns cannot hold
 // (rsparquet.Check), hence ValidatesPayloads; with payload_format = "super"
 // that includes parsing every payload as JSON_PARSE would. A redrive batch
-// (ABI 1.4) keeps its records' original coordinates, so their ids are the
-// ones the first delivery would have written and the load's INSERT skips
-// those already there: Redrive needs nothing more.
+// (ABI 1.4) keeps its records' original coordinates, so in append mode
+// their ids are the ones the first delivery would have written and the
+// load's INSERT skips those already there: Redrive needs nothing more. In
+// write_mode = "upsert" Consume refuses a redrive batch FATAL: its offsets
+// are at or below the applied offset, so the load would skip every change
+// as a replay, and a dead letter is older than the changes applied since.
 func Plugin() sdk.Plugin[Config] {
 	return sdk.Plugin[Config]{Name: Name, New: func() sdk.Sink[Config] { return &Sink{} }, ValidatesPayloads: true,
 		Metrics: metrics, ConcurrentConsume: true, Redrive: true}
@@ -199,6 +202,16 @@ func (s *Sink) table(ctx context.Context, name string) (*table, error) {
 func (s *Sink) Consume(ctx context.Context, b *sdk.Batch) error {
 	if len(b.Records) == 0 {
 		return nil
+	}
+	if s.parsed.changes != nil && b.Redrive != nil {
+		// The dead letters' original offsets are at or below the applied
+		// offset of their partition, so the load would skip them all as a
+		// replay and answer OK for nothing; and applying a change after
+		// the newer ones of its key would undo them. Neither is a write.
+		return sdk.Fatalf("%s = %q cannot redrive dead letters (%d records of topic %q partition %d from %q partition %d): "+
+			"a dead letter is older than the changes of its partition applied since, so applying it now would undo newer changes; "+
+			"fix the cause and replay the source topic from the dead letter's offset instead",
+			keyWriteMode, writeUpsert, len(b.Records), b.Topic, b.Partition, b.Redrive.Topic, b.Redrive.Partition)
 	}
 	start := s.now()
 	name, err := s.parsed.table.Resolve(b.Topic)

@@ -495,3 +495,26 @@ func TestUpsertConfigErrors(t *testing.T) {
 		}
 	}
 }
+
+// A redrive batch in upsert mode is refused FATAL with nothing written: its
+// original offsets are at or below the applied offset, so applying would
+// skip every change as a replay and answer OK for nothing, and a dead
+// letter is older than the changes of its partition applied since.
+func TestUpsertRefusesRedrive(t *testing.T) {
+	r := newRig(t)
+	h, _ := r.open("cdc_redrive", upsertConfig(r, "cdcredrive", map[string]any{"key_columns": "id"}))
+	mustConsume(t, h, records("orders", 0, `{"id":1,"v":"a","_op":"c"}`, `{"id":2,"v":"b","_op":"c"}`, `{"id":1,"v":"c","_op":"u"}`))
+	b := records("orders", 1, `{"id":2,"v":"redriven","_op":"u"}`)
+	b.Redrive = &sdk.Redrive{Topic: "orders.dlq", Partition: 0, Offsets: []uint64{7}}
+	err := sdk.Consume(h, b)
+	if sdk.StatusOf(err) != sdk.StatusFatal || !strings.Contains(err.Error(), `write_mode = "upsert" cannot redrive dead letters`) {
+		t.Fatalf("redrive batch: %v, want FATAL", err)
+	}
+	want := map[string]string{"1": `{"id":1,"v":"c"}`, "2": `{"id":2,"v":"b"}`}
+	if got := r.rows("cdcredrive", "key_id"); !reflect.DeepEqual(got, want) {
+		t.Fatalf("rows %v, want %v", got, want)
+	}
+	if m := metrics(t, h); m["rows_skipped_duplicates"] != 0 {
+		t.Errorf("rows_skipped_duplicates %v after a refused redrive", m["rows_skipped_duplicates"])
+	}
+}
