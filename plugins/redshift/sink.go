@@ -203,6 +203,11 @@ func (s *Sink) Consume(ctx context.Context, b *sdk.Batch) error {
 	if len(b.Records) == 0 {
 		return nil
 	}
+	start := s.now()
+	name, err := s.parsed.table.Resolve(b.Topic)
+	if err != nil {
+		return sdk.Fatalf("%s: %v", keyTargetTable, err)
+	}
 	if s.parsed.changes != nil && b.Redrive != nil {
 		// The dead letters' original offsets are at or below the applied
 		// offset of their partition, so the load would skip them all as a
@@ -210,13 +215,8 @@ func (s *Sink) Consume(ctx context.Context, b *sdk.Batch) error {
 		// the newer ones of its key would undo them. Neither is a write.
 		return sdk.Fatalf("%s = %q cannot redrive dead letters (%d records of topic %q partition %d from %q partition %d): "+
 			"a dead letter is older than the changes of its partition applied since, so applying it now would undo newer changes; "+
-			"fix the cause and replay the source topic from the dead letter's offset instead",
-			keyWriteMode, writeUpsert, len(b.Records), b.Topic, b.Partition, b.Redrive.Topic, b.Redrive.Partition)
-	}
-	start := s.now()
-	name, err := s.parsed.table.Resolve(b.Topic)
-	if err != nil {
-		return sdk.Fatalf("%s: %v", keyTargetTable, err)
+			"fix the cause, set the partition's applied_offset in %s below the dead letter's offset, and replay the source partition from there instead",
+			keyWriteMode, writeUpsert, len(b.Records), b.Topic, b.Partition, b.Redrive.Topic, b.Redrive.Partition, rsql.Ident(rsql.Offsets(name)))
 	}
 	t, err := s.table(ctx, name)
 	if err != nil {
