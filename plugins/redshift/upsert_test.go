@@ -564,3 +564,34 @@ type noRecords struct{}
 func (noRecords) Read(context.Context, audit.TP, int64, int64, func(audit.Record) error) error {
 	return nil
 }
+
+// A number key with a huge exponent is refused by its exponent, before any
+// arithmetic (1e999999 is a million digits: parsing it costs ~100 ms), and
+// the message says why instead of "must be an integer".
+func TestUpsertHugeNumberKey(t *testing.T) {
+	r := newRig(t)
+	h, _ := r.open("cdc_huge", upsertConfig(r, "cdchuge", map[string]any{"key_columns": "id"}))
+	b := records("orders", 0, `{"id":1e999999,"_op":"u"}`, `{"id":1e1000001,"_op":"u"}`, `{"id":-1E-999999,"_op":"u"}`,
+		`{"id":12e3,"v":"kept","_op":"u"}`)
+	b.AcceptRejections()
+	start := time.Now()
+	mustConsume(t, h, b)
+	took := time.Since(start)
+	rej := b.Rejections()
+	if len(rej) != 3 {
+		t.Fatalf("rejections %v", rej)
+	}
+	for i, x := range rej {
+		want := "an integer key has at most 65535 digits"
+		if i == 2 {
+			want = "a number key must be an integer"
+		}
+		if x.Reason != sdk.RejectValue || !strings.Contains(x.Err.Error(), want) {
+			t.Errorf("rejection %d: %v %v, want %q", x.Index, x.Reason, x.Err, want)
+		}
+	}
+	if got, want := r.rows("cdchuge", "key_id"), map[string]string{"12000": `{"id":12e3,"v":"kept"}`}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("rows %v, want %v", got, want)
+	}
+	t.Logf("batch with three huge exponents: %v", took)
+}
