@@ -595,3 +595,48 @@ func TestUpsertHugeNumberKey(t *testing.T) {
 	}
 	t.Logf("batch with three huge exponents: %v", took)
 }
+
+// A staging or offsets table whose topic column is narrower than the
+// sink's VARCHAR(256) would fail every load's COPY or offsets INSERT (as
+// RETRY, for ever): the table check says so first, as a schema mismatch.
+// The tables are made as an operator would, like the sink's but for that
+// column.
+func TestUpsertNarrowChangeColumns(t *testing.T) {
+	r := newRig(t)
+	r.open("cdc_ref", upsertConfig(r, "ref", map[string]any{"key_columns": "id"}))
+	conn := r.emuConn()
+	// like creates table as the sink's table of ref, with column narrowed
+	// to VARCHAR(8).
+	like := func(ref, table, column string) {
+		rows, err := conn.Query(r.ctx, `SELECT "column", type FROM pg_table_def WHERE tablename = $1`, ref)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var cols []string
+		for rows.Next() {
+			var name, typ string
+			if err := rows.Scan(&name, &typ); err != nil {
+				t.Fatal(err)
+			}
+			if name == column {
+				typ = "VARCHAR(8)"
+			}
+			cols = append(cols, name+" "+typ)
+		}
+		if err := rows.Err(); err != nil || len(cols) == 0 {
+			t.Fatalf("columns of %s: %v %v", ref, cols, err)
+		}
+		r.execEmu(conn, "CREATE TABLE "+pgx.Identifier{table}.Sanitize()+" ("+strings.Join(cols, ", ")+")")
+	}
+	like("staging_ref", "staging_narrow1", "pico_change_topic")
+	like("offsets_ref", "offsets_narrow2", "topic")
+	for _, c := range []struct{ table, want string }{
+		{"narrow1", `Schema mismatch detected in table "staging_narrow1": column pico_change_topic is character varying(8), expected VARCHAR(256) or wider`},
+		{"narrow2", `Schema mismatch detected in table "offsets_narrow2": column topic is character varying(8), expected VARCHAR(256) or wider`},
+	} {
+		_, err := sdk.Open(definition(t, "up", upsertConfig(r, c.table, map[string]any{"key_columns": "id"})), (&sdktest.Logs{}).Log)
+		if err == nil || sdk.StatusOf(err) != sdk.StatusBadConfig || !strings.Contains(err.Error(), c.want) {
+			t.Fatalf("%s: %v, want BAD_CONFIG %q", c.table, err, c.want)
+		}
+	}
+}
