@@ -214,7 +214,7 @@ func (s *Sink) Consume(ctx context.Context, b *sdk.Batch) error {
 		// replay and answer OK for nothing; and applying a change after
 		// the newer ones of its key would undo them. Neither is a write.
 		return sdk.Fatalf("%s = %q cannot redrive dead letters (%d records of topic %q partition %d from %q partition %d): "+
-			"a dead letter is older than the changes of its partition applied since, so applying it now would undo newer changes; "+
+			"a dead letter is older than the changes of its partition applied since, so applying it now could undo newer changes of its key; "+
 			"fix the cause, set the partition's applied_offset in %s below the dead letter's offset, and replay the source partition from there instead",
 			keyWriteMode, writeUpsert, len(b.Records), b.Topic, b.Partition, b.Redrive.Topic, b.Redrive.Partition, rsql.Ident(rsql.Offsets(name)))
 	}
