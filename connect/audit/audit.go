@@ -33,10 +33,11 @@ const (
 	// pico_offset and pico_partition, Redshift's id): every offset is
 	// checked.
 	ProofRows Proof = "rows"
-	// ProofTxn: only the Delta log's txn action says how far the sink
-	// wrote ("every offset up to version N", less the offsets commitInfo
-	// says were rejected); rows are not checked and duplicates cannot be
-	// seen.
+	// ProofTxn: only the destination's claim says how far the sink
+	// wrote ("every offset up to N", less the offsets it recorded as
+	// rejected): the Delta log's txn version (rejections in commitInfo),
+	// or the applied offset of a Redshift upsert target (no rejections
+	// recorded); rows are not checked and duplicates cannot be seen.
 	ProofTxn Proof = "txn"
 )
 
@@ -46,7 +47,8 @@ type Written struct {
 	Proof Proof
 	// Rows counts the rows by offset (ProofRows).
 	Rows Count
-	// Txn is the last offset the txn action records; -1 for none
+	// Txn is the last offset the txn action (or a Redshift upsert
+	// target's offsets table) records; -1 for none
 	// (ProofTxn; with ProofRows informational).
 	Txn int64
 	// Rejected are the offsets the destination recorded as rejected
@@ -108,8 +110,9 @@ type PartitionReport struct {
 	Partition int32  `json:"partition"`
 	Table     string `json:"table"`
 	Proof     Proof  `json:"proof"`
-	// TxnVersion is the last offset the Delta txn action records; absent
-	// elsewhere.
+	// TxnVersion is the last offset the destination claims (ProofTxn:
+	// the Delta txn action, a Redshift upsert target's applied_offset);
+	// absent elsewhere.
 	TxnVersion *int64 `json:"txn_version,omitempty"`
 	LogStart   int64  `json:"log_start"`
 	End        int64  `json:"end"`

@@ -93,21 +93,45 @@ func (a *Audit) Table(topic string) (string, error) {
 	return name, nil
 }
 
+// Upsert reports whether the sink runs with write_mode = "upsert": its
+// targets keep each key's last change only, so the audit reads how far
+// they were applied (Applied) instead of their ids.
+func (a *Audit) Upsert() bool { return a.p.changes != nil }
+
+// Offsets is the offsets table of an upsert target (offsets_<table>).
+func (a *Audit) Offsets(table string) string { return rsql.Offsets(table) }
+
 // IDs streams the (topic, partition, offset) of every row of table whose
 // id names one of topics, ordered by topic, partition and offset. A table
 // that does not exist is exists false.
 func (a *Audit) IDs(ctx context.Context, table string, topics []string, fn func(topic string, partition int32, offset int64)) (exists bool, err error) {
+	return a.stream(ctx, "ids", table, topics, rsql.AuditIDs, fn)
+}
+
+// Applied streams the (topic, partition, applied offset) of every row of
+// an upsert target's offsets table whose topic is one of topics: every
+// change of the partition up to the applied offset was applied (or skipped
+// as a replay of one that was). A table that does not exist is exists
+// false.
+func (a *Audit) Applied(ctx context.Context, table string, topics []string, fn func(topic string, partition int32, applied int64)) (exists bool, err error) {
+	return a.stream(ctx, "applied offsets", rsql.Offsets(table), topics, rsql.AuditApplied, fn)
+}
+
+// stream runs query(table, topics), whose rows are a topic, a partition
+// and an offset, and calls fn with each.
+func (a *Audit) stream(ctx context.Context, what, table string, topics []string, query func(string, []string) string,
+	fn func(topic string, partition int32, offset int64)) (exists bool, err error) {
 	for _, t := range topics {
 		if err := rsql.CheckLiteral(t); err != nil {
 			return false, fmt.Errorf("topic %q %v", t, err)
 		}
 	}
-	rows, err := a.pool.Query(ctx, rsql.AuditIDs(table, topics))
+	rows, err := a.pool.Query(ctx, query(table, topics))
 	if err != nil {
 		if retry.SQLState(err) == SQLStateUndefinedTable {
 			return false, nil
 		}
-		return false, fmt.Errorf("reading ids of %s: %s", table, a.redact(describeErr(err)))
+		return false, fmt.Errorf("reading %s of %s: %s", what, table, a.redact(describeErr(err)))
 	}
 	defer rows.Close()
 	var topic string
@@ -115,7 +139,7 @@ func (a *Audit) IDs(ctx context.Context, table string, topics []string, fn func(
 	var off int64
 	for rows.Next() {
 		if err := rows.Scan(&topic, &part, &off); err != nil {
-			return true, fmt.Errorf("reading ids of %s: %w", table, err)
+			return true, fmt.Errorf("reading %s of %s: %w", what, table, err)
 		}
 		fn(topic, part, off)
 	}
@@ -123,7 +147,7 @@ func (a *Audit) IDs(ctx context.Context, table string, topics []string, fn func(
 		if retry.SQLState(err) == SQLStateUndefinedTable {
 			return false, nil
 		}
-		return true, fmt.Errorf("reading ids of %s: %s", table, a.redact(describeErr(err)))
+		return true, fmt.Errorf("reading %s of %s: %s", what, table, a.redact(describeErr(err)))
 	}
 	return true, nil
 }

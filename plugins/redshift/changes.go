@@ -3,7 +3,9 @@ package redshift
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"math/big"
+	"strconv"
 	"strings"
 
 	"github.com/picomq/heavy-sinks/plugins/redshift/rsparquet"
@@ -74,11 +76,62 @@ func keyText(v []byte) ([]byte, error) {
 	case c == 't' || c == 'f':
 		return v, nil
 	}
+	notInt := fmt.Errorf("is %s: a number key must be an integer (stored as its digits in the VARCHAR key column)", truncated(v))
+	switch digits, ok := intDigits(v); {
+	case !ok:
+		return nil, notInt
+	case digits > rsql.VarcharMax:
+		// Checked before any arithmetic: big.Rat would spend ~100 ms
+		// and 1 MB on 1e999999 only for the pre-flight to refuse it.
+		return nil, fmt.Errorf("is %s: an integer key has at most %d digits (the VARCHAR(MAX) key column), and its exponent makes it longer", truncated(v), rsql.VarcharMax)
+	}
 	r, ok := new(big.Rat).SetString(string(v))
 	if !ok || !r.IsInt() {
-		return nil, fmt.Errorf("is %s: a number key must be an integer (stored as its digits in the VARCHAR key column)", truncated(v))
+		return nil, notInt
 	}
 	return []byte(r.Num().String()), nil
+}
+
+// intDigits bounds the digits of the integer part of JSON number v, from
+// its spelling alone: the significant digits before the point plus the
+// exponent (math.MaxInt for an exponent beyond int64). 0 when the number
+// is 0; ok false when it is not 0 but below 1 in magnitude, so no integer,
+// or when v is no JSON number.
+func intDigits(v []byte) (digits int, ok bool) {
+	mant, exp, _ := strings.Cut(strings.ToLower(strings.TrimPrefix(string(v), "-")), "e")
+	whole, frac, _ := strings.Cut(mant, ".")
+	e := int64(0)
+	if exp != "" {
+		var err error
+		if e, err = strconv.ParseInt(exp, 10, 64); err != nil {
+			if ne, isNum := err.(*strconv.NumError); !isNum || ne.Err != strconv.ErrRange {
+				return 0, false
+			}
+			if strings.HasPrefix(exp, "-") {
+				e = math.MinInt64
+			} else {
+				e = math.MaxInt64
+			}
+		}
+	}
+	// The significant digits start at the first non-zero one; point is
+	// how many of them precede the point.
+	all := whole + frac
+	lead := len(all) - len(strings.TrimLeft(all, "0"))
+	if lead == len(all) {
+		return 0, true
+	}
+	point := int64(len(whole) - lead)
+	switch {
+	case e > 0 && point > math.MaxInt64-e:
+		return math.MaxInt, true
+	case e < 0 && point < math.MinInt64-e:
+		return 0, false
+	}
+	if n := point + e; n >= 1 {
+		return int(min(n, math.MaxInt)), true
+	}
+	return 0, false
 }
 
 func truncated(v []byte) string {

@@ -47,7 +47,8 @@
 //   - metrics.go  the sink's counters and their declarations for describe(),
 //     and the newest load per table (metrics()'s last_commits)
 //   - audit.go    what picomq-connect audit needs: the config decoded, a
-//     small pool (IAM too), each topic's table, ids streamed
+//     small pool (IAM too), each topic's table, ids streamed, and an
+//     upsert target's applied offsets
 //
 // Tests: upsert_test.go holds write_mode = upsert's model test (a random
 // changelog replayed in memory against the target) and its cases;

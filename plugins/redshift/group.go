@@ -144,8 +144,27 @@ func (s *Sink) load(ctx context.Context, t *table, b *sdk.Batch, recs []rsparque
 	q.waiting = append(q.waiting, m)
 	q.lastArrival = time.Now()
 	q.mu.Unlock()
+	// Until this call has handed the lead to a group (or given the table
+	// back), a panic in prepare or gather must not leave the table taken,
+	// as the load-alone path's deferred handOff ensures, nor m waiting
+	// unready, which every gather would wait gatherMax for.
+	settled := false
+	defer func() {
+		if settled {
+			return
+		}
+		q.mu.Lock()
+		if !m.taken {
+			q.remove(m)
+		}
+		q.mu.Unlock()
+		if gather {
+			s.handOff(q)
+		}
+	}()
 
 	if err := s.prepare(ctx, m, recs, start); err != nil {
+		settled = true
 		q.mu.Lock()
 		q.remove(m)
 		q.mu.Unlock()
@@ -168,6 +187,7 @@ func (s *Sink) load(ctx context.Context, t *table, b *sdk.Batch, recs []rsparque
 		q.running = true
 		m.lead = q.take()
 	}
+	settled = true // follow runs m.lead; runGroup hands the table on
 	q.mu.Unlock()
 	return s.follow(ctx, t, m)
 }

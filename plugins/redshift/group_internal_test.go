@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/picomq/heavy-sinks/plugins/redshift/rsparquet"
 	"github.com/picomq/heavy-sinks/shared/sdk"
 )
 
@@ -115,5 +116,30 @@ func TestGatherWaitsForJoinedUploads(t *testing.T) {
 	q.gather(context.Background())
 	if d := time.Since(start); d < gatherMax {
 		t.Fatalf("gather returned after %v with a batch still uploading: want gatherMax", d)
+	}
+}
+
+// A call that leads the next group (gather) and panics while preparing its
+// files (here: a Sink with no encoders) frees the table and leaves the
+// queue: without that every later batch of the table would queue behind a
+// leader that never loads, and each gather would wait for its upload.
+func TestGatherLeaderThatPanicsFreesTheTable(t *testing.T) {
+	s := &Sink{}
+	tb := &table{name: "orders"}
+	tb.queue.lastLoad = 2 // batches arrive together: this call gathers
+	b := &sdk.Batch{Topic: "orders", Records: []sdk.Record{{Offset: 7, Payload: []byte(`{}`)}}}
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Fatal("prepare did not panic")
+			}
+		}()
+		_ = s.load(context.Background(), tb, b, []rsparquet.Record{{Offset: 7, Payload: []byte(`{}`)}}, "")
+	}()
+	if tb.queue.running {
+		t.Error("the table stays taken by the leader that panicked")
+	}
+	if len(tb.queue.waiting) != 0 {
+		t.Errorf("%d batches left waiting", len(tb.queue.waiting))
 	}
 }

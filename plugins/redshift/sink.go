@@ -28,9 +28,12 @@ const Name = "redshift_sink"
 // lands as it is. It checks only what its columns cannot hold
 // (rsparquet.Check), hence ValidatesPayloads; with payload_format = "super"
 // that includes parsing every payload as JSON_PARSE would. A redrive batch
-// (ABI 1.4) keeps its records' original coordinates, so their ids are the
-// ones the first delivery would have written and the load's INSERT skips
-// those already there: Redrive needs nothing more.
+// (ABI 1.4) keeps its records' original coordinates, so in append mode
+// their ids are the ones the first delivery would have written and the
+// load's INSERT skips those already there: Redrive needs nothing more. In
+// write_mode = "upsert" Consume refuses a redrive batch FATAL: its offsets
+// are at or below the applied offset, so the load would skip every change
+// as a replay, and a dead letter is older than the changes applied since.
 func Plugin() sdk.Plugin[Config] {
 	return sdk.Plugin[Config]{Name: Name, New: func() sdk.Sink[Config] { return &Sink{} }, ValidatesPayloads: true,
 		Metrics: metrics, ConcurrentConsume: true, Redrive: true}
@@ -204,6 +207,16 @@ func (s *Sink) Consume(ctx context.Context, b *sdk.Batch) error {
 	name, err := s.parsed.table.Resolve(b.Topic)
 	if err != nil {
 		return sdk.Fatalf("%s: %v", keyTargetTable, err)
+	}
+	if s.parsed.changes != nil && b.Redrive != nil {
+		// The dead letters' original offsets are at or below the applied
+		// offset of their partition, so the load would skip them all as a
+		// replay and answer OK for nothing; and applying a change after
+		// the newer ones of its key would undo them. Neither is a write.
+		return sdk.Fatalf("%s = %q cannot redrive dead letters (%d records of topic %q partition %d from %q partition %d): "+
+			"a dead letter is older than the changes of its partition applied since, so applying it now could undo newer changes of its key; "+
+			"fix the cause, set the partition's applied_offset in %s below the dead letter's offset, and replay the source partition from there instead",
+			keyWriteMode, writeUpsert, len(b.Records), b.Topic, b.Partition, b.Redrive.Topic, b.Redrive.Partition, rsql.Ident(rsql.Offsets(name)))
 	}
 	t, err := s.table(ctx, name)
 	if err != nil {

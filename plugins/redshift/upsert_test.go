@@ -15,6 +15,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/picomq/heavy-sinks/connect/audit"
+	"github.com/picomq/heavy-sinks/connect/audit/source"
+	"github.com/picomq/heavy-sinks/plugins/redshift"
 	"github.com/picomq/heavy-sinks/shared/sdk"
 	"github.com/picomq/heavy-sinks/shared/sdk/sdktest"
 )
@@ -492,6 +495,148 @@ func TestUpsertConfigErrors(t *testing.T) {
 		_, err := sdk.Open(definition(t, "bad", r.config(c.cfg)), (&sdktest.Logs{}).Log)
 		if err == nil || sdk.StatusOf(err) != sdk.StatusBadConfig || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%v: %v, want BAD_CONFIG %q", c.cfg, err, c.want)
+		}
+	}
+}
+
+// A redrive batch in upsert mode is refused FATAL with nothing written: its
+// original offsets are at or below the applied offset, so applying would
+// skip every change as a replay and answer OK for nothing, and a dead
+// letter is older than the changes of its partition applied since.
+func TestUpsertRefusesRedrive(t *testing.T) {
+	r := newRig(t)
+	h, _ := r.open("cdc_redrive", upsertConfig(r, "cdcredrive", map[string]any{"key_columns": "id"}))
+	mustConsume(t, h, records("orders", 0, `{"id":1,"v":"a","_op":"c"}`, `{"id":2,"v":"b","_op":"c"}`, `{"id":1,"v":"c","_op":"u"}`))
+	b := records("orders", 1, `{"id":2,"v":"redriven","_op":"u"}`)
+	b.Redrive = &sdk.Redrive{Topic: "orders.dlq", Partition: 0, Offsets: []uint64{7}}
+	err := sdk.Consume(h, b)
+	if sdk.StatusOf(err) != sdk.StatusFatal || !strings.Contains(err.Error(), `write_mode = "upsert" cannot redrive dead letters`) {
+		t.Fatalf("redrive batch: %v, want FATAL", err)
+	}
+	want := map[string]string{"1": `{"id":1,"v":"c"}`, "2": `{"id":2,"v":"b"}`}
+	if got := r.rows("cdcredrive", "key_id"); !reflect.DeepEqual(got, want) {
+		t.Fatalf("rows %v, want %v", got, want)
+	}
+	if m := metrics(t, h); m["rows_skipped_duplicates"] != 0 {
+		t.Errorf("rows_skipped_duplicates %v after a refused redrive", m["rows_skipped_duplicates"])
+	}
+}
+
+// The audit of an upsert target rests on offsets_<table>: the table keeps
+// only each key's last change, so after updates and deletes most offsets
+// have no row, and the audit must still find every offset written.
+func TestUpsertAuditClean(t *testing.T) {
+	r := newRig(t)
+	cfg := upsertConfig(r, "cdcaudit", map[string]any{"key_columns": "id"})
+	h, _ := r.open("cdc_audit", cfg)
+	mustConsume(t, h, records("orders", 0, `{"id":1,"v":"a","_op":"c"}`, `{"id":2,"v":"b","_op":"c"}`, `{"id":1,"v":"c","_op":"u"}`))
+	mustConsume(t, h, records("orders", 3, `{"id":2,"_op":"d"}`, `{"id":3,"v":"d","_op":"c"}`, `{"id":3,"v":"e","_op":"u"}`))
+	raw, err := json.Marshal(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := redshift.NewAudit(r.ctx, raw, "cdc_audit", sdk.Env{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	tp := audit.TP{Topic: "orders", Partition: 0}
+	out, notes, err := (&source.Redshift{Cfg: a}).Scan(r.ctx, []audit.TP{tp})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(strings.Join(notes, "\n"), "offsets_cdcaudit") {
+		t.Errorf("notes %q: want one naming the offsets table", notes)
+	}
+	p, err := audit.Reconcile(r.ctx, tp, audit.Offsets{LogStart: 0, End: 6, Committed: 6}, out[tp], nil, noRecords{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !p.Clean() || p.Written != 6 || p.Proof != audit.ProofTxn {
+		t.Fatalf("audit of the upsert target: %+v", p)
+	}
+}
+
+// noRecords is a broker that holds nothing: an offset the destination
+// does not account for is then compacted, and counted so.
+type noRecords struct{}
+
+func (noRecords) Read(context.Context, audit.TP, int64, int64, func(audit.Record) error) error {
+	return nil
+}
+
+// A number key with a huge exponent is refused by its exponent, before any
+// arithmetic (1e999999 is a million digits: parsing it costs ~100 ms), and
+// the message says why instead of "must be an integer".
+func TestUpsertHugeNumberKey(t *testing.T) {
+	r := newRig(t)
+	h, _ := r.open("cdc_huge", upsertConfig(r, "cdchuge", map[string]any{"key_columns": "id"}))
+	b := records("orders", 0, `{"id":1e999999,"_op":"u"}`, `{"id":1e1000001,"_op":"u"}`, `{"id":-1E-999999,"_op":"u"}`,
+		`{"id":12e3,"v":"kept","_op":"u"}`)
+	b.AcceptRejections()
+	start := time.Now()
+	mustConsume(t, h, b)
+	took := time.Since(start)
+	rej := b.Rejections()
+	if len(rej) != 3 {
+		t.Fatalf("rejections %v", rej)
+	}
+	for i, x := range rej {
+		want := "an integer key has at most 65535 digits"
+		if i == 2 {
+			want = "a number key must be an integer"
+		}
+		if x.Reason != sdk.RejectValue || !strings.Contains(x.Err.Error(), want) {
+			t.Errorf("rejection %d: %v %v, want %q", x.Index, x.Reason, x.Err, want)
+		}
+	}
+	if got, want := r.rows("cdchuge", "key_id"), map[string]string{"12000": `{"id":12e3,"v":"kept"}`}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("rows %v, want %v", got, want)
+	}
+	t.Logf("batch with three huge exponents: %v", took)
+}
+
+// A staging or offsets table whose topic column is narrower than the
+// sink's VARCHAR(256) would fail every load's COPY or offsets INSERT (as
+// RETRY, for ever): the table check says so first, as a schema mismatch.
+// The tables are made as an operator would, like the sink's but for that
+// column.
+func TestUpsertNarrowChangeColumns(t *testing.T) {
+	r := newRig(t)
+	r.open("cdc_ref", upsertConfig(r, "ref", map[string]any{"key_columns": "id"}))
+	conn := r.emuConn()
+	// like creates table as the sink's table of ref, with column narrowed
+	// to VARCHAR(8).
+	like := func(ref, table, column string) {
+		rows, err := conn.Query(r.ctx, `SELECT "column", type FROM pg_table_def WHERE tablename = $1`, ref)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var cols []string
+		for rows.Next() {
+			var name, typ string
+			if err := rows.Scan(&name, &typ); err != nil {
+				t.Fatal(err)
+			}
+			if name == column {
+				typ = "VARCHAR(8)"
+			}
+			cols = append(cols, name+" "+typ)
+		}
+		if err := rows.Err(); err != nil || len(cols) == 0 {
+			t.Fatalf("columns of %s: %v %v", ref, cols, err)
+		}
+		r.execEmu(conn, "CREATE TABLE "+pgx.Identifier{table}.Sanitize()+" ("+strings.Join(cols, ", ")+")")
+	}
+	like("staging_ref", "staging_narrow1", "pico_change_topic")
+	like("offsets_ref", "offsets_narrow2", "topic")
+	for _, c := range []struct{ table, want string }{
+		{"narrow1", `Schema mismatch detected in table "staging_narrow1": column pico_change_topic is character varying(8), expected VARCHAR(256) or wider`},
+		{"narrow2", `Schema mismatch detected in table "offsets_narrow2": column topic is character varying(8), expected VARCHAR(256) or wider`},
+	} {
+		_, err := sdk.Open(definition(t, "up", upsertConfig(r, c.table, map[string]any{"key_columns": "id"})), (&sdktest.Logs{}).Log)
+		if err == nil || sdk.StatusOf(err) != sdk.StatusBadConfig || !strings.Contains(err.Error(), c.want) {
+			t.Fatalf("%s: %v, want BAD_CONFIG %q", c.table, err, c.want)
 		}
 	}
 }

@@ -281,7 +281,9 @@ func (c *Config) keyOf(members []member, where string) ([][]byte, error) {
 // by their exact value (1, 1.0 and 1e0 are one key), booleans by value. A
 // string and a number are different keys ("1" is not 1). Use it to find a
 // key's last change within a batch; a sink compares against rows it reads
-// back in the column's type.
+// back in the column's type. A sink may identify keys more coarsely once
+// converted to its column type: the Redshift sink stores keys as text, so
+// there "1" and 1, or "true" and true, are one key.
 func KeyIdentity(key [][]byte) string {
 	var b strings.Builder
 	for _, v := range key {

@@ -16,3 +16,18 @@ func AuditIDs(table string, topics []string) string {
 	return "SELECT SPLIT_PART(id, ':', 1) AS topic, CAST(SPLIT_PART(id, ':', 2) AS INTEGER) AS part, CAST(SPLIT_PART(id, ':', 3) AS BIGINT) AS off FROM " +
 		Ident(table) + " WHERE SPLIT_PART(id, ':', 1) IN (" + strings.Join(quoted, ", ") + ") ORDER BY 1, 2, 3"
 }
+
+// AuditApplied is the query `picomq-connect audit` reads an upsert target's
+// applied offsets with (write_mode = "upsert": the target keeps each key's
+// last change only, so its ids cannot show what was written): topic,
+// partition and applied offset of every row of offsets, the target's
+// offsets table, whose topic is one of topics. topics must pass
+// CheckLiteral.
+func AuditApplied(offsets string, topics []string) string {
+	quoted := make([]string, len(topics))
+	for i, t := range topics {
+		quoted[i] = Literal(t)
+	}
+	return "SELECT " + offTopic + ", CAST(" + offPartition + " AS INTEGER), " + offApplied + " FROM " + Ident(offsets) +
+		" WHERE " + offTopic + " IN (" + strings.Join(quoted, ", ") + ") ORDER BY 1, 2"
+}

@@ -15,3 +15,12 @@ func TestAuditIDs(t *testing.T) {
 		t.Errorf("got  %s\nwant %s", got, want)
 	}
 }
+
+// An upsert target's audit reads its offsets table, topics as literals.
+func TestAuditApplied(t *testing.T) {
+	got := rsql.AuditApplied(rsql.Offsets(`we"ird`), []string{"orders.eu", "o'x"})
+	want := `SELECT topic, CAST(partition_id AS INTEGER), applied_offset FROM "offsets_we""ird" WHERE topic IN ('orders.eu', 'o''x') ORDER BY 1, 2`
+	if got != want {
+		t.Errorf("got  %s\nwant %s", got, want)
+	}
+}

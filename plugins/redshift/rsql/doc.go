@@ -17,7 +17,8 @@
 //     key_<field> column names, offsets_<table> (DDL and check), and the
 //     statements that apply each key's last change after COPY
 //   - manifest.go  the JSON of a COPY manifest
-//   - audit.go     the ordered id query picomq-connect audit streams
+//   - audit.go     the ordered id query picomq-connect audit streams, and
+//     the applied-offsets query of an upsert target
 //   - tabledef.go  the type-family check of pg_table_def rows, its errors, and
 //     the byte limits of the columns actually found
 //

@@ -154,6 +154,14 @@ func Check(table string, l *Layout, rows []TableDefRow) (Limits, error) {
 			problems = append(problems, fmt.Sprintf("column %s is %s, expected %s", c.Name, typ, want))
 			continue
 		}
+		if c.ID >= ChangeOp && length > 0 && length < c.Limit {
+			// The sink writes these, not the records: a topic name fits
+			// its VARCHAR(256), which a narrower column would refuse on
+			// every COPY. Only the operator can widen it.
+			problems = append(problems, fmt.Sprintf("column %s is %s, expected %s or wider (a staging column of %s: drop the staging table, the sink creates it again)",
+				c.Name, typ, c.Type, optionFor(c.ID)))
+			continue
+		}
 		if length > 0 && (lim[i] == 0 || length < lim[i]) && c.Family != FamilyBigint && c.Family != FamilySuper {
 			lim[i] = length
 		}

@@ -67,8 +67,13 @@ func CheckOffsets(table string, rows []TableDefRow) error {
 			problems = append(problems, fmt.Sprintf("column %s is missing (the offsets table of write_mode = \"upsert\")", name))
 			continue
 		}
-		if fam, _, ok := ParseType(typ); !ok || fam != want[name] {
+		fam, length, ok := ParseType(typ)
+		switch {
+		case !ok || fam != want[name]:
 			problems = append(problems, fmt.Sprintf("column %s is %s, expected %s", name, typ, want[name]))
+		case name == offTopic && length > 0 && length < VarcharDefault:
+			// Every load's INSERT of offsets would fail on a longer topic.
+			problems = append(problems, fmt.Sprintf("column %s is %s, expected VARCHAR(%d) or wider", name, typ, VarcharDefault))
 		}
 	}
 	if len(problems) > 0 {
