@@ -297,7 +297,10 @@ func (t *table) mayHold(up *upsertPlan, keys *encode.Keys) func(*deltalog.Add) b
 		var st *fileStats
 		for c, name := range cols {
 			if v, ok := a.PartitionValues[name]; ok {
-				s, ok := keys.PartitionText(c, v)
+				s, ok, err := keys.PartitionText(c, v)
+				if err != nil {
+					continue // unreadable here: the file may hold any key
+				}
 				if !ok {
 					return false // a null key column holds no key
 				}

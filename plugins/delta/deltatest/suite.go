@@ -54,6 +54,9 @@ var Tests = []Test{
 	{Name: "UpsertMatchesModel", Run: UpsertMatchesModel, Backends: []string{File, S3}},
 	{Name: "UpsertTwoWritersAndCompaction", Run: UpsertTwoWritersAndCompaction, Backends: []string{File, S3}},
 	{Name: "UpsertRefusals", Run: UpsertRefusals, Backends: []string{File}},
+	{Name: "UpsertTimestampPartitionKey", Run: UpsertTimestampPartitionKey, Backends: []string{File}},
+	{Name: "UpsertEmptyStringPartitionKey", Run: UpsertEmptyStringPartitionKey, Backends: []string{File}},
+	{Name: "UpsertFirstCommitRacesCreate", Run: UpsertFirstCommitRacesCreate, Backends: []string{File}},
 	// column_types (valueschema.go): the encoder's and the log's, not a store's.
 	{Name: "ColumnTypesFromValueSchema", Run: ColumnTypesFromValueSchema, Backends: []string{File}},
 	{Name: "ColumnTypesValuesIgnoresValueSchema", Run: ColumnTypesValuesIgnoresValueSchema, Backends: []string{File}},
