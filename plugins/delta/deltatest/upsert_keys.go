@@ -20,7 +20,6 @@ func keyConfig(s *Store, uri, fields, partition, keys string) map[string]any {
 		"create_table", true, "table_schema", `{"type":"struct","fields":[`+fields+`]}`, "partition_by", partition)
 }
 
-
 // wantRows checks the table holds n rows, as delta-rs reads it, and that
 // the first has v (when n is 1).
 func wantRows(t *testing.T, s *Store, uri, sortBy string, n int, v float64) {
