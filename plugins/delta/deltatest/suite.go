@@ -57,6 +57,7 @@ var Tests = []Test{
 	{Name: "UpsertTimestampPartitionKey", Run: UpsertTimestampPartitionKey, Backends: []string{File}},
 	{Name: "UpsertEmptyStringPartitionKey", Run: UpsertEmptyStringPartitionKey, Backends: []string{File}},
 	{Name: "UpsertFirstCommitRacesCreate", Run: UpsertFirstCommitRacesCreate, Backends: []string{File}},
+	{Name: "UpsertRewritesSparkFiles", Run: UpsertRewritesSparkFiles, Backends: []string{File}},
 	// column_types (valueschema.go): the encoder's and the log's, not a store's.
 	{Name: "ColumnTypesFromValueSchema", Run: ColumnTypesFromValueSchema, Backends: []string{File}},
 	{Name: "ColumnTypesValuesIgnoresValueSchema", Run: ColumnTypesValuesIgnoresValueSchema, Backends: []string{File}},

@@ -1,9 +1,14 @@
 package deltatest
 
 import (
+	"fmt"
+	"os"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 
+	"github.com/picomq/heavy-sinks/internal/testenv"
 	"github.com/picomq/heavy-sinks/internal/testenv/sinkdriver"
 	"github.com/picomq/heavy-sinks/shared/hostclient"
 )
@@ -86,4 +91,34 @@ func UpsertFirstCommitRacesCreate(t *testing.T, d sinkdriver.Driver, s *Store) {
 	consume(t, a, JSONBatch("a", 0, `{"k":"a","v":1,"_op":"c"}`))
 	consumeRetrying(t, b, JSONBatch("b", 0, `{"k":"a","v":2,"_op":"u"}`))
 	wantRows(t, s, uri, "k", 1, 2)
+}
+
+// UpsertRewritesSparkFiles: a Spark-written table (the conformance table
+// data-reader-timestamp_ntz, whose files carry encodings this writer does
+// not use): a delete rewrites the file of its key, and compaction then
+// merges the files; delta-rs reads every other row throughout.
+func UpsertRewritesSparkFiles(t *testing.T, d sinkdriver.Driver, s *Store) {
+	uri := s.URI("spark_ntz")
+	if err := os.CopyFS(strings.TrimPrefix(uri, "file://"), os.DirFS(filepath.Join(testenv.DeltaTables(t), "data-reader-timestamp_ntz"))); err != nil {
+		t.Fatal(err)
+	}
+	rt := d.Start(t, s.Secrets...)
+	inst := Open(t, rt, "spark", s.Config(uri, "write_mode", "upsert", "key_columns", "id", "change_format", "op_field"))
+	consume(t, inst, JSONBatch("cdc", 0, `{"id":0,"_op":"d"}`))
+	wantIDs := func(when string) {
+		t.Helper()
+		var ids []string
+		for _, r := range s.ReadRows(uri, "id") {
+			ids = append(ids, fmt.Sprint(r["id"]))
+		}
+		if got := strings.Join(ids, ","); got != "1,2,3,4,5,6,7,8" {
+			t.Fatalf("%s: delta-rs reads ids %s, want 1..8", when, got)
+		}
+	}
+	wantIDs("after the delete")
+	_ = inst.Close()
+	c := Open(t, rt, "compactor", compactionConfig(s, uri, "write_mode", "upsert", "key_columns", "id", "change_format", "op_field"))
+	waitForMetric(t, "compactions", 1, c)
+	_ = c.Close()
+	wantIDs("after compaction")
 }

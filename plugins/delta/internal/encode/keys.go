@@ -171,7 +171,7 @@ func (k *Keys) Filter(w io.Writer, src *parquet.File, pv deltalog.PartitionValue
 	if createdBy == "" {
 		createdBy = defaultCreatedBy
 	}
-	config, err := parquet.NewWriterConfig(writerOptions(signedDecimals(schema), createdBy, defaultDictionaryMax, schema.Columns())...)
+	config, err := parquet.NewWriterConfig(writerOptions(copySchema(schema), createdBy, defaultDictionaryMax, schema.Columns())...)
 	if err != nil {
 		return Filtered{}, fmt.Errorf("encode: filter: parquet writer config: %w", err)
 	}
