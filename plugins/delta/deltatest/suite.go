@@ -49,7 +49,7 @@ var Tests = []Test{
 	{Name: "GroupOfTombstonesAndRecords", Run: GroupOfTombstonesAndRecords, Backends: []string{File}},
 	{Name: "GroupOfTwoTopicsInOneTable", Run: GroupOfTwoTopicsInOneTable, Backends: []string{File}},
 	{Name: "GroupsOfTwoWritersLoseNothing", Run: GroupsOfTwoWritersLoseNothing, Backends: []string{File, S3}},
-	// write_mode = "upsert" (upsert.go): the merge path is every store's
+	// write_mode = "upsert" (upsert.go, upsert_keys.go): the merge path is every store's
 	// commit path; checked on the local store and one object store.
 	{Name: "UpsertMatchesModel", Run: UpsertMatchesModel, Backends: []string{File, S3}},
 	{Name: "UpsertTwoWritersAndCompaction", Run: UpsertTwoWritersAndCompaction, Backends: []string{File, S3}},
