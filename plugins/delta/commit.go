@@ -214,6 +214,10 @@ func (t *table) actions(p *plan, files []encode.File, now time.Time) deltalog.Ap
 	if p.ev != nil {
 		add.Metadata = p.ev.md
 	}
+	// An upsert's first commit creates the table with its rows appended;
+	// a table created meanwhile may hold its keys, so the group is merged
+	// into it instead (rebase).
+	add.NoAdopt = p.up != nil
 	for _, f := range files {
 		add.Files = append(add.Files, deltalog.DataFile{Path: f.Path, PartitionValues: f.PartitionValues, Size: f.Size,
 			ModificationTime: now.UnixMilli(), Stats: f.Stats})

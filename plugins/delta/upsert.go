@@ -138,7 +138,7 @@ func (t *table) addChanges(enc *encode.Encoder, members []*member) (n added, up 
 			ch, err := cfg.Parse(r.Payload, r.Key)
 			var key string
 			if err == nil {
-				key, err = keys.Of(ch.Key)
+				key, err = t.keyOf(keys, ch.Key)
 			}
 			if err != nil {
 				if rerr := t.rejectChange(m, idx, err); rerr != nil {
@@ -264,6 +264,23 @@ func changeError(topic string, offset uint64, idx int, cfg *changes.Config, err 
 		topic, offset, idx, strings.Join(cfg.KeyColumns, ", "), err)
 }
 
+// keyOf renders a change's key (Keys.Of). An empty string in a string or
+// binary key column that is a partition column is no key: Delta holds an
+// empty partition value as null, so the row would be written with a null
+// key that no later change or delete could reach.
+func (t *table) keyOf(keys *encode.Keys, values [][]byte) (string, error) {
+	for c, name := range t.env.opts.changes.KeyColumns {
+		if !slices.Contains(t.snap.PartitionColumns, name) || string(bytes.TrimSpace(values[c])) != `""` {
+			continue
+		}
+		if typ := keys.Types()[c]; typ == deltalog.TypeString || typ == deltalog.TypeBinary {
+			return "", &changes.Error{Reason: fmt.Sprintf("key column %q is an empty string, which its partition column holds as null: "+
+				"no later change could reach the row", name)}
+		}
+	}
+	return keys.Of(values)
+}
+
 // checkChange decides a replayed record's rejection again (table.recheck)
 // the way addChanges decides it: nil when it is a change that fits.
 func (t *table) checkChange(enc *encode.Encoder, b *sdk.Batch, r *sdk.Record) error {
@@ -273,7 +290,7 @@ func (t *table) checkChange(enc *encode.Encoder, b *sdk.Batch, r *sdk.Record) er
 	}
 	ch, err := t.env.opts.changes.Parse(r.Payload, r.Key)
 	if err == nil {
-		_, err = keys.Of(ch.Key)
+		_, err = t.keyOf(keys, ch.Key)
 	}
 	if err != nil {
 		return err
@@ -297,7 +314,10 @@ func (t *table) mayHold(up *upsertPlan, keys *encode.Keys) func(*deltalog.Add) b
 		var st *fileStats
 		for c, name := range cols {
 			if v, ok := a.PartitionValues[name]; ok {
-				s, ok := keys.PartitionText(c, v)
+				s, ok, err := keys.PartitionText(c, v)
+				if err != nil {
+					continue // unreadable here: the file may hold any key
+				}
 				if !ok {
 					return false // a null key column holds no key
 				}

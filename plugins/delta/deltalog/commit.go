@@ -69,6 +69,12 @@ type AppendCommit struct {
 	// changed the metadata or protocol aborts (ConflictResolution), since
 	// ours was derived from the snapshot's.
 	Metadata *Metadata
+	// NoAdopt: the commit's content was planned against no table (an
+	// upsert's rows, with no removes), so a table another writer created
+	// meanwhile is never taken in its place, even one of the same
+	// definition: the result matches ErrConcurrentModification and the
+	// caller plans again against that table.
+	NoAdopt bool
 }
 
 // App is one application transaction of a commit: a txn action's appId

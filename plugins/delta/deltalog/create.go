@@ -146,7 +146,8 @@ func beforeCreate(ctx context.Context, store Store, s *Snapshot) (*Snapshot, err
 // table when the definitions match (adopt). An append that adds columns
 // (its Metadata, derived from the new table's) is aborted whatever the
 // definitions, like any append whose winner changed the metadata: the
-// columns must be worked out again against the existing table.
+// columns must be worked out again against the existing table. So is one
+// marked NoAdopt (an upsert's: its changes must be merged into that table).
 //
 // An append whose application transaction the existing table already
 // records at an older version is aborted too: its batch was filtered
@@ -154,7 +155,7 @@ func beforeCreate(ctx context.Context, store Store, s *Snapshot) (*Snapshot, err
 // delivery created it); rebuilt against it, they are skipped. The same
 // case on an existing table is ResolveConflict's ConcurrentTxnError.
 func createdElsewhere(s, existing *Snapshot, c *AppendCommit) (*Snapshot, error) {
-	if c.Metadata != nil {
+	if c.Metadata != nil || c.NoAdopt {
 		return nil, &ConcurrentModificationError{Version: existing.Version, Action: KindMetadata}
 	}
 	for _, a := range c.apps() {

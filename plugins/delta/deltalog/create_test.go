@@ -289,3 +289,36 @@ func TestCreateDoesNotAdoptATableWithOurOlderTxn(t *testing.T) {
 		t.Fatalf("lost race: err %v, want a ConcurrentTxnError", err)
 	}
 }
+
+// An append marked NoAdopt (an upsert's first commit) never goes on top
+// of a table another writer created, found before the put or winning
+// version 0: ErrConcurrentModification, and the table keeps only the
+// winner's commit.
+func TestCreateNoAdopt(t *testing.T) {
+	noAdopt := func(c deltalog.AppendCommit) deltalog.AppendCommit { c.NoAdopt = true; return c }
+	// Found before the put.
+	store := deltalog.NewMemStore()
+	mine := newTableSnap(t)
+	if _, err := deltalog.CommitAppend(ctx, store, newTableSnap(t), appendOf("w", 1, "w.parquet"), nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := deltalog.CommitAppend(ctx, store, mine, noAdopt(appendOf("l", 1, "l.parquet")), nil); !errors.Is(err, deltalog.ErrConcurrentModification) {
+		t.Fatalf("found before the put: %v, want ErrConcurrentModification", err)
+	}
+	if snap := load(t, store); snap.Version != 0 {
+		t.Fatalf("table at version %d, want only the winner's", snap.Version)
+	}
+	// Winning version 0.
+	mem := deltalog.NewMemStore()
+	hooked := &hookStore{MemStore: mem, hook: func() {
+		if _, err := deltalog.CommitAppend(ctx, mem, newTableSnap(t), appendOf("w", 1, "w.parquet"), nil); err != nil {
+			t.Error(err)
+		}
+	}}
+	if _, err := deltalog.CommitAppend(ctx, hooked, newTableSnap(t), noAdopt(appendOf("l", 5, "l.parquet")), nil); !errors.Is(err, deltalog.ErrConcurrentModification) {
+		t.Fatalf("lost version 0: %v, want ErrConcurrentModification", err)
+	}
+	if snap := load(t, mem); snap.Version != 0 {
+		t.Fatalf("table at version %d, want only the winner's", snap.Version)
+	}
+}

@@ -330,6 +330,14 @@ func toDays(v any) (int64, error) {
 	return toInt64(v)
 }
 
+// PartitionTimestamp parses a timestamp or timestamp_ntz partition value
+// as add.partitionValues holds it: Spark's "yyyy-MM-dd HH:mm:ss[.ffffff]"
+// or ISO 8601 ("…T…", with or without a zone). Without a zone it is UTC
+// (for timestamp_ntz: the wall clock), as the protocol reads it.
+func PartitionTimestamp(s string) (time.Time, bool) {
+	return parseStatTimestamp(strings.TrimSpace(s))
+}
+
 // toMicros: microseconds since the epoch. For timestamp_ntz (utc=false) a
 // time.Time contributes its wall clock, whatever its location.
 func toMicros(v any, utc bool) (int64, error) {

@@ -18,5 +18,8 @@
 //     table's rows as delta-rs and DuckDB read them and its log replayed.
 //   - valueschema.go: column_types, tables created and evolved from a
 //     batch's value schema (ABI 1.3), read back with delta-rs.
+//   - upsert.go: write_mode = upsert against a model of the table;
+//     upsert_keys.go: keys in partition columns, the first commit of a
+//     new table, copy-on-write of Spark-written files.
 //   - read.go: the delta-rs scripts (Py, ReadRows, History, Facts).
 package deltatest

@@ -49,11 +49,15 @@ var Tests = []Test{
 	{Name: "GroupOfTombstonesAndRecords", Run: GroupOfTombstonesAndRecords, Backends: []string{File}},
 	{Name: "GroupOfTwoTopicsInOneTable", Run: GroupOfTwoTopicsInOneTable, Backends: []string{File}},
 	{Name: "GroupsOfTwoWritersLoseNothing", Run: GroupsOfTwoWritersLoseNothing, Backends: []string{File, S3}},
-	// write_mode = "upsert" (upsert.go): the merge path is every store's
+	// write_mode = "upsert" (upsert.go, upsert_keys.go): the merge path is every store's
 	// commit path; checked on the local store and one object store.
 	{Name: "UpsertMatchesModel", Run: UpsertMatchesModel, Backends: []string{File, S3}},
 	{Name: "UpsertTwoWritersAndCompaction", Run: UpsertTwoWritersAndCompaction, Backends: []string{File, S3}},
 	{Name: "UpsertRefusals", Run: UpsertRefusals, Backends: []string{File}},
+	{Name: "UpsertTimestampPartitionKey", Run: UpsertTimestampPartitionKey, Backends: []string{File}},
+	{Name: "UpsertEmptyStringPartitionKey", Run: UpsertEmptyStringPartitionKey, Backends: []string{File}},
+	{Name: "UpsertFirstCommitRacesCreate", Run: UpsertFirstCommitRacesCreate, Backends: []string{File}},
+	{Name: "UpsertRewritesSparkFiles", Run: UpsertRewritesSparkFiles, Backends: []string{File}},
 	// column_types (valueschema.go): the encoder's and the log's, not a store's.
 	{Name: "ColumnTypesFromValueSchema", Run: ColumnTypesFromValueSchema, Backends: []string{File}},
 	{Name: "ColumnTypesValuesIgnoresValueSchema", Run: ColumnTypesValuesIgnoresValueSchema, Backends: []string{File}},

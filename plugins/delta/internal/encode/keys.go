@@ -127,13 +127,26 @@ func keyText(t deltalog.DataType, v any) (string, error) {
 func (k *Keys) Types() []deltalog.DataType { return k.types }
 
 // PartitionText is a partition value of key column i (as add.partitionValues
-// holds it) as compared; ok is false for null, which no key equals.
-func (k *Keys) PartitionText(i int, v *string) (string, bool) {
+// holds it) as compared; ok is false for null, which no key equals. err
+// says the value cannot be read as the column's type (a writer's form
+// this one does not know): the file may hold any key.
+func (k *Keys) PartitionText(i int, v *string) (s string, ok bool, err error) {
 	if v == nil {
-		return "", false
+		return "", false, nil
 	}
-	s, err := keyText(k.types[i], *v)
-	return s, err == nil
+	var val any = *v
+	if t := k.types[i]; t == deltalog.TypeTimestamp || t == deltalog.TypeTimestampNTZ {
+		tm, ok := deltalog.PartitionTimestamp(*v)
+		if !ok {
+			return "", false, fmt.Errorf("partition value %q of key column %q is not a timestamp", *v, k.cols[i])
+		}
+		val = tm
+	}
+	s, err = keyText(k.types[i], val)
+	if err != nil {
+		return "", false, fmt.Errorf("partition value %q of key column %q: %w", *v, k.cols[i], err)
+	}
+	return s, true, nil
 }
 
 // Filtered is the result of Filter.
@@ -158,7 +171,7 @@ func (k *Keys) Filter(w io.Writer, src *parquet.File, pv deltalog.PartitionValue
 	if createdBy == "" {
 		createdBy = defaultCreatedBy
 	}
-	config, err := parquet.NewWriterConfig(writerOptions(signedDecimals(schema), createdBy, defaultDictionaryMax, schema.Columns())...)
+	config, err := parquet.NewWriterConfig(writerOptions(copySchema(schema), createdBy, defaultDictionaryMax, schema.Columns())...)
 	if err != nil {
 		return Filtered{}, fmt.Errorf("encode: filter: parquet writer config: %w", err)
 	}
@@ -202,7 +215,11 @@ func (k *Keys) keep(src *parquet.File, pv deltalog.PartitionValues, drop map[str
 	schema := src.Schema()
 	for c, name := range k.cols {
 		if v, ok := pv[name]; ok { // a partition column: one value for the file
-			s, ok := k.PartitionText(c, v)
+			s, ok, err := k.PartitionText(c, v)
+			if err != nil {
+				// Kept, the rows would live on beside their keys' new rows.
+				return nil, 0, fmt.Errorf("encode: filter: %w", err)
+			}
 			if !ok {
 				return make([]bool, n), 0, nil // null: no key matches; keep all
 			}

@@ -161,3 +161,33 @@ func TestFilterKeepsNestedRowsWhole(t *testing.T) {
 		}
 	}
 }
+
+// A timestamp key column's partition value, in Spark's form or ISO 8601,
+// is the key a change of that instant renders; a value no form reads is
+// an error (the file may hold any key), null is not.
+func TestKeysPartitionTimestamp(t *testing.T) {
+	for _, typ := range []string{"timestamp", "timestamp_ntz"} {
+		schema := mustSchema(t, field("ts", `"`+typ+`"`, true), field("v", `"long"`, true))
+		k, err := encode.NewKeys(schema, []string{"ts"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		key, err := k.Of([][]byte{[]byte(`"2024-03-04T05:06:07.123456Z"`)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, pv := range []string{"2024-03-04 05:06:07.123456", "2024-03-04T05:06:07.123456Z", "2024-03-04T05:06:07.123456"} {
+			s, ok, err := k.PartitionText(0, &pv)
+			if err != nil || !ok || !strings.HasSuffix(key, ":"+s) {
+				t.Errorf("%s %q: %q %v %v, want the key %q", typ, pv, s, ok, err, key)
+			}
+		}
+		bad := "4 March 2024"
+		if _, _, err := k.PartitionText(0, &bad); err == nil {
+			t.Errorf("%s %q: no error", typ, bad)
+		}
+		if _, ok, err := k.PartitionText(0, nil); ok || err != nil {
+			t.Errorf("%s null: %v %v, want not ok and no error", typ, ok, err)
+		}
+	}
+}

@@ -55,7 +55,7 @@ func Merge(w io.Writer, srcs []*parquet.File, stats *deltalog.StatsCollector, cr
 	}
 	// Written with the files' schema, but wide decimals bounded as signed
 	// numbers (signedDecimals), as a batch's file is.
-	config, err := parquet.NewWriterConfig(writerOptions(signedDecimals(schema), createdBy, defaultDictionaryMax, schema.Columns())...)
+	config, err := parquet.NewWriterConfig(writerOptions(copySchema(schema), createdBy, defaultDictionaryMax, schema.Columns())...)
 	if err != nil {
 		return Merged{}, fmt.Errorf("encode: merge: parquet writer config: %w", err)
 	}

@@ -151,33 +151,42 @@ func spliceGroup(data []byte, rg *format.RowGroup, ncols int) (*ckptfile.RowGrou
 	return g, nil
 }
 
-// signedDecimals is schema with boundsType for its leaves, for a writer
-// that copies a file read back: its wide decimals' chunk bounds are then
-// signed numbers, as in a batch's file. schema itself when it has none.
-func signedDecimals(schema *parquet.Schema) *parquet.Schema {
-	changed := false
-	root := signedNode(schema, &changed)
-	if !changed {
-		return schema
-	}
-	return parquet.NewSchema(schema.Name(), root)
+// copySchema is the writer schema of a file that copies files read back
+// (Merge, Filter): their schema with wide decimals' chunk bounds signed
+// (boundsType), as in a batch's file, and every leaf encoded as the
+// encoder encodes it (strings and binaries dictionary-encoded, the rest
+// plain).
+// The source nodes carry the encodings of the file's writer, which may be
+// ones parquet-go cannot write (Spark's RLE on an INT32 column).
+func copySchema(schema *parquet.Schema) *parquet.Schema {
+	return parquet.NewSchema(schema.Name(), copyNode(schema))
 }
 
-func signedNode(n parquet.Node, changed *bool) parquet.Node {
+func copyNode(n parquet.Node) parquet.Node {
 	if n.Leaf() {
-		d := wideDecimal(n.Type())
-		if d == nil {
-			return n
+		if d := wideDecimal(n.Type()); d != nil {
+			n = leafNode{n, parquet.Decimal(int(d.Scale), int(d.Precision), boundsType(n.Type())).Type()}
 		}
-		*changed = true
-		return leafNode{n, parquet.Decimal(int(d.Scale), int(d.Precision), boundsType(n.Type())).Type()}
+		if n.Type().Kind() == parquet.ByteArray && !isDecimal(n.Type()) {
+			return parquet.Encoded(n, &parquet.RLEDictionary)
+		}
+		return parquet.Encoded(n, &parquet.Plain)
 	}
 	fields := n.Fields()
 	out := make([]parquet.Field, len(fields))
 	for i, f := range fields {
-		out[i] = field{signedNode(f, changed), f}
+		out[i] = field{copyNode(f), f}
 	}
 	return groupNode{n, out}
+}
+
+func isDecimal(t parquet.Type) bool {
+	lt := t.LogicalType()
+	if lt == nil {
+		return false
+	}
+	_, ok := lt.Value.(*format.DecimalType)
+	return ok
 }
 
 // leafNode is a leaf with another type; groupNode a group with other fields.
