@@ -18,10 +18,11 @@ type Broker interface {
 	Offsets(ctx context.Context, group string, tps []TP) (map[TP]Offsets, error)
 	// DeadLetters reads topic from its start to its end as of the call and
 	// calls fn with each record's source coordinates (the
-	// pico_source_topic, _partition and _offset headers); records without
-	// them are counted in unreadable. A topic that does not exist has no
-	// dead letters.
-	DeadLetters(ctx context.Context, topic string, fn func(src TP, offset int64)) (unreadable int64, err error)
+	// pico_source_topic, _partition and _offset headers) and its
+	// pico_redrive_attempts (0 without it); records without them are
+	// counted in unreadable. A topic that does not exist has no dead
+	// letters.
+	DeadLetters(ctx context.Context, topic string, fn func(src TP, offset int64, attempts int)) (unreadable int64, err error)
 }
 
 // Destination is one sink's destination, as the audit reads it.
@@ -88,7 +89,7 @@ func Run(ctx context.Context, s Sink) (SinkReport, error) {
 	rep.Notes = append(rep.Notes, notes...)
 	for _, bt := range blocks {
 		b := bt.blk.Broker
-		dead := map[TP]*Count{}
+		dead := map[TP]*Letters{}
 		if bt.blk.DeadLetters != nil {
 			mine := map[TP]bool{}
 			for _, tp := range bt.tps {
@@ -102,17 +103,17 @@ func Run(ctx context.Context, s Sink) (SinkReport, error) {
 				}
 				seen[dlq] = true
 				var others int64
-				bad, err := b.DeadLetters(ctx, dlq, func(src TP, o int64) {
+				bad, err := b.DeadLetters(ctx, dlq, func(src TP, o int64, attempts int) {
 					if !mine[src] {
 						others++
 						return
 					}
-					c := dead[src]
-					if c == nil {
-						c = &Count{}
-						dead[src] = c
+					l := dead[src]
+					if l == nil {
+						l = &Letters{}
+						dead[src] = l
 					}
-					c.Add(o, o+1)
+					l.Add(o, attempts)
 				})
 				if err != nil {
 					return rep, fmt.Errorf("dead-letter topic %s: %w", dlq, err)

@@ -30,12 +30,12 @@ func (fakeBroker) Offsets(_ context.Context, _ string, tps []audit.TP) (map[audi
 	return out, nil
 }
 
-func (fakeBroker) DeadLetters(_ context.Context, topic string, fn func(audit.TP, int64)) (int64, error) {
+func (fakeBroker) DeadLetters(_ context.Context, topic string, fn func(audit.TP, int64, int)) (int64, error) {
 	if topic != "dlq" {
 		return 0, nil
 	}
-	fn(audit.TP{Topic: "a", Partition: 1}, 2)
-	fn(audit.TP{Topic: "other", Partition: 0}, 9)
+	fn(audit.TP{Topic: "a", Partition: 1}, 2, 0)
+	fn(audit.TP{Topic: "other", Partition: 0}, 9, 0)
 	return 1, nil
 }
 

@@ -18,7 +18,7 @@ func WriteText(w io.Writer, r *Report) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	for _, s := range r.Sinks {
 		fmt.Fprintf(tw, "sink %s (%s, %s)\n", s.Key, s.Plugin, s.File)
-		fmt.Fprintln(tw, "topic\tpartition\ttable\tproof\tlog start\tcommitted\tend\tconsumed\twritten\tdead-lettered\tin both\tskipped\tcompacted\tmissing\tduplicated\t")
+		fmt.Fprintln(tw, "topic\tpartition\ttable\tproof\tlog start\tcommitted\tend\tconsumed\twritten\tdead-lettered\tin both\tskipped\tcompacted\tmissing\tduplicated\tredriven\t")
 		for _, p := range s.Partitions {
 			committed := strconv.FormatInt(p.Committed, 10)
 			if p.Committed < 0 {
@@ -28,8 +28,8 @@ func WriteText(w io.Writer, r *Report) error {
 			if p.TxnVersion != nil && p.Proof == ProofTxn {
 				proof += " ≤ " + strconv.FormatInt(*p.TxnVersion, 10)
 			}
-			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%d\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t\n", p.Topic, p.Partition, p.Table, proof,
-				p.LogStart, committed, p.End, p.Consumed, p.Written, p.DeadLetter, p.InBoth, p.Skipped, p.Compacted, p.Missing, p.Duplicated)
+			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%d\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t\n", p.Topic, p.Partition, p.Table, proof,
+				p.LogStart, committed, p.End, p.Consumed, p.Written, p.DeadLetter, p.InBoth, p.Skipped, p.Compacted, p.Missing, p.Duplicated, p.Redriven)
 		}
 		tw.Flush()
 		for _, p := range s.Partitions {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -12,8 +11,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/picomq/heavy-sinks/connect/audit"
+	"github.com/picomq/heavy-sinks/connect/redrive"
 	"github.com/picomq/heavy-sinks/connect/transform"
-	"github.com/picomq/heavy-sinks/shared/metadata"
 )
 
 // StallTimeout bounds how long a read of a partition may go without a
@@ -149,8 +148,9 @@ func (k *Kafka) Read(ctx context.Context, tp audit.TP, from, to int64, fn func(a
 }
 
 // DeadLetters reads topic from its start to its end as of now and calls fn
-// with each record's source coordinates.
-func (k *Kafka) DeadLetters(ctx context.Context, topic string, fn func(src audit.TP, offset int64)) (unreadable int64, err error) {
+// with each record's source coordinates and redrive attempts, as the
+// redrive reads them (redrive.Parse).
+func (k *Kafka) DeadLetters(ctx context.Context, topic string, fn func(src audit.TP, offset int64, attempts int)) (unreadable int64, err error) {
 	lctx, cancel := bounded(ctx)
 	defer cancel()
 	starts, err := k.adm.ListStartOffsets(lctx, topic)
@@ -183,38 +183,15 @@ func (k *Kafka) DeadLetters(ctx context.Context, topic string, fn func(src audit
 		return 0, failed
 	}
 	err = k.read(ctx, want, func(r *kgo.Record) error {
-		src, off, ok := sourceOf(r)
-		if !ok {
+		l := redrive.Parse(r)
+		if l.Err != nil {
 			unreadable++
 			return nil
 		}
-		fn(src, off)
+		fn(audit.TP{Topic: l.Source.Topic, Partition: l.Source.Partition}, l.Source.Offset, l.Attempts)
 		return nil
 	})
 	return unreadable, err
-}
-
-// sourceOf reads a dead letter's pico_source_* headers (the last of each
-// name, as the runtime writes one).
-func sourceOf(r *kgo.Record) (audit.TP, int64, bool) {
-	var topic, part, off string
-	var hasTopic bool
-	for _, h := range r.Headers {
-		switch h.Key {
-		case metadata.DeadLetterTopic:
-			topic, hasTopic = string(h.Value), true
-		case metadata.DeadLetterPartition:
-			part = string(h.Value)
-		case metadata.DeadLetterOffset:
-			off = string(h.Value)
-		}
-	}
-	p, err1 := strconv.ParseInt(part, 10, 32)
-	o, err2 := strconv.ParseInt(off, 10, 64)
-	if !hasTopic || err1 != nil || err2 != nil || o < 0 {
-		return audit.TP{}, 0, false
-	}
-	return audit.TP{Topic: topic, Partition: int32(p)}, o, true
 }
 
 // read consumes each partition's range with a direct consumer of its own
