@@ -28,8 +28,14 @@ var stdout io.Writer = os.Stdout
 
 // Exit codes of audit: exitOK when clean, exitSinkError (1) when an
 // offset is missing or held twice, exitUsage for bad flags, definitions,
-// a plugin it cannot audit, or a source it could not read.
-const exitNotClean = exitSinkError
+// a plugin it cannot audit, or a source it could not read, and
+// exitNotAudited (3) when nothing else is wrong but a topic or partition
+// that had something to check was not audited (a complete report says
+// which).
+const (
+	exitNotClean   = exitSinkError
+	exitNotAudited = 3
+)
 
 // runAudit is `picomq-connect audit <definition>`: every topic-partition
 // of the definitions' [[topics]] blocks reconciled against the broker,
@@ -91,8 +97,11 @@ func runAudit(args []string) int {
 		fmt.Fprintln(stderr, "picomq-connect audit:", err)
 		return exitUsage
 	}
-	if !rep.Clean {
+	switch {
+	case rep.Missing > 0 || rep.Duplicated > 0:
 		return exitNotClean
+	case rep.Unaudited > 0:
+		return exitNotAudited
 	}
 	return exitOK
 }

@@ -190,3 +190,21 @@ func TestAuditTransactionMarker(t *testing.T) {
 		t.Errorf("%+v after %v", p, time.Since(start))
 	}
 }
+
+// A topic the broker does not have was not audited: exit 3, not clean.
+func TestAuditTopicGone(t *testing.T) {
+	kf := auditBroker(t)
+	dir := auditDef(t, "file://"+filepath.Join(t.TempDir(), "none"))
+	def := filepath.Join(dir, "d.toml")
+	b, err := os.ReadFile(def)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(def, bytes.Replace(b, []byte(`topics = ["a"]`), []byte(`topics = ["gone"]`), 1), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, rep, msg := runAuditJSON(t, "--brokers", kf.ListenAddrs()[0], dir)
+	if code != exitNotAudited || rep.Clean || rep.Unaudited != 1 || !strings.Contains(strings.Join(rep.Sinks[0].Unaudited, ""), "topic gone does not exist") {
+		t.Fatalf("exit %d, %+v, %s", code, rep, msg)
+	}
+}

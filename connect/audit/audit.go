@@ -278,6 +278,12 @@ type SinkReport struct {
 	Partitions []PartitionReport `json:"partitions"`
 	// Notes say what the audit could not prove, per table or block.
 	Notes []string `json:"notes"`
+	// Unaudited say what the audit checked nothing of although there
+	// was something to check: a topic not on the broker, a partition
+	// whose group has no committed offset (yet the destination or the
+	// dead-letter topic holds offsets of it) or committed one below the
+	// log start. The report is then not clean.
+	Unaudited []string `json:"unaudited"`
 }
 
 // Report is the whole audit.
@@ -286,19 +292,23 @@ type Report struct {
 	// Missing and Duplicated sum the partitions'.
 	Missing    int64 `json:"missing"`
 	Duplicated int64 `json:"duplicated"`
-	Clean      bool  `json:"clean"`
+	// Unaudited counts the sinks' Unaudited.
+	Unaudited int `json:"unaudited"`
+	// Clean: nothing missing, nothing twice, nothing left unaudited.
+	Clean bool `json:"clean"`
 }
 
 // Finish sums the partitions into r's totals.
 func (r *Report) Finish() {
-	r.Missing, r.Duplicated = 0, 0
+	r.Missing, r.Duplicated, r.Unaudited = 0, 0, 0
 	for _, s := range r.Sinks {
+		r.Unaudited += len(s.Unaudited)
 		for _, p := range s.Partitions {
 			r.Missing += p.Missing
 			r.Duplicated += p.Duplicated
 		}
 	}
-	r.Clean = r.Missing == 0 && r.Duplicated == 0
+	r.Clean = r.Missing == 0 && r.Duplicated == 0 && r.Unaudited == 0
 }
 
 // ranges renders runs as "3-7, 9" for the text report, at most limit of

@@ -55,7 +55,7 @@ type Sink struct {
 
 // Run reconciles every partition of s's blocks.
 func Run(ctx context.Context, s Sink) (SinkReport, error) {
-	rep := SinkReport{Key: s.Key, File: s.File, Plugin: s.Plugin, Partitions: []PartitionReport{}, Notes: slices.Clone(s.Notes)}
+	rep := SinkReport{Key: s.Key, File: s.File, Plugin: s.Plugin, Partitions: []PartitionReport{}, Notes: slices.Clone(s.Notes), Unaudited: []string{}}
 	type blockTPs struct {
 		blk *Block
 		tps []TP
@@ -72,7 +72,7 @@ func Run(ctx context.Context, s Sink) (SinkReport, error) {
 		}
 		for _, t := range blk.Topics {
 			if !slices.ContainsFunc(tps, func(tp TP) bool { return tp.Topic == t }) {
-				rep.Notes = append(rep.Notes, fmt.Sprintf("topic %s does not exist on the broker: nothing to audit", t))
+				rep.Unaudited = append(rep.Unaudited, fmt.Sprintf("topic %s does not exist on the broker: nothing audited", t))
 			}
 		}
 		off, err := b.Offsets(ctx, blk.Group, tps)
@@ -135,6 +135,13 @@ func Run(ctx context.Context, s Sink) (SinkReport, error) {
 			if err != nil {
 				return rep, err
 			}
+			// Consumed is 0 then: a clean partition would prove nothing.
+			switch {
+			case off.Committed < 0 && (holds(written[tp]) || dead[tp] != nil):
+				rep.Unaudited = append(rep.Unaudited, fmt.Sprintf("%s: group %s has no committed offset, yet the destination or the dead-letter topic holds offsets of it: nothing audited", tp, bt.blk.Group))
+			case off.Committed >= 0 && off.Committed < off.LogStart:
+				rep.Unaudited = append(rep.Unaudited, fmt.Sprintf("%s: group %s committed offset %d, below the log start %d: nothing audited", tp, bt.blk.Group, off.Committed, off.LogStart))
+			}
 			rep.Partitions = append(rep.Partitions, p)
 		}
 	}
@@ -145,4 +152,10 @@ func Run(ctx context.Context, s Sink) (SinkReport, error) {
 		return int(a.Partition) - int(b.Partition)
 	})
 	return rep, nil
+}
+
+// holds reports whether a destination's account of a partition holds any
+// offset.
+func holds(w *Written) bool {
+	return w != nil && (w.Rows.Once.Len() > 0 || w.Txn >= 0)
 }

@@ -43,13 +43,20 @@ func WriteText(w io.Writer, r *Report) error {
 		for _, n := range s.Notes {
 			fmt.Fprintf(w, "  note: %s\n", n)
 		}
+		for _, n := range s.Unaudited {
+			fmt.Fprintf(w, "  not audited: %s\n", n)
+		}
 		fmt.Fprintln(w)
 	}
 	if r.Clean {
 		_, err := fmt.Fprintln(w, "clean: nothing missing, nothing twice")
 		return err
 	}
-	_, err := fmt.Fprintf(w, "NOT CLEAN: %d offset(s) missing, %d offset(s) held more than once\n", r.Missing, r.Duplicated)
+	if r.Missing == 0 && r.Duplicated == 0 {
+		_, err := fmt.Fprintf(w, "NOTHING AUDITED for %d topic(s) or partition(s) (listed above): nothing missing or twice among the rest\n", r.Unaudited)
+		return err
+	}
+	_, err := fmt.Fprintf(w, "NOT CLEAN: %d offset(s) missing, %d offset(s) held more than once, %d topic(s) or partition(s) not audited\n", r.Missing, r.Duplicated, r.Unaudited)
 	return err
 }
 
