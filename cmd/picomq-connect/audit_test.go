@@ -208,3 +208,22 @@ func TestAuditTopicGone(t *testing.T) {
 		t.Fatalf("exit %d, %+v, %s", code, rep, msg)
 	}
 }
+
+// Two definitions whose blocks send letters of the same topic to the same
+// dead-letter topic: each audit would count the other's letters, so
+// neither audited its dead letters.
+func TestAuditSharedDeadLetters(t *testing.T) {
+	kf := auditBroker(t)
+	dir := t.TempDir()
+	for _, key := range []string{"one", "two"} {
+		def := fmt.Sprintf("type = \"sink\"\nkey = %q\npath = \"libpicomq_connector_delta_sink\"\n\n[[topics]]\ntopics = [\"a\"]\nschema = \"json\"\nconsumer_group = \"g\"\nerrors_tolerance = \"all\"\ndead_letter_topic = \"dl\"\n\n[plugin_config]\ntable_uri = %q\n",
+			key, "file://"+filepath.Join(dir, "none"))
+		if err := os.WriteFile(filepath.Join(dir, key+".toml"), []byte(def), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	code, rep, msg := runAuditJSON(t, "--brokers", kf.ListenAddrs()[0], "--sink", "one", dir)
+	if code == exitOK || rep.Clean || len(rep.Sinks) != 1 || !strings.Contains(strings.Join(rep.Sinks[0].Unaudited, ""), "dead-letter topic dl is also where sink two") {
+		t.Fatalf("exit %d, %+v, %s", code, rep, msg)
+	}
+}

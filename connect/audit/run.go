@@ -51,11 +51,13 @@ type Sink struct {
 	Dest              Destination
 	// Notes are added to the report as they are.
 	Notes []string
+	// Unaudited are added to the report's Unaudited as they are.
+	Unaudited []string
 }
 
 // Run reconciles every partition of s's blocks.
 func Run(ctx context.Context, s Sink) (SinkReport, error) {
-	rep := SinkReport{Key: s.Key, File: s.File, Plugin: s.Plugin, Partitions: []PartitionReport{}, Notes: slices.Clone(s.Notes), Unaudited: []string{}}
+	rep := SinkReport{Key: s.Key, File: s.File, Plugin: s.Plugin, Partitions: []PartitionReport{}, Notes: slices.Clone(s.Notes), Unaudited: append([]string{}, s.Unaudited...)}
 	type blockTPs struct {
 		blk *Block
 		tps []TP
