@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -26,6 +27,14 @@ type Kafka struct {
 	opts []kgo.Opt // how to reach the brokers
 	cl   *kgo.Client
 	adm  *kadm.Client
+
+	// The read-back consumer of the last partition Read: Reconcile reads
+	// a partition's holes one after the other, so one consumer moved
+	// with SetOffsets serves them all (a client per hole costs a
+	// connection and a metadata round trip each).
+	mu     sync.Mutex
+	readTP audit.TP
+	reader *kgo.Client
 }
 
 // NewKafka connects with opts (seed brokers, TLS, SASL: the block's
@@ -38,8 +47,16 @@ func NewKafka(opts []kgo.Opt) (*Kafka, error) {
 	return &Kafka{opts: opts, cl: cl, adm: kadm.NewClient(cl)}, nil
 }
 
-// Close closes the client.
-func (k *Kafka) Close() { k.cl.Close() }
+// Close closes the clients.
+func (k *Kafka) Close() {
+	k.mu.Lock()
+	if k.reader != nil {
+		k.reader.Close()
+		k.reader = nil
+	}
+	k.mu.Unlock()
+	k.cl.Close()
+}
 
 // bounded is ctx cut to StallTimeout: the admin requests' bound (the
 // client would retry an unreachable broker for much longer).
@@ -138,13 +155,39 @@ func (k *Kafka) Offsets(ctx context.Context, group string, tps []audit.TP) (map[
 
 // Read calls fn with each record held at offsets from ≤ o < to of tp.
 func (k *Kafka) Read(ctx context.Context, tp audit.TP, from, to int64, fn func(audit.Record) error) error {
-	return k.read(ctx, map[string]map[int32]audit.Range{tp.Topic: {tp.Partition: {From: from, To: to}}}, func(r *kgo.Record) error {
+	if from >= to {
+		return nil
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.reader != nil && k.readTP != tp {
+		k.reader.Close()
+		k.reader = nil
+	}
+	if k.reader == nil {
+		cl, err := k.consumer(map[string]map[int32]kgo.Offset{tp.Topic: {tp.Partition: kgo.NewOffset().At(from)}})
+		if err != nil {
+			return err
+		}
+		k.reader, k.readTP = cl, tp
+	} else {
+		// Drops what was buffered from the previous position.
+		k.reader.SetOffsets(map[string]map[int32]kgo.EpochOffset{tp.Topic: {tp.Partition: {Epoch: -1, Offset: from}}})
+	}
+	want := map[string]map[int32]audit.Range{tp.Topic: {tp.Partition: {From: from, To: to}}}
+	err := k.poll(ctx, k.reader, want, func(r *kgo.Record) error {
 		rec := audit.Record{Offset: r.Offset, Key: r.Key, Value: r.Value, Timestamp: r.Timestamp}
 		for _, h := range r.Headers {
 			rec.Headers = append(rec.Headers, transform.Header{Key: h.Key, Value: h.Value})
 		}
 		return fn(rec)
 	})
+	if err != nil {
+		// Its position is unknown: the next Read starts afresh.
+		k.reader.Close()
+		k.reader = nil
+	}
+	return err
 }
 
 // DeadLetters reads topic from its start to its end as of now and calls fn
@@ -203,25 +246,37 @@ func (k *Kafka) read(ctx context.Context, want map[string]map[int32]audit.Range,
 		return nil
 	}
 	parts := map[string]map[int32]kgo.Offset{}
-	left := 0
 	for t, ps := range want {
 		parts[t] = map[int32]kgo.Offset{}
 		for p, r := range ps {
 			parts[t][p] = kgo.NewOffset().At(r.From)
-			left++
 		}
 	}
+	cl, err := k.consumer(parts)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	return k.poll(ctx, cl, want, fn)
+}
+
+// consumer is a direct consumer of parts.
+func (k *Kafka) consumer(parts map[string]map[int32]kgo.Offset) (*kgo.Client, error) {
 	opts := append(append([]kgo.Opt{}, k.opts...), kgo.ConsumePartitions(parts),
 		// As the runtime's consumer reads (kgo's default): aborted records
 		// too. Transaction markers are kept so that a range ending in one
 		// ends when it is read, rather than waiting for a record that
 		// never comes; fn never sees them.
 		kgo.FetchIsolationLevel(kgo.ReadUncommitted()), kgo.KeepControlRecords())
-	cl, err := kgo.NewClient(opts...)
-	if err != nil {
-		return err
+	return kgo.NewClient(opts...)
+}
+
+// poll reads want's ranges with cl, consuming them from their starts.
+func (k *Kafka) poll(ctx context.Context, cl *kgo.Client, want map[string]map[int32]audit.Range, fn func(*kgo.Record) error) error {
+	left := 0
+	for _, ps := range want {
+		left += len(ps)
 	}
-	defer cl.Close()
 	done := map[string]map[int32]bool{}
 	finish := func(t string, p int32) {
 		if done[t] == nil {
