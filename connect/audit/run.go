@@ -121,7 +121,7 @@ func Run(ctx context.Context, s Sink) (SinkReport, error) {
 					return rep, fmt.Errorf("dead-letter topic %s: %w", dlq, err)
 				}
 				if bad > 0 {
-					rep.Notes = append(rep.Notes, fmt.Sprintf("dead-letter topic %s: %d record(s) without pico_source_* headers, not counted", dlq, bad))
+					rep.Notes = append(rep.Notes, fmt.Sprintf("dead-letter topic %s: %d record(s) whose pico_source_* or pico_redrive_attempts headers cannot be read, not counted", dlq, bad))
 				}
 				if others > 0 {
 					rep.Notes = append(rep.Notes, fmt.Sprintf("dead-letter topic %s: %d record(s) of partitions this block does not consume now, not counted", dlq, others))

@@ -74,7 +74,7 @@ func TestRun(t *testing.T) {
 	if !slices.ContainsFunc(rep.Unaudited, func(s string) bool { return strings.Contains(s, "topic gone does not exist") }) {
 		t.Errorf("unaudited %q", rep.Unaudited)
 	}
-	for _, want := range []string{"dest note", "1 record(s) without pico_source_* headers", "1 record(s) of partitions this block does not consume"} {
+	for _, want := range []string{"dest note", "1 record(s) whose pico_source_* or pico_redrive_attempts headers cannot be read", "1 record(s) of partitions this block does not consume"} {
 		if !strings.Contains(notes, want) {
 			t.Errorf("notes %q lack %q", notes, want)
 		}
