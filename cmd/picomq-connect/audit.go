@@ -28,8 +28,14 @@ var stdout io.Writer = os.Stdout
 
 // Exit codes of audit: exitOK when clean, exitSinkError (1) when an
 // offset is missing or held twice, exitUsage for bad flags, definitions,
-// a plugin it cannot audit, or a source it could not read.
-const exitNotClean = exitSinkError
+// a plugin it cannot audit, or a source it could not read, and
+// exitNotAudited (3) when nothing else is wrong but a topic or partition
+// that had something to check was not audited (a complete report says
+// which).
+const (
+	exitNotClean   = exitSinkError
+	exitNotAudited = 3
+)
 
 // runAudit is `picomq-connect audit <definition>`: every topic-partition
 // of the definitions' [[topics]] blocks reconciled against the broker,
@@ -63,6 +69,7 @@ func runAudit(args []string) int {
 		}
 		return exitUsage
 	}
+	all := slices.Clone(defs)
 	if *only != "" {
 		defs = slices.DeleteFunc(defs, func(d *definition.Definition) bool { return !strings.EqualFold(d.Key, *only) })
 		if len(defs) == 0 {
@@ -74,7 +81,7 @@ func runAudit(args []string) int {
 	defer stop()
 	var rep audit.Report
 	for _, d := range defs {
-		sr, err := auditSink(ctx, d, splitList(*brokers))
+		sr, err := auditSink(ctx, d, all, splitList(*brokers))
 		if err != nil {
 			fmt.Fprintf(stderr, "picomq-connect audit: sink %s (%s): %v\n", d.Key, d.File, err)
 			return exitUsage
@@ -91,8 +98,11 @@ func runAudit(args []string) int {
 		fmt.Fprintln(stderr, "picomq-connect audit:", err)
 		return exitUsage
 	}
-	if !rep.Clean {
+	switch {
+	case rep.Missing > 0 || rep.Duplicated > 0:
 		return exitNotClean
+	case rep.Unaudited > 0:
+		return exitNotAudited
 	}
 	return exitOK
 }
@@ -115,7 +125,7 @@ func pluginOf(d *definition.Definition) string {
 }
 
 // auditSink reads one definition's broker, destination and dead letters.
-func auditSink(ctx context.Context, d *definition.Definition, brokers []string) (audit.SinkReport, error) {
+func auditSink(ctx context.Context, d *definition.Definition, all []*definition.Definition, brokers []string) (audit.SinkReport, error) {
 	s := audit.Sink{Key: d.Key, File: d.File, Plugin: pluginOf(d)}
 	raw, err := json.Marshal(d.PluginConfig)
 	if err != nil {
@@ -168,6 +178,7 @@ func auditSink(ctx context.Context, d *definition.Definition, brokers []string) 
 		blk := audit.Block{Broker: k, Group: t.ConsumerGroup, Topics: topics}
 		if t.ErrorsTolerance == definition.ToleranceAll {
 			blk.DeadLetters = t.DeadLetterFor
+			s.Unaudited = append(s.Unaudited, sharedDeadLetters(d, t, topics, all)...)
 		}
 		var ok bool
 		if blk.Skip, ok = audit.NewSkipper(t, skipEmpty); !ok {
@@ -180,4 +191,31 @@ func auditSink(ctx context.Context, d *definition.Definition, brokers []string) 
 		return rep, fmt.Errorf("interrupted: %w", err)
 	}
 	return rep, err
+}
+
+// sharedDeadLetters says which of topics block t of d sends to a
+// dead-letter topic that a block of another loaded definition also sends
+// the same topic's letters to. The letters carry only their source
+// record's coordinates, so each sink's audit would take the other's
+// letters for its own (a record one sink lost would look dead-lettered):
+// d's dead letters prove nothing then.
+func sharedDeadLetters(d *definition.Definition, t *definition.Topic, topics []string, all []*definition.Definition) []string {
+	var out []string
+	for _, o := range all {
+		if o == d {
+			continue
+		}
+		for i := range o.Topics {
+			ot := &o.Topics[i]
+			if ot.ErrorsTolerance != definition.ToleranceAll {
+				continue
+			}
+			for _, topic := range topics {
+				if dlq := t.DeadLetterFor(topic); ot.Consumes(topic) && ot.DeadLetterFor(topic) == dlq {
+					out = append(out, fmt.Sprintf("[[topics]] block %d: dead-letter topic %s is also where sink %s (%s) sends the letters of topic %s: each audit takes the other's letters for its own; give each sink its own dead_letter_topic", t.Index, dlq, o.Key, o.File, topic))
+				}
+			}
+		}
+	}
+	return out
 }

@@ -190,3 +190,40 @@ func TestAuditTransactionMarker(t *testing.T) {
 		t.Errorf("%+v after %v", p, time.Since(start))
 	}
 }
+
+// A topic the broker does not have was not audited: exit 3, not clean.
+func TestAuditTopicGone(t *testing.T) {
+	kf := auditBroker(t)
+	dir := auditDef(t, "file://"+filepath.Join(t.TempDir(), "none"))
+	def := filepath.Join(dir, "d.toml")
+	b, err := os.ReadFile(def)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(def, bytes.Replace(b, []byte(`topics = ["a"]`), []byte(`topics = ["gone"]`), 1), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, rep, msg := runAuditJSON(t, "--brokers", kf.ListenAddrs()[0], dir)
+	if code != exitNotAudited || rep.Clean || rep.Unaudited != 1 || !strings.Contains(strings.Join(rep.Sinks[0].Unaudited, ""), "topic gone does not exist") {
+		t.Fatalf("exit %d, %+v, %s", code, rep, msg)
+	}
+}
+
+// Two definitions whose blocks send letters of the same topic to the same
+// dead-letter topic: each audit would count the other's letters, so
+// neither audited its dead letters.
+func TestAuditSharedDeadLetters(t *testing.T) {
+	kf := auditBroker(t)
+	dir := t.TempDir()
+	for _, key := range []string{"one", "two"} {
+		def := fmt.Sprintf("type = \"sink\"\nkey = %q\npath = \"libpicomq_connector_delta_sink\"\n\n[[topics]]\ntopics = [\"a\"]\nschema = \"json\"\nconsumer_group = \"g\"\nerrors_tolerance = \"all\"\ndead_letter_topic = \"dl\"\n\n[plugin_config]\ntable_uri = %q\n",
+			key, "file://"+filepath.Join(dir, "none"))
+		if err := os.WriteFile(filepath.Join(dir, key+".toml"), []byte(def), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	code, rep, msg := runAuditJSON(t, "--brokers", kf.ListenAddrs()[0], "--sink", "one", dir)
+	if code == exitOK || rep.Clean || len(rep.Sinks) != 1 || !strings.Contains(strings.Join(rep.Sinks[0].Unaudited, ""), "dead-letter topic dl is also where sink two") {
+		t.Fatalf("exit %d, %+v, %s", code, rep, msg)
+	}
+}

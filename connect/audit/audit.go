@@ -83,9 +83,8 @@ type Skipper func(tp TP, r Record) bool
 type Where string
 
 const (
-	InTable           Where = "table"                 // two rows or more in the table
-	InDeadLetters     Where = "dead_letter"           // two dead letters or more
-	InTableAndLetters Where = "table_and_dead_letter" // a row and a dead letter
+	InTable       Where = "table"       // two rows or more in the table
+	InDeadLetters Where = "dead_letter" // two dead letters or more of the newest redrive attempts
 )
 
 // Dup is a run of duplicated offsets, First to Last inclusive.
@@ -131,6 +130,11 @@ type PartitionReport struct {
 	Beyond int64 `json:"beyond_committed"`
 	// Duplicated counts the offsets held more than once, anywhere.
 	Duplicated int64 `json:"duplicated"`
+	// Redriven counts the offsets, anywhere, with both a row and a dead
+	// letter (ProofRows): a redrive wrote the record and its letter stays
+	// in the dead-letter topic. Informational, not a duplicate: the
+	// table holds the record once (a second row would be).
+	Redriven   int64 `json:"redriven"`
 	Gaps       []Gap `json:"gaps"`
 	Duplicates []Dup `json:"duplicates"`
 }
@@ -140,18 +144,17 @@ func (p *PartitionReport) Clean() bool { return p.Missing == 0 && p.Duplicated =
 
 // Reconcile is one partition's account: the broker's offsets, what the
 // destination wrote (nil: nothing, not even a table), the dead letters
-// counted by source offset (nil: the block keeps none), and the broker read
+// by source offset and redrive attempts (nil: the block keeps none; only
+// the newest of each offset count, Letters.Newest), and the broker read
 // back for the offsets in neither, to tell what it compacted and what the
 // sink skipped from what is missing.
-func Reconcile(ctx context.Context, tp TP, off Offsets, w *Written, dead *Count, rd Reader, skip Skipper) (PartitionReport, error) {
+func Reconcile(ctx context.Context, tp TP, off Offsets, w *Written, letters *Letters, rd Reader, skip Skipper) (PartitionReport, error) {
 	p := PartitionReport{Topic: tp.Topic, Partition: tp.Partition, LogStart: off.LogStart, End: off.End, Committed: off.Committed,
 		Gaps: []Gap{}, Duplicates: []Dup{}}
 	if w == nil {
 		w = &Written{Proof: ProofRows, Txn: -1}
 	}
-	if dead == nil {
-		dead = &Count{}
-	}
+	dead := letters.Newest()
 	p.Table, p.Proof = w.Table, w.Proof
 	if w.Txn >= 0 {
 		v := w.Txn
@@ -199,13 +202,12 @@ func Reconcile(ctx context.Context, tp TP, off Offsets, w *Written, dead *Count,
 		dupSet.Add(r.From, r.To, nil)
 	}
 	if w.Proof == ProofRows {
-		// With only a txn claim, a dead letter inside the claimed range is
-		// what a rejection looks like, not a second copy.
+		// A row and a letter is what a successful redrive leaves (the
+		// letter stays in the dead-letter topic): the record is in the
+		// table once. With only a txn claim it cannot be told from a
+		// rejection below the claim.
 		for _, r := range dead.Once.Ranges() {
-			held.Intersect(r.From, r.To, func(b Range) {
-				add(InTableAndLetters)(b)
-				dupSet.Add(b.From, b.To, nil)
-			})
+			held.Intersect(r.From, r.To, func(b Range) { p.Redriven += b.Len() })
 		}
 	}
 	slices.SortStableFunc(dups, func(a, b Dup) int { return cmp64(a.First, b.First) })
@@ -276,6 +278,12 @@ type SinkReport struct {
 	Partitions []PartitionReport `json:"partitions"`
 	// Notes say what the audit could not prove, per table or block.
 	Notes []string `json:"notes"`
+	// Unaudited say what the audit checked nothing of although there
+	// was something to check: a topic not on the broker, a partition
+	// whose group has no committed offset (yet the destination or the
+	// dead-letter topic holds offsets of it) or committed one below the
+	// log start. The report is then not clean.
+	Unaudited []string `json:"unaudited"`
 }
 
 // Report is the whole audit.
@@ -284,19 +292,23 @@ type Report struct {
 	// Missing and Duplicated sum the partitions'.
 	Missing    int64 `json:"missing"`
 	Duplicated int64 `json:"duplicated"`
-	Clean      bool  `json:"clean"`
+	// Unaudited counts the sinks' Unaudited.
+	Unaudited int `json:"unaudited"`
+	// Clean: nothing missing, nothing twice, nothing left unaudited.
+	Clean bool `json:"clean"`
 }
 
 // Finish sums the partitions into r's totals.
 func (r *Report) Finish() {
-	r.Missing, r.Duplicated = 0, 0
+	r.Missing, r.Duplicated, r.Unaudited = 0, 0, 0
 	for _, s := range r.Sinks {
+		r.Unaudited += len(s.Unaudited)
 		for _, p := range s.Partitions {
 			r.Missing += p.Missing
 			r.Duplicated += p.Duplicated
 		}
 	}
-	r.Clean = r.Missing == 0 && r.Duplicated == 0
+	r.Clean = r.Missing == 0 && r.Duplicated == 0 && r.Unaudited == 0
 }
 
 // ranges renders runs as "3-7, 9" for the text report, at most limit of

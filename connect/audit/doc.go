@@ -14,6 +14,7 @@
 // range.
 //
 // File map: ranges.go (Set and Count: offsets as sorted disjoint ranges),
+// letters.go (dead letters by redrive attempts, the newest kept),
 // audit.go (one partition's Reconcile, the report types), skip.go (what a
 // block leaves out on purpose: transforms that drop, skipped empty
 // payloads), run.go (a sink's blocks, partitions and dead letters read and

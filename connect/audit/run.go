@@ -18,10 +18,11 @@ type Broker interface {
 	Offsets(ctx context.Context, group string, tps []TP) (map[TP]Offsets, error)
 	// DeadLetters reads topic from its start to its end as of the call and
 	// calls fn with each record's source coordinates (the
-	// pico_source_topic, _partition and _offset headers); records without
-	// them are counted in unreadable. A topic that does not exist has no
-	// dead letters.
-	DeadLetters(ctx context.Context, topic string, fn func(src TP, offset int64)) (unreadable int64, err error)
+	// pico_source_topic, _partition and _offset headers) and its
+	// pico_redrive_attempts (0 without it); records without them are
+	// counted in unreadable. A topic that does not exist has no dead
+	// letters.
+	DeadLetters(ctx context.Context, topic string, fn func(src TP, offset int64, attempts int)) (unreadable int64, err error)
 }
 
 // Destination is one sink's destination, as the audit reads it.
@@ -50,11 +51,13 @@ type Sink struct {
 	Dest              Destination
 	// Notes are added to the report as they are.
 	Notes []string
+	// Unaudited are added to the report's Unaudited as they are.
+	Unaudited []string
 }
 
 // Run reconciles every partition of s's blocks.
 func Run(ctx context.Context, s Sink) (SinkReport, error) {
-	rep := SinkReport{Key: s.Key, File: s.File, Plugin: s.Plugin, Partitions: []PartitionReport{}, Notes: slices.Clone(s.Notes)}
+	rep := SinkReport{Key: s.Key, File: s.File, Plugin: s.Plugin, Partitions: []PartitionReport{}, Notes: slices.Clone(s.Notes), Unaudited: append([]string{}, s.Unaudited...)}
 	type blockTPs struct {
 		blk *Block
 		tps []TP
@@ -71,7 +74,7 @@ func Run(ctx context.Context, s Sink) (SinkReport, error) {
 		}
 		for _, t := range blk.Topics {
 			if !slices.ContainsFunc(tps, func(tp TP) bool { return tp.Topic == t }) {
-				rep.Notes = append(rep.Notes, fmt.Sprintf("topic %s does not exist on the broker: nothing to audit", t))
+				rep.Unaudited = append(rep.Unaudited, fmt.Sprintf("topic %s does not exist on the broker: nothing audited", t))
 			}
 		}
 		off, err := b.Offsets(ctx, blk.Group, tps)
@@ -88,7 +91,7 @@ func Run(ctx context.Context, s Sink) (SinkReport, error) {
 	rep.Notes = append(rep.Notes, notes...)
 	for _, bt := range blocks {
 		b := bt.blk.Broker
-		dead := map[TP]*Count{}
+		dead := map[TP]*Letters{}
 		if bt.blk.DeadLetters != nil {
 			mine := map[TP]bool{}
 			for _, tp := range bt.tps {
@@ -102,23 +105,23 @@ func Run(ctx context.Context, s Sink) (SinkReport, error) {
 				}
 				seen[dlq] = true
 				var others int64
-				bad, err := b.DeadLetters(ctx, dlq, func(src TP, o int64) {
+				bad, err := b.DeadLetters(ctx, dlq, func(src TP, o int64, attempts int) {
 					if !mine[src] {
 						others++
 						return
 					}
-					c := dead[src]
-					if c == nil {
-						c = &Count{}
-						dead[src] = c
+					l := dead[src]
+					if l == nil {
+						l = &Letters{}
+						dead[src] = l
 					}
-					c.Add(o, o+1)
+					l.Add(o, attempts)
 				})
 				if err != nil {
 					return rep, fmt.Errorf("dead-letter topic %s: %w", dlq, err)
 				}
 				if bad > 0 {
-					rep.Notes = append(rep.Notes, fmt.Sprintf("dead-letter topic %s: %d record(s) without pico_source_* headers, not counted", dlq, bad))
+					rep.Notes = append(rep.Notes, fmt.Sprintf("dead-letter topic %s: %d record(s) whose pico_source_* or pico_redrive_attempts headers cannot be read, not counted", dlq, bad))
 				}
 				if others > 0 {
 					rep.Notes = append(rep.Notes, fmt.Sprintf("dead-letter topic %s: %d record(s) of partitions this block does not consume now, not counted", dlq, others))
@@ -134,6 +137,13 @@ func Run(ctx context.Context, s Sink) (SinkReport, error) {
 			if err != nil {
 				return rep, err
 			}
+			// Consumed is 0 then: a clean partition would prove nothing.
+			switch {
+			case off.Committed < 0 && (holds(written[tp]) || dead[tp] != nil):
+				rep.Unaudited = append(rep.Unaudited, fmt.Sprintf("%s: group %s has no committed offset, yet the destination or the dead-letter topic holds offsets of it: nothing audited", tp, bt.blk.Group))
+			case off.Committed >= 0 && off.Committed < off.LogStart:
+				rep.Unaudited = append(rep.Unaudited, fmt.Sprintf("%s: group %s committed offset %d, below the log start %d: nothing audited", tp, bt.blk.Group, off.Committed, off.LogStart))
+			}
 			rep.Partitions = append(rep.Partitions, p)
 		}
 	}
@@ -144,4 +154,10 @@ func Run(ctx context.Context, s Sink) (SinkReport, error) {
 		return int(a.Partition) - int(b.Partition)
 	})
 	return rep, nil
+}
+
+// holds reports whether a destination's account of a partition holds any
+// offset.
+func holds(w *Written) bool {
+	return w != nil && (w.Rows.Once.Len() > 0 || w.Txn >= 0)
 }

@@ -18,7 +18,7 @@ func WriteText(w io.Writer, r *Report) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	for _, s := range r.Sinks {
 		fmt.Fprintf(tw, "sink %s (%s, %s)\n", s.Key, s.Plugin, s.File)
-		fmt.Fprintln(tw, "topic\tpartition\ttable\tproof\tlog start\tcommitted\tend\tconsumed\twritten\tdead-lettered\tin both\tskipped\tcompacted\tmissing\tduplicated\t")
+		fmt.Fprintln(tw, "topic\tpartition\ttable\tproof\tlog start\tcommitted\tend\tconsumed\twritten\tdead-lettered\tin both\tskipped\tcompacted\tmissing\tduplicated\tredriven\t")
 		for _, p := range s.Partitions {
 			committed := strconv.FormatInt(p.Committed, 10)
 			if p.Committed < 0 {
@@ -28,8 +28,8 @@ func WriteText(w io.Writer, r *Report) error {
 			if p.TxnVersion != nil && p.Proof == ProofTxn {
 				proof += " ≤ " + strconv.FormatInt(*p.TxnVersion, 10)
 			}
-			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%d\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t\n", p.Topic, p.Partition, p.Table, proof,
-				p.LogStart, committed, p.End, p.Consumed, p.Written, p.DeadLetter, p.InBoth, p.Skipped, p.Compacted, p.Missing, p.Duplicated)
+			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%d\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t\n", p.Topic, p.Partition, p.Table, proof,
+				p.LogStart, committed, p.End, p.Consumed, p.Written, p.DeadLetter, p.InBoth, p.Skipped, p.Compacted, p.Missing, p.Duplicated, p.Redriven)
 		}
 		tw.Flush()
 		for _, p := range s.Partitions {
@@ -43,13 +43,20 @@ func WriteText(w io.Writer, r *Report) error {
 		for _, n := range s.Notes {
 			fmt.Fprintf(w, "  note: %s\n", n)
 		}
+		for _, n := range s.Unaudited {
+			fmt.Fprintf(w, "  not audited: %s\n", n)
+		}
 		fmt.Fprintln(w)
 	}
 	if r.Clean {
 		_, err := fmt.Fprintln(w, "clean: nothing missing, nothing twice")
 		return err
 	}
-	_, err := fmt.Fprintf(w, "NOT CLEAN: %d offset(s) missing, %d offset(s) held more than once\n", r.Missing, r.Duplicated)
+	if r.Missing == 0 && r.Duplicated == 0 {
+		_, err := fmt.Fprintf(w, "NOTHING AUDITED for %d topic(s) or partition(s) (listed above): nothing missing or twice among the rest\n", r.Unaudited)
+		return err
+	}
+	_, err := fmt.Fprintf(w, "NOT CLEAN: %d offset(s) missing, %d offset(s) held more than once, %d topic(s) or partition(s) not audited\n", r.Missing, r.Duplicated, r.Unaudited)
 	return err
 }
 

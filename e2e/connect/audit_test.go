@@ -332,6 +332,25 @@ print(json.dumps([[r["pico_partition"], r["pico_offset"]] for r in t]))
 		_, text, _ := r.run("audit", "--brokers", strings.Join(r.brokers, ","), "--sink", "aud_delta", r.defs)
 		t.Logf("the text report:\n%s", text)
 	})
+
+	// A redrive puts the letters back; the sink rejects them again and
+	// writes newer letters (pico_redrive_attempts 1) next to the old ones.
+	// Only the newest count: the report is the same as before, no
+	// dead_letter duplicates.
+	t.Run("after a redrive that rejects again", func(t *testing.T) {
+		_, before := r.audit("aud_delta")
+		code, out := runRedrive(t, r.bin, r.brokers, filepath.Join(r.defs, "delta.toml"))
+		t.Logf("redrive exit %d:\n%s", code, out)
+		code, after := r.audit("aud_delta")
+		if code != 1 || after.Duplicated != 0 || after.Missing != before.Missing || after.Missing == 0 {
+			t.Fatalf("exit %d, report %+v; before %+v", code, after, before)
+		}
+		for i, p := range after.Sinks[0].Partitions {
+			if b := before.Sinks[0].Partitions[i]; p.DeadLetter != b.DeadLetter || p.Redriven != 0 || len(p.Duplicates) != 0 {
+				t.Errorf("partition %d: %+v, before %+v", p.Partition, p, b)
+			}
+		}
+	})
 }
 
 // liveFile reads the Delta log of the table at dir (JSON commits only: the

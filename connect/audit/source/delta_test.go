@@ -72,3 +72,64 @@ write_deltalake(sys.argv[1], t, partition_by=["pico_partition"])
 		t.Errorf("upsert: %+v %q %v", out[tp0], notes, err)
 	}
 }
+
+// Files written before metadata_columns was turned on have no pico_*
+// columns: their rows count as rows without offsets (a note), the others
+// as usual.
+func TestDeltaScanFilesBeforeMetadataColumns(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "t")
+	pyenv.Run(t, `
+import sys, pyarrow as pa
+from deltalake import write_deltalake
+write_deltalake(sys.argv[1], pa.table({"id": pa.array([10, 11], pa.int64())}))
+write_deltalake(sys.argv[1], pa.table({"id": pa.array([0, 1, 2], pa.int64()),
+    "pico_partition": pa.array([0, 0, 0], pa.int32()),
+    "pico_offset": pa.array([0, 1, 2], pa.int64())}), mode="append", schema_mode="merge")
+`, dir)
+	cfg, err := delta.NewAudit(context.Background(), json.RawMessage(`{"table_uri":"file://`+dir+`","metadata_columns":true}`), "k", sdk.Env{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tp0 := audit.TP{Topic: "a", Partition: 0}
+	out, notes, err := (&source.Delta{Key: "k", Cfg: cfg}).Scan(context.Background(), []audit.TP{tp0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := out[tp0]; w.Proof != audit.ProofRows || !slices.Equal(w.Rows.Once.Ranges(), []audit.Range{{From: 0, To: 3}}) {
+		t.Errorf("partition 0: %+v", w)
+	}
+	if all := strings.Join(notes, "\n"); !strings.Contains(all, "2 row(s) without pico_offset") {
+		t.Errorf("notes: %q", notes)
+	}
+}
+
+// Under the rows proof the commits' rejections are not read (the rows
+// decide; one GET per commit would be wasted): a log cleaned up behind a
+// checkpoint is no concern then.
+func TestDeltaScanRowsReadsNoCommits(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "t")
+	pyenv.Run(t, `
+import os, sys, pyarrow as pa
+from deltalake import DeltaTable, write_deltalake
+for offs in ([0, 1], [2]):
+    write_deltalake(sys.argv[1], pa.table({"pico_partition": pa.array([0] * len(offs), pa.int32()),
+        "pico_offset": pa.array(offs, pa.int64())}), mode="append")
+DeltaTable(sys.argv[1]).create_checkpoint()
+os.remove(os.path.join(sys.argv[1], "_delta_log", "00000000000000000000.json"))
+`, dir)
+	cfg, err := delta.NewAudit(context.Background(), json.RawMessage(`{"table_uri":"file://`+dir+`","metadata_columns":true}`), "k", sdk.Env{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tp0 := audit.TP{Topic: "a", Partition: 0}
+	out, notes, err := (&source.Delta{Key: "k", Cfg: cfg}).Scan(context.Background(), []audit.TP{tp0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := out[tp0]; w.Proof != audit.ProofRows || !slices.Equal(w.Rows.Once.Ranges(), []audit.Range{{From: 0, To: 3}}) {
+		t.Errorf("partition 0: %+v", w)
+	}
+	if all := strings.Join(notes, "\n"); strings.Contains(all, "cleaned up") {
+		t.Errorf("notes: %q", notes)
+	}
+}

@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -12,8 +12,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/picomq/heavy-sinks/connect/audit"
+	"github.com/picomq/heavy-sinks/connect/redrive"
 	"github.com/picomq/heavy-sinks/connect/transform"
-	"github.com/picomq/heavy-sinks/shared/metadata"
 )
 
 // StallTimeout bounds how long a read of a partition may go without a
@@ -27,6 +27,14 @@ type Kafka struct {
 	opts []kgo.Opt // how to reach the brokers
 	cl   *kgo.Client
 	adm  *kadm.Client
+
+	// The read-back consumer of the last partition Read: Reconcile reads
+	// a partition's holes one after the other, so one consumer moved
+	// with SetOffsets serves them all (a client per hole costs a
+	// connection and a metadata round trip each).
+	mu     sync.Mutex
+	readTP audit.TP
+	reader *kgo.Client
 }
 
 // NewKafka connects with opts (seed brokers, TLS, SASL: the block's
@@ -39,8 +47,16 @@ func NewKafka(opts []kgo.Opt) (*Kafka, error) {
 	return &Kafka{opts: opts, cl: cl, adm: kadm.NewClient(cl)}, nil
 }
 
-// Close closes the client.
-func (k *Kafka) Close() { k.cl.Close() }
+// Close closes the clients.
+func (k *Kafka) Close() {
+	k.mu.Lock()
+	if k.reader != nil {
+		k.reader.Close()
+		k.reader = nil
+	}
+	k.mu.Unlock()
+	k.cl.Close()
+}
 
 // bounded is ctx cut to StallTimeout: the admin requests' bound (the
 // client would retry an unreachable broker for much longer).
@@ -139,18 +155,45 @@ func (k *Kafka) Offsets(ctx context.Context, group string, tps []audit.TP) (map[
 
 // Read calls fn with each record held at offsets from ≤ o < to of tp.
 func (k *Kafka) Read(ctx context.Context, tp audit.TP, from, to int64, fn func(audit.Record) error) error {
-	return k.read(ctx, map[string]map[int32]audit.Range{tp.Topic: {tp.Partition: {From: from, To: to}}}, func(r *kgo.Record) error {
+	if from >= to {
+		return nil
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.reader != nil && k.readTP != tp {
+		k.reader.Close()
+		k.reader = nil
+	}
+	if k.reader == nil {
+		cl, err := k.consumer(map[string]map[int32]kgo.Offset{tp.Topic: {tp.Partition: kgo.NewOffset().At(from)}})
+		if err != nil {
+			return err
+		}
+		k.reader, k.readTP = cl, tp
+	} else {
+		// Drops what was buffered from the previous position.
+		k.reader.SetOffsets(map[string]map[int32]kgo.EpochOffset{tp.Topic: {tp.Partition: {Epoch: -1, Offset: from}}})
+	}
+	want := map[string]map[int32]audit.Range{tp.Topic: {tp.Partition: {From: from, To: to}}}
+	err := k.poll(ctx, k.reader, want, func(r *kgo.Record) error {
 		rec := audit.Record{Offset: r.Offset, Key: r.Key, Value: r.Value, Timestamp: r.Timestamp}
 		for _, h := range r.Headers {
 			rec.Headers = append(rec.Headers, transform.Header{Key: h.Key, Value: h.Value})
 		}
 		return fn(rec)
 	})
+	if err != nil {
+		// Its position is unknown: the next Read starts afresh.
+		k.reader.Close()
+		k.reader = nil
+	}
+	return err
 }
 
 // DeadLetters reads topic from its start to its end as of now and calls fn
-// with each record's source coordinates.
-func (k *Kafka) DeadLetters(ctx context.Context, topic string, fn func(src audit.TP, offset int64)) (unreadable int64, err error) {
+// with each record's source coordinates and redrive attempts, as the
+// redrive reads them (redrive.Parse).
+func (k *Kafka) DeadLetters(ctx context.Context, topic string, fn func(src audit.TP, offset int64, attempts int)) (unreadable int64, err error) {
 	lctx, cancel := bounded(ctx)
 	defer cancel()
 	starts, err := k.adm.ListStartOffsets(lctx, topic)
@@ -183,38 +226,15 @@ func (k *Kafka) DeadLetters(ctx context.Context, topic string, fn func(src audit
 		return 0, failed
 	}
 	err = k.read(ctx, want, func(r *kgo.Record) error {
-		src, off, ok := sourceOf(r)
-		if !ok {
+		l := redrive.Parse(r)
+		if l.Err != nil {
 			unreadable++
 			return nil
 		}
-		fn(src, off)
+		fn(audit.TP{Topic: l.Source.Topic, Partition: l.Source.Partition}, l.Source.Offset, l.Attempts)
 		return nil
 	})
 	return unreadable, err
-}
-
-// sourceOf reads a dead letter's pico_source_* headers (the last of each
-// name, as the runtime writes one).
-func sourceOf(r *kgo.Record) (audit.TP, int64, bool) {
-	var topic, part, off string
-	var hasTopic bool
-	for _, h := range r.Headers {
-		switch h.Key {
-		case metadata.DeadLetterTopic:
-			topic, hasTopic = string(h.Value), true
-		case metadata.DeadLetterPartition:
-			part = string(h.Value)
-		case metadata.DeadLetterOffset:
-			off = string(h.Value)
-		}
-	}
-	p, err1 := strconv.ParseInt(part, 10, 32)
-	o, err2 := strconv.ParseInt(off, 10, 64)
-	if !hasTopic || err1 != nil || err2 != nil || o < 0 {
-		return audit.TP{}, 0, false
-	}
-	return audit.TP{Topic: topic, Partition: int32(p)}, o, true
 }
 
 // read consumes each partition's range with a direct consumer of its own
@@ -226,25 +246,37 @@ func (k *Kafka) read(ctx context.Context, want map[string]map[int32]audit.Range,
 		return nil
 	}
 	parts := map[string]map[int32]kgo.Offset{}
-	left := 0
 	for t, ps := range want {
 		parts[t] = map[int32]kgo.Offset{}
 		for p, r := range ps {
 			parts[t][p] = kgo.NewOffset().At(r.From)
-			left++
 		}
 	}
+	cl, err := k.consumer(parts)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	return k.poll(ctx, cl, want, fn)
+}
+
+// consumer is a direct consumer of parts.
+func (k *Kafka) consumer(parts map[string]map[int32]kgo.Offset) (*kgo.Client, error) {
 	opts := append(append([]kgo.Opt{}, k.opts...), kgo.ConsumePartitions(parts),
 		// As the runtime's consumer reads (kgo's default): aborted records
 		// too. Transaction markers are kept so that a range ending in one
 		// ends when it is read, rather than waiting for a record that
 		// never comes; fn never sees them.
 		kgo.FetchIsolationLevel(kgo.ReadUncommitted()), kgo.KeepControlRecords())
-	cl, err := kgo.NewClient(opts...)
-	if err != nil {
-		return err
+	return kgo.NewClient(opts...)
+}
+
+// poll reads want's ranges with cl, consuming them from their starts.
+func (k *Kafka) poll(ctx context.Context, cl *kgo.Client, want map[string]map[int32]audit.Range, fn func(*kgo.Record) error) error {
+	left := 0
+	for _, ps := range want {
+		left += len(ps)
 	}
-	defer cl.Close()
 	done := map[string]map[int32]bool{}
 	finish := func(t string, p int32) {
 		if done[t] == nil {
