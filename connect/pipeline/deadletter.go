@@ -69,7 +69,8 @@ func (c *consumer) deadLetterFailed(d Delivery, err error) error {
 
 // producer returns the block's dead-letter producer, made on first use (at
 // start, for the dead-letter topic check): the block's brokers and
-// credentials, acks from all in-sync replicas, idempotent, and a topic
+// credentials, acks from all in-sync replicas, idempotent (in-flight
+// records failed at DeadLetterTimeout), and a topic
 // deleted while the sink runs created again where the broker auto-creates
 // topics.
 func (c *consumer) producer() (*kgo.Client, error) {
@@ -80,7 +81,12 @@ func (c *consumer) producer() (*kgo.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	opts = append(opts, kgo.RequiredAcks(kgo.AllISRAcks()), kgo.AllowAutoTopicCreation(),
+	// AllowIdempotentProduceCancellation: franz-go otherwise waits for an
+	// in-flight record's outcome whatever the context and
+	// RecordDeliveryTimeout say, and DeadLetterTimeout would not bound the
+	// wait. A record cancelled so may reach the topic and be produced again
+	// on restart: a duplicate dead letter, never a missing one.
+	opts = append(opts, kgo.RequiredAcks(kgo.AllISRAcks()), kgo.AllowAutoTopicCreation(), kgo.AllowIdempotentProduceCancellation(),
 		kgo.RecordDeliveryTimeout(DeadLetterTimeout), kgo.ProduceRequestTimeout(DeadLetterTimeout))
 	cl, err := kgo.NewClient(append(opts, c.s.cfg.ClientOpts...)...)
 	if err != nil {

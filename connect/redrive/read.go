@@ -97,11 +97,25 @@ func readAll(ctx context.Context, adm *kadm.Client, opts []kgo.Opt, topics []str
 		return nil, err
 	}
 	defer cl.Close()
+	// Each partition must progress within ReadTimeout: a poll returns
+	// whatever any partition has, so one that stalls while others keep
+	// answering is caught by its own deadline, and a partition read to its
+	// end is paused so it stops answering.
+	progress := map[Part]time.Time{}
+	now := time.Now()
+	for k := range left {
+		progress[k] = now
+	}
 	var out []Letter
 	for len(left) > 0 {
-		pctx, cancel := context.WithTimeout(ctx, ReadTimeout)
+		oldest := now
+		for _, at := range progress {
+			if at.Before(oldest) {
+				oldest = at
+			}
+		}
+		pctx, cancel := context.WithDeadline(ctx, oldest.Add(ReadTimeout))
 		fs := cl.PollFetches(pctx)
-		timedOut := pctx.Err() != nil
 		cancel()
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -115,24 +129,28 @@ func readAll(ctx context.Context, adm *kadm.Client, opts []kgo.Opt, topics []str
 		if ferr != nil {
 			return nil, ferr
 		}
-		n := 0
+		now = time.Now()
 		fs.EachRecord(func(r *kgo.Record) {
 			k := Part{r.Topic, r.Partition}
 			end, ok := left[k]
 			if !ok || r.Offset >= end {
 				return
 			}
-			n++
+			progress[k] = now
 			out = append(out, Parse(r))
 			if r.Offset+1 >= end {
 				delete(left, k)
+				delete(progress, k)
+				cl.PauseFetchPartitions(map[string][]int32{k.Topic: {k.Partition}})
 			}
 		})
-		if n == 0 && timedOut {
-			var stuck []string
-			for k, end := range left {
-				stuck = append(stuck, k.String()+" (end "+strconv.FormatInt(end, 10)+")")
+		var stuck []string
+		for k, at := range progress {
+			if now.Sub(at) >= ReadTimeout {
+				stuck = append(stuck, k.String()+" (end "+strconv.FormatInt(left[k], 10)+")")
 			}
+		}
+		if len(stuck) > 0 {
 			slices.Sort(stuck)
 			return nil, fmt.Errorf("no record of %v within %v", stuck, ReadTimeout)
 		}

@@ -132,8 +132,10 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	for _, p := range rep.Sorted() {
 		t := tallies[p]
 		for i, b := range plan[p] {
-			if err := r.deliver(ctx, b, t); err != nil {
-				for _, rest := range plan[p][i:] {
+			settled, err := r.deliver(ctx, b, t)
+			if err != nil {
+				t.NotDone += len(b.Letters) - settled
+				for _, rest := range plan[p][i+1:] {
 					t.NotDone += len(rest.Letters)
 				}
 				t.Err = err
@@ -183,8 +185,16 @@ func (r *runner) close() {
 // deliver hands one batch to the plugin, attempts 1 to
 // pipeline.MaxAttempts as the loop does, and produces what is rejected
 // again. Its letters' outcomes go into t; an error means the batch's fate
-// is not settled (not written, or its rejections not dead-lettered).
-func (r *runner) deliver(ctx context.Context, b Batch, t *Tally) error {
+// is not settled (not written, or its rejections not dead-lettered), and
+// settled says how many of its letters t counts all the same.
+//
+// The records the runtime rejects (decode failure, transform error) are
+// dead-lettered, acknowledged, before the plugin sees the batch: the
+// plugin commits the batch under the dead-letter offsets of the records it
+// gets, and a later run skips every letter at or below the last of them,
+// so one rejected here but not yet in the dead-letter topic when the
+// commit happened would be lost.
+func (r *runner) deliver(ctx context.Context, b Batch, t *Tally) (settled int, err error) {
 	block := &r.cfg.Def.Topics[b.Block]
 	recs := make([]*kgo.Record, len(b.Letters))
 	for i, l := range b.Letters {
@@ -192,36 +202,55 @@ func (r *runner) deliver(ctx context.Context, b Batch, t *Tally) error {
 	}
 	hb, sent, bad, dropped, err := pipeline.Decode(ctx, block, r.cfg.Decoders[block.Index], recs, r.cfg.Out.ChecksPayloads(string(block.Schema)))
 	if err != nil {
-		return fmt.Errorf("decoding: %w", err)
+		return 0, fmt.Errorf("decoding: %w", err)
 	}
 	letterOf := map[*kgo.Record]*Letter{}
 	for i, rec := range recs {
 		letterOf[rec] = b.Letters[i]
 	}
-	again := make([]pipeline.BadRecord, 0, len(bad))
-	again = append(again, bad...)
-	if len(hb.Records) > 0 {
-		hb.AcceptRejections = true
-		hb.Redrive = &hostclient.Redrive{Topic: b.DLQ.Topic, Partition: uint32(b.DLQ.Partition), Offsets: make([]uint64, len(sent))}
-		for i, j := range sent {
-			hb.Redrive.Offsets[i] = uint64(b.Letters[j].DLQ.Offset)
-		}
-		rej, err := r.consume(ctx, hb, b)
-		if err != nil {
-			return err
-		}
-		for _, x := range rej {
-			if x.Index < 0 || x.Index >= len(sent) {
-				return fmt.Errorf("the plugin rejected record %d of a batch of %d", x.Index, len(sent))
-			}
-			again = append(again, pipeline.BadRecord{Record: recs[sent[x.Index]], Reason: x.Reason, Message: x.Message})
-		}
-		t.Delivered += len(hb.Records) - len(rej)
+	if err := r.deadLetter(ctx, b, bad, letterOf); err != nil {
+		return 0, fmt.Errorf("before delivering the batch: %w", err)
 	}
+	t.DeadLetters += len(bad)
 	t.Filtered += dropped
+	settled = len(bad) + dropped
+	if len(hb.Records) == 0 {
+		return settled, nil
+	}
+	hb.AcceptRejections = true
+	hb.Redrive = &hostclient.Redrive{Topic: b.DLQ.Topic, Partition: uint32(b.DLQ.Partition), Offsets: make([]uint64, len(sent))}
+	for i, j := range sent {
+		hb.Redrive.Offsets[i] = uint64(b.Letters[j].DLQ.Offset)
+	}
+	rej, err := r.consume(ctx, hb, b)
+	if err != nil {
+		return settled, err
+	}
+	again := make([]pipeline.BadRecord, 0, len(rej))
+	for _, x := range rej {
+		if x.Index < 0 || x.Index >= len(sent) {
+			return settled, fmt.Errorf("the plugin rejected record %d of a batch of %d", x.Index, len(sent))
+		}
+		again = append(again, pipeline.BadRecord{Record: recs[sent[x.Index]], Reason: x.Reason, Message: x.Message})
+	}
+	// The plugin wrote (or found written) what it did not reject.
+	t.Delivered += len(hb.Records) - len(rej)
+	settled += len(hb.Records) - len(rej)
+	if err := r.deadLetter(ctx, b, again, letterOf); err != nil {
+		return settled, err
+	}
+	t.DeadLetters += len(again)
+	return settled + len(again), nil
+}
+
+// deadLetter produces the records rejected again to their dead-letter
+// topic with pico_redrive_attempts one higher and waits for the broker's
+// acknowledgement.
+func (r *runner) deadLetter(ctx context.Context, b Batch, again []pipeline.BadRecord, letterOf map[*kgo.Record]*Letter) error {
 	if len(again) == 0 {
 		return nil
 	}
+	block := &r.cfg.Def.Topics[b.Block]
 	out := make([]*kgo.Record, 0, len(again))
 	for _, x := range again {
 		l := letterOf[x.Record]
@@ -244,7 +273,6 @@ func (r *runner) deliver(ctx context.Context, b Batch, t *Tally) error {
 			"partition", l.Source.Partition, "offset", l.Source.Offset, "dead_letter_offset", l.DLQ.Offset,
 			"attempts", l.Attempts+1, "class", x.Reason.String(), "error", x.Message)
 	}
-	t.DeadLetters += len(again)
 	return nil
 }
 
@@ -274,12 +302,15 @@ func (r *runner) consume(ctx context.Context, hb hostclient.Batch, b Batch) ([]h
 }
 
 // producer is block i's dead-letter producer, as the loop makes it: acks
-// from all in-sync replicas, idempotent.
+// from all in-sync replicas, idempotent, and in-flight records failed at
+// pipeline.DeadLetterTimeout (franz-go otherwise waits for their outcome
+// however long that takes; a record cancelled so and produced again by a
+// later run may be in the dead-letter topic twice, which Plan dedupes).
 func (r *runner) producer(i int) (*kgo.Client, error) {
 	if p := r.producers[i]; p != nil {
 		return p, nil
 	}
-	opts := append(slices.Clip(r.opts[i]), kgo.RequiredAcks(kgo.AllISRAcks()),
+	opts := append(slices.Clip(r.opts[i]), kgo.RequiredAcks(kgo.AllISRAcks()), kgo.AllowIdempotentProduceCancellation(),
 		kgo.RecordDeliveryTimeout(pipeline.DeadLetterTimeout), kgo.ProduceRequestTimeout(pipeline.DeadLetterTimeout))
 	p, err := kgo.NewClient(opts...)
 	if err != nil {

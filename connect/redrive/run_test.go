@@ -10,11 +10,14 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/picomq/heavy-sinks/connect/definition"
 	"github.com/picomq/heavy-sinks/connect/pipeline"
@@ -276,6 +279,94 @@ func TestFailedBatchStopsItsPartition(t *testing.T) {
 	for k, n := range sink.written {
 		if n != 1 {
 			t.Errorf("%s written %d times", k, n)
+		}
+	}
+}
+
+// failProduce makes kfake answer every Produce request with a
+// non-retriable error while on is set.
+func failProduce(kf *kfake.Cluster, on *atomic.Bool) {
+	kf.ControlKey(int16(kmsg.Produce), func(kreq kmsg.Request) (kmsg.Response, error, bool) {
+		kf.KeepControl()
+		if !on.Load() {
+			return nil, nil, false
+		}
+		req := kreq.(*kmsg.ProduceRequest)
+		resp := req.ResponseKind().(*kmsg.ProduceResponse)
+		for _, rt := range req.Topics {
+			st := kmsg.NewProduceResponseTopic()
+			st.Topic = rt.Topic
+			for _, rp := range rt.Partitions {
+				sp := kmsg.NewProduceResponseTopicPartition()
+				sp.Partition = rp.Partition
+				sp.ErrorCode = kerr.InvalidRecord.Code
+				st.Partitions = append(st.Partitions, sp)
+			}
+			resp.Topics = append(resp.Topics, st)
+		}
+		return resp, nil, true
+	})
+}
+
+// A letter a transform still fails on is dead-lettered again before the
+// plugin sees its batch: when that produce fails, nothing is delivered (the
+// plugin would commit the batch under dead-letter offsets covering the
+// letter, and a later run would skip it), so the run after the fix writes
+// every record.
+func TestRuntimeRejectProducedBeforeDelivery(t *testing.T) {
+	kf, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "o.dlq"), kfake.SeedTopics(1, "o"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer kf.Close()
+	brokers := kf.ListenAddrs()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	var letters []*kgo.Record
+	for i, v := range []string{`{"after":{"id":0}}`, `{"before":{"id":1}}`, `{"after":{"id":2}}`} {
+		src := &kgo.Record{Topic: "o", Offset: int64(i), Timestamp: time.UnixMilli(1700000000000), Value: []byte(v)}
+		letters = append(letters, pipeline.DeadLetterRecord(src, "o.dlq", hostclient.RejectValue, "first"))
+	}
+	if err := cl.ProduceSync(context.Background(), letters...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	def := func(transforms string) *definition.Definition {
+		path := filepath.Join(t.TempDir(), "d.toml")
+		if err := os.WriteFile(path, []byte("type = \"sink\"\nkey = \"k\"\npath = \"libx\"\n\n[[topics]]\ntopics = [\"o\"]\nschema = \"json\"\nbatch_length = 3\nerrors_tolerance = \"all\"\n"+transforms+"\n[plugin_config]\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		defs, err := definition.Load(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return defs[0]
+	}
+	var failing atomic.Bool
+	failing.Store(true)
+	failProduce(kf, &failing)
+	sink := &txnSink{txn: map[string]uint64{}, written: map[string]int{}, rejected: map[string]bool{}}
+	cfg := redrive.Config{Def: def("[[topics.transforms]]\ntype = \"unwrap_envelope\"\nfield = \"after\"\n"), Brokers: brokers, Out: sink,
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	rep, err := redrive.Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tl := rep.Parts[redrive.Part{Topic: "o.dlq"}]
+	if rep.OK() || tl.Err == nil || tl.NotDone != 3 || tl.Delivered != 0 || len(sink.batches) != 0 {
+		t.Fatalf("run 1 with the dead-letter produce failing: ok %v, err %v, not done %d, delivered %d, batches %d; want not OK, an error, 3, 0, 0",
+			rep.OK(), tl.Err, tl.NotDone, tl.Delivered, len(sink.batches))
+	}
+	failing.Store(false)
+	cfg.Def = def("") // the fix: no transform that fails
+	if rep, err = redrive.Run(context.Background(), cfg); err != nil || !rep.OK() {
+		t.Fatalf("run 2: ok %v, %v", rep.OK(), err)
+	}
+	for i := range 3 {
+		if k := fmt.Sprintf("o/0@%d", i); sink.written[k] != 1 {
+			t.Errorf("%s written %d times, want 1", k, sink.written[k])
 		}
 	}
 }

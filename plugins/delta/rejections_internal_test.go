@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/picomq/heavy-sinks/plugins/delta/deltalog"
@@ -71,5 +72,34 @@ func TestFindRejectionsWalksBackToTheFirstSkippedOffset(t *testing.T) {
 	// ... unless the walk stops before it.
 	if _, ok, err := tb.findRejections(ctx, "a", 20); err != nil || !ok {
 		t.Fatalf("from 20: %v %v", ok, err)
+	}
+}
+
+// A redrive batch whose earlier commits cannot be found fails FATAL naming
+// the dead-letter offsets in doubt: deciding them again against today's
+// (fixed) schema would skip a record rejected then as written.
+func TestRecheckRedriveWithoutItsCommitsIsFatal(t *testing.T) {
+	store, snaps := appendTable(t, 0)
+	snap := snaps[0]
+	ctx := context.Background()
+	for _, last := range []int64{9, 19} {
+		res, err := deltalog.CommitAppend(ctx, store, snap, deltalog.AppendCommit{AppID: "r", AppVersion: last,
+			Files: []deltalog.DataFile{{Path: fmt.Sprintf("r-%d.parquet", last), Size: 1}}}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		snap = res.Snapshot
+	}
+	if err := store.Delete(ctx, deltalog.CommitPath(1)); err != nil { // the commit of 0..9
+		t.Fatal(err)
+	}
+	tb := &table{uri: "file:///t", store: store, snap: snap, env: &tableEnv{opts: tableOptions{exactlyOnce: true}}}
+	b := &sdk.Batch{Topic: "o", Records: []sdk.Record{{Offset: 100, Payload: []byte(`{}`)}, {Offset: 101, Payload: []byte(`{}`)}},
+		Redrive: &sdk.Redrive{Topic: "o.dlq", Partition: 2, Offsets: []uint64{5, 7}}}
+	b.AcceptRejections()
+	err := tb.recheck(ctx, b, "r", 2)
+	if sdk.StatusOf(err) != sdk.StatusFatal || !strings.Contains(fmt.Sprint(err), "o.dlq/2 at offsets 5..7") ||
+		!strings.Contains(fmt.Sprint(err), "picomq-connect audit") {
+		t.Fatalf("recheck: %v (status %v), want FATAL naming o.dlq/2 at offsets 5..7 and the audit", err, sdk.StatusOf(err))
 	}
 }

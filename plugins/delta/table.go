@@ -404,16 +404,13 @@ func notRejected(b *sdk.Batch, n int) int {
 // on every delivery of a batch. Only when the host accepts rejections. The
 // commits that hold those records say which they rejected (rejections.go);
 // when they cannot be read, the records are checked against today's schema,
-// with a warning. The encoder is left empty.
+// with a warning, except in a redrive batch, which fails FATAL (a record
+// rejected then would pass now, after the fix, and be skipped unwritten).
+// The encoder is left empty.
 func (t *table) recheck(ctx context.Context, b *sdk.Batch, appID string, skip int) error {
 	if skip == 0 || !b.CanReject() {
 		return nil
 	}
-	enc, err := t.encoder()
-	if err != nil {
-		return err
-	}
-	defer enc.Reset()
 	var prior map[uint64]priorRejection
 	recorded := t.env.opts.exactlyOnce
 	if recorded {
@@ -421,12 +418,24 @@ func (t *table) recheck(ctx context.Context, b *sdk.Batch, appID string, skip in
 		if err != nil {
 			return sdk.Retry(fmt.Errorf("Failed to load Delta table %s: reading the commits of a replayed batch: %w", t.uri, err))
 		}
+		if !ok && b.Redrive != nil {
+			// Dead letters are put back after a fix, usually of the very
+			// schema they failed: decided again now, one rejected then
+			// would pass and be skipped as written though it never was.
+			return sdk.Fatalf("Failed to write to Delta table %s: dead letters %s/%d at offsets %d..%d were committed by an earlier redrive whose commits are gone from the Delta log or more than %d commits back, so which of them it rejected is not known; nothing is written. Run `picomq-connect audit` to see which of their source records the table lacks and produce those again (to the source topic, or to the dead-letter topic with a higher pico_redrive_attempts)",
+				t.uri, b.Redrive.Topic, b.Redrive.Partition, b.SeqOffset(0), b.SeqOffset(skip-1), rejectionWalkLimit)
+		}
 		if !ok {
 			t.env.log.Warn("the commits that hold a replayed batch are gone from the Delta log or too far back; its rejections are decided again against the table's schema now",
 				"table", t.uri, "topic", b.Topic, "first_offset", b.Records[0].Offset, "walk_limit", rejectionWalkLimit)
 		}
 		prior, recorded = found, ok
 	}
+	enc, err := t.encoder()
+	if err != nil {
+		return err
+	}
+	defer enc.Reset()
 	for i := range skip {
 		r := &b.Records[i]
 		if recorded {
