@@ -418,18 +418,7 @@ type CommitResult struct {
 // (create.go). Transient storage errors are returned as they are; nothing is retried
 // with a delay here — retry policy belongs to the caller.
 func CommitAppend(ctx context.Context, store Store, s *Snapshot, c AppendCommit, opts *CommitOptions) (*CommitResult, error) {
-	maxAttempts := 20
-	var pause backoff.Schedule
-	lost := func(int64) {}
-	if opts != nil && opts.MaxAttempts > 0 {
-		maxAttempts = opts.MaxAttempts
-	}
-	if opts != nil {
-		pause = opts.Backoff
-		if opts.LostRace != nil {
-			lost = opts.LostRace
-		}
-	}
+	maxAttempts, lost, pause := opts.loop()
 	if c.TxnID == "" {
 		c.TxnID = NewUUID()
 	}
@@ -491,22 +480,9 @@ func CommitAppend(ctx context.Context, store Store, s *Snapshot, c AppendCommit,
 				return nil, err
 			}
 			res := ResolveGroupConflict(c.apps(), c.TxnID, winners)
-			for _, w := range winners {
-				if w.Version > res.Version && res.Resolution != ResolutionRetry {
-					break
-				}
-				if s, err = s.Apply(w.Version, w.Actions); err != nil {
-					return nil, err
-				}
-				s.withHead(w.Data)
-			}
-			switch res.Resolution {
-			case ResolutionCommitted:
-				return &CommitResult{Version: res.Version, TxnID: c.TxnID, Snapshot: s, Attempts: attempt}, nil
-			case ResolutionAlreadyCommitted:
-				return &CommitResult{Version: res.Version, TxnID: c.TxnID, AlreadyCommitted: true, Snapshot: s, Attempts: attempt}, nil
-			case ResolutionAbort:
-				return nil, res.Err
+			var done *CommitResult
+			if s, done, err = settle(s, winners, res, c.TxnID, attempt); done != nil || err != nil {
+				return done, err
 			}
 			// ResolutionRetry: s now includes the winners, read by name, so
 			// version s.Version+1 is the next free one as far as anyone
@@ -545,6 +521,47 @@ func CommitAppend(ctx context.Context, store Store, s *Snapshot, c AppendCommit,
 			return nil, err
 		}
 	}
+}
+
+// loop returns the settings of a commit loop: attempts before giving up,
+// the lost-race hook, the pause between attempts (nil: none).
+func (o *CommitOptions) loop() (maxAttempts int, lost func(int64), pause backoff.Schedule) {
+	maxAttempts, lost = 20, func(int64) {}
+	if o == nil {
+		return maxAttempts, lost, nil
+	}
+	if o.MaxAttempts > 0 {
+		maxAttempts = o.MaxAttempts
+	}
+	if o.LostRace != nil {
+		lost = o.LostRace
+	}
+	return maxAttempts, lost, o.Backoff
+}
+
+// settle applies the winners to s as far as res reaches (all of them when
+// the commit goes again) and returns the commit's result when res ends it:
+// committed (by an earlier attempt), already committed, or aborted.
+// done == nil && err == nil: put again on top of the returned snapshot.
+func settle(s *Snapshot, winners []Commit, res ConflictResult, txnID string, attempt int) (next *Snapshot, done *CommitResult, err error) {
+	for _, w := range winners {
+		if w.Version > res.Version && res.Resolution != ResolutionRetry {
+			break
+		}
+		if s, err = s.Apply(w.Version, w.Actions); err != nil {
+			return nil, nil, err
+		}
+		s.withHead(w.Data)
+	}
+	switch res.Resolution {
+	case ResolutionCommitted:
+		return s, &CommitResult{Version: res.Version, TxnID: txnID, Snapshot: s, Attempts: attempt}, nil
+	case ResolutionAlreadyCommitted:
+		return s, &CommitResult{Version: res.Version, TxnID: txnID, AlreadyCommitted: true, Snapshot: s, Attempts: attempt}, nil
+	case ResolutionAbort:
+		return s, nil, res.Err
+	}
+	return s, nil, nil
 }
 
 // landed is the result of pc, put as version pc.Version on top of s at the

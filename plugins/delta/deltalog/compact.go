@@ -150,14 +150,7 @@ func ResolveCompactionConflict(read map[string]bool, txnID string, winners []Com
 // files it wrote.
 // opts.SkipCatchUp is ignored: a compaction must see every commit since s.
 func CommitCompaction(ctx context.Context, store Store, s *Snapshot, c Compaction, opts *CommitOptions) (*CommitResult, error) {
-	maxAttempts := 20
-	lost := func(int64) {}
-	if opts != nil && opts.MaxAttempts > 0 {
-		maxAttempts = opts.MaxAttempts
-	}
-	if opts != nil && opts.LostRace != nil {
-		lost = opts.LostRace
-	}
+	maxAttempts, lost, _ := opts.loop()
 	if c.TxnID == "" {
 		c.TxnID = NewUUID()
 	}

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/picomq/heavy-sinks/shared/retry/backoff"
 )
 
 // Merge commits: copy-on-write upserts and deletes by key (the sink's
@@ -161,14 +163,7 @@ func ResolveMergeConflict(m *Merge, txnID string, winners []Commit) ConflictResu
 // matching ErrConcurrentModification (ErrMergeConflict among them) means
 // the merge must be planned again.
 func CommitMerge(ctx context.Context, store Store, s *Snapshot, m Merge, opts *CommitOptions) (*CommitResult, error) {
-	maxAttempts := 20
-	lost := func(int64) {}
-	if opts != nil && opts.MaxAttempts > 0 {
-		maxAttempts = opts.MaxAttempts
-	}
-	if opts != nil && opts.LostRace != nil {
-		lost = opts.LostRace
-	}
+	maxAttempts, lost, pause := opts.loop()
 	if m.Append.TxnID == "" {
 		m.Append.TxnID = NewUUID()
 	}
@@ -192,22 +187,9 @@ func CommitMerge(ctx context.Context, store Store, s *Snapshot, m Merge, opts *C
 				return nil, err
 			}
 			res := ResolveMergeConflict(&m, m.Append.TxnID, winners)
-			for _, w := range winners {
-				if w.Version > res.Version && res.Resolution != ResolutionRetry {
-					break
-				}
-				if s, err = s.Apply(w.Version, w.Actions); err != nil {
-					return nil, err
-				}
-				s.withHead(w.Data)
-			}
-			switch res.Resolution {
-			case ResolutionCommitted:
-				return &CommitResult{Version: res.Version, TxnID: m.Append.TxnID, Snapshot: s, Attempts: attempt}, nil
-			case ResolutionAlreadyCommitted:
-				return &CommitResult{Version: res.Version, TxnID: m.Append.TxnID, AlreadyCommitted: true, Snapshot: s, Attempts: attempt}, nil
-			case ResolutionAbort:
-				return nil, res.Err
+			var done *CommitResult
+			if s, done, err = settle(s, winners, res, m.Append.TxnID, attempt); done != nil || err != nil {
+				return done, err
 			}
 			m.Append.Now = time.Now()
 		}
@@ -232,6 +214,11 @@ func CommitMerge(ctx context.Context, store Store, s *Snapshot, m Merge, opts *C
 			lost(pc.Version)
 			if winners, err = readWinners(ctx, store, pc.Version, first); err != nil {
 				return nil, err
+			}
+			if pause != nil {
+				if err := backoff.Sleep(ctx, pause(attempt)); err != nil {
+					return nil, err
+				}
 			}
 		default:
 			return nil, err
