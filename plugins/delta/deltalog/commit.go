@@ -418,7 +418,6 @@ type CommitResult struct {
 // (create.go). Transient storage errors are returned as they are; nothing is retried
 // with a delay here — retry policy belongs to the caller.
 func CommitAppend(ctx context.Context, store Store, s *Snapshot, c AppendCommit, opts *CommitOptions) (*CommitResult, error) {
-	maxAttempts, lost, pause := opts.loop()
 	if c.TxnID == "" {
 		c.TxnID = NewUUID()
 	}
@@ -462,41 +461,65 @@ func CommitAppend(ctx context.Context, store Store, s *Snapshot, c AppendCommit,
 			return nil, err
 		}
 	}
+	adopt := func(s *Snapshot, winners []Commit) (*Snapshot, []Commit, error) {
+		if !s.IsNew() {
+			return s, winners, nil
+		}
+		// Another writer created the table first: take it if it is the
+		// one we meant to create, and append on top of it.
+		created, err := createdSnapshot(winners[0], s.opts)
+		if err != nil {
+			return nil, nil, err
+		}
+		if s, err = createdElsewhere(s, created, &c); err != nil {
+			return nil, nil, err
+		}
+		return s, winners[1:], nil
+	}
+	return commitLoop(ctx, store, s, winners, c.TxnID, &c.Now, opts, "commit", adopt,
+		func(winners []Commit) ConflictResult { return ResolveGroupConflict(c.apps(), c.TxnID, winners) },
+		func(s *Snapshot) (*PreparedCommit, error) { return PrepareAppend(s, c) })
+}
+
+// commitLoop is what appends and merges share after the head check and
+// the catch-up: take the winners read so far into s (adopt, when not nil,
+// first: a table another writer created), resolve them, put the prepared
+// commit at the next version, and on a lost race read the new winners by
+// name and go again. now is the commit's clock: after winners it moves on,
+// so lastUpdated and the ICT stay truthful.
+func commitLoop(ctx context.Context, store Store, s *Snapshot, winners []Commit, txnID string, now *time.Time,
+	opts *CommitOptions, what string,
+	adopt func(*Snapshot, []Commit) (*Snapshot, []Commit, error),
+	resolve func([]Commit) ConflictResult,
+	prepare func(*Snapshot) (*PreparedCommit, error)) (*CommitResult, error) {
+	maxAttempts, lost, pause := opts.loop()
+	var err error
 	for attempt := 1; ; attempt++ {
-		if len(winners) > 0 && s.IsNew() {
-			// Another writer created the table first: take it if it is
-			// the one we meant to create, and append on top of it.
-			created, err := createdSnapshot(winners[0], s.opts)
-			if err != nil {
+		if len(winners) > 0 && adopt != nil {
+			if s, winners, err = adopt(s, winners); err != nil {
 				return nil, err
 			}
-			if s, err = createdElsewhere(s, created, &c); err != nil {
-				return nil, err
-			}
-			winners = winners[1:]
 		}
 		if len(winners) > 0 {
 			if err := sameTable(s, winners); err != nil {
 				return nil, err
 			}
-			res := ResolveGroupConflict(c.apps(), c.TxnID, winners)
 			var done *CommitResult
-			if s, done, err = settle(s, winners, res, c.TxnID, attempt); done != nil || err != nil {
+			if s, done, err = settle(s, winners, resolve(winners), txnID, attempt); done != nil || err != nil {
 				return done, err
 			}
-			// ResolutionRetry: s now includes the winners, read by name, so
-			// version s.Version+1 is the next free one as far as anyone
-			// knows: go again at once. The clock moves on so lastUpdated
-			// and the ICT stay truthful.
-			c.Now = time.Now()
+			// Retry: s now includes the winners, read by name, so version
+			// s.Version+1 is the next free one as far as anyone knows: go
+			// again at once.
+			*now = time.Now()
 		}
 		if attempt > maxAttempts {
-			return nil, fmt.Errorf("deltalog: gave up after %d commit attempts lost to concurrent writers", maxAttempts)
+			return nil, fmt.Errorf("deltalog: %s gave up after %d commit attempts lost to concurrent writers", what, maxAttempts)
 		}
-		pc, err := PrepareAppend(s, c)
+		pc, err := prepare(s)
 		var already *AlreadyCommittedError
 		if errors.As(err, &already) {
-			return &CommitResult{Version: s.Version, TxnID: c.TxnID, AlreadyCommitted: true, Snapshot: s, Attempts: attempt}, nil
+			return &CommitResult{Version: s.Version, TxnID: txnID, AlreadyCommitted: true, Snapshot: s, Attempts: attempt}, nil
 		}
 		if err != nil {
 			return nil, err

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"time"
-
-	"github.com/picomq/heavy-sinks/shared/retry/backoff"
 )
 
 // Merge commits: copy-on-write upserts and deletes by key (the sink's
@@ -163,7 +161,6 @@ func ResolveMergeConflict(m *Merge, txnID string, winners []Commit) ConflictResu
 // matching ErrConcurrentModification (ErrMergeConflict among them) means
 // the merge must be planned again.
 func CommitMerge(ctx context.Context, store Store, s *Snapshot, m Merge, opts *CommitOptions) (*CommitResult, error) {
-	maxAttempts, lost, pause := opts.loop()
 	if m.Append.TxnID == "" {
 		m.Append.TxnID = NewUUID()
 	}
@@ -181,47 +178,7 @@ func CommitMerge(ctx context.Context, store Store, s *Snapshot, m Merge, opts *C
 	if err != nil {
 		return nil, err
 	}
-	for attempt := 1; ; attempt++ {
-		if len(winners) > 0 {
-			if err := sameTable(s, winners); err != nil {
-				return nil, err
-			}
-			res := ResolveMergeConflict(&m, m.Append.TxnID, winners)
-			var done *CommitResult
-			if s, done, err = settle(s, winners, res, m.Append.TxnID, attempt); done != nil || err != nil {
-				return done, err
-			}
-			m.Append.Now = time.Now()
-		}
-		if attempt > maxAttempts {
-			return nil, fmt.Errorf("deltalog: merge gave up after %d commit attempts lost to concurrent writers", maxAttempts)
-		}
-		pc, err := PrepareMerge(s, m)
-		var already *AlreadyCommittedError
-		if errors.As(err, &already) {
-			return &CommitResult{Version: s.Version, TxnID: m.Append.TxnID, AlreadyCommitted: true, Snapshot: s, Attempts: attempt}, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-		outcome, first, err := putCommit(ctx, store, pc)
-		switch outcome {
-		case Committed:
-			return landed(s, pc, attempt)
-		case Retryable:
-			return nil, err
-		case Conflict:
-			lost(pc.Version)
-			if winners, err = readWinners(ctx, store, pc.Version, first); err != nil {
-				return nil, err
-			}
-			if pause != nil {
-				if err := backoff.Sleep(ctx, pause(attempt)); err != nil {
-					return nil, err
-				}
-			}
-		default:
-			return nil, err
-		}
-	}
+	return commitLoop(ctx, store, s, winners, m.Append.TxnID, &m.Append.Now, opts, "merge", nil,
+		func(winners []Commit) ConflictResult { return ResolveMergeConflict(&m, m.Append.TxnID, winners) },
+		func(s *Snapshot) (*PreparedCommit, error) { return PrepareMerge(s, m) })
 }
