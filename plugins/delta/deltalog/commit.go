@@ -443,12 +443,8 @@ func CommitAppend(ctx context.Context, store Store, s *Snapshot, c AppendCommit,
 			}
 		}
 	} else {
-		fresh, err := s.VerifyHead(ctx, store)
-		if err != nil {
+		if err := verifyHead(ctx, store, s); err != nil {
 			return nil, err
-		}
-		if fresh != nil {
-			return nil, &StaleSnapshotError{Version: s.Version}
 		}
 	}
 	// Catch up by name with the commits made since s was read: against a
@@ -544,6 +540,29 @@ func commitLoop(ctx context.Context, store Store, s *Snapshot, winners []Commit,
 			return nil, err
 		}
 	}
+}
+
+// verifyHead checks that the log still holds the commit s was read from,
+// byte for byte: a commit put at s.Version+1 would otherwise land on
+// another table's log, or past what s knows.
+func verifyHead(ctx context.Context, store Store, s *Snapshot) error {
+	fresh, err := s.VerifyHead(ctx, store)
+	if err != nil {
+		return err
+	}
+	if fresh != nil {
+		return &StaleSnapshotError{Version: s.Version}
+	}
+	return nil
+}
+
+// catchUp is verifyHead, then the commits made since s read by name: the
+// start of a commit that must see every commit since its snapshot.
+func catchUp(ctx context.Context, store Store, s *Snapshot) ([]Commit, error) {
+	if err := verifyHead(ctx, store, s); err != nil {
+		return nil, err
+	}
+	return readWinners(ctx, store, s.Version+1, nil)
 }
 
 // loop returns the settings of a commit loop: attempts before giving up,

@@ -161,14 +161,7 @@ func CommitCompaction(ctx context.Context, store Store, s *Snapshot, c Compactio
 	for _, a := range c.Removed {
 		read[a.Path] = true
 	}
-	fresh, err := s.VerifyHead(ctx, store)
-	if err != nil {
-		return nil, err
-	}
-	if fresh != nil {
-		return nil, &StaleSnapshotError{Version: s.Version}
-	}
-	winners, err := readWinners(ctx, store, s.Version+1, nil)
+	winners, err := catchUp(ctx, store, s)
 	if err != nil {
 		return nil, err
 	}

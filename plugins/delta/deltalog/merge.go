@@ -167,14 +167,7 @@ func CommitMerge(ctx context.Context, store Store, s *Snapshot, m Merge, opts *C
 	if m.Append.Now.IsZero() {
 		m.Append.Now = time.Now()
 	}
-	fresh, err := s.VerifyHead(ctx, store)
-	if err != nil {
-		return nil, err
-	}
-	if fresh != nil {
-		return nil, &StaleSnapshotError{Version: s.Version}
-	}
-	winners, err := readWinners(ctx, store, s.Version+1, nil)
+	winners, err := catchUp(ctx, store, s)
 	if err != nil {
 		return nil, err
 	}
