@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/url"
 	"strconv"
+	"strings"
 
 	"github.com/picomq/heavy-sinks/plugins/delta/deltalog"
 	"github.com/picomq/heavy-sinks/plugins/delta/objstore"
@@ -25,6 +26,7 @@ type Audit struct {
 	cfg     Config
 	uri     *template.Template
 	storage objstore.Options
+	secrets []string // the secret keys' values, replaced in every error
 }
 
 // NewAudit decodes pluginConfig (the definition's [plugin_config] as
@@ -37,9 +39,11 @@ func NewAudit(ctx context.Context, pluginConfig json.RawMessage, key string, env
 		return nil, err
 	}
 	a := &Audit{}
-	if _, err := schema.Decode(pluginConfig, key, env, &a.cfg); err != nil {
+	dec, err := schema.Decode(pluginConfig, key, env, &a.cfg)
+	if err != nil {
 		return nil, err
 	}
+	a.secrets = dec.Secrets
 	if a.storage, err = a.cfg.storageOptions(); err != nil {
 		return nil, err
 	}
@@ -47,7 +51,7 @@ func NewAudit(ctx context.Context, pluginConfig json.RawMessage, key string, env
 		return nil, sdk.BadConfigf("plugin_config key %q: %v", keyTableURI, err)
 	}
 	if err := authenticate(ctx, &a.storage); err != nil {
-		return nil, err
+		return nil, a.redact(err)
 	}
 	return a, nil
 }
@@ -86,12 +90,45 @@ func (a *Audit) Open(ctx context.Context, uri string) (ReadOnlyStore, error) {
 	st, err := objstore.Open(ctx, loc, a.storage)
 	if err != nil {
 		if ue := uriError(err); ue != nil {
-			return nil, ue
+			return nil, a.redact(ue)
 		}
-		return nil, err
+		return nil, a.redact(err)
 	}
-	return readOnly{st}, nil
+	return a.readOnly(st), nil
 }
+
+// readOnly is st for the audit: writes fail, and every error has the
+// sink's secrets replaced (this process has no host redacting what it
+// prints, as the plugin has).
+func (a *Audit) readOnly(st objstore.Store) readOnly { return readOnly{s: st, redact: a.redact} }
+
+// redact returns err with the sink's secrets replaced in its text; its
+// kind (errors.Is, errors.As) is kept.
+func (a *Audit) redact(err error) error {
+	if err == nil {
+		return nil
+	}
+	msg := err.Error()
+	red := msg
+	for _, s := range a.secrets {
+		if len(s) >= 3 {
+			red = strings.ReplaceAll(red, s, "[REDACTED]")
+		}
+	}
+	if red == msg {
+		return err
+	}
+	return &redactedError{msg: red, err: err}
+}
+
+// redactedError is an error whose text had secrets replaced.
+type redactedError struct {
+	msg string
+	err error
+}
+
+func (e *redactedError) Error() string { return e.msg }
+func (e *redactedError) Unwrap() error { return e.err }
 
 // ReadOnlyStore is a table's store whose PutIfAbsent and Delete fail.
 type ReadOnlyStore interface {
@@ -102,14 +139,22 @@ type ReadOnlyStore interface {
 // errReadOnly is what a write through a ReadOnlyStore returns.
 var errReadOnly = errors.New("the audit reads tables only: a write was attempted")
 
-type readOnly struct{ s objstore.Store }
+type readOnly struct {
+	s      objstore.Store
+	redact func(error) error
+}
 
 func (r readOnly) List(ctx context.Context, prefix, startAfter string) ([]deltalog.FileInfo, error) {
-	return r.s.List(ctx, prefix, startAfter)
+	fs, err := r.s.List(ctx, prefix, startAfter)
+	return fs, r.redact(err)
 }
-func (r readOnly) Get(ctx context.Context, path string) ([]byte, error) { return r.s.Get(ctx, path) }
+func (r readOnly) Get(ctx context.Context, path string) ([]byte, error) {
+	b, err := r.s.Get(ctx, path)
+	return b, r.redact(err)
+}
 func (r readOnly) GetRange(ctx context.Context, path string, off, n int64) ([]byte, error) {
-	return r.s.GetRange(ctx, path, off, n)
+	b, err := r.s.GetRange(ctx, path, off, n)
+	return b, r.redact(err)
 }
 func (readOnly) PutIfAbsent(context.Context, string, []byte) error { return errReadOnly }
 func (readOnly) Delete(context.Context, string) error              { return errReadOnly }
