@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/url"
 	"strconv"
-	"strings"
 
 	"github.com/picomq/heavy-sinks/plugins/delta/deltalog"
 	"github.com/picomq/heavy-sinks/plugins/delta/objstore"
@@ -23,10 +22,10 @@ import (
 
 // Audit is a Delta sink's configuration as an audit reads it.
 type Audit struct {
-	cfg     Config
-	uri     *template.Template
-	storage objstore.Options
-	secrets []string // the secret keys' values, replaced in every error
+	cfg        Config
+	uri        *template.Template
+	storage    objstore.Options
+	redactText func(string) string // replaces the secret keys' values in every error
 }
 
 // NewAudit decodes pluginConfig (the definition's [plugin_config] as
@@ -43,7 +42,7 @@ func NewAudit(ctx context.Context, pluginConfig json.RawMessage, key string, env
 	if err != nil {
 		return nil, err
 	}
-	a.secrets = dec.Secrets
+	a.redactText = sdk.Redactor(dec.Secrets)
 	if a.storage, err = a.cfg.storageOptions(); err != nil {
 		return nil, err
 	}
@@ -109,12 +108,7 @@ func (a *Audit) redact(err error) error {
 		return nil
 	}
 	msg := err.Error()
-	red := msg
-	for _, s := range a.secrets {
-		if len(s) >= 3 {
-			red = strings.ReplaceAll(red, s, "[REDACTED]")
-		}
-	}
+	red := a.redactText(msg)
 	if red == msg {
 		return err
 	}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"strings"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -24,10 +23,10 @@ import (
 // Audit is a Redshift sink's configuration and a connection pool, as an
 // audit reads them.
 type Audit struct {
-	cfg     Config
-	p       *parsed
-	pool    *pgxpool.Pool
-	secrets []string // replaced in every message this file makes
+	cfg        Config
+	p          *parsed
+	pool       *pgxpool.Pool
+	redactText func(string) string // replaces the secrets in every message this file makes
 }
 
 // auditConns is the audit's pool size: it reads one table at a time.
@@ -54,7 +53,7 @@ func NewAudit(ctx context.Context, pluginConfig json.RawMessage, key string, env
 		return nil, err
 	}
 	pcfg, password, err := poolConfig(a.cfg.ConnectionString, auditConns, a.cfg.StatementTimeout)
-	a.secrets = append(dec.Secrets, password)
+	a.redactText = sdk.Redactor(append(dec.Secrets, password))
 	if err != nil {
 		// pgx's parse errors can quote the connection string: say only
 		// which key is wrong.
@@ -154,11 +153,4 @@ func (a *Audit) stream(ctx context.Context, what, table string, topics []string,
 
 // redact replaces the sink's secrets in msg: this process has no host
 // redacting what it prints.
-func (a *Audit) redact(msg string) string {
-	for _, s := range a.secrets {
-		if len(s) >= 3 {
-			msg = strings.ReplaceAll(msg, s, "[REDACTED]")
-		}
-	}
-	return msg
-}
+func (a *Audit) redact(msg string) string { return a.redactText(msg) }

@@ -166,6 +166,18 @@ func (r *redactor) add(s string) {
 	slices.SortStableFunc(r.secrets, func(a, b string) int { return len(b) - len(a) })
 }
 
+// Redactor returns what replaces secrets in text exactly as the SDK does in
+// a plugin's logs and errors (each secret in every quoted form, longest
+// first), for code that reads a plugin's configuration outside a host:
+// picomq-connect audit, which has no host redacting what it prints.
+func Redactor(secrets []string) func(string) string {
+	r := &redactor{}
+	for _, s := range secrets {
+		r.add(s)
+	}
+	return r.apply
+}
+
 func (r *redactor) apply(s string) string {
 	if r == nil {
 		return s
