@@ -151,8 +151,8 @@ func (t *table) addChanges(enc *encode.Encoder, members []*member) (n added, up 
 	}
 	for {
 		// The last change of each key, compared in the key columns'
-		// types (changes.Last compares JSON values: a timestamp written
-		// in two time zones is two keys there, one row here).
+		// types (not as JSON values: a timestamp written in two time
+		// zones is one key).
 		last := make(map[string]int, len(all))
 		for i := range all {
 			last[all[i].key] = i

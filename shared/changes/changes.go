@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"math/big"
 	"strings"
 
 	"github.com/picomq/heavy-sinks/shared/jsonscan"
@@ -100,7 +99,8 @@ type Change struct {
 	// Delete.
 	Row []byte
 	// Key holds each key column's JSON value as written, in KeyColumns
-	// order; never null. Compare keys with KeyIdentity, not bytes.
+	// order; never null. Each sink compares keys in its columns' types
+	// (the same JSON value may be spelled several ways).
 	Key [][]byte
 }
 
@@ -276,37 +276,6 @@ func (c *Config) keyOf(members []member, where string) ([][]byte, error) {
 	return key, nil
 }
 
-// KeyIdentity returns a string equal for two keys exactly when their
-// values are equal as JSON values: strings by their decoded text, numbers
-// by their exact value (1, 1.0 and 1e0 are one key), booleans by value. A
-// string and a number are different keys ("1" is not 1). Use it to find a
-// key's last change within a batch; a sink compares against rows it reads
-// back in the column's type. A sink may identify keys more coarsely once
-// converted to its column type: the Redshift sink stores keys as text, so
-// there "1" and 1, or "true" and true, are one key.
-func KeyIdentity(key [][]byte) string {
-	var b strings.Builder
-	for _, v := range key {
-		switch c := v[0]; {
-		case c == '"':
-			var s string
-			_ = json.Unmarshal(v, &s) // checked by Parse
-			fmt.Fprintf(&b, "s%d:%s", len(s), s)
-		case c == 't' || c == 'f':
-			b.WriteString("b" + string(v))
-		default:
-			r, ok := new(big.Rat).SetString(string(v))
-			if !ok { // not reached for JSON numbers; keep them apart anyway
-				fmt.Fprintf(&b, "x%d:%s", len(v), v)
-				continue
-			}
-			s := r.RatString()
-			fmt.Fprintf(&b, "n%d:%s", len(s), s)
-		}
-	}
-	return b.String()
-}
-
 // member is one name/value pair of an object, the value as written.
 type member struct {
 	name  string
@@ -417,22 +386,4 @@ func truncate(v []byte) string {
 		return string(v[:64]) + "…"
 	}
 	return string(v)
-}
-
-// Last returns, in order, the indexes of the changes that decide their
-// key's state after the batch: each key's last change (changes in offset
-// order). The others are superseded within the batch and need not be
-// applied.
-func Last(changes []Change) []int {
-	last := make(map[string]int, len(changes))
-	for i := range changes {
-		last[KeyIdentity(changes[i].Key)] = i
-	}
-	keep := make([]int, 0, len(last))
-	for i := range changes {
-		if last[KeyIdentity(changes[i].Key)] == i {
-			keep = append(keep, i)
-		}
-	}
-	return keep
 }

@@ -75,53 +75,6 @@ func TestParse(t *testing.T) {
 	}
 }
 
-func TestKeyIdentity(t *testing.T) {
-	id := func(vs ...string) string {
-		var k [][]byte
-		for _, v := range vs {
-			k = append(k, []byte(v))
-		}
-		return KeyIdentity(k)
-	}
-	same := [][2]string{{`1`, `1.0`}, {`1`, `1e0`}, {`100`, `1E2`}, {`"A"`, `"\u0041"`}, {`-0`, `0`}}
-	for _, p := range same {
-		if id(p[0]) != id(p[1]) {
-			t.Errorf("%s and %s should be one key", p[0], p[1])
-		}
-	}
-	differ := [][2]string{{`1`, `"1"`}, {`true`, `"true"`}, {`1`, `2`}, {`12345678901234567890`, `12345678901234567891`}}
-	for _, p := range differ {
-		if id(p[0]) == id(p[1]) {
-			t.Errorf("%s and %s should be different keys", p[0], p[1])
-		}
-	}
-	if id(`"a"`, `"bc"`) == id(`"ab"`, `"c"`) {
-		t.Error("composite keys must not run together")
-	}
-}
-
-func TestLast(t *testing.T) {
-	cfg := &Config{Format: OpField, OpField: "_op", KeyColumns: []string{"id"}}
-	var chs []Change
-	for _, p := range []string{`{"id":1,"_op":"I"}`, `{"id":2,"_op":"I"}`, `{"id":1.0,"_op":"D"}`, `{"id":3,"_op":"I"}`, `{"id":2,"_op":"U"}`} {
-		ch, err := cfg.Parse([]byte(p), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		chs = append(chs, ch)
-	}
-	got := Last(chs)
-	want := []int{2, 3, 4}
-	if len(got) != len(want) {
-		t.Fatalf("Last = %v, want %v", got, want)
-	}
-	for i := range want {
-		if got[i] != want[i] {
-			t.Fatalf("Last = %v, want %v", got, want)
-		}
-	}
-}
-
 // FuzzParse: Parse never panics, and an upsert's row is a JSON object
 // holding the key it reports.
 func FuzzParse(f *testing.F) {
@@ -155,6 +108,5 @@ func FuzzParse(f *testing.F) {
 		if len(ch.Key) != 1 || len(ch.Key[0]) == 0 {
 			t.Fatalf("key %q", ch.Key)
 		}
-		_ = KeyIdentity(ch.Key)
 	})
 }

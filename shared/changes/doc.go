@@ -19,9 +19,9 @@
 // the converter's envelope. A key column missing or null, or an object or
 // array, is a record error (*Error): the sink rejects the record.
 //
-// Within a batch the last change of a key wins (Last); across batches,
-// offsets order everything, which the sinks' exactly-once bookkeeping
-// already keeps.
+// Within a batch the last change of a key wins (each sink finds it by its
+// key columns' types); across batches, offsets order everything, which
+// the sinks' exactly-once bookkeeping already keeps.
 //
-// File map: changes.go (formats, Parse, KeyIdentity, Last).
+// File map: changes.go (formats, Parse).
 package changes
