@@ -158,6 +158,10 @@ func (i *Instance) ConcurrentConsume() bool { return i.p.ConcurrentConsume() }
 // (Process.Redrive); known once the instance opened.
 func (i *Instance) Redrive() bool { return i.p.Redrive() }
 
+// Pipelined reports whether the instance's library keeps the order of
+// pipelined batches (Process.Pipelined); known once the instance opened.
+func (i *Instance) Pipelined() bool { return i.p.Pipelined() }
+
 // Description returns the instance's library's describe() document
 // (Process.Description): /metrics reads its metric declarations.
 func (i *Instance) Description() string { return i.p.Description() }

@@ -25,17 +25,18 @@ type Process struct {
 	log      *slog.Logger
 	stderr   io.Writer
 
-	mu       sync.Mutex
-	h        *hostclient.Host
-	l        *hostclient.Lib
-	gen      int // bumped by every start: instances reopen when it changes
-	restarts int
-	closed   bool
-	checks   []string // the library's describe() payload_checks
-	conc     bool     // the library's describe() concurrent_consume
-	redrive  bool     // the library's describe() redrive (ABI 1.4)
-	desc     string   // the library's describe() document; "" when it failed
-	loggers  sync.Map // log ctx (uint64) -> *slog.Logger of the instance
+	mu        sync.Mutex
+	h         *hostclient.Host
+	l         *hostclient.Lib
+	gen       int // bumped by every start: instances reopen when it changes
+	restarts  int
+	closed    bool
+	checks    []string // the library's describe() payload_checks
+	conc      bool     // the library's describe() concurrent_consume
+	redrive   bool     // the library's describe() redrive (ABI 1.4)
+	pipelined bool     // the library's describe() pipelined (ABI 1.5)
+	desc      string   // the library's describe() document; "" when it failed
+	loggers   sync.Map // log ctx (uint64) -> *slog.Logger of the instance
 }
 
 // Options for New. Zero values take the defaults.
@@ -118,7 +119,7 @@ func (p *Process) current(ctx context.Context) (*hostclient.Host, *hostclient.Li
 		return nil, nil, 0, fmt.Errorf("%s: describe: %w", p.lib, err)
 	}
 	p.h, p.l = h, l
-	p.checks, p.conc, p.redrive, p.desc = d.PayloadChecks, d.ConcurrentConsume, d.Redrive, d.js
+	p.checks, p.conc, p.redrive, p.pipelined, p.desc = d.PayloadChecks, d.ConcurrentConsume, d.Redrive, d.Pipelined, d.js
 	p.gen++
 	p.log.Info("plugin host process started", "event", "host_started", "pid", h.Pid(), "generation", p.gen)
 	return h, l, p.gen, nil
@@ -133,8 +134,11 @@ type description struct {
 	// together (otherwise the plugin serialises them).
 	ConcurrentConsume bool `json:"concurrent_consume"`
 	// Redrive (ABI 1.4): the library takes redrive batches exactly once.
-	Redrive bool   `json:"redrive"`
-	js      string // the document; "" when describe failed
+	Redrive bool `json:"redrive"`
+	// Pipelined (ABI 1.5): the library keeps the order of pipelined
+	// batches (hostclient.Batch.Follows) itself.
+	Pipelined bool   `json:"pipelined"`
+	js        string // the document; "" when describe failed
 }
 
 // describe reads the library's describe(). A library that does not say,
@@ -193,6 +197,15 @@ func (p *Process) Redrive() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.redrive
+}
+
+// Pipelined reports whether the library declares pipelined (ABI 1.5): a
+// partition's next batch may be sent before the one before it was
+// answered (hostclient.Batch.Follows). False before the first start.
+func (p *Process) Pipelined() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.pipelined
 }
 
 // onLog forwards a plugin's log line to its instance's logger. It runs on

@@ -43,6 +43,15 @@ type ConcurrentConsumer interface {
 	ConcurrentConsume() bool
 }
 
+// Pipeliner is implemented by a Deliverer whose plugin says whether it
+// keeps the order of pipelined batches itself (describe()'s pipelined, ABI
+// 1.5: a child.Instance, once open): only then does a block with
+// max_in_flight_per_partition above 1 send a partition's next batch
+// (hostclient.Batch.Follows) before the one before it was answered.
+type Pipeliner interface {
+	Pipelined() bool
+}
+
 // State is where a sink is in its life.
 type State string
 

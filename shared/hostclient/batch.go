@@ -30,6 +30,15 @@ type Batch struct {
 	// topic. nil: an ordinary batch. Send it only to a library whose
 	// describe() declares "redrive" (docs/abi.md, "Redrive").
 	Redrive *Redrive
+	// RangeLast (ABI 1.5) is the offset of the last record of the
+	// runtime's batch, records it kept back (dead letters, transforms)
+	// included; 0: the last record's offset.
+	RangeLast uint64
+	// Follows (ABI 1.5), when not nil, is the RangeLast of the batch of
+	// the same partition sent before this one and not answered yet: a
+	// pipelined batch. Send it only to a library whose describe()
+	// declares "pipelined" (docs/abi.md, "Pipelined batches").
+	Follows *uint64
 }
 
 // Redrive is the dead-letter side of a redrive batch: the dead-letter

@@ -30,6 +30,21 @@ type Batch struct {
 	// plugin registered with Plugin.Redrive, with one offset per record,
 	// strictly increasing. nil: an ordinary batch.
 	Redrive *Redrive
+	// RangeLast (ABI 1.5) is the offset of the last record of the host's
+	// batch, records the host kept back (dead letters, transforms) included;
+	// the SDK sets it to the last record's offset for an older host.
+	RangeLast uint64
+	// Follows (ABI 1.5), when not nil, is the RangeLast of the batch of the
+	// same topic partition that the host sent before this one and had not
+	// seen answered (pipelined.go). nil: the batch follows nothing
+	// unanswered.
+	Follows *uint64
+	// Self is the SDK's record of this batch while it is in progress, and
+	// Pred that of the batch it follows while that one is unanswered
+	// (nil otherwise); set for a plugin registered with Plugin.Pipelined.
+	// A batch with Pred set is written only in the same commit as its
+	// predecessor or after it was answered OK (pipelined.go).
+	Self, Pred *Pending
 
 	rejects *rejections // ABI 1.1 per-record outcomes; see Reject
 	skipped int         // records the destination already had; see Skipped

@@ -62,6 +62,9 @@ type Description struct {
 	// Redrive (Plugin.Redrive, ABI 1.4): the sink takes redrive batches
 	// (Batch.Redrive) exactly once. A host sends them to no other plugin.
 	Redrive bool `json:"redrive,omitempty"`
+	// Pipelined (Plugin.Pipelined, ABI 1.5): the sink keeps the order of
+	// pipelined batches (Batch.Follows) itself.
+	Pipelined bool `json:"pipelined,omitempty"`
 }
 
 // Describe returns the static description of the registered plugin. Secret
@@ -83,6 +86,7 @@ func Describe() ([]byte, error) {
 
 		ConcurrentConsume: reg.concurrent,
 		Redrive:           reg.redrive,
+		Pipelined:         reg.pipelined,
 	}
 	if reg.checksJSON {
 		d.PayloadChecks = []string{"json"}

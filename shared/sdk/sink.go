@@ -71,6 +71,15 @@ type Plugin[C any] struct {
 	// dead-letter offsets or on the original coordinates as its
 	// destination allows. Without it the SDK refuses such a batch FATAL.
 	Redrive bool
+
+	// Pipelined (ABI 1.5) declares, in describe() as "pipelined", that the
+	// sink keeps the order of pipelined batches itself (Batch.Pred): it
+	// writes a batch with a predecessor only in the same commit as it, or
+	// after it was answered OK. A runtime then sends a partition's next
+	// batch before the one before it was answered (docs/abi.md,
+	// "Pipelined batches"). Without it the SDK holds such a batch until
+	// its predecessor is answered.
+	Pipelined bool
 }
 
 // registration is the type-erased plugin the C exports drive.
@@ -81,6 +90,7 @@ type registration struct {
 	checksJSON        bool
 	concurrent        bool     // Plugin.ConcurrentConsume
 	redrive           bool     // Plugin.Redrive
+	pipelined         bool     // Plugin.Pipelined
 	metrics           []Metric // describe()'s metrics: the SDK's and the sink's
 	open              func(ctx context.Context, raw []byte, key string, env Env, host *Host) (erasedSink, Decoded, error)
 }
@@ -114,6 +124,7 @@ func Register[C any](p Plugin[C]) {
 		checksJSON:        p.ChecksJSON,
 		concurrent:        p.ConcurrentConsume,
 		redrive:           p.Redrive,
+		pipelined:         p.Pipelined,
 		open: func(ctx context.Context, raw []byte, key string, env Env, host *Host) (erasedSink, Decoded, error) {
 			var cfg C
 			dec, err := schema.Decode(raw, key, env, &cfg)
