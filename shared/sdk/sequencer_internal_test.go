@@ -349,3 +349,41 @@ func TestDescribePipelined(t *testing.T) {
 		}
 	}
 }
+
+type nopSink struct{}
+
+func (nopSink) Open(context.Context, *seqConfig, *Host) error { return nil }
+func (nopSink) Close(context.Context) error                   { return nil }
+func (nopSink) Consume(context.Context, *Batch) error         { return nil }
+
+// The sequencer's cost per batch: Consume of one-record batches, each
+// following the one before it, into a sink that does nothing.
+func BenchmarkConsumeSequenced(b *testing.B) {
+	regMu.Lock()
+	saved := registered
+	registered = nil
+	regMu.Unlock()
+	Register(Plugin[seqConfig]{Name: "nop_sink", Pipelined: true, ConcurrentConsume: true, New: func() Sink[seqConfig] { return nopSink{} }})
+	b.Cleanup(func() {
+		regMu.Lock()
+		registered = saved
+		regMu.Unlock()
+	})
+	def, _ := json.Marshal(Definition{Key: "nop", PluginConfig: json.RawMessage(`{}`)})
+	h, err := Open(def, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer Close(h)
+	rec := []Record{{Payload: []byte("x")}}
+	for i := range uint64(b.N) {
+		rec[0].Offset = i + 1
+		batch := &Batch{Topic: "t", Schema: SchemaRaw, Attempt: 1, Records: rec}
+		if i > 0 {
+			batch.Follows = new(i)
+		}
+		if err := Consume(h, batch); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
