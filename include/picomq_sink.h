@@ -221,10 +221,11 @@ typedef void (*picomq_reject_fn)(void *ctx, size_t index,
  * transform dropped) included; 0 means unknown: the last record's offset.
  * When has_follows is 1 the batch is pipelined: the host sent it while the
  * batch of the same topic partition whose range_last is follows was not
- * answered yet. The rule every plugin keeps for such a batch B following P:
- * B is written only in the same atomic commit (transaction) as P's records,
- * or after P was answered PICOMQ_OK; if P is answered anything else, B is not
- * written and is answered PICOMQ_RETRY. (An exactly-once destination records
+ * answered yet. The rule a plugin declaring "pipelined" keeps for such a
+ * batch B following P: B is written only in the same atomic commit
+ * (transaction) as P's records, or after P was answered PICOMQ_OK; if P is
+ * answered anything else, B is not written and is answered PICOMQ_RETRY.
+ * (An exactly-once destination records
  * a partition's progress as one number; writing B without P would move it
  * past P's records, and a replay of P would then be skipped.) The host's
  * threads may call consume for B before, during or after P's call. A host
