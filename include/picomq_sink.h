@@ -1,6 +1,6 @@
 /*
  * picomq_sink.h - the C ABI between a PicoMQ connector runtime (the host) and
- * a sink plugin shared library. ABI version 1.4.
+ * a sink plugin shared library. ABI version 1.5.
  *
  * This header is the contract. It is hand-written and committed; the Go SDK
  * (shared/sdk) implements it and the C test host (cmd/picomq-host) consumes it.
@@ -97,7 +97,7 @@ extern "C" {
 #endif
 
 #define PICOMQ_SINK_ABI_MAJOR 1
-#define PICOMQ_SINK_ABI_MINOR 4
+#define PICOMQ_SINK_ABI_MINOR 5
 
 /* Result codes. */
 typedef int32_t picomq_status;
@@ -214,7 +214,26 @@ typedef void (*picomq_reject_fn)(void *ctx, size_t index,
  * whose describe() declares "redrive": true; a plugin that declares it and
  * cannot redrive exactly once with its configuration answers PICOMQ_FATAL.
  * A 1.3 host's struct_size ends at value_schema (PICOMQ_BATCH_SIZE_1_3): the
- * plugin then sees no redrive. */
+ * plugin then sees no redrive.
+ *
+ * PIPELINED BATCHES (ABI 1.5). range_last is the offset of the last record of
+ * the host's batch, records the host kept back (dead letters, records a
+ * transform dropped) included; 0 means unknown: the last record's offset.
+ * When has_follows is 1 the batch is pipelined: the host sent it while the
+ * batch of the same topic partition whose range_last is follows was not
+ * answered yet. The rule a plugin declaring "pipelined" keeps for such a
+ * batch B following P: B is written only in the same atomic commit
+ * (transaction) as P's records, or after P was answered PICOMQ_OK; if P is
+ * answered anything else, B is not written and is answered PICOMQ_RETRY.
+ * (An exactly-once destination records
+ * a partition's progress as one number; writing B without P would move it
+ * past P's records, and a replay of P would then be skipped.) The host's
+ * threads may call consume for B before, during or after P's call. A host
+ * sets has_follows only for a plugin whose describe() declares "pipelined":
+ * true, and keeps has_follows 0 for redrive batches. A 1.4 host's
+ * struct_size ends at redrive_offsets (PICOMQ_BATCH_SIZE_1_4): the plugin then
+ * takes range_last as the last record's offset and sees no batch as
+ * pipelined. */
 typedef struct picomq_batch {
   size_t struct_size; /* sizeof(picomq_batch) as the host knows it */
   uint32_t attempt;   /* 1 for the first delivery, up to 5 for the same batch */
@@ -232,6 +251,10 @@ typedef struct picomq_batch {
   picomq_bytes redrive_topic;       /* UTF-8; ptr == NULL: not a redrive */
   uint32_t redrive_partition;       /* of redrive_topic */
   const uint64_t *redrive_offsets;  /* record_count entries; NULL unless a redrive */
+  /* ABI 1.5 */
+  uint64_t range_last;  /* offset of the last record of the host's batch, records it kept back included; 0: unknown (last record's) */
+  uint64_t follows;     /* range_last of the partition's batch this one follows; valid only when has_follows */
+  uint32_t has_follows; /* 1: a pipelined batch (only to a library whose describe() says "pipelined": true) */
 } picomq_batch;
 
 /* struct_size of a 1.0 host's batch, the smallest a 1.1 plugin accepts. */
@@ -245,6 +268,10 @@ typedef struct picomq_batch {
 /* struct_size of a 1.3 host's batch: it ends at value_schema. */
 #define PICOMQ_BATCH_SIZE_1_3 \
   (offsetof(picomq_batch, value_schema) + sizeof(picomq_bytes))
+
+/* struct_size of a 1.4 host's batch: it ends at redrive_offsets. */
+#define PICOMQ_BATCH_SIZE_1_4 \
+  (offsetof(picomq_batch, redrive_offsets) + sizeof(const uint64_t *))
 
 /* An open instance. 0 is never a valid handle. */
 typedef uint64_t picomq_instance;
@@ -268,7 +295,10 @@ typedef struct picomq_sink_api {
    * JSON value to the unit's base unit (absent: 1), "help": text}. A field
    * without a declaration (every field of an older plugin) has no type.
    * ABI 1.4 adds an optional "redrive": true, the plugin takes redrive
-   * batches (picomq_batch.redrive_topic) exactly once. */
+   * batches (picomq_batch.redrive_topic) exactly once. ABI 1.5 adds an
+   * optional "pipelined": true, the plugin keeps the rule of pipelined
+   * batches (picomq_batch.has_follows) and a host may send a partition's
+   * next batch before the one before it was answered. */
   picomq_status (*describe)(char *out, size_t out_cap, size_t *out_len);
 
   /* Opens an instance. config is the UTF-8 JSON sink definition:

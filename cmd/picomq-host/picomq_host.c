@@ -28,11 +28,14 @@
  *              reject callback, ABI 1.1; 2: pass a 1.0 host's batch,
  *              struct_size PICOMQ_BATCH_SIZE_1_0; 4: pass a 1.2 host's
  *              batch, PICOMQ_BATCH_SIZE_1_2; 8: pass a 1.3 host's batch,
- *              PICOMQ_BATCH_SIZE_1_3), u32 attempt, u32 partition,
+ *              PICOMQ_BATCH_SIZE_1_3; 16: pass a 1.4 host's batch,
+ *              PICOMQ_BATCH_SIZE_1_4), u32 attempt, u32 partition,
  *              bytes topic, bytes schema, ?bytes value_schema (ABI 1.3;
  *              not passed with flag 2 or 4), ?redrive (ABI 1.4: bytes
  *              topic, u32 partition, u32 n, n * u64 offset, n == count;
- *              passed only in a full-size batch), u32 count, then
+ *              not passed with flag 2, 4 or 8), u64 range_last, u8
+ *              has_follows, u64 follows (ABI 1.5; passed only in a
+ *              full-size batch), u32 count, then
  *              count records: u64 offset, i64 timestamp_ms, ?bytes key,
  *              u32 header_count, header_count * (bytes key, bytes value),
  *              bytes payload
@@ -47,7 +50,7 @@
  *   can come back in any order and are matched by id.
  *
  * OUTPUT (stdout): u8 kind, then
- *   1 HELLO    u32 protocol version (4), u32 workers, u32 abi_major,
+ *   1 HELLO    u32 protocol version (5), u32 workers, u32 abi_major,
  *              u32 abi_minor. Always the first frame.
  *   2 RESPONSE u64 id, i32 status, u64 value, bytes text, u32 nrej, then
  *              nrej * (u64 index, i32 reason, bytes message): the records
@@ -96,7 +99,7 @@
 
 #include "picomq_sink.h"
 
-#define PROTOCOL_VERSION 4u
+#define PROTOCOL_VERSION 5u
 #define DEFAULT_WORKERS 4
 #define MAX_WORKERS 256
 #define MAX_LIBS 64
@@ -125,7 +128,13 @@ enum {
 enum { KIND_HELLO = 1, KIND_RESPONSE = 2, KIND_LOG = 3 };
 enum { LOG_LATE = 1, LOG_NULL_MSG = 2 };
 enum { OPEN_NO_LOG = 1 };
-enum { CONSUME_REJECT = 1, CONSUME_BATCH_1_0 = 2, CONSUME_BATCH_1_2 = 4, CONSUME_BATCH_1_3 = 8 };
+enum {
+  CONSUME_REJECT = 1,
+  CONSUME_BATCH_1_0 = 2,
+  CONSUME_BATCH_1_2 = 4,
+  CONSUME_BATCH_1_3 = 8,
+  CONSUME_BATCH_1_4 = 16
+};
 
 /* ---- small utilities ---------------------------------------------------- */
 
@@ -929,6 +938,7 @@ static void op_consume(cursor *c, result *r) {
   size_t bsize = (flags & CONSUME_BATCH_1_0)   ? PICOMQ_BATCH_SIZE_1_0
                  : (flags & CONSUME_BATCH_1_2) ? PICOMQ_BATCH_SIZE_1_2
                  : (flags & CONSUME_BATCH_1_3) ? PICOMQ_BATCH_SIZE_1_3
+                 : (flags & CONSUME_BATCH_1_4) ? PICOMQ_BATCH_SIZE_1_4
                                                : full;
   /* A batch as a host knowing bsize bytes of it lays it out: the bytes past
    * struct_size are poison, so a plugin reading the 1.1 fields of a 1.0
@@ -947,7 +957,7 @@ static void op_consume(cursor *c, result *r) {
   if (get_u8(c)) value_schema = get_bytes(c);
   if (bsize >= PICOMQ_BATCH_SIZE_1_3) batch->value_schema = value_schema;
   /* ?redrive (ABI 1.4): bytes topic, u32 partition, u32 n, n * u64 offset;
-   * n must equal the record count. Passed only in a full-size batch. */
+   * n must equal the record count. Passed when bsize covers the fields. */
   picomq_bytes redrive_topic = {0};
   uint32_t redrive_partition = 0, nredrive = 0;
   uint64_t *redrive_offsets = NULL;
@@ -963,12 +973,23 @@ static void op_consume(cursor *c, result *r) {
       c->bad = 1;
     }
   }
+  /* u64 range_last, u8 has_follows, u64 follows (ABI 1.5), passed only in
+   * a full-size batch. */
+  uint64_t range_last = get_u64(c);
+  uint8_t has_follows = get_u8(c);
+  uint64_t follows = get_u64(c);
+  if (has_follows > 1) c->bad = 1;
   uint32_t count = get_u32(c);
   if (redrive && nredrive != count) c->bad = 1;
-  if (redrive && bsize == full) {
+  if (redrive && bsize >= PICOMQ_BATCH_SIZE_1_4) {
     batch->redrive_topic = redrive_topic;
     batch->redrive_partition = redrive_partition;
     batch->redrive_offsets = redrive_offsets;
+  }
+  if (bsize == full) {
+    batch->range_last = range_last;
+    batch->follows = follows;
+    batch->has_follows = has_follows;
   }
   size_t nheaders = 0;
   picomq_record *recs = NULL;

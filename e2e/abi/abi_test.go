@@ -85,6 +85,9 @@ type recordedBatch struct {
 		Payload   string      `json:"payload"`
 	} `json:"records"`
 	ValueSchema *string `json:"value_schema"` // ABI 1.3
+	RangeLast   uint64  `json:"range_last"`   // ABI 1.5
+	Follows     *uint64 `json:"follows"`
+	Pred        *uint64 `json:"pred"` // RangeLast of the sdk.Batch.Pred the sink saw
 }
 
 func readRecorded(t testing.TB, path string) []recordedBatch {
@@ -167,7 +170,7 @@ func TestDescribeEveryLibrary(t *testing.T) {
 		}
 		var raw map[string]any
 		_ = json.Unmarshal([]byte(doc), &raw)
-		if d.Name == "" || d.Version == "" || raw["abi_version"] != "1.4" || !strings.HasPrefix(raw["go_version"].(string), "go") || len(d.Config) == 0 {
+		if d.Name == "" || d.Version == "" || raw["abi_version"] != "1.5" || !strings.HasPrefix(raw["go_version"].(string), "go") || len(d.Config) == 0 {
 			t.Fatalf("%s: incomplete describe: %s", path, doc)
 		}
 		// ABI 1.4: the shipped sinks take redrive batches; the test
@@ -194,7 +197,7 @@ func TestABIVersionMismatchIsRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if major, minor := lib.ABI(); major != 1 || minor != 4 {
+	if major, minor := lib.ABI(); major != 1 || minor != 5 {
 		t.Fatalf("plugin ABI %d.%d", major, minor)
 	}
 }
@@ -518,8 +521,8 @@ func TestRejectedRecordsBothWays(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if major, minor := lib.ABI(); major != 1 || minor != 4 {
-		t.Fatalf("plugin ABI %d.%d, want 1.4", major, minor)
+	if major, minor := lib.ABI(); major != 1 || minor != 5 {
+		t.Fatalf("plugin ABI %d.%d, want 1.5", major, minor)
 	}
 	rec := filepath.Join(t.TempDir(), "rec.jsonl")
 	inst, err := lib.Open(definition(t, "rejects", map[string]any{"record_path": rec, "reject_prefix": "BAD", "token": "s3cret"}))

@@ -54,7 +54,12 @@ func init() {
 	// A plugin that runs concurrent consume calls of one instance
 	// together, for the runtime's tests of batches in flight.
 	concurrent := os.Getenv("PICOMQ_TEST_PLUGIN_CONCURRENT") == "1"
-	sdk.Register(sdk.Plugin[Config]{Name: "test_sink", New: func() sdk.Sink[Config] { return &sink{} }, ConcurrentConsume: concurrent})
+	// A plugin that declares pipelined (ABI 1.5): it sees Batch.Pred
+	// (with concurrent consume) and keeps the rule by waiting for the
+	// predecessor's answer before it writes.
+	pipelined := os.Getenv("PICOMQ_TEST_PLUGIN_PIPELINED") == "1"
+	sdk.Register(sdk.Plugin[Config]{Name: "test_sink", New: func() sdk.Sink[Config] { return &sink{} },
+		ConcurrentConsume: concurrent, Pipelined: pipelined})
 }
 
 type sink struct {
@@ -79,6 +84,11 @@ type recorded struct {
 	Records []recordedRecord `json:"records"`
 	// ValueSchema is the batch's value schema (ABI 1.3); absent: none.
 	ValueSchema *string `json:"value_schema,omitempty"`
+	// RangeLast and Follows are the batch's (ABI 1.5), Pred the RangeLast
+	// of the predecessor the SDK handed the sink (absent: none).
+	RangeLast uint64  `json:"range_last"`
+	Follows   *uint64 `json:"follows,omitempty"`
+	Pred      *uint64 `json:"pred,omitempty"`
 }
 
 type recordedRecord struct {
@@ -157,6 +167,12 @@ func (s *sink) Consume(ctx context.Context, b *sdk.Batch) error {
 			return nil
 		}
 	}
+	if b.Pred != nil {
+		// The pipelined rule: written only after the batch before it.
+		if err := b.Pred.Wait(ctx); err != nil {
+			return err
+		}
+	}
 	if len(b.Records) > s.cfg.MaxBatch {
 		return sdk.Fatalf("batch of %d records exceeds max_batch %d", len(b.Records), s.cfg.MaxBatch)
 	}
@@ -170,7 +186,11 @@ func (s *sink) Consume(ctx context.Context, b *sdk.Batch) error {
 			}
 		}
 	}
-	line := recorded{Topic: b.Topic, Partition: b.Partition, Schema: b.Schema, Attempt: b.Attempt, Running: running, Records: []recordedRecord{}}
+	line := recorded{Topic: b.Topic, Partition: b.Partition, Schema: b.Schema, Attempt: b.Attempt, Running: running, Records: []recordedRecord{},
+		RangeLast: b.RangeLast, Follows: b.Follows}
+	if b.Pred != nil {
+		line.Pred = &b.Pred.RangeLast
+	}
 	if b.ValueSchema != nil {
 		vs := string(b.ValueSchema)
 		line.ValueSchema = &vs

@@ -5,7 +5,7 @@ import "fmt"
 // The ABI version: PICOMQ_SINK_ABI_MAJOR and PICOMQ_SINK_ABI_MINOR.
 const (
 	Major = 1
-	Minor = 4
+	Minor = 5
 )
 
 // Status is a picomq_status, the result code of every ABI call.

@@ -37,7 +37,8 @@ type Batch struct {
 	// Follows (ABI 1.5), when not nil, is the RangeLast of the batch of
 	// the same partition sent before this one and not answered yet: a
 	// pipelined batch. Send it only to a library whose describe()
-	// declares "pipelined" (docs/abi.md, "Pipelined batches").
+	// declares "pipelined" (docs/abi.md, "Pipelined batches"): Consume
+	// refuses it for any other library, reading describe() once.
 	Follows *uint64
 }
 

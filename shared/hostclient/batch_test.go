@@ -12,6 +12,7 @@ func TestBatchEncodedSize(t *testing.T) {
 		"empty value schema": {Topic: "t", Schema: "json", ValueSchema: []byte{}},
 		"redrive": {Topic: "t", Schema: "json", Records: []Record{{Offset: 1, Payload: []byte(`{}`)}},
 			Redrive: &Redrive{Topic: "t.dlq", Partition: 2, Offsets: []uint64{9}}},
+		"pipelined": {Topic: "t", Schema: "json", RangeLast: 12, Follows: new(uint64(9))},
 		"records": {Attempt: 2, Partition: 7, Topic: "orders", Schema: "raw", Records: []Record{
 			{Offset: 1, Payload: []byte(`{"a":1}`)},
 			{Offset: 2, Key: []byte{}, Payload: []byte{}},

@@ -22,10 +22,11 @@ import (
 	"github.com/picomq/heavy-sinks/shared/hostclient"
 )
 
-// Built once by TestMain: the host and two copies of the C stub plugin
+// Built once by TestMain: the host and copies of the C stub plugin
 // (cmd/picomq-host/testdata/stubplugin.c) under different names, so that one host
-// can load two distinct libraries.
-var hostBin, stubA, stubB string
+// can load distinct libraries: stub-a of the header's ABI, stub-b of ABI 1.0,
+// stub-c of ABI 1.4 (before pipelined batches).
+var hostBin, stubA, stubB, stubC string
 
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "hostclient-test-")
@@ -40,6 +41,9 @@ func TestMain(m *testing.M) {
 				// stub-b is a 1.0-style plugin: it reports ABI 1.0 and
 				// never reads the batch's 1.1 fields.
 				stubB, err = buildStub(dir, "stub-b", "-DSTUB_ABI_MINOR=0")
+			}
+			if err == nil {
+				stubC, err = buildStub(dir, "stub-c", "-DSTUB_ABI_MINOR=4")
 			}
 		}
 		if err != nil {
@@ -141,8 +145,8 @@ const config = `{"key":"k","name":"n","version":1,"plugin_config":{"table":"t"}}
 func TestLoad(t *testing.T) {
 	h := start(t)
 	a := load(t, h, stubA)
-	if major, minor := a.ABI(); major != 1 || minor != 4 {
-		t.Errorf("ABI() = %d.%d, want 1.4", major, minor)
+	if major, minor := a.ABI(); major != 1 || minor != 5 {
+		t.Errorf("ABI() = %d.%d, want 1.5", major, minor)
 	}
 	if major, minor := load(t, h, stubB).ABI(); major != 1 || minor != 0 {
 		t.Errorf("1.0-style stub: ABI() = %d.%d, want 1.0", major, minor)
@@ -323,6 +327,48 @@ func TestRedrive(t *testing.T) {
 	wantStatus(t, err, hostclient.StatusRetry, "records=2 value_schema=x7b7d|off=0")
 	b.Redrive.Offsets = []uint64{7}
 	wantStatus(t, inst.Consume(b), hostclient.StatusHostError, "malformed CONSUME request")
+}
+
+// ABI 1.5: range_last and follows reach a pipelined library in a full-size
+// batch, after the redrive fields; not in a 1.4 host's batch, whose
+// struct_size ends at redrive_offsets. A range_last without follows is an
+// ordinary batch, which every library takes.
+func TestPipelined(t *testing.T) {
+	h := start(t)
+	inst := open(t, load(t, h, stubA), config)
+	b := batch("echo", "{}", "{}")
+	b.RangeLast = 41
+	wantStatus(t, inst.Consume(b), hostclient.StatusRetry, "records=2 range_last=41|off=0")
+	b.Follows = new(uint64(29))
+	wantStatus(t, inst.Consume(b), hostclient.StatusRetry, "records=2 range_last=41 follows=29|off=0")
+	b.Follows = new(uint64(0)) // the batch before ended at offset 0: still pipelined
+	wantStatus(t, inst.Consume(b), hostclient.StatusRetry, "records=2 range_last=41 follows=0|off=0")
+	wantStatus(t, inst.Consume(b, hosttest.Batch1_4()), hostclient.StatusRetry, "records=2|off=0")
+}
+
+// A library before ABI 1.5 never reads has_follows and would write a
+// pipelined batch even when the one before it failed: hostclient refuses to
+// send it one (before the host sees the request), while its ordinary
+// batches, range_last included, still work.
+func TestPipelinedRefusedToOlderLibrary(t *testing.T) {
+	h := start(t)
+	for _, c := range []struct{ path, abi string }{{stubC, "ABI 1.4"}, {stubB, "ABI 1.0"}} {
+		lib := load(t, h, c.path)
+		inst := open(t, lib, config)
+		b := batch("t", "{}")
+		b.RangeLast = 7
+		if err := inst.Consume(b); err != nil {
+			t.Fatalf("%s: ordinary batch with RangeLast: %v", c.abi, err)
+		}
+		b.Follows = new(uint64(3))
+		err := inst.Consume(b)
+		if err == nil || !strings.Contains(err.Error(), c.abi) || !strings.Contains(err.Error(), `declares "pipelined"`) {
+			t.Fatalf("%s: pipelined batch: err = %v, want a refusal naming the ABI", c.abi, err)
+		}
+		if batches, _ := metrics(t, inst); batches != 1 {
+			t.Errorf("%s: the library saw %d batches, want only the ordinary one", c.abi, batches)
+		}
+	}
 }
 
 func TestErrCap(t *testing.T) {
@@ -687,7 +733,7 @@ func TestBuildHost(t *testing.T) {
 		t.Errorf("BuildHost built twice: %s, %s", p1, p2)
 	}
 	h := hosttest.StartTest(t, p1)
-	if major, minor := h.ABI(); major != 1 || minor != 4 {
+	if major, minor := h.ABI(); major != 1 || minor != 5 {
 		t.Errorf("host ABI %d.%d", major, minor)
 	}
 }

@@ -2,7 +2,9 @@ package hostclient
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"sync"
 
 	"github.com/picomq/heavy-sinks/internal/hostopt"
 )
@@ -46,6 +48,11 @@ type Lib struct {
 	id                 uint32
 	path               string
 	abiMajor, abiMinor uint32
+
+	// pipelined caches describe()'s "pipelined" (ABI 1.5) once read: the
+	// first pipelined batch reads it (see checkPipelined).
+	pipeMu    sync.Mutex
+	pipelined *bool
 }
 
 // Load dlopens the library at path and calls picomq_sink_plugin_init with
@@ -161,13 +168,56 @@ func (i *Instance) Consume(b Batch, opts ...CallOption) error {
 // (ABI 1.1; only with b.AcceptRejections, and only when it returned OK).
 func (i *Instance) ConsumeResult(b Batch, opts ...CallOption) ([]Rejection, error) {
 	cc := newCallConfig(opts)
+	if b.Follows != nil {
+		if err := i.lib.checkPipelined(cc.Ctx, &b); err != nil {
+			return nil, err
+		}
+	}
 	r, err := i.lib.h.call(opConsume, cc, func(e *encoder, _ uint64) {
-		encodeConsume(e, i.lib.id, i.handle, cc.ErrCap, cc.Batch1_0, cc.Batch1_2, cc.Batch1_3, &b)
+		encodeConsume(e, i.lib.id, i.handle, cc, &b)
 	})
 	if err != nil {
 		return nil, err
 	}
 	return r.rejects, result(opConsume, r)
+}
+
+// checkPipelined refuses a pipelined batch (Batch.Follows set) for a
+// library that does not declare "pipelined" in describe() (ABI 1.5): a 1.4
+// library never reads has_follows and would write the batch even when the
+// one it follows fails, moving its partition's exactly-once position past
+// records that were never written. The runtime checks this before it
+// pipelines (connect/child); this is the last line.
+func (l *Lib) checkPipelined(ctx context.Context, b *Batch) error {
+	refuse := func(why string) error {
+		return fmt.Errorf("hostclient: consume: batch of topic %q partition %d follows the unanswered batch through offset %d, but library %s %s: send pipelined batches only to a library whose describe() declares \"pipelined\" (docs/abi.md, \"Pipelined batches\")",
+			b.Topic, b.Partition, *b.Follows, l.path, why)
+	}
+	if b.Redrive != nil {
+		return fmt.Errorf("hostclient: consume: a redrive batch (dead letters of %q partition %d) cannot be pipelined (Follows set)", b.Redrive.Topic, b.Redrive.Partition)
+	}
+	if l.abiMajor == 1 && l.abiMinor < 5 {
+		return refuse(fmt.Sprintf("is ABI %d.%d and cannot see it", l.abiMajor, l.abiMinor))
+	}
+	l.pipeMu.Lock()
+	defer l.pipeMu.Unlock()
+	if l.pipelined == nil {
+		js, err := l.Describe(WithContext(ctx))
+		if err != nil {
+			return fmt.Errorf("hostclient: consume: reading whether library %s declares \"pipelined\": %w", l.path, err)
+		}
+		var d struct {
+			Pipelined bool `json:"pipelined"`
+		}
+		if err := json.Unmarshal([]byte(js), &d); err != nil {
+			return fmt.Errorf("hostclient: consume: library %s: describe() is not a JSON object with a boolean \"pipelined\": %w", l.path, err)
+		}
+		l.pipelined = &d.Pipelined
+	}
+	if !*l.pipelined {
+		return refuse("does not declare \"pipelined\" in describe()")
+	}
+	return nil
 }
 
 // ConsumeOn is Consume on host worker thread worker.

@@ -17,7 +17,7 @@ import (
 // its pipes (host.go does), so a change to the format stays in this file.
 
 // protocolVersion is the version the host sends in its HELLO frame.
-const protocolVersion = 4
+const protocolVersion = 5
 
 // maxFrame is the largest frame body either side accepts.
 const maxFrame = 1 << 30
@@ -64,13 +64,14 @@ const (
 
 // Flag bits.
 const (
-	openNoLog       = 1 // OPEN: pass log == NULL
-	consumeRejects  = 1 // CONSUME: pass a reject callback (ABI 1.1)
-	consumeBatch1_0 = 2 // CONSUME: pass a 1.0 host's batch (struct_size without the 1.1 fields)
-	consumeBatch1_2 = 4 // CONSUME: pass a 1.2 host's batch (struct_size without the 1.3 value_schema)
-	consumeBatch1_3 = 8 // CONSUME: pass a 1.3 host's batch (struct_size without the 1.4 redrive fields)
-	logLate         = 1 // LOG: the context was not live
-	logNullMsg      = 2 // LOG: msg was NULL
+	openNoLog       = 1  // OPEN: pass log == NULL
+	consumeRejects  = 1  // CONSUME: pass a reject callback (ABI 1.1)
+	consumeBatch1_0 = 2  // CONSUME: pass a 1.0 host's batch (struct_size without the 1.1 fields)
+	consumeBatch1_2 = 4  // CONSUME: pass a 1.2 host's batch (struct_size without the 1.3 value_schema)
+	consumeBatch1_3 = 8  // CONSUME: pass a 1.3 host's batch (struct_size without the 1.4 redrive fields)
+	consumeBatch1_4 = 16 // CONSUME: pass a 1.4 host's batch (struct_size without the 1.5 pipelined fields)
+	logLate         = 1  // LOG: the context was not live
+	logNullMsg      = 2  // LOG: msg was NULL
 )
 
 // response is a RESPONSE frame, or err for a call the host never
@@ -258,22 +259,24 @@ func encodeOpen(e *encoder, lib uint32, ctx uint64, noLog bool, errCap int, conf
 	e.str(config)
 }
 
-func encodeConsume(e *encoder, lib uint32, handle uint64, errCap int, batch1_0, batch1_2, batch1_3 bool, b *Batch) {
+func encodeConsume(e *encoder, lib uint32, handle uint64, cc *callConfig, b *Batch) {
 	e.u32(lib)
 	e.u64(handle)
-	e.size("err cap", errCap)
+	e.size("err cap", cc.ErrCap)
 	var flags uint8
-	if b.AcceptRejections {
-		flags |= consumeRejects
-	}
-	if batch1_0 {
-		flags |= consumeBatch1_0
-	}
-	if batch1_2 {
-		flags |= consumeBatch1_2
-	}
-	if batch1_3 {
-		flags |= consumeBatch1_3
+	for _, f := range []struct {
+		on  bool
+		bit uint8
+	}{
+		{b.AcceptRejections, consumeRejects},
+		{cc.Batch1_0, consumeBatch1_0},
+		{cc.Batch1_2, consumeBatch1_2},
+		{cc.Batch1_3, consumeBatch1_3},
+		{cc.Batch1_4, consumeBatch1_4},
+	} {
+		if f.on {
+			flags |= f.bit
+		}
 	}
 	e.u8(flags)
 	encodeBatch(e, b)
@@ -306,7 +309,7 @@ func encodeSetenv(e *encoder, name string, value *string) {
 // encodedSize is how many bytes encode appends: the request buffer is
 // sized once instead of growing through a batch of payloads.
 func (b *Batch) encodedSize() int {
-	n := 4 + 4 + 4 + len(b.Topic) + 4 + len(b.Schema) + 1 + 1 + 4
+	n := 4 + 4 + 4 + len(b.Topic) + 4 + len(b.Schema) + 1 + 1 + 8 + 1 + 8 + 4
 	if b.ValueSchema != nil {
 		n += 4 + len(b.ValueSchema)
 	}
@@ -349,6 +352,14 @@ func encodeBatch(e *encoder, b *Batch) {
 		for _, o := range r.Offsets {
 			e.u64(o)
 		}
+	}
+	e.u64(b.RangeLast)
+	if b.Follows == nil {
+		e.u8(0)
+		e.u64(0)
+	} else {
+		e.u8(1)
+		e.u64(*b.Follows)
 	}
 	e.size("record count", len(b.Records))
 	for i := range b.Records {

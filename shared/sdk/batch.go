@@ -39,11 +39,12 @@ type Batch struct {
 	// seen answered (pipelined.go). nil: the batch follows nothing
 	// unanswered.
 	Follows *uint64
-	// Self is the SDK's record of this batch while it is in progress, and
-	// Pred that of the batch it follows while that one is unanswered
-	// (nil otherwise); set for a plugin registered with Plugin.Pipelined.
-	// A batch with Pred set is written only in the same commit as its
-	// predecessor or after it was answered OK (pipelined.go).
+	// Self is the SDK's record of this batch while it is in progress (set
+	// for every batch), and Pred that of the batch it follows while that
+	// one is unanswered (nil otherwise; set only for a plugin registered
+	// with Plugin.Pipelined and Plugin.ConcurrentConsume). A batch with
+	// Pred set is written only in the same commit as its predecessor or
+	// after it was answered OK (pipelined.go).
 	Self, Pred *Pending
 
 	rejects *rejections // ABI 1.1 per-record outcomes; see Reject

@@ -15,6 +15,9 @@
 //     defaults, secrets, and the schema describe() prints; CheckConfig runs
 //     the same checks on describe()'s list, for a host checking a definition
 //   - batch.go     batches and records as the host lends them, payload checks by schema
+//   - pipelined.go pipelined batches (ABI 1.5): the rule, Pending (Batch.Self, Batch.Pred)
+//   - sequencer.go each instance's sequencer: finds a pipelined batch's predecessor,
+//     waits (bounded) for one delivered late, answers RETRY when it was not written
 //   - log.go       the slog handler that forwards to the host's log callback
 //   - instance.go  open instances, serialised calls, panics recovered, metrics
 //   - metrics.go   metric declarations (type, unit, Prometheus name) for describe()

@@ -55,6 +55,8 @@ type instance struct {
 
 	poisoned atomic.Pointer[error]
 
+	seq sequencer // pipelined batches (ABI 1.5): Batch.Self and Batch.Pred
+
 	batches, records, bytes   atomic.Uint64
 	rejected                  atomic.Uint64 // records rejected (ABI 1.1)
 	skipped                   atomic.Uint64 // records the destination already had (Batch.Skipped)
@@ -149,17 +151,32 @@ func Consume(h uint64, b *Batch) error {
 	if in == nil {
 		return errUnknownInstance
 	}
-	if in.reg.concurrent {
-		in.mu.RLock()
-		defer in.mu.RUnlock()
-	} else {
-		in.mu.Lock()
-		defer in.mu.Unlock()
+	// RangeLast 0 is unknown (ABI 1.4 hosts never set it): the batch ends
+	// at its last record.
+	if b.RangeLast == 0 && b.Redrive == nil {
+		b.RangeLast = b.LastOffset()
 	}
-	if in.closed {
-		return errUnknownInstance
+	// Self is registered before the batch waits for anything (its
+	// predecessor, the instance's lock), so that a batch following it
+	// finds it, and answered with what this call returns.
+	self := in.seq.start(b)
+	ok := false
+	defer func() { in.seq.finish(b, self, ok) }()
+	err := in.consumeInOrder(b)
+	ok = err == nil
+	return err
+}
+
+// consumeInOrder resolves the batch's predecessor (pipelined.go), then
+// consumes it under the instance's lock and accounts for the answer.
+func (in *instance) consumeInOrder(b *Batch) error {
+	err := in.sequence(b)
+	if err == nil {
+		err = in.consumeLocked(b)
 	}
-	err := in.consume(b)
+	if errors.Is(err, errUnknownInstance) {
+		return err
+	}
 	if err != nil {
 		b.ForgetRejections()
 		b.skipped = 0
@@ -196,6 +213,41 @@ func Consume(h uint64, b *Batch) error {
 	in.records.Add(uint64(len(b.Records) - rej - skipped))
 	in.bytes.Add(uint64(b.PayloadBytes()))
 	return nil
+}
+
+// sequence sets b.Pred for a pipelined batch, or answers it RETRY when its
+// predecessor was not written. It runs before the instance's lock: a
+// follower waiting here must not keep its predecessor out of the sink.
+func (in *instance) sequence(b *Batch) error {
+	if err := b.checkSequence(); err != nil || b.Follows == nil {
+		return err
+	}
+	pred, err := in.seq.predecessor(in.callCtx, b)
+	if err != nil || pred == nil {
+		return err
+	}
+	if !in.reg.pipelined || !in.reg.concurrent {
+		// The sink cannot keep the order itself (it did not declare
+		// Pipelined), or cannot hold both batches at once (its calls are
+		// serialised): it gets b once the predecessor was written.
+		return pred.Wait(in.callCtx)
+	}
+	b.Pred = pred
+	return nil
+}
+
+func (in *instance) consumeLocked(b *Batch) error {
+	if in.reg.concurrent {
+		in.mu.RLock()
+		defer in.mu.RUnlock()
+	} else {
+		in.mu.Lock()
+		defer in.mu.Unlock()
+	}
+	if in.closed {
+		return errUnknownInstance
+	}
+	return in.consume(b)
 }
 
 func (in *instance) consume(b *Batch) error {

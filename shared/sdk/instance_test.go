@@ -399,7 +399,7 @@ func TestDescribe(t *testing.T) {
 	if err := json.Unmarshal(raw, &d); err != nil {
 		t.Fatal(err)
 	}
-	if d.Name != "probe_sink" || d.ABIVersion != "1.4" || !strings.HasPrefix(d.GoVersion, "go") || d.Version == "" || len(d.Config) != 3 || !d.Config[1].Secret {
+	if d.Name != "probe_sink" || d.ABIVersion != "1.5" || !strings.HasPrefix(d.GoVersion, "go") || d.Version == "" || len(d.Config) != 3 || !d.Config[1].Secret {
 		t.Fatalf("%s", raw)
 	}
 }

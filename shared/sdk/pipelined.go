@@ -19,12 +19,14 @@ import (
 //	if the predecessor was answered anything else, it is not written and is
 //	answered RETRY.
 //
-// The SDK finds the predecessor (Batch.Pred) among the instance's batches in
-// progress, waits (bounded) for one the host sent first but that has not
-// reached the instance yet, answers RETRY itself when the predecessor was
-// already answered with a failure, and leaves Pred nil when it was already
-// answered OK. A sink registered without Plugin.Pipelined never sees Pred:
-// the SDK waits for the predecessor's answer before calling its Consume.
+// The SDK (sequencer.go) finds the predecessor (Batch.Pred) among the
+// instance's batches in progress, waits (bounded) for one the host sent
+// first but that has not reached the instance yet, answers RETRY itself when
+// the predecessor was already answered with a failure, and leaves Pred nil
+// when it was already answered OK. A sink registered without
+// Plugin.Pipelined, or without Plugin.ConcurrentConsume (it could not hold
+// both batches at once), never sees Pred: the SDK waits for the
+// predecessor's answer before calling its Consume.
 
 // Pending is the SDK's record of one batch handed to the sink and not yet
 // answered: a sink compares Batch.Pred with another batch's Batch.Self to
@@ -80,5 +82,9 @@ func (p *Pending) Wait(ctx context.Context) error {
 // NotWritten is the RETRY answer of a batch whose predecessor was not
 // written.
 func (p *Pending) NotWritten() error {
-	return Retry(fmt.Errorf("topic %q partition %d: the batch before this one (through offset %d) was not written, so this one is not either", p.Topic, p.Partition, p.RangeLast))
+	return notWritten(p.Topic, p.Partition, p.RangeLast)
+}
+
+func notWritten(topic string, partition uint32, rangeLast uint64) error {
+	return Retry(fmt.Errorf("topic %q partition %d: the batch before this one (through offset %d) was not written, so this one is not either", topic, partition, rangeLast))
 }

@@ -78,7 +78,9 @@ type Plugin[C any] struct {
 	// after it was answered OK. A runtime then sends a partition's next
 	// batch before the one before it was answered (docs/abi.md,
 	// "Pipelined batches"). Without it the SDK holds such a batch until
-	// its predecessor is answered.
+	// its predecessor is answered, and so it does for a plugin without
+	// ConcurrentConsume, whose calls are serialised: it could not hold a
+	// batch and its predecessor at once.
 	Pipelined bool
 }
 

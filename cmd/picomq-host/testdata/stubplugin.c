@@ -36,8 +36,10 @@
  *   rejectbad   rejects index record_count (a contract violation), OK
  *   anything else: OK
  * Built with -DSTUB_ABI_MINOR=0 it is a 1.0-style plugin: it reports ABI 1.0
- * and never looks at the batch's 1.1 fields.
- * describe returns fixed JSON longer than 64 bytes; metrics returns
+ * and never looks at the batch's 1.1 fields; with -DSTUB_ABI_MINOR=4 a 1.4
+ * plugin, which neither reads the 1.5 fields nor declares "pipelined".
+ * describe returns fixed JSON longer than 64 bytes, with "pipelined": true
+ * when the stub is built for ABI 1.5 or later; metrics returns
  * {"name":...,"instance":H,"batches":B,"records":R}.
  */
 #define _XOPEN_SOURCE 700
@@ -59,6 +61,12 @@
 #endif
 #ifndef STUB_ABI_MINOR
 #define STUB_ABI_MINOR PICOMQ_SINK_ABI_MINOR
+#endif
+
+#if STUB_ABI_MINOR >= 5
+#define STUB_PIPELINED ",\"pipelined\":true"
+#else
+#define STUB_PIPELINED ""
 #endif
 
 #define MAX_INSTANCES 1024
@@ -178,7 +186,7 @@ static void put_hex(text *t, picomq_bytes b) {
 }
 
 /* attempt=A partition=P topic=T schema=S records=N [value_schema=V]
- *   [redrive=TOPIC/PARTITION@O1,O2,...]
+ *   [redrive=TOPIC/PARTITION@O1,O2,...] [range_last=R] [follows=F]
  *   then per record: |off=O ts=T key=K headers=[K:V,...] payload=P
  * where byte strings are "-" when absent, else "x" and their hex. */
 static void dump(text *t, const picomq_batch *b) {
@@ -200,6 +208,12 @@ static void dump(text *t, const picomq_batch *b) {
         b->redrive_partition);
     for (size_t i = 0; i < b->record_count; i++)
       put(t, "%s%llu", i ? "," : "", (unsigned long long)b->redrive_offsets[i]);
+  }
+  /* ABI 1.5: shown only when set, so older dumps read as before. */
+  if (STUB_ABI_MINOR >= 5 &&
+      b->struct_size >= offsetof(picomq_batch, has_follows) + sizeof(b->has_follows)) {
+    if (b->range_last) put(t, " range_last=%llu", (unsigned long long)b->range_last);
+    if (b->has_follows) put(t, " follows=%llu", (unsigned long long)b->follows);
   }
   for (size_t i = 0; i < b->record_count; i++) {
     const picomq_record *r = &b->records[i];
@@ -224,7 +238,7 @@ static picomq_status stub_describe(char *out, size_t cap, size_t *out_len) {
   static const char json[] =
       "{\"name\":\"" STUB_NAME "\",\"version\":\"0.0.1\",\"abi\":{\"major\":1,"
       "\"minor\":0},\"plugin_config\":{\"table\":{\"type\":\"string\","
-      "\"required\":true,\"secret\":false}}}";
+      "\"required\":true,\"secret\":false}}" STUB_PIPELINED "}";
   size_t n = sizeof json - 1;
   *out_len = n;
   if (cap < n + 1) return PICOMQ_BUFFER_TOO_SMALL;

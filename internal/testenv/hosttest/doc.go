@@ -14,6 +14,6 @@
 //
 // File map: build.go (Build, BuildHost), testing.go (StartTest),
 // options.go (Wrapper, Quarantine, ErrCap, OutCap, CallCount, TableSize,
-// ABI, Batch1_0, Batch1_2, Batch1_3, NoLog), cpu.go (ProcessCPU, ProcessUserSys), memory.go
+// ABI, Batch1_0, Batch1_2, Batch1_3, Batch1_4, NoLog), cpu.go (ProcessCPU, ProcessUserSys), memory.go
 // (ProcessMemory, ResetPeakMemory), children.go (Children).
 package hosttest

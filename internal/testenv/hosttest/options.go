@@ -63,5 +63,10 @@ func Batch1_2() hostclient.CallOption { return func(c *callConfig) { c.Batch1_2 
 // would: struct_size ends at value_schema, so the plugin sees no redrive.
 func Batch1_3() hostclient.CallOption { return func(c *callConfig) { c.Batch1_3 = true } }
 
+// Batch1_4 makes Consume pass the batch as a host built against ABI 1.4
+// would: struct_size ends at redrive_offsets, so the plugin sees no
+// range_last and no batch as pipelined.
+func Batch1_4() hostclient.CallOption { return func(c *callConfig) { c.Batch1_4 = true } }
+
 // NoLog makes Open pass log == NULL, so the plugin logs to stderr.
 func NoLog() hostclient.CallOption { return func(c *callConfig) { c.NoLog = true } }

@@ -226,6 +226,20 @@ func batchFromC(cb *C.picomq_batch) (*sdk.Batch, error) {
 		}
 		b.Redrive = r
 	}
+	// ABI 1.5: a 1.4 host's batch ends before range_last. A RangeLast of 0
+	// (unknown, or an older host) becomes the last record's offset in
+	// sdk.Consume, which also checks the two against the records.
+	if uintptr(cb.struct_size) >= unsafe.Offsetof(cb.has_follows)+unsafe.Sizeof(cb.has_follows) {
+		b.RangeLast = uint64(cb.range_last)
+		switch cb.has_follows {
+		case 0:
+		case 1:
+			f := uint64(cb.follows)
+			b.Follows = &f
+		default:
+			return nil, sdk.Fatalf("consume: batch has_follows %d, want 0 or 1", cb.has_follows)
+		}
+	}
 	if n == 0 {
 		return b, nil
 	}
