@@ -105,7 +105,7 @@ func Describe(t *testing.T, d sinkdriver.Driver, _ *Env) {
 	if err := json.Unmarshal([]byte(doc), &desc); err != nil {
 		t.Fatalf("%v\n%s", err, doc)
 	}
-	if desc.Name != "redshift_sink" || desc.ABIVersion != "1.4" || desc.Version == "" {
+	if desc.Name != "redshift_sink" || desc.ABIVersion != "1.5" || desc.Version == "" {
 		t.Errorf("name %q abi %q version %q", desc.Name, desc.ABIVersion, desc.Version)
 	}
 	// key, type, default ("-" for none), required, secret
