@@ -339,3 +339,137 @@ func TestRangeLastCoversDeadLetters(t *testing.T) {
 		t.Fatalf("calls %+v, want one of 4 records with range_last 4", calls)
 	}
 }
+
+// The host dies during the head while the two batches after it are in the
+// plugin: they are answered RETRY, unsent; the block rewinds, the head
+// comes back as attempt 2, and every record is written once, in order.
+func TestPipelinedHostDeath(t *testing.T) {
+	const per = 20
+	var g gates
+	g.hold(0, 0, 1)
+	p := &fakeplugin.Plugin{Concurrent: true, Pipelining: true, Decide: func(b hostclient.Batch, _ int) fakeplugin.Result {
+		r := fakeplugin.Result{Gate: g.of(b)}
+		if b.Records[0].Offset == 0 && b.Attempt == 1 {
+			r.Exit = true
+		}
+		return r
+	}}
+	kf := partitioned(t, 1, per)
+	h := newHarness(t, kf, pipelinedBlock(3, 3), fake(p))
+	h.start()
+	if !p.Wait(10*time.Second, func(s fakeplugin.State) bool { return runningOf(s, 0) == 3 }) {
+		t.Fatal("the three batches never were in the plugin at once")
+	}
+	g.open(0, 0, 1)
+	poll.Until(t, 20*time.Second, "everything committed", func() bool { return committedP(t, kf, 1)[0] == per })
+	if err := h.stop(); err != nil {
+		t.Fatal(err)
+	}
+	checkOnce(t, p, 1, per, true)
+	if !h.logged("event=rewind") {
+		t.Error("no rewind logged")
+	}
+	if _, ok := begun(p.Snapshot(), 0, 5); !ok {
+		t.Error("the batch at 5 never began")
+	}
+	var heads []uint32
+	for _, c := range p.Calls() {
+		if c.Batch.Records[0].Offset == 0 {
+			heads = append(heads, c.Batch.Attempt)
+		}
+	}
+	if !slices.Equal(heads, []uint32{1, 2}) {
+		t.Errorf("the head's attempts %v, want [1 2]", heads)
+	}
+}
+
+// Shutdown with a held head and its followers in the plugin: the stop
+// waits for all of them, flushes the rest, and commits everything once.
+func TestPipelinedShutdown(t *testing.T) {
+	const per = 13
+	var g gates
+	g.hold(0, 0, 1)
+	p := &fakeplugin.Plugin{Concurrent: true, Pipelining: true, Decide: func(b hostclient.Batch, _ int) fakeplugin.Result {
+		return fakeplugin.Result{Gate: g.of(b)}
+	}}
+	kf := partitioned(t, 1, per)
+	blocks := "[[topics]]\ntopics = [\"p\"]\nschema = \"json\"\nbatch_length = 5\npoll_interval = \"1h\"\nmax_in_flight = 2\nmax_in_flight_per_partition = 2\n"
+	h := newHarness(t, kf, blocks, fake(p))
+	h.budget = pipeline.NewBudget(0)
+	h.start()
+	if !p.Wait(10*time.Second, func(s fakeplugin.State) bool { return runningOf(s, 0) == 2 }) {
+		t.Fatal("the two batches never were in the plugin at once")
+	}
+	stopped := make(chan error, 1)
+	go func() { stopped <- h.stop() }()
+	time.Sleep(300 * time.Millisecond)
+	g.open(0, 0, 1)
+	if err := <-stopped; err != nil {
+		t.Fatal(err)
+	}
+	if c := committedP(t, kf, 1); c[0] != per {
+		t.Errorf("committed %d after shutdown, want %d", c[0], per)
+	}
+	checkOnce(t, p, 1, per, true)
+	if u := h.budget.Used(); u != 0 {
+		t.Errorf("budget holds %d bytes after shutdown", u)
+	}
+}
+
+// A second member joins while each partition has three batches in flight,
+// the first held: the revocation waits for all three and commits them
+// before the partition goes; every record is delivered once.
+func TestPipelinedRevokedWaitsAll(t *testing.T) {
+	const parts, per = 2, 20
+	var g gates
+	g.hold(0, 0, 1)
+	g.hold(1, 0, 1)
+	pa := &fakeplugin.Plugin{Concurrent: true, Pipelining: true, Decide: func(b hostclient.Batch, _ int) fakeplugin.Result {
+		return fakeplugin.Result{Gate: g.of(b)}
+	}}
+	kf := partitioned(t, parts, per)
+	blocks := "[[topics]]\ntopics = [\"p\"]\nschema = \"json\"\nbatch_length = 5\npoll_interval = \"100ms\"\nmax_in_flight = 6\nmax_in_flight_per_partition = 3\n"
+	a := newHarness(t, kf, blocks, fake(pa))
+	a.start()
+	if !pa.Wait(10*time.Second, func(s fakeplugin.State) bool { return runningOf(s, 0) == 3 && runningOf(s, 1) == 3 }) {
+		t.Fatal("each partition's three batches never were in the plugin at once")
+	}
+	pb := &fakeplugin.Plugin{Concurrent: true, Pipelining: true}
+	b := newHarness(t, kf, blocks, fake(pb))
+	b.start()
+	poll.Until(t, 30*time.Second, "the revocation to wait", func() bool { return a.logged("event=revoke_wait") })
+	if !a.logged("records=15 batches=3") {
+		t.Error("the revocation did not wait for the partition's three batches")
+	}
+	time.Sleep(300 * time.Millisecond)
+	if n := len(b.lines()); n != 0 {
+		t.Fatalf("the new member delivered %d batches while the old one's were in flight", n)
+	}
+	g.open(0, 0, 1)
+	g.open(1, 0, 1)
+	poll.Until(t, 30*time.Second, "everything committed", func() bool {
+		c := committedP(t, kf, parts)
+		return c[0] == per && c[1] == per
+	})
+	if err := a.stop(); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.stop(); err != nil {
+		t.Fatal(err)
+	}
+	count := map[string]int{}
+	for _, h := range []*harness{a, b} {
+		for _, l := range h.lines() {
+			for _, r := range l.Records {
+				count[fmt.Sprintf("%d@%d", l.Partition, r.Offset)]++
+			}
+		}
+	}
+	for part := range parts {
+		for o := range per {
+			if k := fmt.Sprintf("%d@%d", part, o); count[k] != 1 {
+				t.Errorf("%s delivered %d times", k, count[k])
+			}
+		}
+	}
+}

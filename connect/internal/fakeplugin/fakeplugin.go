@@ -279,10 +279,11 @@ func (p *Plugin) Consume(ctx context.Context, b hostclient.Batch) ([]hostclient.
 }
 
 // predecessor finds the call that me follows, as the SDK's sequencer
-// does: the latest call of the partition with RangeLast follows, begun
-// before me and not answered (returned: the follower waits for its
-// answer); none when one answered OK covers it; RETRY when it answered
-// otherwise. One not begun yet is waited for, up to 10 s.
+// does: the latest call of the partition with RangeLast follows, not
+// answered (returned: the follower waits for its answer); none when one
+// answered OK covers it; RETRY when it answered otherwise. One not begun
+// yet (the runtime's calls may arrive in any order) is waited for, up to
+// 10 s.
 func (p *Plugin) predecessor(ctx context.Context, me *pending, follows uint64) (*pending, error) {
 	retry := func(msg string) error {
 		return &hostclient.StatusError{Op: "consume", Code: hostclient.StatusRetry, Message: msg}
@@ -294,10 +295,7 @@ func (p *Plugin) predecessor(ctx context.Context, me *pending, follows uint64) (
 		var found *pending
 		covered := false
 		for _, e := range p.pending {
-			if e == me {
-				break
-			}
-			if e.key != me.key {
+			if e == me || e.key != me.key {
 				continue
 			}
 			if e.last == follows {
