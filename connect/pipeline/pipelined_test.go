@@ -1,11 +1,14 @@
 package pipeline_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/picomq/heavy-sinks/connect/internal/fakeplugin"
 	"github.com/picomq/heavy-sinks/connect/pipeline"
@@ -471,5 +474,67 @@ func TestPipelinedRevokedWaitsAll(t *testing.T) {
 				t.Errorf("%s delivered %d times", k, count[k])
 			}
 		}
+	}
+}
+
+// errors_tolerance = "all": a follower holding a record the runtime cannot
+// decode is refused (its head answers RETRY once), and the record goes to
+// the dead-letter topic once, when its batch goes again and is answered
+// OK, not when the refused follower was sent.
+func TestPipelinedDeadLettersOnce(t *testing.T) {
+	const per = 15
+	var g gates
+	g.hold(0, 0, 1)
+	p := &fakeplugin.Plugin{Concurrent: true, Pipelining: true, Decide: func(b hostclient.Batch, _ int) fakeplugin.Result {
+		r := fakeplugin.Result{Gate: g.of(b)}
+		if b.Records[0].Offset == 0 && b.Attempt == 1 {
+			r.Code, r.Message = hostclient.StatusRetry, "not yet"
+		}
+		return r
+	}}
+	kf := partitioned(t, 1, 0)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(kf.ListenAddrs()...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	payloads := jsonPayloads(0, per)
+	payloads[7] = `{"n":`
+	var recs []*kgo.Record
+	for _, v := range payloads {
+		recs = append(recs, &kgo.Record{Topic: "p", Value: []byte(v)})
+	}
+	err = cl.ProduceSync(context.Background(), recs...).FirstErr()
+	cl.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newHarness(t, kf, pipelinedBlock(3, 3)+"errors_tolerance = \"all\"\n", fake(p))
+	h.start()
+	if !p.Wait(10*time.Second, func(s fakeplugin.State) bool { return runningOf(s, 0) == 3 }) {
+		t.Fatal("the three batches never were in the plugin at once")
+	}
+	g.open(0, 0, 1)
+	poll.Until(t, 20*time.Second, "everything committed", func() bool { return committedP(t, kf, 1)[0] == per })
+	if err := h.stop(); err != nil {
+		t.Fatal(err)
+	}
+	produced := 0
+	h.seen.mu.Lock()
+	for _, d := range h.seen.d {
+		produced += d.DeadLetters["encoding"]
+	}
+	h.seen.mu.Unlock()
+	if produced != 1 {
+		t.Errorf("%d dead letters produced, want the one record once", produced)
+	}
+	refused := false
+	for _, c := range p.Calls() {
+		refused = refused || c.Batch.Follows != nil && c.Batch.Records[0].Offset == 5 && c.Err != nil
+	}
+	if !refused {
+		t.Error("the follower holding the record was not refused: the test proves nothing")
+	}
+	if dlq := readTopic(t, kf.ListenAddrs(), "p.dlq", 1); len(dlq) != 1 || string(dlq[0].Value) != payloads[7] {
+		t.Errorf("dead-letter topic holds %d records, want the one", len(dlq))
 	}
 }
