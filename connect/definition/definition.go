@@ -23,6 +23,10 @@ const (
 	// MaxInFlight bounds max_in_flight: each batch in flight holds a host
 	// worker thread of its library's child.
 	MaxInFlight = 64
+	// MaxInFlightPerPartition bounds max_in_flight_per_partition: the
+	// batches of one partition a plugin holds at once, each waiting for the
+	// one before it.
+	MaxInFlightPerPartition = 16
 )
 
 // Definition is one sink definition file, checked.
@@ -67,6 +71,11 @@ type Topic struct {
 	// topic-partition, may be in the plugin's consume() at once; 1 (the
 	// default) delivers one at a time, in the loop that polls.
 	MaxInFlight int
+	// MaxInFlightPerPartition is how many of those may be of one
+	// topic-partition (pipelined batches, ABI 1.5): 1 (the default) to
+	// MaxInFlightPerPartition, at most MaxInFlight. The runtime uses it
+	// only with a plugin that declares pipelined.
+	MaxInFlightPerPartition int
 	// ConsumerGroup is the group id: consumer_group, or
 	// picomq-connect-sink-<key> for the first block and
 	// picomq-connect-sink-<key>-<Index> for the others.

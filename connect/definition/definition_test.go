@@ -409,6 +409,37 @@ func TestDeclaredLimits(t *testing.T) {
 	}
 }
 
+// max_in_flight_per_partition defaults to 1 (a partition's batches one at
+// a time) and takes 1 to MaxInFlightPerPartition, never more than the
+// block's max_in_flight; anything else is refused naming why.
+func TestMaxInFlightPerPartition(t *testing.T) {
+	doc := func(lines string) []byte {
+		return []byte("type = \"sink\"\nkey = \"k\"\npath = \"p\"\n[[topics]]\ntopics = [\"a\"]\nschema = \"json\"\n" + lines)
+	}
+	if d, err := definition.Parse("f.toml", doc("max_in_flight = 8\n")); err != nil || d.Topics[0].MaxInFlightPerPartition != 1 {
+		t.Fatalf("default: %v %+v", err, d)
+	}
+	for _, c := range []struct{ all, per int }{{1, 1}, {4, 4}, {64, 2}, {64, definition.MaxInFlightPerPartition}} {
+		d, err := definition.Parse("f.toml", doc(fmt.Sprintf("max_in_flight = %d\nmax_in_flight_per_partition = %d\n", c.all, c.per)))
+		if err != nil || d.Topics[0].MaxInFlightPerPartition != c.per {
+			t.Errorf("max_in_flight = %d, max_in_flight_per_partition = %d: %v", c.all, c.per, err)
+		}
+	}
+	want := fmt.Sprintf("out of range [1, %d]", definition.MaxInFlightPerPartition)
+	for _, v := range []string{"0", "-1", fmt.Sprint(definition.MaxInFlightPerPartition + 1)} {
+		_, err := definition.Parse("f.toml", doc("max_in_flight = 64\nmax_in_flight_per_partition = "+v+"\n"))
+		if err == nil || !strings.Contains(err.Error(), "topics[1].max_in_flight_per_partition: "+v+" "+want) {
+			t.Errorf("max_in_flight_per_partition = %s: %v, want %q", v, err, want)
+		}
+	}
+	for _, lines := range []string{"max_in_flight_per_partition = 2\n", "max_in_flight = 3\nmax_in_flight_per_partition = 4\n"} {
+		_, err := definition.Parse("f.toml", doc(lines))
+		if err == nil || !strings.Contains(err.Error(), "topics[1].max_in_flight_per_partition:") || !strings.Contains(err.Error(), "is above max_in_flight") {
+			t.Errorf("%q: %v, want it refused as above max_in_flight", lines, err)
+		}
+	}
+}
+
 // max_in_flight defaults to 1 (batches one at a time, the spec's loop) and
 // takes 1 to MaxInFlight; anything else is refused naming the range.
 func TestMaxInFlight(t *testing.T) {

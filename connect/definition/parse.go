@@ -188,7 +188,14 @@ func (p *parsed) topic(sinkKey string, i int, r *rawTopic) Topic {
 				t.MaxBatchLatency = time.Duration(*r.MaxBatchLatency)
 			}
 		},
-		"max_in_flight":     func(report) { t.MaxInFlight = int(*r.MaxInFlight) },
+		"max_in_flight": func(report) { t.MaxInFlight = int(*r.MaxInFlight) },
+		"max_in_flight_per_partition": func(errorf report) {
+			// Checked after max_in_flight, which keys.go declares first.
+			t.MaxInFlightPerPartition = int(*r.MaxInFlightPerPartition)
+			if t.MaxInFlightPerPartition > t.MaxInFlight {
+				errorf("%d is above max_in_flight (%d): a partition's batches in flight are some of the block's", t.MaxInFlightPerPartition, t.MaxInFlight)
+			}
+		},
 		"auto_offset_reset": func(report) { t.OffsetReset = OffsetReset(*r.AutoOffsetReset) },
 		"errors_tolerance":  func(report) { t.ErrorsTolerance = Tolerance(*r.ErrorsTolerance) },
 		"consumer_group": func(errorf report) {

@@ -35,7 +35,7 @@ type bucket struct {
 	last   time.Time // when a record last arrived
 	first  time.Time // when the oldest record not in flight arrived
 	bytes  int64     // what recs count against the Budget
-	flying int       // how many of recs, at the head, are in flight
+	flying int       // how many of recs, at the head, flights hold (inflight.go)
 	turn   uint64    // when its last flight started, in launches
 }
 
@@ -95,8 +95,9 @@ type consumer struct {
 
 	mu      sync.Mutex // the loop holds it while it buffers, lands and starts batches; revocations take it
 	buckets map[tp]*bucket
-	// The batches in flight and what they left: see inflight.go.
-	flying map[tp]*flight
+	// The batches in flight, per partition oldest first, and what they
+	// left: see inflight.go.
+	flying map[tp][]*flight
 	landed map[string]map[int32]kgo.EpochOffset // delivered, not committed yet
 	failed map[tp]error                         // partitions whose batch failed: the block halts
 	paused map[tp]bool                          // partitions not fetched while their bucket is full
@@ -108,10 +109,13 @@ type consumer struct {
 	// start, then on assignment (see ensureDeadLetters). Only run, before
 	// any client exists, and the assignment callback, between polls, use it.
 	dlqReady map[string]bool
+
+	nflying int // batches in flight, every partition's (c.mu)
+	depth   int // a partition's batches in flight at most: see Sink.depth
 }
 
 func newConsumer(s *Sink, t definition.Topic, opts []kgo.Opt) *consumer {
-	return &consumer{s: s, t: t, opts: opts, attempts: map[tp]mark{}, dlqReady: map[string]bool{},
+	return &consumer{s: s, t: t, opts: opts, attempts: map[tp]mark{}, dlqReady: map[string]bool{}, depth: s.depth(t),
 		log: s.log.With("block", t.Index, "group", t.ConsumerGroup), dec: s.cfg.Decoders[t.Index], live: context.Background()}
 }
 
@@ -176,7 +180,8 @@ func (c *consumer) run(ctx context.Context) error {
 // session is one client's life: from joining the group at the committed
 // offsets to shutdown, a stop, or a rewind.
 func (c *consumer) session(ctx, work context.Context) error {
-	c.buckets, c.flying, c.failed, c.paused = map[tp]*bucket{}, map[tp]*flight{}, map[tp]error{}, map[tp]bool{}
+	c.buckets, c.flying, c.failed, c.paused = map[tp]*bucket{}, map[tp][]*flight{}, map[tp]error{}, map[tp]bool{}
+	c.nflying = 0
 	c.landed = map[string]map[int32]kgo.EpochOffset{}
 	drop := func(lost bool) func(context.Context, *kgo.Client, map[string][]int32) {
 		return func(_ context.Context, cl *kgo.Client, parts map[string][]int32) { c.drop(work, cl, parts, lost) }
@@ -374,7 +379,7 @@ func (c *consumer) sortedKeys() []tp {
 func (c *consumer) inFlight() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return len(c.flying)
+	return c.nflying
 }
 
 // flush delivers and commits every full batch, and every bucket due (idle

@@ -259,19 +259,27 @@ func decode(ctx context.Context, schema definition.Schema, dec decoding.Decoder,
 	return b, sent, bad, dropped, nil
 }
 
-// deliver hands recs (one topic-partition, in offset order) to the plugin
-// until it returns OK, and returns nil then. It returns errRewind when the
-// plugin's process died, a *StopError when the consumer must stop, or
-// ctx's error when the wait between attempts was cut short. The batch is
-// decoded into sc, which no other delivery uses meanwhile. Deliveries of
-// different partitions may run at once (max_in_flight): deliver touches
-// no state of the loop's but the attempts (under attemptsMu).
-func (c *consumer) deliver(ctx context.Context, recs []*kgo.Record, sc *scratch) error {
+// deliver hands f's records (one topic-partition, in offset order) to the
+// plugin until it returns OK, and returns nil then. It returns errRewind
+// when the plugin's process died, a *StopError when the consumer must
+// stop, or ctx's error when the wait between attempts was cut short. A
+// follower (f.pred set) is delivered by follow instead, once. The batch is
+// decoded into f.sc, which no other delivery uses meanwhile. Deliveries
+// may run at once (max_in_flight): deliver touches no state of the loop's
+// but the attempts (under attemptsMu).
+func (c *consumer) deliver(ctx context.Context, f *flight) error {
+	defer f.ended()
+	recs, sc := f.recs, f.sc
 	first, last := recs[0], recs[len(recs)-1]
 	k := tp{first.Topic, first.Partition}
 	d := Delivery{Sink: c.s.def.Key, Topic: k.topic, Partition: k.partition, First: first.Offset, Last: last.Offset, Records: len(recs), Newest: newest(recs)}
 	tolerant := c.t.ErrorsTolerance == definition.ToleranceAll
 	b, sent, bad, err := c.decodeAll(ctx, recs, sc, &d)
+	if f.pred != nil && err != nil {
+		// Whatever it is, the records go again as an ordinary batch,
+		// which reports it.
+		return unsent(err)
+	}
 	if errors.Is(err, errUndecoded) || err != nil && ctx.Err() != nil {
 		return err
 	}
@@ -281,6 +289,10 @@ func (c *consumer) deliver(ctx context.Context, recs []*kgo.Record, sc *scratch)
 		return &StopError{Topic: k.topic, Partition: k.partition, Offset: first.Offset, Outcome: Invalid, Err: err}
 	}
 	b.AcceptRejections = tolerant
+	b.RangeLast = f.last
+	if f.pred != nil {
+		return c.follow(ctx, f, b, sent, bad, d)
+	}
 	if len(b.Records) == 0 && len(bad) == 0 {
 		// Every record was dropped by a transform: handled, the offset
 		// moves past them (attempt 0, as a batch of only dead letters).
@@ -302,6 +314,7 @@ func (c *consumer) deliver(ctx context.Context, recs []*kgo.Record, sc *scratch)
 	for {
 		b.Attempt = uint32(attempt)
 		start := time.Now()
+		f.calling()
 		rej, err := c.s.out.Consume(ctx, b)
 		if err != nil && ctx.Err() != nil {
 			return ctx.Err() // the shutdown timeout passed: the outcome is unknown
@@ -310,17 +323,8 @@ func (c *consumer) deliver(ctx context.Context, recs []*kgo.Record, sc *scratch)
 		log := c.log.With("topic", k.topic, "partition", k.partition, "first_offset", first.Offset,
 			"last_offset", last.Offset, "records", len(recs), "attempt", attempt)
 		if d.Outcome == OK && (len(rej) > 0 || len(bad) > 0) {
-			all := append([]rejected(nil), bad...)
-			for _, r := range rej {
-				if r.Index < 0 || r.Index >= len(sent) {
-					// The C host checks this; never trust it blindly.
-					err := fmt.Errorf("the plugin rejected record %d of a batch of %d", r.Index, len(sent))
-					return &StopError{Topic: k.topic, Partition: k.partition, Offset: first.Offset, Attempts: attempt, Outcome: Fatal, Err: err}
-				}
-				all = append(all, rejected{rec: recs[sent[r.Index]], reason: r.Reason, msg: r.Message})
-			}
-			log.Debug("batch delivered with rejected records", "took", d.Took, "rejected", len(all))
-			return c.deadLetter(ctx, d, all)
+			log.Debug("batch delivered with rejected records", "took", d.Took, "rejected", len(rej)+len(bad))
+			return c.rejections(ctx, d, recs, sent, rej, bad)
 		}
 		c.s.cfg.Observer.Delivered(d)
 		d.Decoded, d.DecodeTook = 0, 0 // counted once
@@ -347,4 +351,86 @@ func (c *consumer) deliver(ctx context.Context, recs []*kgo.Record, sc *scratch)
 		}
 		attempt++
 	}
+}
+
+// rejections sends to the dead-letter topic what the plugin rejected of
+// an OK batch (rej, by index into sent) and what the runtime did (bad).
+func (c *consumer) rejections(ctx context.Context, d Delivery, recs []*kgo.Record, sent []int, rej []hostclient.Rejection, bad []rejected) error {
+	all := append([]rejected(nil), bad...)
+	for _, r := range rej {
+		if r.Index < 0 || r.Index >= len(sent) {
+			// The C host checks this; never trust it blindly.
+			err := fmt.Errorf("the plugin rejected record %d of a batch of %d", r.Index, len(sent))
+			return &StopError{Topic: d.Topic, Partition: d.Partition, Offset: d.First, Attempts: d.Attempt, Outcome: Fatal, Err: err}
+		}
+		all = append(all, rejected{rec: recs[sent[r.Index]], reason: r.Reason, msg: r.Message})
+	}
+	return c.deadLetter(ctx, d, all)
+}
+
+// follow delivers a follower, decoded into b: it waits until its
+// predecessor called the plugin or ended, then makes one attempt, with
+// Follows set so that the plugin writes it only with or after the
+// predecessor (docs/abi.md, "Pipelined batches"). Anything but OK is
+// errUnsent: its records go again as an ordinary batch, with the attempts,
+// backoff and dead letters of deliver; so are its dead letters produced
+// only once it answered OK. A follower with nothing for the plugin (all
+// dead letters, or all dropped by transforms) waits for its predecessor's
+// end instead: its dead letters go only after it returned OK.
+func (c *consumer) follow(ctx context.Context, f *flight, b hostclient.Batch, sent []int, bad []rejected, d Delivery) error {
+	p := f.pred
+	wait := p.called
+	if len(b.Records) == 0 {
+		wait = p.done
+	}
+	select {
+	case <-wait:
+	case <-ctx.Done():
+		return unsent(ctx.Err())
+	}
+	select {
+	case <-p.done:
+		switch {
+		case p.err != nil:
+			return unsent(errors.New("the batch before it was not delivered"))
+		case p.plugged:
+			b.Follows = &p.last
+		} // else it ended OK without a call: nothing to follow
+	default: // it called the plugin and has not returned
+		b.Follows = &p.last
+	}
+	if len(b.Records) == 0 {
+		if len(bad) == 0 {
+			c.s.cfg.Observer.Delivered(d) // every record dropped by a transform
+			return nil
+		}
+		if err := c.deadLetter(ctx, d, bad); err != nil {
+			return unsent(err)
+		}
+		return nil
+	}
+	b.Attempt = 1
+	f.calling()
+	start := time.Now()
+	rej, err := c.s.out.Consume(ctx, b)
+	if err != nil && ctx.Err() != nil {
+		return unsent(ctx.Err())
+	}
+	d.Attempt, d.Took, d.Outcome, d.Err = 1, time.Since(start), classify(err), err
+	if d.Outcome == OK && (len(rej) > 0 || len(bad) > 0) {
+		if err := c.rejections(ctx, d, f.recs, sent, rej, bad); err != nil {
+			return unsent(err)
+		}
+		return nil
+	}
+	c.s.cfg.Observer.Delivered(d)
+	if d.Outcome != OK {
+		c.log.Info("pipelined batch not delivered; it goes again after the batches before it", "event", "pipelined_retry",
+			"topic", d.Topic, "partition", d.Partition, "first_offset", d.First, "last_offset", d.Last, "records", d.Records,
+			"outcome", d.Outcome.String(), "err", err)
+		return unsent(err)
+	}
+	c.log.Debug("batch delivered", "event", "batch_delivered", "topic", d.Topic, "partition", d.Partition, "first_offset", d.First,
+		"took_seconds", d.Took.Seconds(), "pipelined", b.Follows != nil)
+	return nil
 }

@@ -13,6 +13,13 @@
 // itself. Every rule below holds per batch; a stop, a host death or a
 // revocation first waits for the batches in flight (inflight.go).
 //
+// With max_in_flight_per_partition = D > 1 as well, and a plugin that
+// declares pipelined (ABI 1.5), a partition may have up to D batches in
+// flight: each later one follows the one before it (hostclient.Batch.
+// Follows), gets one attempt, and goes again as an ordinary batch when it
+// is not OK; they land in order, so a partition's offset moves only over
+// batches that all returned OK (inflight.go).
+//
 // A RETRY result hands the same batch again, attempts 2 to 5, with backoff
 // from 200 ms to 5 s; the fifth failure stops that consumer and marks the
 // sink failed. FATAL stops it at once: retrying cannot succeed. When the
@@ -52,8 +59,11 @@
 // backoff), consumer.go (the poll and bucket loop, commits, assignments,
 // revocations, the shutdown flush), inflight.go (batches in flight:
 // starting, landing and committing them, halting on a failure, pausing a
-// full partition, the start warning for a plugin that serialises them),
-// deliver.go (decoding, attempts, backoff, outcomes), binary.go (payloads
+// full partition, the start warnings for a plugin that serialises them or
+// does not take pipelined batches; a partition's pipelined batches in
+// order, void after one that was not delivered),
+// deliver.go (decoding, attempts, backoff, outcomes; a pipelined follower's
+// one attempt), binary.go (payloads
 // of schema avro, proto, flatbuffer through the block's decoder into
 // JSON; a decoder's transient failure decoded again, without limit),
 // transform.go (a block's transforms run on one record's JSON payload),

@@ -10,6 +10,8 @@ import (
 	"sync"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/picomq/heavy-sinks/connect/definition"
 )
 
 // Batches in flight (max_in_flight).
@@ -45,18 +47,93 @@ import (
 // (throttle), and over --max-buffered-bytes the loop waits for a batch to
 // land instead of polling (poll).
 //
+// Pipelined batches (max_in_flight_per_partition = D > 1, with a plugin
+// that declares pipelined): c.flying holds a list per partition, oldest
+// first, up to D. A flight started while its partition has one in the air
+// is a follower: the next batch_length records after the ones its
+// predecessors hold, flushed by the same rules as any batch. It decodes,
+// then waits until its predecessor has called the plugin (or ended), and
+// makes one attempt with Follows = the predecessor's RangeLast, so that
+// the plugin writes it only with or after the predecessor
+// (docs/abi.md, "Pipelined batches"). Whatever is not OK leaves it
+// unsent (errUnsent): its records stay at the head of the bucket and go
+// again as an ordinary batch, with the attempts, backoff and dead letters
+// of deliver. Flights land in order per partition: a follower that
+// returned waits for the ones before it; once one lands unsent or failed,
+// every later one of its partition is void (landed as unsent whatever it
+// returned: a write that did happen is deduplicated by the plugin when the
+// records go again), and the partition starts nothing until they all
+// landed. So a partition's offset moves only over a prefix of batches that
+// all returned OK.
+//
 // c.mu guards c.flying, the buckets, c.landed and c.failed. A flight's
 // goroutine takes none of it (deliver reads the definition and takes only
-// attemptsMu), so waiting for a flight with c.mu held cannot deadlock.
+// attemptsMu; a follower waits only for its predecessor's channels), so
+// waiting for a flight with c.mu held cannot deadlock.
 
 // flight is one batch handed to the plugin: the head of its partition's
-// bucket.
+// bucket, or with pipelined batches the records after its predecessors'.
 type flight struct {
 	k    tp
-	recs []*kgo.Record // the bucket's head: it stays in the bucket until it lands
+	recs []*kgo.Record // its records in the bucket: they stay there until it lands
+	last uint64        // the offset of its last record: the batch's RangeLast
 	sc   *scratch      // the decode buffers of this flight alone
-	done chan struct{} // closed once err is set
-	err  error         // deliver's result
+	// pred is the partition's flight before this one, in the air when this
+	// one started: nil for an ordinary batch, set for a follower.
+	pred *flight
+	// called is closed once the flight called the plugin, or when it ended
+	// without a call; plugged says which (written before the close). nil
+	// when no follower can wait for it (max_in_flight_per_partition 1).
+	called  chan struct{}
+	plugged bool
+	done    chan struct{} // closed once err is set
+	err     error         // deliver's result
+	// void: a flight before it landed unsent or failed, so its result is
+	// discarded and its records go again. Set and read by the loop, c.mu
+	// held.
+	void bool
+}
+
+// calling is said by a flight's goroutine right before each consume call:
+// the first one releases a follower waiting for it.
+func (f *flight) calling() {
+	if f.called != nil && !f.plugged {
+		f.plugged = true
+		close(f.called)
+	}
+}
+
+// ended is said by a flight's goroutine once deliver returns: a follower
+// still waiting for a call goes on (it sees done).
+func (f *flight) ended() {
+	if f.called != nil && !f.plugged {
+		close(f.called)
+	}
+}
+
+// errUnsent is a follower that was not delivered: its predecessor failed,
+// or its one attempt was not OK. Not a failure of the block: its records
+// stay in the bucket and go again as an ordinary batch.
+var errUnsent = errors.New("pipelined batch not delivered; it goes again after the batches before it")
+
+// unsent wraps why a follower was not delivered.
+func unsent(why error) error { return fmt.Errorf("%w: %w", errUnsent, why) }
+
+// pipelined reports whether the plugin keeps the order of pipelined
+// batches itself (describe()'s pipelined, ABI 1.5).
+func (s *Sink) pipelined() bool {
+	p, ok := s.out.(Pipeliner)
+	return ok && p.Pipelined()
+}
+
+// depth is how many batches of one partition block t has in flight at
+// most: max_in_flight_per_partition with batches in flight and a plugin
+// that declares pipelined, else 1. Known once the plugin is open.
+func (s *Sink) depth(t definition.Topic) int {
+	if t.MaxInFlightPerPartition > 1 && t.MaxInFlight > 1 && s.pipelined() {
+		return t.MaxInFlightPerPartition
+	}
+	return 1
 }
 
 // warnSerialised says, once the plugin is open (its describe() read),
@@ -64,6 +141,12 @@ type flight struct {
 // consume calls one at a time: correct, but the batches queue in the
 // plugin, and a slow partition holds the others there.
 func (s *Sink) warnSerialised() {
+	for _, t := range s.def.Topics {
+		if t.MaxInFlightPerPartition > 1 && s.depth(t) == 1 {
+			s.log.Warn("max_in_flight_per_partition is above 1 but the plugin does not declare pipelined: a partition's batches go one at a time",
+				"event", "max_in_flight_per_partition_unused", "block", t.Index, "max_in_flight_per_partition", t.MaxInFlightPerPartition)
+		}
+	}
 	if cc, ok := s.out.(ConcurrentConsumer); ok && cc.ConcurrentConsume() {
 		return
 	}
@@ -79,14 +162,17 @@ func (s *Sink) warnSerialised() {
 func (c *consumer) async() bool { return c.t.MaxInFlight > 1 }
 
 // room reports whether another flight may start.
-func (c *consumer) room() bool { return len(c.flying) < c.t.MaxInFlight }
+func (c *consumer) room() bool { return c.nflying < c.t.MaxInFlight }
 
 // pending is how many of b's records no flight holds.
 func (b *bucket) pending() int { return len(b.recs) - b.flying }
 
-// idle reports whether bucket k may start a flight: nothing of its
-// partition in the air, and records to send.
-func (c *consumer) idle(k tp, b *bucket) bool { return c.flying[k] == nil && b.pending() > 0 }
+// idle reports whether bucket k may start a flight: fewer than depth of
+// its partition in the air, none of them void, and records to send.
+func (c *consumer) idle(k tp, b *bucket) bool {
+	fl := c.flying[k]
+	return len(fl) < c.depth && (len(fl) == 0 || !fl[len(fl)-1].void) && b.pending() > 0
+}
 
 // order is the order buckets are offered a flight in: by topic and
 // partition with max_in_flight = 1 (deterministic, as the spec's loop
@@ -100,22 +186,33 @@ func (c *consumer) order() []tp {
 	return keys
 }
 
-// launch starts delivering the head batch of bucket k (at most
-// batch_length records); c.mu is held and idle(k, b) holds. With
-// max_in_flight = 1 the batch is delivered here and has landed when launch
-// returns; otherwise it is delivered on a goroutine, which wakes the poll
-// when it returns.
+// launch starts delivering the next batch of bucket k (at most
+// batch_length records after those in flight); c.mu is held and idle(k,
+// b) holds. With max_in_flight = 1 the batch is delivered here and has
+// landed when launch returns; otherwise it is delivered on a goroutine,
+// which wakes the poll when it returns. With a flight of k in the air it
+// is that one's follower.
 func (c *consumer) launch(work context.Context, k tp, b *bucket) {
 	n := min(b.pending(), c.t.BatchLength)
-	f := &flight{k: k, recs: b.recs[:n:n], done: make(chan struct{})}
-	b.flying = n
+	at := b.flying
+	f := &flight{k: k, recs: b.recs[at : at+n : at+n], done: make(chan struct{})}
+	f.last = uint64(f.recs[n-1].Offset)
+	fl := c.flying[k]
+	if c.depth > 1 {
+		f.called = make(chan struct{})
+		if len(fl) > 0 {
+			f.pred = fl[len(fl)-1]
+		}
+	}
+	b.flying += n
 	c.turn++
 	b.turn = c.turn
-	c.flying[k] = f
+	c.flying[k] = append(fl, f)
+	c.nflying++
 	c.s.flying.Add(1)
 	if !c.async() {
 		f.sc = &c.scratch
-		f.err = c.deliver(work, f.recs, f.sc)
+		f.err = c.deliver(work, f)
 		close(f.done)
 		c.land(f)
 		return
@@ -126,29 +223,58 @@ func (c *consumer) launch(work context.Context, k tp, b *bucket) {
 		f.sc = &scratch{}
 	}
 	go func() {
-		f.err = c.deliver(work, f.recs, f.sc)
+		f.err = c.deliver(work, f)
 		close(f.done)
 		c.wake.poke()
 	}()
 }
 
-// land takes a flight that returned off the books; c.mu is held. An OK
-// batch leaves its bucket and the budget, and its offset goes to c.landed
-// for the next commit; a failed one leaves its records where they are and
-// marks its partition failed.
+// land takes a flight that returned off the books: the oldest of its
+// partition; c.mu is held. An OK batch leaves its bucket and the budget,
+// and its offset goes to c.landed for the next commit; a failed one
+// leaves its records where they are and marks its partition failed; an
+// unsent or void one leaves its records too. After either, the later
+// flights of the partition are void.
 func (c *consumer) land(f *flight) {
-	delete(c.flying, f.k)
+	fl := c.flying[f.k]
+	if fl[0] != f {
+		panic("pipeline: a flight landed before the one before it")
+	}
+	fl[0] = nil
+	rest := fl[1:]
+	if len(rest) == 0 {
+		delete(c.flying, f.k)
+	} else {
+		c.flying[f.k] = rest
+	}
+	c.nflying--
 	c.s.flying.Add(-1)
 	if f.sc != &c.scratch {
 		c.spare = append(c.spare, f.sc)
 	}
-	b := c.buckets[f.k] // a bucket outlives its flight: revocation lands first
-	b.flying = 0
-	if f.err != nil {
-		c.failed[f.k] = f.err
+	b := c.buckets[f.k] // a bucket outlives its flights: revocation lands first
+	if f.void || f.err != nil {
+		switch {
+		case f.void:
+		case errors.Is(f.err, errUnsent):
+			c.log.Debug("pipelined batch not delivered; its records go again", "event", "pipelined_unsent", "topic", f.k.topic, "partition", f.k.partition,
+				"first_offset", f.recs[0].Offset, "records", len(f.recs), "later_batches", len(rest), "err", f.err)
+		default:
+			c.failed[f.k] = f.err
+		}
+		for _, g := range rest {
+			g.void = true
+		}
+		// The records of f stay at the head of the bucket; the void
+		// flights after it still hold theirs, so nothing of the
+		// partition starts until the last one landed.
+		if len(rest) == 0 {
+			b.flying = 0
+		}
 		return
 	}
 	n := len(f.recs)
+	b.flying -= n
 	last := f.recs[n-1]
 	if c.landed[f.k.topic] == nil {
 		c.landed[f.k.topic] = map[int32]kgo.EpochOffset{}
@@ -189,45 +315,64 @@ func (c *consumer) commitLanded(ctx context.Context) {
 // settle lands every flight that has returned and commits them; c.mu is
 // held. It does not wait.
 func (c *consumer) settle(work context.Context) {
-	for _, f := range c.flying {
-		select {
-		case <-f.done:
-			c.land(f)
-		default:
+	c.landReturned()
+	c.commitLanded(work)
+}
+
+// landReturned lands, per partition, the flights that returned, oldest
+// first, up to the first still in the air; c.mu is held. It reports
+// whether it landed any.
+func (c *consumer) landReturned() bool {
+	landed := false
+	for k := range c.flying {
+		for fl := c.flying[k]; len(fl) > 0 && returned(fl[0]); fl = c.flying[k] {
+			c.land(fl[0])
+			landed = true
 		}
 	}
-	c.commitLanded(work)
+	return landed
+}
+
+// returned reports whether f's deliver returned.
+func returned(f *flight) bool {
+	select {
+	case <-f.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// drainPartition waits for every flight of k in the air and lands them
+// in order; c.mu is held.
+func (c *consumer) drainPartition(k tp) {
+	for fl := c.flying[k]; len(fl) > 0; fl = c.flying[k] {
+		<-fl[0].done
+		c.land(fl[0])
+	}
 }
 
 // drain waits for every flight in the air and lands it; c.mu is held.
 // Every flight ends: deliver returns once work does.
 func (c *consumer) drain() {
-	for _, f := range c.flying {
-		<-f.done
-		c.land(f)
+	for k := range c.flying {
+		c.drainPartition(k)
 	}
 }
 
-// awaitAny waits until a flight returns, then lands those that have;
-// c.mu is held and a flight is in the air.
+// awaitAny waits until a flight returns, then lands those that can
+// (a follower that returned waits for the ones before it); c.mu is held
+// and a flight is in the air.
 func (c *consumer) awaitAny() {
 	ctx, cancel := c.wake.arm(context.Background())
-	for _, f := range c.flying {
-		select {
-		case <-f.done: // returned before arm: its poke may be spent
+	for _, fl := range c.flying {
+		if returned(fl[0]) { // returned before arm: its poke may be spent
 			cancel()
-		default:
 		}
 	}
 	<-ctx.Done()
 	cancel()
-	for _, f := range c.flying {
-		select {
-		case <-f.done:
-			c.land(f)
-		default:
-		}
-	}
+	c.landReturned()
 }
 
 // halt ends a session on a failed flight, once every other flight landed
@@ -281,11 +426,15 @@ func (c *consumer) halt(work context.Context) error {
 func (c *consumer) landRevoked(work context.Context, parts map[string][]int32, lost bool) {
 	for topic, ps := range parts {
 		for _, p := range ps {
-			if f := c.flying[tp{topic, p}]; f != nil {
+			k := tp{topic, p}
+			if fl := c.flying[k]; len(fl) > 0 {
+				recs := 0
+				for _, f := range fl {
+					recs += len(f.recs)
+				}
 				c.log.Info("partition revoked with a batch in flight; waiting for it", "event", "revoke_wait", "topic", topic, "partition", p,
-					"first_offset", f.recs[0].Offset, "records", len(f.recs), "lost", lost)
-				<-f.done
-				c.land(f)
+					"first_offset", fl[0].recs[0].Offset, "records", recs, "batches", len(fl), "lost", lost)
+				c.drainPartition(k)
 			}
 		}
 	}

@@ -1,7 +1,7 @@
 // Package fakeplugin is a scripted stand-in for a plugin instance in its
 // child host (a *child.Instance), behind the interfaces the runtime reaches
 // plugins through: pipeline.Deliverer and pipeline.Opener,
-// pipeline.PayloadChecker, pipeline.ConcurrentConsumer, observe.Plugin and
+// pipeline.PayloadChecker, pipeline.ConcurrentConsumer, pipeline.Pipeliner, observe.Plugin and
 // observe.Described. The tests
 // of connect/pipeline and connect/observe use it to run the sink loop
 // against an in-process broker without a built library or C host, and so
@@ -13,6 +13,13 @@
 // returns it). The fake keeps a copy of every batch it was handed and of
 // every batch it "wrote", and counts how many calls ran at once (calls may
 // overlap, as a real Instance's do with max_in_flight > 1).
+//
+// With Pipelining set it declares pipelined batches (ABI 1.5) and keeps
+// their rule as the SDK and a sink do (docs/abi.md, "Pipelined batches"):
+// a batch that follows one not answered yet is written only once that one
+// answered OK, and answered RETRY, not written, when it did not. A batch
+// with Follows sent to a fake without Pipelining is a contract breach, as
+// the host refuses it.
 //
 // Only tests import it; nothing cmd/picomq-connect links does.
 package fakeplugin
@@ -85,6 +92,12 @@ type Plugin struct {
 	// Concurrent is describe()'s concurrent_consume
 	// (pipeline.ConcurrentConsumer).
 	Concurrent bool
+	// Pipelining is describe()'s pipelined (pipeline.Pipeliner).
+	Pipelining bool
+	// Unordered, with Pipelining, writes a batch that follows another
+	// without waiting for that one's answer: a sink whose writes are
+	// idempotent (the Redshift sink in append mode) may.
+	Unordered bool
 	// Desc is the describe() document; MetricsJSON the metrics()
 	// answer, "" for {"records": <records written>}.
 	Desc        string
@@ -105,6 +118,23 @@ type Plugin struct {
 	running  map[partition]int // calls running, per topic-partition
 	maxRun   int
 	overlaps int
+	pending  []*pending // every call begun, in order: the pipelined batches' predecessors
+}
+
+// pending is one call begun, as the SDK's sequencer keys it.
+type pending struct {
+	key  partition
+	last uint64        // the batch's RangeLast, or its last record's offset
+	done chan struct{} // closed once ok is set
+	ok   bool          // answered OK
+}
+
+// rangeLast is b's RangeLast as the SDK reads it: 0 is the last record's.
+func rangeLast(b hostclient.Batch) uint64 {
+	if b.RangeLast == 0 && len(b.Records) > 0 {
+		return b.Records[len(b.Records)-1].Offset
+	}
+	return b.RangeLast
 }
 
 type partition struct {
@@ -194,14 +224,43 @@ func (p *Plugin) Consume(ctx context.Context, b hostclient.Batch) ([]hostclient.
 	}
 	p.running[key]++
 	p.maxRun = max(p.maxRun, p.started-len(p.calls))
+	me := &pending{key: key, last: rangeLast(cp), done: make(chan struct{})}
+	p.pending = append(p.pending, me)
 	p.notify()
 	p.mu.Unlock()
 
-	rej, err := p.answer(ctx, cp, r)
+	var rej []hostclient.Rejection
+	var err error
+	switch {
+	case b.Follows == nil:
+		rej, err = p.answer(ctx, cp, r)
+	case !p.Pipelining:
+		err = &hostclient.StatusError{Op: "consume", Code: hostclient.StatusContract,
+			Message: "a pipelined batch (follows set) to a library that does not declare pipelined"}
+	default:
+		var pred *pending
+		if pred, err = p.predecessor(ctx, me, *b.Follows); err == nil {
+			rej, err = p.answer(ctx, cp, r)
+		}
+		if err == nil && pred != nil && !p.Unordered {
+			// Written only once the batch it follows answered OK.
+			select {
+			case <-pred.done:
+				if !pred.ok {
+					rej, err = nil, &hostclient.StatusError{Op: "consume", Code: hostclient.StatusRetry,
+						Message: "the batch it follows was not written"}
+				}
+			case <-ctx.Done():
+				rej, err = nil, ctx.Err()
+			}
+		}
+	}
 
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	defer p.notify()
+	me.ok = err == nil
+	defer close(me.done) // once written: a follower is written after it
 	p.running[key]--
 	p.calls = append(p.calls, Call{Batch: cp, Result: r, Err: err})
 	if r.Exit {
@@ -217,6 +276,64 @@ func (p *Plugin) Consume(ctx context.Context, b hostclient.Batch) ([]hostclient.
 		p.records += len(w.Records)
 	}
 	return rej, err
+}
+
+// predecessor finds the call that me follows, as the SDK's sequencer
+// does: the latest call of the partition with RangeLast follows, not
+// answered (returned: the follower waits for its answer); none when one
+// answered OK covers it; RETRY when it answered otherwise. One not begun
+// yet (the runtime's calls may arrive in any order) is waited for, up to
+// 10 s.
+func (p *Plugin) predecessor(ctx context.Context, me *pending, follows uint64) (*pending, error) {
+	retry := func(msg string) error {
+		return &hostclient.StatusError{Op: "consume", Code: hostclient.StatusRetry, Message: msg}
+	}
+	deadline := time.NewTimer(10 * time.Second)
+	defer deadline.Stop()
+	for {
+		p.mu.Lock()
+		var found *pending
+		covered := false
+		for _, e := range p.pending {
+			if e == me || e.key != me.key {
+				continue
+			}
+			if e.last == follows {
+				found = e
+			}
+			select {
+			case <-e.done:
+				covered = covered || e.ok && e.last >= follows
+			default:
+			}
+		}
+		if p.changed == nil {
+			p.changed = make(chan struct{})
+		}
+		ch := p.changed
+		p.mu.Unlock()
+		if found != nil {
+			select {
+			case <-found.done:
+				if found.ok {
+					return nil, nil
+				}
+				return nil, retry("the batch it follows was answered with a failure")
+			default:
+				return found, nil
+			}
+		}
+		if covered {
+			return nil, nil
+		}
+		select {
+		case <-ch:
+		case <-deadline.C:
+			return nil, retry("the batch it follows never arrived")
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
 }
 
 // answer waits r.Delay and returns r's outcome.
@@ -337,6 +454,9 @@ func (p *Plugin) Opens() int { return p.Snapshot().Opens }
 // ChecksPayloads reports whether schema is in Checks (pipeline.PayloadChecker).
 func (p *Plugin) ChecksPayloads(schema string) bool { return slices.Contains(p.Checks, schema) }
 
+// Pipelined returns Pipelining (pipeline.Pipeliner).
+func (p *Plugin) Pipelined() bool { return p.Pipelining }
+
 // ConcurrentConsume returns Concurrent (pipeline.ConcurrentConsumer).
 func (p *Plugin) ConcurrentConsume() bool { return p.Concurrent }
 
@@ -363,6 +483,10 @@ func (p *Plugin) Metrics(ctx context.Context) (string, error) {
 // copyBatch copies b deeply: the runtime reuses its slices once Consume
 // returned, as the host driver's frame copy allows.
 func copyBatch(b hostclient.Batch) hostclient.Batch {
+	if b.Follows != nil {
+		f := *b.Follows
+		b.Follows = &f
+	}
 	b.Records = slices.Clone(b.Records)
 	for i, r := range b.Records {
 		r.Key = cloneBytes(r.Key)

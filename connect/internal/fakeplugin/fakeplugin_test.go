@@ -105,3 +105,74 @@ func TestOpen(t *testing.T) {
 		t.Errorf("third: %v, %d opens", err, p.Opens())
 	}
 }
+
+// pipelined is batch(true, payloads) at offsets from first on, with
+// RangeLast its last offset and Follows follows (nil for none).
+func pipelined(first uint64, follows *uint64, payloads ...string) hostclient.Batch {
+	b := batch(true, payloads...)
+	for i := range b.Records {
+		b.Records[i].Offset = first + uint64(i)
+	}
+	b.RangeLast, b.Follows = first+uint64(len(payloads))-1, follows
+	return b
+}
+
+// The rule of pipelined batches: a follower of a batch not answered yet is
+// written only once that one answered OK, and answered RETRY, not written,
+// when it failed; a follower of a failed batch is refused at once; one of
+// a batch answered OK goes alone. Without Pipelining a follower is a
+// contract breach.
+func TestPipelinedRule(t *testing.T) {
+	ctx := context.Background()
+	four, six := uint64(4), uint64(6)
+	for _, headOK := range []bool{true, false} {
+		gate := make(chan struct{})
+		p := &fakeplugin.Plugin{Pipelining: true, Decide: func(b hostclient.Batch, _ int) fakeplugin.Result {
+			if b.Records[0].Offset == 0 {
+				r := fakeplugin.Result{Gate: gate}
+				if !headOK {
+					r.Code = hostclient.StatusRetry
+				}
+				return r
+			}
+			return fakeplugin.Result{}
+		}}
+		head := make(chan error, 1)
+		go func() { _, err := p.Consume(ctx, pipelined(0, nil, "0", "1", "2", "3", "4")); head <- err }()
+		follower := make(chan error, 1)
+		go func() { _, err := p.Consume(ctx, pipelined(5, &four, "5", "6")); follower <- err }()
+		if !p.Wait(5*time.Second, func(s fakeplugin.State) bool { return s.Running() == 2 && s.Overlaps == 1 }) {
+			t.Fatal("the follower never ran beside its head")
+		}
+		select {
+		case err := <-follower:
+			t.Fatalf("the follower answered %v before its head", err)
+		case <-time.After(100 * time.Millisecond):
+		}
+		close(gate)
+		<-head
+		err := <-follower
+		if headOK != (err == nil) || !headOK && hostclient.CodeOf(err) != hostclient.StatusRetry {
+			t.Errorf("head OK %v: follower %v", headOK, err)
+		}
+		var written []uint64
+		for _, b := range p.Written() {
+			for _, r := range b.Records {
+				written = append(written, r.Offset)
+			}
+		}
+		if want := map[bool]int{true: 7, false: 0}[headOK]; len(written) != want {
+			t.Errorf("head OK %v: written %v", headOK, written)
+		}
+		// Its follower, once both answered: alone after an OK, refused at
+		// once after a failure.
+		_, err = p.Consume(ctx, pipelined(7, &six, "7"))
+		if headOK != (err == nil) {
+			t.Errorf("head OK %v: the follower of the follower: %v", headOK, err)
+		}
+	}
+	p := &fakeplugin.Plugin{}
+	if _, err := p.Consume(ctx, pipelined(5, &four, "5")); hostclient.CodeOf(err) != hostclient.StatusContract {
+		t.Errorf("a follower to a plugin without pipelined: %v", err)
+	}
+}
