@@ -364,27 +364,37 @@ func TestPipelinedFollowerOfACommitInFlight(t *testing.T) {
 }
 
 // Upsert mode and redrive batches do not share their predecessor's
-// commit: they wait for its answer before they queue.
+// commit: they wait for its answer before they queue, and are not written
+// when it failed.
 func TestPipelinedWaitsWhenNotCoGrouped(t *testing.T) {
-	tb, store, _ := groupTable(t)
-	close(store.gate)
-	p, b := idBatch(0, 0, 3), idBatch(0, 3, 3)
-	b.Redrive = &sdk.Redrive{Topic: "dlq", Partition: 0}
-	if tb.coGroups(b) {
-		t.Fatal("a redrive batch co-groups")
-	}
-	ans := chain(p, b)
-	fb := consume(context.Background(), tb, b, appOf(0), ans[1])
-	time.Sleep(50 * time.Millisecond)
-	if waiting(tb) != 0 {
-		t.Fatal("a redrive follower queued before its predecessor was answered")
-	}
-	ans[0](false)
-	if err := fb.wait(t); sdk.StatusOf(err) != sdk.StatusRetry {
-		t.Errorf("follower: %v, want RETRY", err)
-	}
-	tb.env.opts.changes = &changes.Config{}
-	if tb.coGroups(idBatch(0, 0, 1)) {
-		t.Error("an upsert batch co-groups")
+	for _, mode := range []string{"redrive", "upsert"} {
+		t.Run(mode, func(t *testing.T) {
+			tb, store, _ := groupTable(t)
+			close(store.gate)
+			p, b := idBatch(0, 0, 3), idBatch(0, 3, 3)
+			if mode == "redrive" {
+				b.Redrive = &sdk.Redrive{Topic: "dlq", Partition: 0}
+			} else {
+				tb.env.opts.changes = &changes.Config{}
+			}
+			ans := chain(p, b)
+			fb := consume(context.Background(), tb, b, appOf(0), ans[1])
+			time.Sleep(50 * time.Millisecond)
+			select {
+			case <-fb.done:
+				t.Fatalf("the follower was answered before its predecessor: %v", fb.err)
+			default:
+			}
+			if waiting(tb) != 0 {
+				t.Fatal("the follower queued before its predecessor was answered")
+			}
+			ans[0](false)
+			if err := fb.wait(t); sdk.StatusOf(err) != sdk.StatusRetry || !strings.Contains(err.Error(), "was not written") {
+				t.Errorf("follower: %v, want RETRY unwritten", err)
+			}
+			if got := txnsOf(t, tb); len(got) != 0 {
+				t.Errorf("commits %v", got)
+			}
+		})
 	}
 }
