@@ -4,10 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"math/rand/v2"
-	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -377,9 +374,9 @@ func TestPipelinedWaitsWhenNotCoGrouped(t *testing.T) {
 			close(store.gate)
 			p, b := idBatch(0, 0, 3), idBatch(0, 3, 3)
 			if mode == "redrive" {
-				b.Redrive = &sdk.Redrive{Topic: "dlq", Partition: 0}
+				b.Redrive = &sdk.Redrive{Topic: "dlq", Partition: 0, Offsets: []uint64{40, 41, 42}}
 			} else {
-				tb.env.opts.changes = &changes.Config{}
+				tb.env.opts.changes = &changes.Config{Format: changes.OpField, OpField: changes.DefaultOpField, KeyColumns: []string{"id"}}
 			}
 			ans := chain(p, b)
 			fb := consume(context.Background(), tb, b, appOf(0), ans[1])
@@ -418,93 +415,25 @@ func TestDescribeDeclaresPipelined(t *testing.T) {
 	}
 }
 
-// The queue alone, under -race, with chains of pipelined batches that
-// arrive in any order: every member is answered once, and a member is
-// written only in its predecessor's group after it, or once its
-// predecessor was answered OK; one whose predecessor failed is not
-// written.
-func TestQueueChainsInAnyOrder(t *testing.T) {
-	const parts, depth = 8, 4
-	var q queue
-	var mu sync.Mutex
-	okAt := map[*sdk.Pending]bool{} // answered OK
-	var wg sync.WaitGroup
-	var all []*sdk.Batch
-	answers := map[*sdk.Batch]func(bool){}
-	for p := range parts {
-		var c []*sdk.Batch
-		for i := range depth {
-			c = append(c, idBatch(p, i*2, 2))
-		}
-		for i, fn := range chain(c...) {
-			answers[c[i]] = fn
-		}
-		all = append(all, c...)
-	}
-	rand.Shuffle(len(all), func(i, j int) { all[i], all[j] = all[j], all[i] })
-	for _, b := range all {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			time.Sleep(time.Duration(rand.IntN(300)) * time.Microsecond)
-			m := &member{b: b, appID: appOf(int(b.Partition)), pred: b.Pred, wake: make(chan struct{})}
-			var predDone <-chan struct{}
-			if m.pred != nil {
-				predDone = m.pred.Done()
-			}
-			lead, err := q.join(m)
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			for !lead {
-				select {
-				case <-m.wake:
-					lead = true
-				case <-predDone:
-					predDone = nil
-					lead = q.kick(m)
-				}
-			}
-			if !m.lead {
-				answers[b](m.err == nil)
-				return
-			}
-			if m.settle() {
-				m.answer(m.pred.NotWritten())
-				q.next()
-				answers[b](false)
-				return
-			}
-			group := q.take(m, 1000, 1<<20)
-			mu.Lock()
-			for i, g := range group {
-				// The 3rd batch of partition 5 fails: its followers must not be written.
-				if g.b.Partition == 5 && g.b.FirstOffset() == 4 {
-					g.answer(sdk.Fatalf("bad"))
-					continue
-				}
-				if g.after != nil && g.after.done && g.after.err != nil {
-					g.answer(g.b.Pred.NotWritten())
-					continue
-				}
-				if g.b.Pred != nil && !okAt[g.b.Pred] && (g.after == nil || !slices.Contains(group[:i], g.after)) {
-					t.Errorf("partition %d offset %d written without its predecessor", g.b.Partition, g.b.FirstOffset())
-				}
-				okAt[g.b.Self] = true
-				g.answer(nil)
-			}
-			mu.Unlock()
-			q.next()
-			answers[b](m.err == nil)
-		}()
-	}
-	wg.Wait()
-	for _, b := range all {
-		answered, ok := b.Self.Answered()
-		want := !(b.Partition == 5 && b.FirstOffset() >= 4)
-		if !answered || ok != want {
-			t.Errorf("partition %d offset %d: answered %v ok %v, want ok %v", b.Partition, b.FirstOffset(), answered, ok, want)
+// Batches that disagree on a new column (schema_evolution = "add_columns")
+// are written one at a time: a follower of the one at fault is not
+// written, a follower of one that landed is, after it.
+func TestPipelinedSplitDropsFollowersOfTheOneAtFault(t *testing.T) {
+	tb, store, _ := groupTable(t)
+	tb.env.opts.addColumns = true
+	x := idBatch(1, 0, 1)
+	x.Records[0].Payload = []byte(`{"id":1000,"extra":5}`)
+	p, b := idBatch(0, 0, 1), idBatch(0, 1, 1)
+	p.Records[0].Payload = []byte(`{"id":0,"extra":"text"}`)
+	q, c := idBatch(2, 0, 1), idBatch(2, 1, 1)
+	answers := answersOf([]*sdk.Batch{p, b, q, c}, append(chain(p, b), chain(q, c)...))
+	pipes := queueBehind(t, tb, store, idBatch(9, 0, 1), []*sdk.Batch{x, p, b, q, c},
+		[]string{appOf(1), appOf(0), appOf(0), appOf(2), appOf(2)}, answers)
+	want := []sdk.Status{sdk.StatusOK, sdk.StatusOK, sdk.StatusFatal, sdk.StatusRetry, sdk.StatusOK, sdk.StatusOK}
+	for i, pp := range pipes {
+		if err := pp.wait(t); sdk.StatusOf(err) != want[i] {
+			t.Errorf("batch %d: %v, want %v", i, err, want[i])
 		}
 	}
+	wantIDs(t, tb, [2]int{1000, 1000}, [2]int{2000, 2001}, [2]int{9000, 9000})
 }
