@@ -437,3 +437,20 @@ func TestPipelinedSplitDropsFollowersOfTheOneAtFault(t *testing.T) {
 	}
 	wantIDs(t, tb, [2]int{1000, 1000}, [2]int{2000, 2001}, [2]int{9000, 9000})
 }
+
+// A predecessor the filter refuses (an offset no txn version holds) drops
+// its follower too.
+func TestPipelinedFilterErrorDropsFollowers(t *testing.T) {
+	tb, store, _ := groupTable(t)
+	p, b := idBatch(0, 0, 1), idBatch(0, 1, 1)
+	p.Records[0].Offset = 1 << 63
+	answers := answersOf([]*sdk.Batch{p, b}, chain(p, b))
+	pipes := queueBehind(t, tb, store, idBatch(9, 0, 1), []*sdk.Batch{p, b}, []string{appOf(0), appOf(0)}, answers)
+	want := []sdk.Status{sdk.StatusOK, sdk.StatusFatal, sdk.StatusRetry}
+	for i, pp := range pipes {
+		if err := pp.wait(t); sdk.StatusOf(err) != want[i] {
+			t.Errorf("batch %d: %v, want %v", i, err, want[i])
+		}
+	}
+	wantIDs(t, tb, [2]int{9000, 9000})
+}
