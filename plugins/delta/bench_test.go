@@ -201,3 +201,76 @@ func BenchmarkConsumePartitions(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkConsumePipelined is BenchmarkConsumePartitions' 48 partitions
+// with two batches per partition in flight each round (a runtime with
+// max_in_flight_per_partition = 2): "wait" calls a partition's second
+// batch once its first was answered (what the SDK does for a sink that is
+// not Pipelined), "co-grouped" sends both at once, the second following
+// the first (Follows, Self, Pred), so that a group commit holds both.
+func BenchmarkConsumePipelined(b *testing.B) {
+	const parts, size = 48, 60
+	for _, mode := range []string{"wait", "co-grouped"} {
+		b.Run(mode, func(b *testing.B) {
+			def, _ := json.Marshal(map[string]any{"key": "bench", "plugin_config": map[string]any{"table_uri": benchTable(b)}})
+			h, err := sdk.Open(def, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer sdk.Close(h)
+			var first, second []*sdk.Batch
+			for p := range parts {
+				first, second = append(first, benchBatch(2*p, size)), append(second, benchBatch(2*p+1, size))
+				first[p].Partition, second[p].Partition = uint32(p), uint32(p)
+			}
+			b.ResetTimer()
+			for i := range b.N {
+				var wg sync.WaitGroup
+				for p := range parts {
+					f, s := first[p], second[p]
+					for j := range size {
+						f.Records[j].Offset = uint64(2*i*size + j)
+						s.Records[j].Offset = uint64(2*i*size + size + j)
+					}
+					f.RangeLast, s.RangeLast = f.LastOffset(), s.LastOffset()
+					var answerF func(bool)
+					f.Self, answerF = sdk.NewPending(f)
+					s.Self, s.Pred, s.Follows = nil, nil, nil
+					consume := func(batch *sdk.Batch, answer func(bool)) {
+						err := sdk.Consume(h, batch)
+						if err != nil {
+							b.Error(err)
+						}
+						if answer != nil {
+							answer(err == nil)
+						}
+					}
+					wg.Add(2)
+					if mode == "wait" {
+						go func() { defer wg.Done(); consume(f, answerF); consume(s, nil) }()
+						wg.Done()
+						continue
+					}
+					var answerS func(bool)
+					s.Self, answerS = sdk.NewPending(s)
+					s.Pred, s.Follows = f.Self, &f.RangeLast
+					go func() { defer wg.Done(); consume(f, answerF) }()
+					go func() { defer wg.Done(); consume(s, answerS) }()
+				}
+				wg.Wait()
+			}
+			b.StopTimer()
+			out, err := sdk.Metrics(h)
+			if err != nil {
+				b.Fatal(err)
+			}
+			var m struct{ Sink map[string]float64 }
+			if err := json.Unmarshal(out, &m); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportMetric(float64(b.N*2*parts*size)/b.Elapsed().Seconds(), "records/s")
+			b.ReportMetric(m.Sink["commits"]/float64(b.N), "commits/round")
+			b.ReportMetric(m.Sink["commit_batches"]/m.Sink["commits"], "batches/commit")
+		})
+	}
+}

@@ -96,8 +96,9 @@ func (t *table) plan(members []*member) (p *plan, kept []*member, err error) {
 		}
 		// Its rejections need no second look: the others' were decided
 		// against the same schema and stay as they are.
+		// The members that follow it are not written either.
 		bad.answer(err)
-		members = slices.DeleteFunc(slices.Clone(members), func(m *member) bool { return m == bad })
+		members = dropFollowers(members)
 	}
 	return nil, nil, nil
 }
@@ -141,7 +142,14 @@ func (t *table) planOnce(members []*member) (p *plan, bad *member, err error) {
 	p = &plan{enc: enc, n: n, ev: ev, ignored: enc.Unknown(), truncated: enc.Truncated(), up: up}
 	if t.env.opts.exactlyOnce {
 		for _, m := range members {
-			p.apps = append(p.apps, deltalog.App{ID: m.appID, Version: int64(lastSeq(m.b))})
+			// A chain of a partition's pipelined batches (group.go) is one
+			// application: one txn, at its last batch's version.
+			v := int64(lastSeq(m.b))
+			if i := slices.IndexFunc(p.apps, func(a deltalog.App) bool { return a.ID == m.appID }); i >= 0 {
+				p.apps[i].Version = max(p.apps[i].Version, v)
+				continue
+			}
+			p.apps = append(p.apps, deltalog.App{ID: m.appID, Version: v})
 		}
 		// A replay learns from the commit what it rejected (rejections.go).
 		// The rejections are final once the records are encoded.

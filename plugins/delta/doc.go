@@ -26,7 +26,8 @@
 // and the newest version per table, metrics()'s last_commits), config.go (the
 // plugin_config keys), table.go (one table: its environment, snapshot,
 // filter, close), group.go (the table's writer queue: batches that wait
-// for it written as one group commit, each answered for itself),
+// for it written as one group commit, each answered for itself; a
+// partition's pipelined batches in their predecessor's commit or after it),
 // commit.go (a group's commit in steps), outcome.go (landed / not landed
 // / unknown, and OK or RETRY), upload.go (data files
 // in flight), create.go (create_table with the first batch), evolve.go

@@ -40,6 +40,21 @@ import (
 // the queue (RETRY) unless a leader took its batch, whose records the call
 // cannot give back before the leader is done with them; table.close answers
 // RETRY to whatever still waits and refuses later batches.
+//
+// Pipelined batches (ABI 1.5, Batch.Pred). A partition's next batch B may
+// arrive while the batch P before it is unanswered. The txn version is one
+// number per partition, so B is written only in the commit that holds P's
+// records, after P's, or once P was answered OK; when P was answered
+// anything else B is answered RETRY unwritten (sdk.Pending.NotWritten).
+// In append mode B joins the group that takes P (take: placed after it,
+// the commit's txn for the partition is the highest version of its
+// members), or a later group once P was answered OK. B never leads while P
+// is unanswered: the queue is handed to a member that is ready (next), and
+// a B that arrived first (host threads reorder) waits in the queue for P
+// to join it or be answered (kick), bounded by its call's context. A
+// member dropped from a group drops every member that follows it
+// (dropFollowers). Upsert mode and redrive batches wait for P's answer
+// before they queue (write): neither is written in P's commit.
 
 // groupMaxRecords bounds the records of one group, with the payload bytes
 // of group_commit_max_bytes. The leader's own batch goes in whatever its
@@ -52,6 +67,12 @@ const groupMaxRecords = 100_000
 type member struct {
 	b     *sdk.Batch
 	appID string
+	// pred is b.Pred while the predecessor's answer is not known to the
+	// queue (nil once it was answered OK); after is the member of the
+	// same group that holds it, set by take. Both under queue.mu until
+	// the member is taken or leads.
+	pred  *sdk.Pending
+	after *member
 	// wake is closed when the member is answered (err) or made the leader
 	// of the next group (lead).
 	wake chan struct{}
@@ -125,19 +146,59 @@ func (q *queue) gather(ctx context.Context) {
 	}
 }
 
-// join queues m. lead: no group is being written, m leads one now.
+// ready reports whether m may lead a group: it follows no batch, or one
+// already answered (a failure: it leads only to be answered RETRY).
+func (m *member) ready() bool {
+	if m.pred == nil {
+		return true
+	}
+	answered, _ := m.pred.Answered()
+	return answered
+}
+
+// settle learns the answer of m's predecessor: m.pred is cleared once it
+// was answered OK; failed when it was answered anything else.
+func (m *member) settle() (failed bool) {
+	if m.pred == nil {
+		return false
+	}
+	answered, ok := m.pred.Answered()
+	if answered && ok {
+		m.pred = nil
+	}
+	return answered && !ok
+}
+
+// join queues m. lead: no group is being written, m leads one now. A
+// member whose predecessor is unanswered waits even then: the
+// predecessor, when it comes, takes it into its group.
 func (q *queue) join(m *member) (lead bool, err error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.closed {
 		return false, sdk.Retry(fmt.Errorf("the Delta sink is closing"))
 	}
-	if !q.leading {
+	if !q.leading && m.ready() {
 		q.leading, m.lead = true, true
 		return true, nil
 	}
 	q.waiting = append(q.waiting, m)
 	return false, nil
+}
+
+// kick makes m, waiting in the queue, the leader when its predecessor was
+// just answered and no leader is at work (one that is hands the queue on
+// to it, or takes it, when done).
+func (q *queue) kick(m *member) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	i := slices.Index(q.waiting, m)
+	if q.leading || q.closed || i < 0 || !m.ready() {
+		return false
+	}
+	q.waiting = slices.Delete(q.waiting, i, i+1)
+	q.leading, m.lead = true, true
+	return true
 }
 
 // leave takes m out of the queue when it is still waiting there: neither
@@ -155,24 +216,50 @@ func (q *queue) leave(m *member) bool {
 
 // take returns the leader's group: the leader first, then the waiting
 // members in arrival order while the group stays within maxRecords and
-// maxBytes. A member of an application (topic partition) already in the
-// group waits for the next one: a commit holds one txn per application.
+// maxBytes. A pipelined member whose predecessor is unanswered joins only
+// the group that holds its predecessor, after it (a member that arrived
+// before its predecessor is taken by a later pass); one whose predecessor
+// failed is answered RETRY, unwritten. Another member of an application
+// (topic partition) already in the group waits for the next one: only a
+// chain of batches that follow one another shares the application's txn.
 func (q *queue) take(leader *member, maxRecords, maxBytes int) []*member {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	group := []*member{leader}
 	records, bytes := len(leader.b.Records), leader.b.PayloadBytes()
 	apps := map[string]bool{leader.appID: true}
-	rest := q.waiting[:0]
-	for _, m := range q.waiting {
-		n, nb := len(m.b.Records), m.b.PayloadBytes()
-		if apps[m.appID] || records+n > maxRecords || bytes+nb > maxBytes {
-			rest = append(rest, m)
-			continue
+	holds := map[*sdk.Pending]*member{}
+	if leader.b.Self != nil {
+		holds[leader.b.Self] = leader
+	}
+	rest := q.waiting
+	for added := true; added; {
+		added = false
+		kept := rest[:0]
+		for _, m := range rest {
+			if m.settle() {
+				m.answer(m.pred.NotWritten())
+				continue
+			}
+			var after *member
+			if m.pred != nil {
+				after = holds[m.pred]
+			}
+			n, nb := len(m.b.Records), m.b.PayloadBytes()
+			if m.pred != nil && after == nil || apps[m.appID] && after == nil || records+n > maxRecords || bytes+nb > maxBytes {
+				kept = append(kept, m)
+				continue
+			}
+			m.after = after
+			group = append(group, m)
+			apps[m.appID] = true
+			if m.b.Self != nil {
+				holds[m.b.Self] = m
+			}
+			records, bytes = records+n, bytes+nb
+			added = true
 		}
-		group = append(group, m)
-		apps[m.appID] = true
-		records, bytes = records+n, bytes+nb
+		rest = kept
 	}
 	clear(q.waiting[len(rest):])
 	q.waiting = rest
@@ -180,17 +267,19 @@ func (q *queue) take(leader *member, maxRecords, maxBytes int) []*member {
 	return group
 }
 
-// next hands the queue to the first waiting member, or leaves it without a
-// leader when none waits.
+// next hands the queue to the first waiting member that may lead (ready),
+// or leaves it without a leader when none waits or every one waits for a
+// predecessor (which leads, or is answered, when it comes: kick).
 func (q *queue) next() {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if len(q.waiting) == 0 || q.closed {
+	i := slices.IndexFunc(q.waiting, (*member).ready)
+	if i < 0 || q.closed {
 		q.leading = false
 		return
 	}
-	m := q.waiting[0]
-	q.waiting = slices.Delete(q.waiting, 0, 1)
+	m := q.waiting[i]
+	q.waiting = slices.Delete(q.waiting, i, i+1)
 	m.lead = true
 	close(m.wake)
 }
@@ -209,14 +298,29 @@ func (q *queue) close() {
 // write appends the batch to the table, in a group commit with the batches
 // that wait for the table with it, and returns the batch's answer.
 func (t *table) write(ctx context.Context, b *sdk.Batch, appID string) error {
-	m := &member{b: b, appID: appID, wake: make(chan struct{})}
+	m := &member{b: b, appID: appID, pred: b.Pred, wake: make(chan struct{})}
+	if m.pred != nil && !t.coGroups(b) {
+		if err := m.pred.Wait(ctx); err != nil {
+			return err
+		}
+		m.pred = nil
+	}
+	var predDone <-chan struct{}
+	if m.pred != nil {
+		predDone = m.pred.Done()
+	}
 	lead, err := t.queue.join(m)
 	if err != nil {
 		return err
 	}
-	if !lead {
+	for !lead {
 		select {
 		case <-m.wake:
+			lead = true
+		case <-predDone:
+			// No leader may be at work to see the answer: lead if none is.
+			predDone = nil
+			lead = t.queue.kick(m)
 		case <-ctx.Done():
 			if t.queue.leave(m) {
 				return sdk.Retry(fmt.Errorf("consume cancelled while the batch waited for Delta table %s: %w", t.uri, ctx.Err()))
@@ -224,14 +328,46 @@ func (t *table) write(ctx context.Context, b *sdk.Batch, appID string) error {
 			// A leader has the batch: its records are in use until it
 			// answers, and its writes see the same cancellation.
 			<-m.wake
+			lead = true
 		}
-		if !m.lead {
-			return m.err
-		}
+	}
+	if !m.lead {
+		return m.err
+	}
+	if m.settle() {
+		// Made the leader to be told: its predecessor failed.
+		m.answer(m.pred.NotWritten())
+		t.queue.next()
+		return m.err
 	}
 	t.queue.gather(ctx)
 	t.lead(ctx, t.queue.take(m, groupMaxRecords, t.env.opts.groupMaxBytes))
 	return m.err
+}
+
+// coGroups reports whether b may be written in its predecessor's group
+// commit: an append of a source partition. A merge (write_mode =
+// "upsert") rewrites files by key and is not built to hold two changes of
+// a partition's batches in order, and a redrive's txn is its dead-letter
+// partition's: both wait for their predecessor's answer instead.
+func (t *table) coGroups(b *sdk.Batch) bool {
+	return t.env.opts.changes == nil && b.Redrive == nil
+}
+
+// dropFollowers answers every member that follows a member answered with
+// a failure RETRY, unwritten (transitively: members are in group order, a
+// predecessor before its followers), and returns the members not answered.
+func dropFollowers(members []*member) []*member {
+	var live []*member
+	for _, m := range members {
+		if !m.done && m.after != nil && m.after.done && m.after.err != nil {
+			m.answer(m.b.Pred.NotWritten())
+		}
+		if !m.done {
+			live = append(live, m)
+		}
+	}
+	return live
 }
 
 // lead writes group as the table's one writer, answers each member, and
@@ -292,9 +428,12 @@ func (t *table) writeGroup(ctx context.Context, live []*member) {
 		}
 		r, kept, err := t.commit(ctx, live)
 		if errors.Is(err, errSplit) {
-			// A schema change the members cannot agree on: each alone.
+			// A schema change the members cannot agree on: each alone,
+			// a follower only after its predecessor was written.
 			for _, m := range kept {
-				t.writeGroup(ctx, []*member{m})
+				if dropFollowers([]*member{m}) != nil {
+					t.writeGroup(ctx, []*member{m})
+				}
 			}
 			return
 		}
@@ -331,10 +470,15 @@ func (t *table) writeGroup(ctx context.Context, live []*member) {
 
 // filter decides, against the snapshot, what each member still has to
 // write. A member with nothing left (a replay the table has) or that
-// cannot be filtered is answered; the others are returned.
+// cannot be filtered is answered, and so are the members that follow one
+// that failed; the others are returned.
 func (t *table) filter(ctx context.Context, members []*member) []*member {
-	var live []*member
+	dropped := map[*member]bool{}
 	for _, m := range members {
+		if m.after != nil && (dropped[m.after] || m.after.done && m.after.err != nil) {
+			dropped[m] = true // dropFollowers answers it
+			continue
+		}
 		records, err := t.pending(m.b, m.appID)
 		if err != nil {
 			m.answer(err)
@@ -348,11 +492,9 @@ func (t *table) filter(ctx context.Context, members []*member) []*member {
 		if len(records) == 0 {
 			m.b.Skipped(notRejected(m.b, m.skip))
 			m.answer(nil)
-			continue
 		}
-		live = append(live, m)
 	}
-	return live
+	return dropFollowers(members)
 }
 
 // topics names the members' topics, for logs: "a" for one, "a,b" for two.

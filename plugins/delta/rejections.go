@@ -64,8 +64,13 @@ func recordedRejections(members []*member) (map[string]json.RawMessage, error) {
 	} else {
 		byApp := map[string]map[string][]uint64{}
 		for _, m := range members {
-			if r := byReason(m); r != nil {
-				byApp[m.appID] = r
+			// A chain of pipelined batches shares its partition's entry,
+			// in offset order (group order).
+			for reason, offsets := range byReason(m) {
+				if byApp[m.appID] == nil {
+					byApp[m.appID] = map[string][]uint64{}
+				}
+				byApp[m.appID][reason] = append(byApp[m.appID][reason], offsets...)
 			}
 		}
 		if len(byApp) > 0 {

@@ -25,10 +25,12 @@ const Name = "delta_sink"
 // leaves the JSON check to it. Batches for one table that arrive together
 // are written as one commit (group.go), hence ConcurrentConsume. A redrive
 // batch (ABI 1.4) is written exactly once under a txn of its dead-letter
-// partition (appID), hence Redrive.
+// partition (appID), hence Redrive. A partition's pipelined batch (ABI
+// 1.5) is written in its predecessor's group commit or after its
+// predecessor was answered OK (group.go), hence Pipelined.
 func Plugin() sdk.Plugin[Config] {
 	return sdk.Plugin[Config]{Name: Name, New: func() sdk.Sink[Config] { return &Sink{} }, ValidatesPayloads: true, ChecksJSON: true,
-		Metrics: metrics, ConcurrentConsume: true, Redrive: true}
+		Metrics: metrics, ConcurrentConsume: true, Redrive: true, Pipelined: true}
 }
 
 // Sink is the Delta Lake sink. One instance serves every table its
@@ -198,6 +200,11 @@ func (s *Sink) Consume(ctx context.Context, b *sdk.Batch) error {
 		return sdk.Fatalf("Invalid payload type: topic %q has schema %q; the Delta sink takes json only", b.Topic, b.Schema)
 	}
 	if len(b.Records) == 0 {
+		if b.Pred != nil {
+			// Answered OK, it would let the partition's next batch be
+			// written without its predecessor's records.
+			return b.Pred.Wait(ctx)
+		}
 		return nil
 	}
 	if b.Redrive != nil && !s.env.opts.exactlyOnce {
