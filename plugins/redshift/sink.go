@@ -34,9 +34,14 @@ const Name = "redshift_sink"
 // write_mode = "upsert" Consume refuses a redrive batch FATAL: its offsets
 // are at or below the applied offset, so the load would skip every change
 // as a replay, and a dead letter is older than the changes applied since.
+//
+// Pipelined: a batch may arrive while the one before it of its partition is
+// unanswered (sdk.Batch.Pred). In append mode it loads at once (ids dedupe a
+// replay of either); in upsert mode it is applied only after that one was
+// answered OK (group.go, "Pipelined batches").
 func Plugin() sdk.Plugin[Config] {
 	return sdk.Plugin[Config]{Name: Name, New: func() sdk.Sink[Config] { return &Sink{} }, ValidatesPayloads: true,
-		Metrics: metrics, ConcurrentConsume: true, Redrive: true}
+		Metrics: metrics, ConcurrentConsume: true, Redrive: true, Pipelined: true}
 }
 
 // openTimeout bounds the database work open() does: SELECT 1 and, for a
@@ -284,6 +289,11 @@ func (s *Sink) Consume(ctx context.Context, b *sdk.Batch) error {
 		recs = kept
 		s.log.Warn("records rejected: they can never be loaded", "topic", b.Topic, "table", name, "rejected", rej)
 		if len(recs) == 0 {
+			if s.parsed.changes != nil && b.Pred != nil {
+				// Nothing to apply, but in upsert mode a batch is answered
+				// OK only after the one before it (group.go, Pipelined).
+				return b.Pred.Wait(ctx)
+			}
 			return nil
 		}
 	}
