@@ -57,16 +57,10 @@ type loadQueue struct {
 	lastTook    time.Duration // how long the last grouped load's transaction took
 	lastArrival time.Time     // when the newest member queued
 	gatherFrom  time.Time     // when the last load ended
-	// returning: the partitions the last grouped load answered OK that had
-	// no batch queued then, until their next batch joins or a gather ends:
-	// the batches the next gather waits for (see Gathering).
-	returning map[partKey]struct{}
-}
-
-// partKey is a topic partition.
-type partKey struct {
-	topic     string
-	partition uint64
+	// returning: how many batches the next gather still waits for (see
+	// Gathering): one per partition the last grouped load answered OK that
+	// had no batch queued then, less the batches that joined since.
+	returning int
 }
 
 // Gathering. A batch that finds no load running would load alone at once;
@@ -83,16 +77,18 @@ type partKey struct {
 // first queued batch gathers them before it leads. A table fed one batch
 // at a time never waits.
 //
-// Which batches to wait for: those of the partitions the load that just
-// ended answered OK (and that had no batch queued already). A quiet window
-// alone ends the gather too early when the machine is busy: their calls
-// return through the host and come back with gaps of 100 ms and more, and
-// the ones behind a gap then missed the load, a whole load more for them.
-// So a gather ends when every one of those partitions' batches joined, no
-// batch joined for gatherQuiet, and every batch that joined is uploaded;
-// or at gatherMax. A partition that has nothing to send (or whose batch
-// goes elsewhere) costs that gather gatherMax once: the set is cleared at
-// the end of each gather.
+// How many batches to wait for: one per partition the load that just ended
+// answered OK (and that had no batch queued already), as many as the slots
+// its answers freed in the runtime. A quiet window alone ends the gather
+// too early when the machine is busy: the answered calls return through
+// the host and their partitions' next batches come back over 100 to 350 ms,
+// with gaps longer than the window, and the ones behind a gap then missed
+// the load, a whole load more for them. So a gather ends when that many
+// batches joined (of any partition: a runtime whose max_in_flight is below
+// the partitions gives a freed slot to whichever partition is due), no
+// batch joined for gatherQuiet, and every batch that joined is uploaded; or
+// at gatherMax. Partitions with nothing to send cost that gather gatherMax
+// once: the count is dropped at the end of each gather.
 //
 // How long at most: a batch still uploading when the gather ends misses the
 // load and waits a whole one more, so the gather waits for every batch that
@@ -334,7 +330,7 @@ func (s *Sink) follow(ctx context.Context, t *table, m *member) error {
 func (q *loadQueue) join(m *member) {
 	q.waiting = append(q.waiting, m)
 	q.lastArrival = time.Now()
-	delete(q.returning, partKey{m.topic, m.partition})
+	q.returning = max(q.returning-1, 0)
 }
 
 // remove drops m from the waiting list. Called with q.mu held.
@@ -382,12 +378,12 @@ func (q *loadQueue) gather(ctx context.Context) {
 	q.mu.Unlock()
 	for {
 		q.mu.Lock()
-		done := time.Since(q.lastArrival) >= gatherQuiet && time.Since(q.gatherFrom) >= gatherQuiet && len(q.returning) == 0
+		done := time.Since(q.lastArrival) >= gatherQuiet && time.Since(q.gatherFrom) >= gatherQuiet && q.returning == 0
 		for _, w := range q.waiting {
 			done = done && w.ready
 		}
 		if done || !time.Now().Before(deadline) || ctx.Err() != nil {
-			clear(q.returning)
+			q.returning = 0
 			q.mu.Unlock()
 			return
 		}
@@ -397,25 +393,28 @@ func (q *loadQueue) gather(ctx context.Context) {
 }
 
 // expectReturns records a grouped load's duration and, when it committed,
-// the partitions whose next batches the next gather waits for: those of g
-// with no batch queued already.
+// how many batches the next gather waits for: one per partition of g with
+// no batch queued already.
 func (q *loadQueue) expectReturns(g []*member, took time.Duration, ok bool) {
+	type partKey struct {
+		topic     string
+		partition uint64
+	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.lastTook = took
-	clear(q.returning)
+	q.returning = 0
 	if !ok {
 		return // answered RETRY: redelivered after the runtime's backoff
 	}
-	if q.returning == nil {
-		q.returning = map[partKey]struct{}{}
-	}
+	parts := make(map[partKey]bool, len(g))
 	for _, m := range g {
-		q.returning[partKey{m.topic, m.partition}] = struct{}{}
+		parts[partKey{m.topic, m.partition}] = true
 	}
 	for _, w := range q.waiting {
-		delete(q.returning, partKey{w.topic, w.partition})
+		delete(parts, partKey{w.topic, w.partition})
 	}
+	q.returning = len(parts)
 }
 
 // handOff ends the running load of q: the next group, if one is ready, goes
