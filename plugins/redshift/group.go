@@ -75,7 +75,12 @@ type loadQueue struct {
 // and loads them all. The same when a load ends with batches queued: its
 // own batches' partitions deliver their next ones a moment later, and the
 // first queued batch gathers them before it leads. A table fed one batch
-// at a time never waits.
+// at a time never waits. Nor does one that is the only consume call in
+// progress; but when others are (a runtime starting, or resuming after a
+// pause, with many partitions at once), the first batch to find the table
+// idle gathers too, rather than loading alone while the rest queue behind
+// it for a whole load (in tools/rsbench, the first batches' latency, above
+// the steady state's p99).
 //
 // How many batches to wait for: one per partition the load that just ended
 // answered OK (and that had no batch queued already), as many as the slots
@@ -171,10 +176,7 @@ func (s *Sink) load(ctx context.Context, t *table, b *sdk.Batch, recs []rsparque
 		if q.lastLoad <= 1 {
 			q.lastLoad = 1
 			q.mu.Unlock()
-			// Deferred: a load that panics must not leave the table taken,
-			// with the batches queued behind it waiting for ever.
-			defer s.handOff(q)
-			return s.loadAlone(ctx, t, b, recs)
+			return s.loadFirst(ctx, t, b, recs, start)
 		}
 		gather = true // this call leads the next group (see Gathering)
 	}
@@ -226,6 +228,44 @@ func (s *Sink) load(ctx context.Context, t *table, b *sdk.Batch, recs []rsparque
 		m.lead = q.take()
 	}
 	settled = true // follow runs m.lead; runGroup hands the table on
+	q.mu.Unlock()
+	return s.follow(ctx, t, m)
+}
+
+// loadFirst loads b, which found no load of t running and t's batches
+// arriving one at a time (q.running set for it): alone, per chunk, as if
+// calls came one at a time. Except when other consume calls started while
+// its one chunk uploaded (a runtime starting, or resuming after a pause,
+// with many partitions at once): then it leads them as a gathered group,
+// rather than loading alone while they queue behind it for a whole load
+// (tools/rsbench: those first batches were the run's p99).
+func (s *Sink) loadFirst(ctx context.Context, t *table, b *sdk.Batch, recs []rsparquet.Record, start string) error {
+	q := &t.queue
+	handed := false
+	defer func() {
+		// Also on a panic: the table must not stay taken, with the batches
+		// queued behind it waiting for ever.
+		if !handed {
+			s.handOff(q)
+		}
+	}()
+	if len(recs) > s.cfg.BatchSize {
+		return s.loadAlone(ctx, t, b, recs, nil)
+	}
+	m := &member{b: b, topic: strings.Clone(b.Topic), partition: uint64(b.Partition), first: b.FirstOffset(), last: b.LastOffset(),
+		records: len(recs), wake: make(chan struct{}, 1)}
+	if err := s.prepare(ctx, m, recs, start); err != nil {
+		s.discard(ctx, m.files)
+		return err
+	}
+	if s.calls.Load() <= 1 {
+		return s.loadAlone(ctx, t, b, recs, &m.files[0])
+	}
+	q.mu.Lock()
+	m.ready = true
+	q.join(m)
+	m.gatherLead = true // follow gathers, takes and runs the group; runGroup hands t on
+	handed = true
 	q.mu.Unlock()
 	return s.follow(ctx, t, m)
 }
