@@ -34,7 +34,10 @@
 //     columns; record errors rejected alone or FATAL
 //   - group.go    group loads: with concurrent consume calls, batches for one
 //     table queued behind a running load upload their files meanwhile and
-//     load together (one manifest COPY, one INSERT, one commit)
+//     load together (one manifest COPY, one INSERT, one commit); the next
+//     load gathers the batches of the partitions the last one answered;
+//     pipelined batches (Batch.Pred): upsert waits for the predecessor
+//     (loadAfter), append needs nothing
 //   - db.go       pool configuration, table creation and check (with
 //     upsert, offsets_<table> too), the load transaction (append: the
 //     deduplicating INSERT; upsert: rsql.Upsert's statements) and its
@@ -52,6 +55,7 @@
 //
 // Tests: upsert_test.go holds write_mode = upsert's model test (a random
 // changelog replayed in memory against the target) and its cases;
+// pipelined_test.go the pipelined batches' (Pred set by the test);
 // config_internal_test.go, tls_internal_test.go, group_internal_test.go, open_test.go and
 // docs_test.go need no services (docs_test.go keeps docs/redshift-config.md in sync, -update
 // rewrites it); the others run the sink in-process against the Redshift

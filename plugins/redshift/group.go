@@ -53,9 +53,14 @@ type loadQueue struct {
 	running bool      // a load into the table is running (its leader's)
 	waiting []*member // queued, in arrival order, not yet taken by a load
 
-	lastLoad    int       // batches the last load carried
-	lastArrival time.Time // when the newest member queued
-	gatherFrom  time.Time // when the last load ended
+	lastLoad    int           // batches the last load carried
+	lastTook    time.Duration // how long the last grouped load's transaction took
+	lastArrival time.Time     // when the newest member queued
+	gatherFrom  time.Time     // when the last load ended
+	// returning: how many batches the next gather still waits for (see
+	// Gathering): one per partition the last grouped load answered OK,
+	// less the batches that joined since.
+	returning int
 }
 
 // Gathering. A batch that finds no load running would load alone at once;
@@ -70,12 +75,48 @@ type loadQueue struct {
 // and loads them all. The same when a load ends with batches queued: its
 // own batches' partitions deliver their next ones a moment later, and the
 // first queued batch gathers them before it leads. A table fed one batch
-// at a time never waits.
+// at a time never waits. Nor does one that is the only consume call in
+// progress; but when others are (a runtime starting, or resuming after a
+// pause, with many partitions at once), the first batch to find the table
+// idle gathers too, rather than loading alone while the rest queue behind
+// it for a whole load (in tools/rsbench, the first batches' latency, above
+// the steady state's p99).
+//
+// How many batches to wait for: one per partition the load that just ended
+// answered OK, as many as the slots its answers freed in the runtime. With
+// pipelined batches a partition may have its next batch queued already; its
+// freed slot still brings the records that arrived after that one, and
+// without waiting for them they waited a whole load more (tools/rsbench
+// -depth 2: p99 5.9 s instead of 3.9 s). A quiet window alone ends the gather
+// too early when the machine is busy: the answered calls return through
+// the host and their partitions' next batches come back over 100 to 350 ms,
+// with gaps longer than the window, and the ones behind a gap then missed
+// the load, a whole load more for them. So a gather ends when that many
+// batches joined (of any partition: a runtime whose max_in_flight is below
+// the partitions gives a freed slot to whichever partition is due), no
+// batch joined for gatherQuiet, and every batch that joined is uploaded; or
+// at gatherMax. Partitions with nothing to send cost that gather gatherMax
+// once: the count is dropped at the end of each gather.
+//
+// How long at most: a batch still uploading when the gather ends misses the
+// load and waits a whole one more, so the gather waits for every batch that
+// joined to be uploaded, up to half the last load's duration (gatherMin at
+// least, gatherCap at most): less than that batch would lose by missing it.
+// A fixed 200 ms left about 8 of 48 partitions out of every load: 40
+// batches encoding and uploading at once take longer than that on a busy
+// 2-core machine (tools/rsbench, docs/redshift.md "Group loads").
 const (
 	gatherQuiet = 5 * time.Millisecond
-	gatherMax   = 200 * time.Millisecond
+	gatherMin   = 200 * time.Millisecond
+	gatherCap   = 5 * time.Second
 	gatherTick  = 500 * time.Microsecond
 )
+
+// gatherMax is how long a gather waits at most (see Gathering). Called with
+// q.mu held.
+func (q *loadQueue) gatherMax() time.Duration {
+	return min(max(q.lastTook/2, gatherMin), gatherCap)
+}
 
 // member is one batch in a table's queue. Its call owns the batch (which
 // may be the host's memory, valid only during the call); leaders read only
@@ -97,7 +138,10 @@ type member struct {
 	// first (see Gathering) and then takes from the queue.
 	gatherLead bool
 	res        *memberRes // the answer of the load that took it
-	wake       chan struct{}
+	// gone: the call returned (cancelled) after a load took it; that
+	// load's leader then cleans up its files (see answer).
+	gone bool
+	wake chan struct{}
 }
 
 // upload is one Parquet file of a member on S3.
@@ -124,6 +168,9 @@ func (m *member) signal() {
 // load writes the checked records of b into t: alone at once when no load
 // of t runs, else as a member of the next grouped load.
 func (s *Sink) load(ctx context.Context, t *table, b *sdk.Batch, recs []rsparquet.Record, start string) error {
+	if s.parsed.changes != nil && b.Pred != nil {
+		return s.loadAfter(ctx, t, b, recs, start, b.Pred)
+	}
 	q := &t.queue
 	q.mu.Lock()
 	gather := false
@@ -132,17 +179,13 @@ func (s *Sink) load(ctx context.Context, t *table, b *sdk.Batch, recs []rsparque
 		if q.lastLoad <= 1 {
 			q.lastLoad = 1
 			q.mu.Unlock()
-			// Deferred: a load that panics must not leave the table taken,
-			// with the batches queued behind it waiting for ever.
-			defer s.handOff(q)
-			return s.loadAlone(ctx, t, b, recs)
+			return s.loadFirst(ctx, t, b, recs, start)
 		}
 		gather = true // this call leads the next group (see Gathering)
 	}
 	m := &member{b: b, topic: strings.Clone(b.Topic), partition: uint64(b.Partition), first: b.FirstOffset(), last: b.LastOffset(),
 		records: len(recs), wake: make(chan struct{}, 1)}
-	q.waiting = append(q.waiting, m)
-	q.lastArrival = time.Now()
+	q.join(m)
 	q.mu.Unlock()
 	// Until this call has handed the lead to a group (or given the table
 	// back), a panic in prepare or gather must not leave the table taken,
@@ -192,6 +235,93 @@ func (s *Sink) load(ctx context.Context, t *table, b *sdk.Batch, recs []rsparque
 	return s.follow(ctx, t, m)
 }
 
+// loadFirst loads b, which found no load of t running and t's batches
+// arriving one at a time (q.running set for it): alone, per chunk, as if
+// calls came one at a time. Except when other consume calls started while
+// its one chunk uploaded (a runtime starting, or resuming after a pause,
+// with many partitions at once): then it leads them as a gathered group,
+// rather than loading alone while they queue behind it for a whole load
+// (tools/rsbench: those first batches were the run's p99).
+func (s *Sink) loadFirst(ctx context.Context, t *table, b *sdk.Batch, recs []rsparquet.Record, start string) error {
+	q := &t.queue
+	handed := false
+	defer func() {
+		// Also on a panic: the table must not stay taken, with the batches
+		// queued behind it waiting for ever.
+		if !handed {
+			s.handOff(q)
+		}
+	}()
+	if len(recs) > s.cfg.BatchSize {
+		return s.loadAlone(ctx, t, b, recs, nil)
+	}
+	m := &member{b: b, topic: strings.Clone(b.Topic), partition: uint64(b.Partition), first: b.FirstOffset(), last: b.LastOffset(),
+		records: len(recs), wake: make(chan struct{}, 1)}
+	if err := s.prepare(ctx, m, recs, start); err != nil {
+		s.discard(ctx, m.files)
+		return err
+	}
+	if s.calls.Load() <= 1 {
+		return s.loadAlone(ctx, t, b, recs, &m.files[0])
+	}
+	q.mu.Lock()
+	m.ready = true
+	q.join(m)
+	m.gatherLead = true // follow gathers, takes and runs the group; runGroup hands t on
+	handed = true
+	q.mu.Unlock()
+	return s.follow(ctx, t, m)
+}
+
+// Pipelined batches (ABI 1.5, sdk.Batch.Pred). A batch b sent while the
+// batch before it of its partition (its predecessor) is unanswered:
+//
+//   - write_mode = "append": b loads like any batch, even before its
+//     predecessor is answered and in another load. Rows are deduplicated on
+//     their id, topic:partition:offset, and nothing records how far a
+//     partition was written: if the predecessor fails after b committed,
+//     its replay still inserts its own rows, and b's replay skips b's.
+//     Nothing is lost or doubled, so Pred is not consulted.
+//   - write_mode = "upsert": offsets_<table> holds one applied offset per
+//     partition, and a load skips every change at or below it. Were b
+//     applied before its predecessor, the watermark would pass the
+//     predecessor's changes, and their replay would skip them: lost. So b
+//     uploads its files meanwhile, waits for the predecessor's answer
+//     (loadAfter), and joins the queue only after an OK; after anything
+//     else it is not written and answers RETRY (Pending.Wait).
+
+// loadAfter loads b, in upsert mode, once pred (its predecessor) was
+// answered OK: its files are uploaded while pred's load runs, then it
+// queues as a ready member, leading a load itself when none runs.
+func (s *Sink) loadAfter(ctx context.Context, t *table, b *sdk.Batch, recs []rsparquet.Record, start string, pred *sdk.Pending) error {
+	m := &member{b: b, topic: strings.Clone(b.Topic), partition: uint64(b.Partition), first: b.FirstOffset(), last: b.LastOffset(),
+		records: len(recs), wake: make(chan struct{}, 1)}
+	if err := s.prepare(ctx, m, recs, start); err != nil {
+		s.discard(ctx, m.files)
+		return err
+	}
+	if err := pred.Wait(ctx); err != nil {
+		s.discard(ctx, m.files)
+		return err
+	}
+	q := &t.queue
+	q.mu.Lock()
+	m.ready = true
+	q.join(m)
+	if !q.running {
+		// As a batch that found no load running (load): alone when the
+		// table's batches come one at a time, else it gathers first.
+		q.running = true
+		if q.lastLoad <= 1 {
+			m.lead = q.take()
+		} else {
+			m.gatherLead = true
+		}
+	}
+	q.mu.Unlock()
+	return s.follow(ctx, t, m)
+}
+
 // follow waits for m's answer, running the loads m is handed meanwhile.
 func (s *Sink) follow(ctx context.Context, t *table, m *member) error {
 	q := &t.queue
@@ -222,6 +352,7 @@ func (s *Sink) follow(ctx context.Context, t *table, m *member) error {
 			if !taken {
 				q.remove(m)
 			}
+			m.gone = true
 			q.mu.Unlock()
 			if !taken {
 				s.discard(ctx, m.files)
@@ -236,6 +367,13 @@ func (s *Sink) follow(ctx context.Context, t *table, m *member) error {
 		case <-ctx.Done():
 		}
 	}
+}
+
+// join queues m. Called with q.mu held.
+func (q *loadQueue) join(m *member) {
+	q.waiting = append(q.waiting, m)
+	q.lastArrival = time.Now()
+	q.returning = max(q.returning-1, 0)
 }
 
 // remove drops m from the waiting list. Called with q.mu held.
@@ -278,19 +416,44 @@ func (q *loadQueue) take() []*member {
 // for gatherQuiet and every batch that joined has its files uploaded, or
 // gatherMax passed, or ctx ended.
 func (q *loadQueue) gather(ctx context.Context) {
-	deadline := time.Now().Add(gatherMax)
+	q.mu.Lock()
+	deadline := time.Now().Add(q.gatherMax())
+	q.mu.Unlock()
 	for {
 		q.mu.Lock()
-		done := time.Since(q.lastArrival) >= gatherQuiet && time.Since(q.gatherFrom) >= gatherQuiet
+		done := time.Since(q.lastArrival) >= gatherQuiet && time.Since(q.gatherFrom) >= gatherQuiet && q.returning == 0
 		for _, w := range q.waiting {
 			done = done && w.ready
 		}
-		q.mu.Unlock()
 		if done || !time.Now().Before(deadline) || ctx.Err() != nil {
+			q.returning = 0
+			q.mu.Unlock()
 			return
 		}
+		q.mu.Unlock()
 		time.Sleep(gatherTick)
 	}
+}
+
+// expectReturns records a grouped load's duration and, when it committed,
+// how many batches the next gather waits for: one per partition of g.
+func (q *loadQueue) expectReturns(g []*member, took time.Duration, ok bool) {
+	type partKey struct {
+		topic     string
+		partition uint64
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.lastTook = took
+	q.returning = 0
+	if !ok {
+		return // answered RETRY: redelivered after the runtime's backoff
+	}
+	parts := make(map[partKey]bool, len(g))
+	for _, m := range g {
+		parts[partKey{m.topic, m.partition}] = true
+	}
+	q.returning = len(parts)
 }
 
 // handOff ends the running load of q: the next group, if one is ready, goes
@@ -360,8 +523,12 @@ func (s *Sink) runGroup(ctx context.Context, t *table, g []*member) {
 	t.queue.mu.Lock()
 	t.queue.lastLoad = len(g)
 	t.queue.mu.Unlock()
+	began := time.Now()
 	res, manifest, err := s.loadFiles(ctx, t, g, files)
-	s.answer(t, g, res, err)
+	if len(g) > 1 {
+		t.queue.expectReturns(g, time.Since(began), err == nil)
+	}
+	orphans := s.answer(t, g, res, err)
 	answered = true
 	if err == nil {
 		loaded := manifest
@@ -384,7 +551,12 @@ func (s *Sink) runGroup(ctx context.Context, t *table, g []*member) {
 		s.discard(ctx, files)
 		return
 	}
-	s.finishAll(ctx, files)
+	// Each member's call deletes (or archives) its own files before it
+	// returns (answered): the leader's call, and with it its partition's
+	// next batch, is not held up by the whole group's cleanup, which made
+	// that batch miss the next load. Only the files of members whose call
+	// had already returned are the leader's.
+	s.finishAll(ctx, orphans)
 }
 
 // loadFiles runs the load transaction of a group: one file is COPYed as
@@ -421,8 +593,9 @@ func (s *Sink) loadFiles(ctx context.Context, t *table, g []*member, files []upl
 
 // answer gives every member of g its result: on success the rows it had
 // that the target already held, on failure the load's error as RETRY (a
-// replay is harmless: the INSERT skips ids already loaded).
-func (s *Sink) answer(t *table, g []*member, res loadResult, err error) {
+// replay is harmless: the INSERT skips ids already loaded). It returns the
+// files of the members whose call is gone, which no call will clean up.
+func (s *Sink) answer(t *table, g []*member, res loadResult, err error) []upload {
 	out := make([]*memberRes, len(g))
 	if err != nil {
 		var doubt *InDoubtError
@@ -457,10 +630,15 @@ func (s *Sink) answer(t *table, g []*member, res loadResult, err error) {
 	q := &t.queue
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	var orphans []upload
 	for i, m := range g {
 		m.res = out[i]
 		m.signal()
+		if m.gone {
+			orphans = append(orphans, m.files...)
+		}
 	}
+	return orphans
 }
 
 // attribute counts each member's skipped rows from the staged ids the
@@ -490,11 +668,13 @@ func attribute(g []*member, out []*memberRes, dups []string) {
 	}
 }
 
-// answered ends a member's call with its load's result.
+// answered ends a member's call with its load's result, deleting (or
+// archiving) its files once loaded.
 func (s *Sink) answered(ctx context.Context, t *table, m *member, r *memberRes) error {
 	if r.err != nil {
-		return r.err
+		return r.err // the leader discards the files of a failed load
 	}
+	s.finishAll(ctx, m.files)
 	m.b.Skipped(r.skipped)
 	level := slog.LevelDebug
 	if s.cfg.VerboseLogging {

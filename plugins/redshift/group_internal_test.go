@@ -92,7 +92,8 @@ func TestGroupLoadThatPanicsAnswersEveryMember(t *testing.T) {
 }
 
 // gather waits for the batches that joined to be uploaded, and no longer;
-// a batch that never gets ready holds it gatherMax at most.
+// a batch that never gets ready holds it gatherMax at most (gatherMin
+// before any grouped load).
 func TestGatherWaitsForJoinedUploads(t *testing.T) {
 	late := &member{}
 	q := &loadQueue{waiting: []*member{{ready: true}, late}, lastArrival: time.Now()}
@@ -104,7 +105,7 @@ func TestGatherWaitsForJoinedUploads(t *testing.T) {
 	}()
 	start := time.Now()
 	q.gather(context.Background())
-	if d := time.Since(start); d < 30*time.Millisecond || d >= gatherMax {
+	if d := time.Since(start); d < 30*time.Millisecond || d >= gatherMin {
 		t.Fatalf("gather returned after %v: want when the late upload ended", d)
 	}
 	if g := q.take(); len(g) != 2 {
@@ -114,8 +115,35 @@ func TestGatherWaitsForJoinedUploads(t *testing.T) {
 	q = &loadQueue{waiting: []*member{{}}, lastArrival: time.Now()}
 	start = time.Now()
 	q.gather(context.Background())
-	if d := time.Since(start); d < gatherMax {
-		t.Fatalf("gather returned after %v with a batch still uploading: want gatherMax", d)
+	if d := time.Since(start); d < gatherMin || d > 2*gatherMin {
+		t.Fatalf("gather returned after %v with a batch still uploading: want gatherMin", d)
+	}
+}
+
+// After a grouped load of 1 s, a gather waits up to half of it for a batch
+// still uploading: one that is not uploaded in a fixed 200 ms would miss
+// the load and wait a whole one more (40 batches uploading at once on a
+// busy machine, tools/rsbench steady mode).
+func TestGatherWaitsUpToHalfTheLastLoad(t *testing.T) {
+	late := &member{}
+	q := &loadQueue{waiting: []*member{{ready: true}, late}, lastArrival: time.Now(), lastTook: time.Second}
+	go func() {
+		time.Sleep(gatherMin + 100*time.Millisecond)
+		q.mu.Lock()
+		late.ready = true
+		q.mu.Unlock()
+	}()
+	start := time.Now()
+	q.gather(context.Background())
+	if d := time.Since(start); d < gatherMin+100*time.Millisecond || d >= 500*time.Millisecond {
+		t.Fatalf("gather returned after %v: want when the late upload ended", d)
+	}
+	if g := q.take(); len(g) != 2 {
+		t.Fatalf("the group after gathering has %d batches, want 2", len(g))
+	}
+	q = &loadQueue{lastTook: time.Hour}
+	if got := q.gatherMax(); got != gatherCap {
+		t.Fatalf("gatherMax after a load of an hour: %v, want %v", got, gatherCap)
 	}
 }
 
@@ -141,5 +169,44 @@ func TestGatherLeaderThatPanicsFreesTheTable(t *testing.T) {
 	}
 	if len(tb.queue.waiting) != 0 {
 		t.Errorf("%d batches left waiting", len(tb.queue.waiting))
+	}
+}
+
+// After a grouped load, a gather waits for as many batches as that load
+// answered partitions, however long the quiet gap before them: on a busy
+// machine the answered calls come back over 100 ms and more, and a quiet
+// window alone left the batches behind such a gap out of the load. A
+// batch of another partition counts (a runtime gives a freed slot to any
+// partition); one queued before the load ended does not.
+func TestGatherWaitsForTheAnsweredPartitions(t *testing.T) {
+	q := &loadQueue{lastTook: time.Second}
+	queued := &member{topic: "orders", partition: 1, ready: true}
+	q.join(queued)
+	q.expectReturns([]*member{{topic: "orders", partition: 0}, {topic: "orders", partition: 1}, {topic: "orders", partition: 0}}, time.Second, true)
+	if q.returning != 2 {
+		t.Fatalf("waits for %d batches, want 2 (one per partition answered)", q.returning)
+	}
+	go func() {
+		for _, p := range []uint64{1, 7} {
+			time.Sleep(100 * time.Millisecond)
+			q.mu.Lock()
+			q.join(&member{topic: "orders", partition: p, ready: true})
+			q.mu.Unlock()
+		}
+	}()
+	start := time.Now()
+	q.gather(context.Background())
+	if d := time.Since(start); d < 200*time.Millisecond || d >= 450*time.Millisecond {
+		t.Fatalf("gather returned after %v: want when the second batch joined", d)
+	}
+	if g := q.take(); len(g) != 3 {
+		t.Fatalf("the group after gathering has %d batches, want 3", len(g))
+	}
+
+	// A load that failed: its batches come back only after the runtime's
+	// backoff; nothing to wait for.
+	q.expectReturns([]*member{{topic: "orders", partition: 0}}, time.Second, false)
+	if q.returning != 0 {
+		t.Fatalf("waits for %d batches after a failed load", q.returning)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -34,9 +35,14 @@ const Name = "redshift_sink"
 // write_mode = "upsert" Consume refuses a redrive batch FATAL: its offsets
 // are at or below the applied offset, so the load would skip every change
 // as a replay, and a dead letter is older than the changes applied since.
+//
+// Pipelined: a batch may arrive while the one before it of its partition is
+// unanswered (sdk.Batch.Pred). In append mode it loads at once (ids dedupe a
+// replay of either); in upsert mode it is applied only after that one was
+// answered OK (group.go, "Pipelined batches").
 func Plugin() sdk.Plugin[Config] {
 	return sdk.Plugin[Config]{Name: Name, New: func() sdk.Sink[Config] { return &Sink{} }, ValidatesPayloads: true,
-		Metrics: metrics, ConcurrentConsume: true, Redrive: true}
+		Metrics: metrics, ConcurrentConsume: true, Redrive: true, Pipelined: true}
 }
 
 // openTimeout bounds the database work open() does: SELECT 1 and, for a
@@ -78,6 +84,10 @@ type Sink struct {
 
 	mu      sync.Mutex         // guards records
 	records []rsparquet.Record // a buffer kept between calls
+
+	// calls counts the consume calls in progress (group.go: a batch that
+	// finds no load running loads alone only when it is the only one).
+	calls atomic.Int64
 }
 
 // Open validates the configuration, connects, builds the S3 client, and
@@ -203,6 +213,8 @@ func (s *Sink) Consume(ctx context.Context, b *sdk.Batch) error {
 	if len(b.Records) == 0 {
 		return nil
 	}
+	s.calls.Add(1)
+	defer s.calls.Add(-1)
 	start := s.now()
 	name, err := s.parsed.table.Resolve(b.Topic)
 	if err != nil {
@@ -284,6 +296,11 @@ func (s *Sink) Consume(ctx context.Context, b *sdk.Batch) error {
 		recs = kept
 		s.log.Warn("records rejected: they can never be loaded", "topic", b.Topic, "table", name, "rejected", rej)
 		if len(recs) == 0 {
+			if s.parsed.changes != nil && b.Pred != nil {
+				// Nothing to apply, but in upsert mode a batch is answered
+				// OK only after the one before it (group.go, Pipelined).
+				return b.Pred.Wait(ctx)
+			}
 			return nil
 		}
 	}
@@ -295,7 +312,10 @@ func (s *Sink) Consume(ctx context.Context, b *sdk.Batch) error {
 // encode, upload, load, clean up. The first failing chunk fails the batch;
 // chunks loaded before it are skipped as duplicates when the runtime
 // redelivers.
-func (s *Sink) loadAlone(ctx context.Context, t *table, b *sdk.Batch, recs []rsparquet.Record) error {
+//
+// uploaded, when not nil, is the batch's one chunk, already uploaded (see
+// load in group.go).
+func (s *Sink) loadAlone(ctx context.Context, t *table, b *sdk.Batch, recs []rsparquet.Record, uploaded *upload) error {
 	start := s.now()
 	var inserted, copied, skipped int64
 	chunks := 0
@@ -304,7 +324,13 @@ func (s *Sink) loadAlone(ctx context.Context, t *table, b *sdk.Batch, recs []rsp
 		hi := min(lo+s.cfg.BatchSize, len(recs))
 		chunk := rsparquet.Chunk{Topic: b.Topic, Partition: b.Partition, Records: recs[lo:hi],
 			CreatedAt: s.now().UTC().Format(createdAtLayout)}
-		n, skip, err := s.loadChunk(ctx, t, chunk)
+		var n, skip int64
+		var err error
+		if uploaded != nil {
+			n, skip, err = s.loadFile(ctx, t, uploaded.key, hi-lo)
+		} else {
+			n, skip, err = s.loadChunk(ctx, t, chunk)
+		}
 		if err != nil {
 			return chunkFailed(err, chunks, total, s.parsed.changes != nil)
 		}
@@ -371,6 +397,13 @@ func (s *Sink) loadChunk(ctx context.Context, t *table, c rsparquet.Chunk) (int6
 	if err != nil {
 		return 0, 0, err
 	}
+	return s.loadFile(ctx, t, key, len(c.Records))
+}
+
+// loadFile loads, and then cleans up, one uploaded file of rows records
+// alone; it returns the rows inserted and the rows left out as written
+// before.
+func (s *Sink) loadFile(ctx context.Context, t *table, key string, records int) (int64, int64, error) {
 	copySQL := rsql.Copy(t.staging, s.parsed.layout.Staging(), rsql.S3URL(s.store.bucket, key), s.cfg.AWSIAMRole)
 	res, err := s.db.load(ctx, t, t.filePlan(copySQL))
 	s.stats.copyRetries.Add(int64(max(res.attempts-1, 0)))
@@ -381,7 +414,7 @@ func (s *Sink) loadChunk(ctx context.Context, t *table, c rsparquet.Chunk) (int6
 		s.discard(ctx, []upload{{key: key}})
 		return 0, 0, sdk.Retry(err)
 	}
-	rows := int64(len(c.Records))
+	rows := int64(records)
 	skipped := res.skipped(rows)
 	s.stats.chunks.Add(1)
 	s.stats.loads.Add(1)

@@ -29,13 +29,17 @@
 //     go run ./tools/rsbench -batches 5 -sizes 100,10000
 //     go run ./tools/rsbench -copy-latency 1s -commit-latency 600ms
 //     go run ./tools/rsbench -copy-latency 1s -commit-latency 600ms -partitions 48 -rate 3000 -duration 30s
+//     go run ./tools/rsbench -copy-latency 1s -commit-latency 600ms -partitions 48 -rate 3000 -duration 30s -depth 2 -max-batch-latency 500ms
 //
 //     go run ./tools/rsbench -upsert-rows 1000000 -update-pcts 1,10,50 -batches 5   (make bench-redshift-upsert)
 //
 // The last is the upsert mode (upsert.go): write_mode = "upsert" against a
-// table of that many keys, for each share of updates. The one before is
-// the steady mode (steady.go): many partitions at a steady
-// rate, their batches in flight at once, which the sink loads in groups.
+// table of that many keys, for each share of updates. The two before are
+// the steady mode (steady.go, feed.go): many partitions at a steady
+// rate, their batches in flight at once, which the sink loads in groups;
+// with -depth 2 each partition keeps two batches in flight, the second
+// pipelined (ABI 1.5 Follows) as picomq-connect's
+// max_in_flight_per_partition does.
 //
 // -copy-latency and -commit-latency give the emulator a real cluster's cost per COPY and per commit
 // (plugins/redshift/rsemu/README.md, "Cost model"); without it the loads

@@ -3,7 +3,15 @@ package main
 // The steady mode (-partitions N): many partitions of one topic at a steady
 // total rate, each consumed by a loop of its own as the runtime does with
 // several batches in flight: it delivers what has arrived (up to
-// -batch-length records) as soon as its previous batch returned. Every
+// -batch-length records) as soon as its previous batch returned (-depth 1),
+// or once its oldest record waited -max-batch-latency. With -depth N above 1
+// a partition keeps up to N batches in flight, pipelined as picomq-connect
+// does with max_in_flight_per_partition (PIPELINED.md, docs/abi.md
+// "Pipelined batches"): a batch sent while the partition's previous one is
+// unanswered carries Follows (that batch's RangeLast) and is sent only
+// after it; batches land in order, a batch's latency ends when it lands;
+// when one fails, the results of the batches after it are discarded and
+// their records delivered again after it. Every
 // partition's calls go to one instance in the C host; with one host worker
 // (-workers 1) they reach the sink one at a time, as from a host without
 // concurrent consume calls. It prints whether the loads keep up (records
@@ -32,15 +40,20 @@ var (
 	partitions  = flag.Int("partitions", 0, "steady mode: this many partitions of one topic at -rate records/s in total, for -duration (0: the batch_size mode)")
 	rate        = flag.Int("rate", 3000, "steady mode: records/s over all partitions")
 	duration    = flag.Duration("duration", 30*time.Second, "steady mode: how long records arrive")
-	workers     = flag.Int("workers", 0, "steady mode: C host worker threads, the consume calls in flight at once (0: one per partition; 1: one at a time)")
+	workers     = flag.Int("workers", 0, "steady mode: C host worker threads, the consume calls in flight at once (0: one per batch in flight, -partitions x -depth; 1: one at a time)")
 	batchLength = flag.Int("batch-length", 1000, "steady mode: most records per batch, and batch_size")
 	drain       = flag.Duration("drain", 30*time.Second, "steady mode: how long to wait after -duration for the backlog to load")
+	depth       = flag.Int("depth", 1, "steady mode: batches per partition in flight at once (pipelined: Follows, as max_in_flight_per_partition)")
+	maxLatency  = flag.Duration("max-batch-latency", 0, "steady mode: a batch smaller than -batch-length goes once its oldest record waited this long (0: as soon as a slot is free)")
 )
 
 func runSteady(ctx context.Context, dist, lib string, svc services.Services, bucket string, emu *rsemu.Server, dbName, dsn string) error {
+	if *depth < 1 {
+		return fmt.Errorf("-depth %d: want 1 or more", *depth)
+	}
 	w := *workers
 	if w == 0 {
-		w = *partitions
+		w = *partitions * *depth
 	}
 	h, err := bench.StartHost(dist, w)
 	if err != nil {
@@ -71,8 +84,8 @@ func runSteady(ctx context.Context, dist, lib string, svc services.Services, buc
 	if err != nil {
 		return err
 	}
-	fmt.Printf("rsbench steady: %s in %s, %d partitions, %d records/s in total for %s, batches of up to %d, %d host workers\n",
-		filepath.Base(lib), filepath.Base(dist+"/picomq-host"), *partitions, *rate, *duration, *batchLength, w)
+	fmt.Printf("rsbench steady: %s in %s, %d partitions, %d records/s in total for %s, batches of up to %d, %d host workers, %d batches per partition in flight, max batch latency %s\n",
+		filepath.Base(lib), filepath.Base(dist+"/picomq-host"), *partitions, *rate, *duration, *batchLength, w, *depth, *maxLatency)
 	fmt.Printf("emulated cluster cost: COPY %s, commit %s (commit queue)\n", *copyLat, *commLat)
 
 	interval := time.Duration(float64(time.Second) * float64(*partitions) / float64(*rate)) // per partition
@@ -103,43 +116,40 @@ func runSteady(ctx context.Context, dist, lib string, svc services.Services, buc
 		}()
 	}
 	for p := range *partitions {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			delivered := 0
-			for delivered < perPartition && time.Now().Before(stop) {
-				// Record i of this partition arrives at start + i*interval.
-				arrived := min(int(time.Since(start)/interval)+1, perPartition)
-				n := min(arrived-delivered, *batchLength)
-				if n <= 0 {
-					time.Sleep(time.Until(start.Add(time.Duration(delivered) * interval)))
-					continue
-				}
+		fd := &feed{topic: "orders", partition: uint32(p), total: perPartition,
+			arrival: func(off int) time.Time { return start.Add(time.Duration(off) * interval) },
+			arrived: func(now time.Time) int { return min(int(now.Sub(start)/interval)+1, perPartition) },
+			records: func(first, n int) []hostclient.Record {
 				recs := make([]hostclient.Record, n)
 				copy(recs, tmpl[0][:n])
 				for i := range recs {
-					recs[i].Offset = uint64(delivered + i)
+					recs[i].Offset = uint64(first + i)
 				}
-				t0 := time.Now()
-				if err := inst.Consume(hostclient.Batch{Attempt: 1, Topic: "orders", Partition: uint32(p), Schema: "json", Records: recs}); err != nil {
-					mu.Lock()
-					if firstErr == nil {
-						firstErr = fmt.Errorf("partition %d: %w", p, err)
-					}
-					mu.Unlock()
-					continue // redelivered by the next round
-				}
-				done := time.Now()
+				return recs
+			},
+			consume: func(b hostclient.Batch) error { return inst.Consume(b) }, depth: *depth, batchLength: *batchLength, maxLatency: *maxLatency, stop: stop,
+			landed: func(f *flight, at time.Time) {
 				mu.Lock()
-				latencies = append(latencies, done.Sub(start.Add(time.Duration(delivered)*interval)))
-				calls = append(calls, done.Sub(t0))
-				committed += n
-				if done.Sub(start) <= *duration {
-					inRun += n
+				defer mu.Unlock()
+				latencies = append(latencies, at.Sub(start.Add(time.Duration(f.first)*interval)))
+				calls = append(calls, f.end.Sub(f.sent))
+				committed += f.n
+				if at.Sub(start) <= *duration {
+					inRun += f.n
 				}
-				mu.Unlock()
-				delivered += n
-			}
+			},
+			failed: func(f *flight) {
+				mu.Lock()
+				defer mu.Unlock()
+				if firstErr == nil {
+					firstErr = fmt.Errorf("partition %d: %w", p, f.err)
+				}
+			},
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			fd.run()
 		}()
 	}
 	wg.Wait()
