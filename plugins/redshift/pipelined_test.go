@@ -11,11 +11,10 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/picomq/heavy-sinks/shared/sdk"
-	"github.com/picomq/heavy-sinks/shared/sdk/sdktest"
 )
 
 // Pipelined batches (ABI 1.5): the tests set sdk.Batch.Pred themselves,
-// an sdktest.NewPending answered when the test says, playing the batch
+// an sdk.NewPending answered when the test says, playing the batch
 // the runtime sent before the one under test and has not seen answered.
 // Follows is left nil, so the SDK does not look the predecessor up itself.
 
@@ -95,7 +94,7 @@ func TestUpsertPipelinedFollowerOfFailedBatch(t *testing.T) {
 	mustConsume(t, h, records("orders", 0, `{"id":9,"v":"z","_op":"c"}`)) // offset 0 applied
 	pred := records("orders", 1, `{"id":1,"v":"a","_op":"c"}`, `{"id":2,"v":"b","_op":"c"}`)
 	follower := records("orders", 3, `{"id":1,"v":"c","_op":"u"}`, `{"id":3,"v":"d","_op":"c"}`)
-	p, answerPred := sdktest.NewPending("orders", 0, 2)
+	p, answerPred := sdk.NewPending(&sdk.Batch{Topic: "orders", Partition: 0, RangeLast: 2})
 	follower.Pred = p
 	done := consumeAsync(h, follower)
 	notYet(t, done, 500*time.Millisecond, "the follower")
@@ -139,7 +138,7 @@ func TestUpsertPipelinedFollowerWaitsForItsPredecessor(t *testing.T) {
 	// predecessor.
 	rejected := records("orders", 4, `{"id":null,"_op":"u"}`)
 	rejected.AcceptRejections()
-	p, answerPred := sdktest.NewPending("orders", 0, 1)
+	p, answerPred := sdk.NewPending(&sdk.Batch{Topic: "orders", Partition: 0, RangeLast: 1})
 	follower.Pred, rejected.Pred = p, p
 	done, doneRejected := consumeAsync(h, follower), consumeAsync(h, rejected)
 	notYet(t, done, 500*time.Millisecond, "the follower")
@@ -171,7 +170,7 @@ func TestUpsertPipelinedFollowerWaitsForItsPredecessor(t *testing.T) {
 func TestAppendPipelinedFollowerLoadsAtOnce(t *testing.T) {
 	r := newRig(t)
 	h, _ := r.open("append_pipe", r.config(map[string]any{"target_table": "orders_pipe"}))
-	p, answerPred := sdktest.NewPending("orders", 0, 9)
+	p, answerPred := sdk.NewPending(&sdk.Batch{Topic: "orders", Partition: 0, RangeLast: 9})
 	follower := batch("orders", 10, 5)
 	follower.Pred = p
 	if err := answer(t, consumeAsync(h, follower), "the follower"); err != nil {
