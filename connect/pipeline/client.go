@@ -48,14 +48,12 @@ const (
 // decompressClass is the class of the smallest buffer holding n bytes, or
 // -1 above the largest.
 func decompressClass(n int) int {
-	k := 0
-	for minDecompressed<<k < n {
-		k++
+	for k := range decompressClasses {
+		if n <= minDecompressed<<k {
+			return k
+		}
 	}
-	if k >= decompressClasses {
-		return -1
-	}
-	return k
+	return -1
 }
 
 // GetDecompressBytes returns an empty buffer for the decompressed batch:
