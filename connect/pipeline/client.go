@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/klauspost/compress/s2"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
@@ -20,12 +21,70 @@ import (
 // broker's topic list again: the spec's two seconds.
 const PatternRefresh = 2 * time.Second
 
-// records lends kgo the Record slices it decodes fetched batches into.
-// The consumer recycles a batch's records once its offset is committed,
-// so a steady stream allocates (and the GC scans) no Record per record.
+// records lends kgo the Record slices it decodes fetched batches into,
+// and the buffers it decompresses record batches into. The consumer
+// recycles a batch's records once it was delivered (land, inflight.go):
+// nothing holds their bytes then (the plugin's frame is written, the dead
+// letters acknowledged), and kgo zeroes a buffer and hands it back once
+// every record decoded from it is recycled. So a steady stream allocates
+// (and the GC scans) no Record per record, and no buffer per record batch.
 var records = &recordPool{}
 
-type recordPool struct{ p sync.Pool }
+type recordPool struct {
+	p sync.Pool
+	// bufs[k] holds decompression buffers of capacity minDecompressed<<k.
+	bufs [decompressClasses]sync.Pool
+}
+
+// Decompression buffers come in powers of two from 4 KiB to 8 MiB: a
+// buffer serves any batch that fits it (kgo zeroes its whole capacity when
+// it comes back, so at most twice the batch), and a larger batch gets a
+// buffer of its own that the GC takes.
+const (
+	minDecompressed   = 4 << 10
+	decompressClasses = 12
+)
+
+// decompressClass is the class of the smallest buffer holding n bytes, or
+// -1 above the largest.
+func decompressClass(n int) int {
+	for k := range decompressClasses {
+		if n <= minDecompressed<<k {
+			return k
+		}
+	}
+	return -1
+}
+
+// GetDecompressBytes returns an empty buffer for the decompressed batch:
+// sized from the snappy header when there is one (kgo's snappy decodes
+// into it only when it fits), else four times the compressed size (gzip,
+// lz4 and zstd grow it as they need).
+func (rp *recordPool) GetDecompressBytes(compressed []byte, codec kgo.CompressionCodecType) []byte {
+	n := 4 * len(compressed)
+	if codec == kgo.CodecSnappy {
+		if l, err := s2.DecodedLen(compressed); err == nil {
+			n = l
+		} // else the Java producer's xerial framing: the guess
+	}
+	k := decompressClass(n)
+	if k < 0 {
+		return nil
+	}
+	if b, ok := rp.bufs[k].Get().(*[]byte); ok {
+		return (*b)[:0]
+	}
+	return make([]byte, 0, minDecompressed<<k)
+}
+
+// PutDecompressBytes takes back a buffer kgo has zeroed: into the class it
+// serves, unless its capacity is not one of the classes' (a codec grew it).
+func (rp *recordPool) PutDecompressBytes(b []byte) {
+	if k := decompressClass(cap(b)); k >= 0 && minDecompressed<<k == cap(b) {
+		b = b[:0]
+		rp.bufs[k].Put(&b)
+	}
+}
 
 func (rp *recordPool) GetRecords(n int) []kgo.Record {
 	if s, ok := rp.p.Get().(*[]kgo.Record); ok && cap(*s) >= n {

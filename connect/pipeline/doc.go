@@ -69,7 +69,8 @@
 // transform.go (a block's transforms run on one record's JSON payload),
 // deadletter.go (the dead-letter producer, the check that its topics
 // exist), budget.go (the runtime-wide cap on buffered bytes),
-// client.go (kgo options from a definition), connopts.go (a block's
+// client.go (kgo options from a definition; the pool of Record slices and
+// decompression buffers kgo decodes fetches into), connopts.go (a block's
 // connection options for other clients: picomq-connect audit), export.go (the decoding,
 // client options and dead-letter records of a batch, for connect/redrive), fetch.go (fetch.min.bytes and
 // fetch.wait.max.ms derived from a block that sets neither), status.go (committed
