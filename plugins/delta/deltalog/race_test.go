@@ -8,7 +8,6 @@ import (
 	"slices"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/picomq/heavy-sinks/internal/testenv/pyenv"
 	"github.com/picomq/heavy-sinks/plugins/delta/deltalog"
@@ -157,112 +156,5 @@ func TestRacingWriterBetweenCatchUpAndPut(t *testing.T) {
 				t.Errorf("delta-rs reads %+v, want version %d, files %v, txns %v", got, c.wantVersion, c.wantPaths, c.wantTxns)
 			}
 		})
-	}
-}
-
-// hidingStore answers not-found for the first read of each path in hide:
-// a commit file that is slow to show, or, with always set, one that is
-// missing for good.
-type hidingStore struct {
-	deltalog.Store
-	mu     sync.Mutex
-	hide   map[string]bool
-	always bool
-}
-
-func (h *hidingStore) Get(ctx context.Context, path string) ([]byte, error) {
-	h.mu.Lock()
-	hidden := h.hide[path]
-	if !h.always {
-		delete(h.hide, path)
-	}
-	h.mu.Unlock()
-	if hidden {
-		return nil, fmt.Errorf("hidden %s: %w", path, deltalog.ErrNotFound)
-	}
-	return h.Store.Get(ctx, path)
-}
-
-// The catch-up reads names a round at a time; a name that reads as
-// missing while a later name of the same round is there was taken
-// meanwhile: it is read again, not put at (which would lose a race), and
-// one that stays missing is a gap in the log, never filled by our commit.
-func TestCatchUpRereadsANameALaterOneShowsTaken(t *testing.T) {
-	setup := func(t *testing.T) (*deltalog.MemStore, *deltalog.Snapshot) {
-		mem := newTable(t)
-		snap := load(t, mem)
-		for v := int64(1); v <= 3; v++ {
-			peerAppend(t, mem, "peer", v, fmt.Sprintf("peer-%d.parquet", v))
-		}
-		return mem, snap
-	}
-	t.Run("slow to show", func(t *testing.T) {
-		mem, snap := setup(t)
-		store := &hidingStore{Store: mem, hide: map[string]bool{deltalog.CommitPath(2): true}}
-		var lost []int64
-		res, err := deltalog.CommitAppend(ctx, store, snap, withPartition(appendOf("us", 1, "ours.parquet")),
-			&deltalog.CommitOptions{LostRace: func(v int64) { lost = append(lost, v) }})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if res.Version != 4 || res.Attempts != 1 || len(lost) != 0 {
-			t.Errorf("committed at %d in %d attempts, races lost at %v; want 4 in 1, none", res.Version, res.Attempts, lost)
-		}
-		after := load(t, mem)
-		if v, _ := after.TxnVersion("peer"); v != 3 || after.Version != 4 {
-			t.Errorf("table at %d with peer at %d, want 4 and 3", after.Version, v)
-		}
-	})
-	t.Run("missing for good", func(t *testing.T) {
-		mem, snap := setup(t)
-		store := &hidingStore{Store: mem, hide: map[string]bool{deltalog.CommitPath(2): true}, always: true}
-		_, err := deltalog.CommitAppend(ctx, store, snap, withPartition(appendOf("us", 1, "ours.parquet")), nil)
-		var gap *deltalog.LogGapError
-		if !errors.As(err, &gap) || gap.Missing != 2 || gap.Latest != 3 {
-			t.Fatalf("commit over a gap: %v, want a LogGapError at 2 (latest 3)", err)
-		}
-		if _, err := mem.Get(ctx, deltalog.CommitPath(4)); !errors.Is(err, deltalog.ErrNotFound) {
-			t.Errorf("version 4 written over a gap: %v", err)
-		}
-	})
-}
-
-// meetingStore holds the read of one path until the read of another has
-// begun (or a second passed): it tells whether the two run at once.
-type meetingStore struct {
-	deltalog.Store
-	wait, arrive string
-	arrived      chan struct{}
-	once         sync.Once
-	met          bool
-}
-
-func (m *meetingStore) Get(ctx context.Context, path string) ([]byte, error) {
-	switch path {
-	case m.arrive:
-		m.once.Do(func() { close(m.arrived) })
-	case m.wait:
-		select {
-		case <-m.arrived:
-			m.met = true
-		case <-time.After(time.Second):
-		}
-	}
-	return m.Store.Get(ctx, path)
-}
-
-// The head check and the catch-up's first read go out together: one round
-// trip before the put, not two.
-func TestCatchUpRunsAlongsideTheHeadCheck(t *testing.T) {
-	mem := newTable(t)
-	snap := load(t, mem)
-	peerAppend(t, mem, "peer", 1, "peer-1.parquet")
-	store := &meetingStore{Store: mem, wait: deltalog.CommitPath(0), arrive: deltalog.CommitPath(1), arrived: make(chan struct{})}
-	res, err := deltalog.CommitAppend(ctx, store, snap, withPartition(appendOf("us", 1, "ours.parquet")), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !store.met || res.Version != 2 || res.Attempts != 1 {
-		t.Errorf("head check met the catch-up: %v; committed at %d in %d attempts, want 2 in 1", store.met, res.Version, res.Attempts)
 	}
 }
