@@ -449,7 +449,14 @@ func CommitAppend(ctx context.Context, store Store, s *Snapshot, c AppendCommit,
 	}
 	// Catch up by name with the commits made since s was read: against a
 	// busy writer the version after s is most likely taken already, and a
-	// lost put is a round trip spent finding that out.
+	// lost put is a round trip spent finding that out. The reads come after
+	// the head check, one name after the other, so the read that finds the
+	// next name free is the last request before the put: a race is lost
+	// only to a commit that lands between the two (or whose put was already
+	// under way), about one put's latency. Reading the names concurrently,
+	// or alongside the head check, was measured to lose more races (three
+	// writers on MinIO: 47-54 % of commits against 27-39 %): the put then
+	// waits for the slowest read after the free name was seen.
 	var winners []Commit
 	var err error
 	if !creating && (opts == nil || !opts.SkipCatchUp) {
