@@ -88,3 +88,12 @@ func (p *Pending) NotWritten() error {
 func notWritten(topic string, partition uint32, rangeLast uint64) error {
 	return Retry(fmt.Errorf("topic %q partition %d: the batch before this one (through offset %d) was not written, so this one is not either", topic, partition, rangeLast))
 }
+
+// NewPending returns a Pending for b, unanswered, and the function that
+// answers it (ok: answered OK), for tests of a sink's pipelining (set
+// b.Self, and a follower's Pred, to it). The SDK's sequencer makes the
+// Pendings of real batches itself; a sink never calls this.
+func NewPending(b *Batch) (p *Pending, answer func(ok bool)) {
+	p = newPending(b)
+	return p, p.finish
+}
