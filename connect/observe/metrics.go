@@ -30,6 +30,12 @@ type Flying interface {
 	InFlight() int
 }
 
+// Pipelining is a Sink that counts its pipelined batches
+// (max_in_flight_per_partition); *pipeline.Sink.
+type Pipelining interface {
+	Pipelined() (followed, unsent int64)
+}
+
 // Plugin returns an instance's metrics() JSON; *child.Instance.
 type Plugin interface {
 	Metrics(ctx context.Context) (string, error)
@@ -293,6 +299,10 @@ var (
 		"Unix time of the last batch of a topic-partition consume() returned OK for.", sinkTP, nil)
 	inFlightDesc = prometheus.NewDesc("picomq_connect_batches_in_flight",
 		"Batches of the sink handed to consume() and not answered yet: at most one per block, or the sum of the blocks' max_in_flight.", []string{"sink_key"}, nil)
+	followedDesc = prometheus.NewDesc("picomq_connect_pipelined_batches_total",
+		"Batches handed to consume() while the batch before them of their partition was unanswered (max_in_flight_per_partition above 1, ABI 1.5 follows).", []string{"sink_key"}, nil)
+	unsentDesc = prometheus.NewDesc("picomq_connect_pipelined_batches_unsent_total",
+		"Pipelined batches not delivered or not kept because the batch before them failed or was not written; their records were sent again.", []string{"sink_key"}, nil)
 	newestDesc = prometheus.NewDesc("picomq_connect_committed_event_timestamp_seconds",
 		"Unix time of the newest Kafka record timestamp among the sink's batches consume() returned OK for (event time, as the producer or broker set it).", sinkTableLabels, nil)
 	ageDesc = prometheus.NewDesc("picomq_connect_committed_event_age_seconds",
@@ -319,6 +329,11 @@ func (s scrape) Collect(ch chan<- prometheus.Metric) {
 		}
 		if f, ok := t.sink.(Flying); ok {
 			ch <- prometheus.MustNewConstMetric(inFlightDesc, prometheus.GaugeValue, float64(f.InFlight()), key)
+		}
+		if p, ok := t.sink.(Pipelining); ok {
+			followed, unsent := p.Pipelined()
+			ch <- prometheus.MustNewConstMetric(followedDesc, prometheus.CounterValue, float64(followed), key)
+			ch <- prometheus.MustNewConstMetric(unsentDesc, prometheus.CounterValue, float64(unsent), key)
 		}
 		for _, p := range t.sink.Partitions() {
 			part := fmt.Sprint(p.Partition)

@@ -411,6 +411,9 @@ func (c *consumer) follow(ctx context.Context, f *flight, b hostclient.Batch, se
 	}
 	b.Attempt = 1
 	f.calling()
+	if b.Follows != nil {
+		c.s.followed.Add(1)
+	}
 	start := time.Now()
 	rej, err := c.s.out.Consume(ctx, b)
 	if err != nil && ctx.Err() != nil {

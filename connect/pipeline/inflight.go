@@ -256,7 +256,9 @@ func (c *consumer) land(f *flight) {
 	if f.void || f.err != nil {
 		switch {
 		case f.void:
+			c.s.unsentN.Add(1)
 		case errors.Is(f.err, errUnsent):
+			c.s.unsentN.Add(1)
 			c.log.Debug("pipelined batch not delivered; its records go again", "event", "pipelined_unsent", "topic", f.k.topic, "partition", f.k.partition,
 				"first_offset", f.recs[0].Offset, "records", len(f.recs), "later_batches", len(rest), "err", f.err)
 		default:

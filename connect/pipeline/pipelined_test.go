@@ -131,6 +131,9 @@ func TestPipelinedOverlap(t *testing.T) {
 	if h.logged("max_in_flight_per_partition_unused") {
 		t.Error("warned about a plugin that declares pipelined")
 	}
+	if followed, unsent := h.sink.Pipelined(); followed < 2 || unsent != 0 {
+		t.Errorf("Pipelined() = %d followed, %d unsent; want at least the two behind the held head, none unsent", followed, unsent)
+	}
 }
 
 // The head answers RETRY once while the two batches after it are in the
@@ -176,6 +179,9 @@ func TestPipelinedRetryUnsent(t *testing.T) {
 	}
 	if got := h.backoff.get(); !slices.Equal(got, []int{1}) {
 		t.Errorf("backoff after attempts %v, want [1]: a follower's RETRY spends no attempt", got)
+	}
+	if followed, unsent := h.sink.Pipelined(); unsent < 2 || followed < unsent {
+		t.Errorf("Pipelined() = %d followed, %d unsent; want the two refused behind the head counted unsent", followed, unsent)
 	}
 }
 

@@ -118,6 +118,10 @@ type Sink struct {
 	log *slog.Logger
 
 	flying atomic.Int64 // batches in flight, every block's
+	// Pipelined batches (max_in_flight_per_partition): handed to
+	// consume() with Follows set, and followers that were not delivered or
+	// were voided, their records sent again.
+	followed, unsentN atomic.Int64
 
 	mu      sync.Mutex
 	state   State
@@ -160,6 +164,14 @@ func (s *Sink) Key() string { return s.def.Key }
 // InFlight returns how many batches of the sink are being delivered now:
 // at most one per block with max_in_flight = 1.
 func (s *Sink) InFlight() int { return int(s.flying.Load()) }
+
+// Pipelined returns how many batches were handed to consume() while the
+// batch before them of their partition was unanswered (Follows set), and
+// how many followers were not delivered or not kept (their records went
+// again): the second against the first is the work pipelining wasted.
+func (s *Sink) Pipelined() (followed, unsent int64) {
+	return s.followed.Load(), s.unsentN.Load()
+}
 
 // State returns the sink's state and the error that put it there.
 func (s *Sink) State() (State, error) {
