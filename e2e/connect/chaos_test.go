@@ -43,7 +43,8 @@ func TestChaosBothSinksExactlyOnce(t *testing.T) {
 
 // Many partitions, several processes: one 12-partition topic consumed by
 // three picomq-connect processes in one group per sink, each block with
-// batches of several partitions in flight (max_in_flight) and a latency
+// batches of several partitions in flight (max_in_flight), up to three of
+// one partition pipelined (max_in_flight_per_partition), and a latency
 // bound, the Delta sink committing them as group commits with compaction
 // on, the Redshift sink loading them as group loads; runtimes and hosts
 // killed with SIGKILL, MinIO and PostgreSQL restarted. Every record lands
@@ -55,10 +56,11 @@ func TestChaosManyPartitionsGroupCommits(t *testing.T) {
 	const perTopic, chunk, pause, kills = 6000, 200, 800 * time.Millisecond, 6
 	r := newChaosRig(t, map[string]int32{"orders": 12})
 	deltaGroup := r.writeDeltaDef(chaosBlock{batchLength: 100, pollInterval: "100ms",
-		extraTopic:  "max_in_flight = 12\nmax_batch_latency = \"300ms\"",
+		extraTopic:  "max_in_flight = 12\nmax_in_flight_per_partition = 3\nmax_batch_latency = \"300ms\"",
 		extraConfig: "compaction = true\ncompaction_min_files = 4\ncompaction_idle = \"0s\""})
 	rsGroup := r.writeRedshiftDef(chaosBlock{batchLength: 100, pollInterval: "200ms",
-		extraTopic: "max_in_flight = 12\nmax_batch_latency = \"500ms\""})
+		extraTopic: "max_in_flight = 12\nmax_in_flight_per_partition = 3\nmax_batch_latency = \"500ms\""})
+	r.connectArgs = []string{"--log-level", "debug"} // for checkPipelined
 	r.start(3)
 	produced := r.produce(perTopic, chunk, pause)
 	r.chaos(time.Duration(perTopic/chunk)*pause, kills)
@@ -70,5 +72,6 @@ func TestChaosManyPartitionsGroupCommits(t *testing.T) {
 	r.checkRedshift(perTopic)
 	r.checkOffsets(ends, deltaGroup, rsGroup)
 	r.checkDeltaLog(perTopic)
+	r.checkPipelined("chaos_delta", "chaos_redshift")
 	r.checkAudit()
 }

@@ -50,6 +50,8 @@ type chaosRig struct {
 	emu     *rsemu.Server
 	defs    string
 	procs   []*connectProc
+	// connectArgs are more flags for every picomq-connect process.
+	connectArgs []string
 }
 
 // newChaosRig creates topics <prefix>.<suffix> with the given partition
@@ -191,7 +193,7 @@ func (r *chaosRig) start(n int) {
 			os.Remove(logPath)
 		}
 		p := &connectProc{t: r.t, bin: bin, host: host, plugins: plugins,
-			brokers: strings.Join(r.kafka.KafkaBrokers, ","), defs: r.defs, log: logPath}
+			brokers: strings.Join(r.kafka.KafkaBrokers, ","), defs: r.defs, log: logPath, args: r.connectArgs}
 		r.t.Cleanup(p.kill)
 		p.start()
 		r.procs = append(r.procs, p)
@@ -413,6 +415,39 @@ func (r *chaosRig) checkDeltaLog(perTopic int) {
 		slices.Sort(rs)
 		if !slices.Equal(duck, rs) {
 			r.t.Errorf("delta %s: DuckDB and delta-rs read different rows", uri)
+		}
+	}
+}
+
+// checkPipelined fails unless some batch of each sink key was delivered
+// OK while the batch before it of its partition was unanswered: the
+// runtime's debug line batch_delivered with pipelined=true (the processes
+// run with --log-level debug). Through the real host and each real
+// plugin, so that the chaos ran with followers in the sinks' group
+// commits and loads, not only with one batch per partition.
+func (r *chaosRig) checkPipelined(keys ...string) {
+	r.t.Helper()
+	n := map[string]int{}
+	for _, p := range r.procs {
+		b, err := os.ReadFile(p.log)
+		if err != nil {
+			r.t.Fatal(err)
+		}
+		for _, l := range strings.Split(string(b), "\n") {
+			if !strings.Contains(l, "event=batch_delivered") || !strings.Contains(l, "pipelined=true") {
+				continue
+			}
+			for _, k := range keys {
+				if strings.Contains(l, "sink_key="+k+" ") {
+					n[k]++
+				}
+			}
+		}
+	}
+	for _, k := range keys {
+		r.t.Logf("%s: %d pipelined batches delivered OK", k, n[k])
+		if n[k] == 0 {
+			r.t.Errorf("%s: no batch was delivered pipelined (max_in_flight_per_partition)", k)
 		}
 	}
 }
