@@ -220,14 +220,18 @@ func (q *queue) leave(m *member) bool {
 // the group that holds its predecessor, after it (a member that arrived
 // before its predecessor is taken by a later pass); one whose predecessor
 // failed is answered RETRY, unwritten. Another member of an application
-// (topic partition) already in the group waits for the next one: only a
-// chain of batches that follow one another shares the application's txn.
+// (topic partition) already in the group waits for the next one unless it
+// follows the application's last member: only a chain of batches that
+// follow one another shares the application's txn. Two members that follow
+// the same batch (a range sent again while its first delivery still runs)
+// never share a group: the later one sees the txn and is skipped as a
+// replay, where in one commit both would be written.
 func (q *queue) take(leader *member, maxRecords, maxBytes int) []*member {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	group := []*member{leader}
 	records, bytes := len(leader.b.Records), leader.b.PayloadBytes()
-	apps := map[string]bool{leader.appID: true}
+	tail := map[string]*member{leader.appID: leader} // each application's last member
 	holds := map[*sdk.Pending]*member{}
 	if leader.b.Self != nil {
 		holds[leader.b.Self] = leader
@@ -246,13 +250,14 @@ func (q *queue) take(leader *member, maxRecords, maxBytes int) []*member {
 				after = holds[m.pred]
 			}
 			n, nb := len(m.b.Records), m.b.PayloadBytes()
-			if m.pred != nil && after == nil || apps[m.appID] && after == nil || records+n > maxRecords || bytes+nb > maxBytes {
+			last, in := tail[m.appID]
+			if m.pred != nil && after == nil || in && (after == nil || after != last) || records+n > maxRecords || bytes+nb > maxBytes {
 				kept = append(kept, m)
 				continue
 			}
 			m.after = after
 			group = append(group, m)
-			apps[m.appID] = true
+			tail[m.appID] = m
 			if m.b.Self != nil {
 				holds[m.b.Self] = m
 			}

@@ -454,3 +454,27 @@ func TestPipelinedFilterErrorDropsFollowers(t *testing.T) {
 	}
 	wantIDs(t, tb, [2]int{9000, 9000})
 }
+
+// A batch sent again while its first delivery still runs follows the same
+// predecessor as that delivery: both copies must not join the
+// predecessor's commit (one txn cannot deduplicate within its commit); the
+// later copy goes in a group of its own and is skipped as a replay.
+func TestTwoFollowersOfOneBatchNotInOneCommit(t *testing.T) {
+	tb, store, _ := groupTable(t)
+	p, b := idBatch(0, 0, 3), idBatch(0, 3, 3)
+	fns := chain(p, b)
+	again := idBatch(0, 3, 3)
+	var answerAgain func(bool)
+	again.Self, answerAgain = sdk.NewPending(again)
+	again.RangeLast = again.LastOffset()
+	again.Pred = p.Self
+	answers := map[*sdk.Batch]func(bool){p: fns[0], b: fns[1], again: answerAgain}
+	pipes := queueBehind(t, tb, store, idBatch(9, 0, 2), []*sdk.Batch{p, b, again},
+		[]string{appOf(0), appOf(0), appOf(0)}, answers)
+	for i, pp := range pipes {
+		if err := pp.wait(t); err != nil {
+			t.Errorf("batch %d: %v", i, err)
+		}
+	}
+	wantIDs(t, tb, [2]int{0, 5}, [2]int{9000, 9001})
+}
