@@ -377,6 +377,12 @@ func (c *consumer) rejections(ctx context.Context, d Delivery, recs []*kgo.Recor
 // only once it answered OK. A follower with nothing for the plugin (all
 // dead letters, or all dropped by transforms) waits for its predecessor's
 // end instead: its dead letters go only after it returned OK.
+//
+// A follower returns nil only after its predecessor returned nil, so that
+// nil from a flight means every flight before it returned nil: its dead
+// letters are produced only then, never for records that go again because
+// a batch before them failed after the plugin's OK (its own dead letters
+// could not be produced, say), which would produce them twice.
 func (c *consumer) follow(ctx context.Context, f *flight, b hostclient.Batch, sent []int, bad []rejected, d Delivery) error {
 	p := f.pred
 	wait := p.called
@@ -387,6 +393,14 @@ func (c *consumer) follow(ctx context.Context, f *flight, b hostclient.Batch, se
 	case <-wait:
 	case <-ctx.Done():
 		return unsent(ctx.Err())
+	}
+	if !p.plugged {
+		// It ended without calling the plugin (plugged is written before
+		// called closes): its result, imminent, decides; following a
+		// batch the plugin never saw would be refused after a wait.
+		if err := predecessorEnd(ctx, p); err != nil {
+			return err
+		}
 	}
 	select {
 	case <-p.done:
@@ -420,6 +434,13 @@ func (c *consumer) follow(ctx context.Context, f *flight, b hostclient.Batch, se
 		return unsent(ctx.Err())
 	}
 	d.Attempt, d.Took, d.Outcome, d.Err = 1, time.Since(start), classify(err), err
+	if d.Outcome == OK {
+		// Written; kept only if every batch before it is (see above).
+		if err := predecessorEnd(ctx, p); err != nil {
+			c.s.cfg.Observer.Delivered(d) // the call was made; its records go again
+			return err
+		}
+	}
 	if d.Outcome == OK && (len(rej) > 0 || len(bad) > 0) {
 		if err := c.rejections(ctx, d, f.recs, sent, rej, bad); err != nil {
 			return unsent(err)
@@ -435,5 +456,20 @@ func (c *consumer) follow(ctx context.Context, f *flight, b hostclient.Batch, se
 	}
 	c.log.Debug("batch delivered", "event", "batch_delivered", "topic", d.Topic, "partition", d.Partition, "first_offset", d.First,
 		"took_seconds", d.Took.Seconds(), "pipelined", b.Follows != nil)
+	return nil
+}
+
+// predecessorEnd waits for p, the flight a follower follows, to return:
+// nil when it returned nil, else unsent (its records go again, and so do
+// the follower's).
+func predecessorEnd(ctx context.Context, p *flight) error {
+	select {
+	case <-p.done:
+	case <-ctx.Done():
+		return unsent(ctx.Err())
+	}
+	if p.err != nil {
+		return unsent(errors.New("the batch before it was not delivered"))
+	}
 	return nil
 }

@@ -240,6 +240,11 @@ func (c *consumer) land(f *flight) {
 	if fl[0] != f {
 		panic("pipeline: a flight landed before the one before it")
 	}
+	// Its goroutine has returned, and the flight after it reads only
+	// its channels and results: drop the links, or each flight would keep
+	// every flight before it (and their record slices, over bucket
+	// arrays of records already recycled) for the whole session.
+	defer func() { f.pred, f.recs = nil, nil }()
 	fl[0] = nil
 	rest := fl[1:]
 	if len(rest) == 0 {

@@ -488,7 +488,6 @@ func TestPipelinedRevokedWaitsAll(t *testing.T) {
 // the dead-letter topic once, when its batch goes again and is answered
 // OK, not when the refused follower was sent.
 func TestPipelinedDeadLettersOnce(t *testing.T) {
-	const per = 15
 	var g gates
 	g.hold(0, 0, 1)
 	p := &fakeplugin.Plugin{Concurrent: true, Pipelining: true, Decide: func(b hostclient.Batch, _ int) fakeplugin.Result {
@@ -498,13 +497,59 @@ func TestPipelinedDeadLettersOnce(t *testing.T) {
 		}
 		return r
 	}}
+	deadLettersOnce(t, p, 7, func(s fakeplugin.State) bool { return runningOf(s, 0) == 3 }, func() { g.open(0, 0, 1) }, func(c fakeplugin.Call) bool {
+		return c.Batch.Follows != nil && c.Batch.Records[0].Offset == 5 && c.Err != nil
+	})
+}
+
+// A plugin that answers a follower OK before the batch it follows was
+// answered (fakeplugin.Unordered: a sink whose writes are idempotent may
+// write it first), that batch then answering RETRY (its one attempt): the follower is
+// discarded and its records go again, so its dead letters wait for the
+// batches before it and are produced once, not once per delivery.
+func TestPipelinedDeadLettersOnceUnordered(t *testing.T) {
+	var g gates
+	g.hold(0, 0, 1)
+	g.hold(0, 5, 1)
+	p := &fakeplugin.Plugin{Concurrent: true, Pipelining: true, Unordered: true, Decide: func(b hostclient.Batch, _ int) fakeplugin.Result {
+		r := fakeplugin.Result{Gate: g.of(b)}
+		if b.Records[0].Offset == 5 && b.Follows != nil {
+			r.Code, r.Message = hostclient.StatusRetry, "not now"
+		}
+		return r
+	}}
+	third := func(c fakeplugin.Call) bool {
+		return c.Batch.Follows != nil && c.Batch.Records[0].Offset == 10 && c.Err == nil
+	}
+	refused := func(c fakeplugin.Call) bool {
+		return c.Batch.Follows != nil && c.Batch.Records[0].Offset == 5 && c.Err != nil
+	}
+	release := func() {
+		g.open(0, 5, 1) // the second batch answers RETRY after the third's OK
+		if !p.Wait(10*time.Second, func(s fakeplugin.State) bool { return slices.ContainsFunc(s.Calls, refused) }) {
+			t.Fatal("the second batch was not answered")
+		}
+		g.open(0, 0, 1)
+	}
+	deadLettersOnce(t, p, 12, func(s fakeplugin.State) bool { return slices.ContainsFunc(s.Calls, third) }, release, third)
+}
+
+// deadLettersOnce runs 15 records of topic "p", the one at bad not
+// decodable, through p with three batches of 5 in flight pipelined and
+// errors_tolerance = "all": once ready holds, release lets the held
+// batches go; everything must be committed with the bad record produced to
+// the dead-letter topic once, and a call that proved (a follower answered
+// as the test meant) must be among the plugin's calls.
+func deadLettersOnce(t *testing.T, p *fakeplugin.Plugin, bad int, ready func(fakeplugin.State) bool, release func(), proved func(fakeplugin.Call) bool) {
+	t.Helper()
+	const per = 15
 	kf := partitioned(t, 1, 0)
 	cl, err := kgo.NewClient(kgo.SeedBrokers(kf.ListenAddrs()...))
 	if err != nil {
 		t.Fatal(err)
 	}
 	payloads := jsonPayloads(0, per)
-	payloads[7] = `{"n":`
+	payloads[bad] = `{"n":`
 	var recs []*kgo.Record
 	for _, v := range payloads {
 		recs = append(recs, &kgo.Record{Topic: "p", Value: []byte(v)})
@@ -516,10 +561,10 @@ func TestPipelinedDeadLettersOnce(t *testing.T) {
 	}
 	h := newHarness(t, kf, pipelinedBlock(3, 3)+"errors_tolerance = \"all\"\n", fake(p))
 	h.start()
-	if !p.Wait(10*time.Second, func(s fakeplugin.State) bool { return runningOf(s, 0) == 3 }) {
-		t.Fatal("the three batches never were in the plugin at once")
+	if !p.Wait(10*time.Second, ready) {
+		t.Fatal("the batches after the held head never reached the plugin as the test needs")
 	}
-	g.open(0, 0, 1)
+	release()
 	poll.Until(t, 20*time.Second, "everything committed", func() bool { return committedP(t, kf, 1)[0] == per })
 	if err := h.stop(); err != nil {
 		t.Fatal(err)
@@ -533,14 +578,10 @@ func TestPipelinedDeadLettersOnce(t *testing.T) {
 	if produced != 1 {
 		t.Errorf("%d dead letters produced, want the one record once", produced)
 	}
-	refused := false
-	for _, c := range p.Calls() {
-		refused = refused || c.Batch.Follows != nil && c.Batch.Records[0].Offset == 5 && c.Err != nil
+	if !slices.ContainsFunc(p.Calls(), proved) {
+		t.Error("the plugin never answered the follower as the test needs: it proves nothing")
 	}
-	if !refused {
-		t.Error("the follower holding the record was not refused: the test proves nothing")
-	}
-	if dlq := readTopic(t, kf.ListenAddrs(), "p.dlq", 1); len(dlq) != 1 || string(dlq[0].Value) != payloads[7] {
+	if dlq := readTopic(t, kf.ListenAddrs(), "p.dlq", 1); len(dlq) != 1 || string(dlq[0].Value) != payloads[bad] {
 		t.Errorf("dead-letter topic holds %d records, want the one", len(dlq))
 	}
 }
