@@ -281,7 +281,10 @@ func (s *Sink) loadFirst(ctx context.Context, t *table, b *sdk.Batch, recs []rsp
 //     their id, topic:partition:offset, and nothing records how far a
 //     partition was written: if the predecessor fails after b committed,
 //     its replay still inserts its own rows, and b's replay skips b's.
-//     Nothing is lost or doubled, so Pred is not consulted.
+//     Nothing is lost or doubled, so Pred is consulted only for b's
+//     answer: OK once the predecessor's was (afterPred in sink.go), so
+//     that the runtime never keeps b's dead letters while it sends b's
+//     records again.
 //   - write_mode = "upsert": offsets_<table> holds one applied offset per
 //     partition, and a load skips every change at or below it. Were b
 //     applied before its predecessor, the watermark would pass the

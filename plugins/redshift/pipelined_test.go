@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/picomq/heavy-sinks/internal/testenv/poll"
 	"github.com/picomq/heavy-sinks/shared/sdk"
 )
 
@@ -163,25 +164,50 @@ func TestUpsertPipelinedFollowerWaitsForItsPredecessor(t *testing.T) {
 	}
 }
 
-// write_mode = "append" does not wait for a batch's predecessor: ids
-// (topic:partition:offset) dedupe a replay of either, so the batch loads at
-// once, and the predecessor failing afterwards loses nothing: its replay
-// inserts its rows, and the follower's replay skips the follower's.
+// write_mode = "append" does not wait for a batch's predecessor to load:
+// ids (topic:partition:offset) dedupe a replay of either, so the batch
+// loads at once. Its answer waits for the predecessor's: RETRY when that
+// one failed (its rows are in the table, and its replay skips them), so a
+// runtime never keeps its dead letters while it sends its records again;
+// nothing is lost or doubled.
 func TestAppendPipelinedFollowerLoadsAtOnce(t *testing.T) {
 	r := newRig(t)
 	h, _ := r.open("append_pipe", r.config(map[string]any{"target_table": "orders_pipe"}))
 	p, answerPred := sdk.NewPending(&sdk.Batch{Topic: "orders", Partition: 0, RangeLast: 9})
 	follower := batch("orders", 10, 5)
 	follower.Pred = p
-	if err := answer(t, consumeAsync(h, follower), "the follower"); err != nil {
-		t.Fatalf("follower: %v", err)
+	done := consumeAsync(h, follower)
+	poll.Until(t, time.Minute, "the follower's rows loaded before its predecessor answered", func() bool {
+		_, n := r.ids("orders_pipe")
+		return n == 5
+	})
+	select {
+	case err := <-done:
+		t.Fatalf("the follower answered (%v) before its predecessor", err)
+	default:
 	}
 	answerPred(false)
+	if err := answer(t, done, "the follower"); sdk.StatusOf(err) != sdk.StatusRetry {
+		t.Fatalf("follower of a failed batch answered %v, want RETRY", err)
+	}
 	// The runtime delivers both again.
 	mustConsume(t, h, batch("orders", 0, 10))
 	mustConsume(t, h, batch("orders", 10, 5))
 	ids, n := r.ids("orders_pipe")
 	if n != 15 || len(ids) != 15 || !ids["orders:0:0"] || !ids["orders:0:14"] {
 		t.Fatalf("%d rows, %d ids: want offsets 0..14 once each", n, len(ids))
+	}
+
+	// A follower of a batch answered OK is answered OK.
+	p, answerPred = sdk.NewPending(&sdk.Batch{Topic: "orders", Partition: 0, RangeLast: 14})
+	next := batch("orders", 15, 5)
+	next.Pred = p
+	done = consumeAsync(h, next)
+	answerPred(true)
+	if err := answer(t, done, "the next follower"); err != nil {
+		t.Fatalf("follower of a batch answered OK: %v", err)
+	}
+	if _, n := r.ids("orders_pipe"); n != 20 {
+		t.Fatalf("%d rows, want 20", n)
 	}
 }

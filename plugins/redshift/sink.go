@@ -296,16 +296,29 @@ func (s *Sink) Consume(ctx context.Context, b *sdk.Batch) error {
 		recs = kept
 		s.log.Warn("records rejected: they can never be loaded", "topic", b.Topic, "table", name, "rejected", rej)
 		if len(recs) == 0 {
-			if s.parsed.changes != nil && b.Pred != nil {
-				// Nothing to apply, but in upsert mode a batch is answered
-				// OK only after the one before it (group.go, Pipelined).
-				return b.Pred.Wait(ctx)
-			}
-			return nil
+			// Nothing to load, but a pipelined batch is answered OK
+			// only after the one before it (group.go, Pipelined).
+			return s.afterPred(ctx, b)
 		}
 	}
 
-	return s.load(ctx, t, b, recs, createdAt)
+	if err := s.load(ctx, t, b, recs, createdAt); err != nil {
+		return err
+	}
+	return s.afterPred(ctx, b)
+}
+
+// afterPred answers a pipelined batch (b.Pred set) that was loaded, or had
+// nothing to load: OK only once the batch before it was answered OK, else
+// RETRY. In append mode its rows may be committed by then; its replay
+// skips them on their ids. The rule of docs/abi.md is about the answer
+// too: a runtime keeps a batch's dead letters and offset on its OK, and
+// needs every batch before it answered OK to do so.
+func (s *Sink) afterPred(ctx context.Context, b *sdk.Batch) error {
+	if b.Pred == nil {
+		return nil
+	}
+	return b.Pred.Wait(ctx)
 }
 
 // loadAlone loads one batch by itself, per chunk of batch_size records:
