@@ -36,6 +36,7 @@ type Config struct {
 	KeyColumns               string        `config:"key_columns" doc:"Required with write_mode = upsert, refused without it. The columns that identify a row, comma-separated, e.g. id or tenant, order_id. Each must be a top-level column of a primitive type (checked when the table is opened or created); a key column may be a partition column. Keys are compared in the column's type, after the record's value is coerced to it as any value is"`
 	ChangeFormat             string        `config:"change_format" default:"op_field" doc:"With write_mode = upsert: how a record says what it changes. op_field: the record is the row plus a member op_field names (c, r, i, u in any case upsert; d deletes); that member is not written. debezium: a Debezium change event, bare or in the JSON converter's schema/payload envelope (op c, r, u upsert after; d deletes the key of before, or of the record key). In both an empty payload (a tombstone) deletes the key the record key (a JSON object with the key columns) names"`
 	OpField                  string        `config:"op_field" default:"_op" doc:"With change_format = op_field: the member of each record that names its change"`
+	GroupLinger              time.Duration `config:"group_commit_linger" default:"0s" doc:"Beyond the spec, 0 unless set: the time between the starts of this instance's commits to one table, on average (each wait is drawn between half and one and a half of it, so that writers do not fall into step). A commit due sooner waits, and the batches that arrive meanwhile join it (up to group_commit_max_bytes). For several writers of one table (several picomq-connect processes, max_in_flight and max_in_flight_per_partition above 1): each commit then holds more batches, the table gets fewer versions, and fewer commits lose a race to another writer. Every batch may wait up to one and a half of it more. 0 to 10s. See docs/delta.md, Group commits"`
 	GroupMaxBytes            int           `config:"group_commit_max_bytes" default:"67108864" doc:"When a runtime delivers several batches for one table at once (concurrent consume calls, picomq-connect's max_in_flight), they are written as one commit while the payload bytes of its batches stay within this; the first batch goes in whatever its size. A commit writes one data file per partition value, so this is the byte target of a grouped commit's data files (in JSON payload bytes; the Parquet file is usually several times smaller). No effect when batches come one at a time. See docs/delta.md, Group commits"`
 
 	AWSAccessKey   string `config:"aws_s3_access_key,secret" doc:"S3 access key. Set both keys or neither; neither uses the standard AWS credential chain"`
@@ -70,6 +71,7 @@ const (
 	keyDerivedColumns     = "derived_columns"
 	keyFileSync           = "file_sync"
 	keyGroupMaxBytes      = "group_commit_max_bytes"
+	keyGroupLinger        = "group_commit_linger"
 	keyWriteMode          = "write_mode"
 	keyKeyColumns         = "key_columns"
 	keyChangeFormat       = "change_format"

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"sync"
@@ -25,10 +26,11 @@ import (
 // so one data file per partition value, a txn action per member, each
 // member's recorded rejections — and answers each member. Then it hands the
 // queue to the first batch that arrived meanwhile, which leads the next
-// group. There is no linger timer: a group is what queued while the
-// previous commit ran (and, once batches have been arriving together, what
-// joined within a burst: gather), so a host that calls one at a time gets
-// one batch per commit, as before, and never waits.
+// group. Unless group_commit_linger is set there is no linger timer: a
+// group is what queued while the previous commit ran (and, once batches
+// have been arriving together, what joined within a burst: gather), so a
+// host that calls one at a time gets one batch per commit, as before, and
+// never waits. With it, a leader first waits out the linger (linger).
 //
 // Each member is answered for itself, and OK only when the commit holding
 // its records landed (or the table already had them): a member whose
@@ -105,8 +107,44 @@ type queue struct {
 	leading bool      // a leader is writing a group
 	closed  bool
 	grouped bool // the last group held more than one batch
+	// started is when the last group's leader took it (linger).
+	started time.Time
 	// pause is gather's sleep: time.Sleep, or a test's hook.
 	pause func(time.Duration)
+}
+
+// maxGroupLinger bounds group_commit_linger: a batch waits at most this
+// long more, well within any runtime's patience for a consume call.
+const maxGroupLinger = 10 * time.Second
+
+// linger is the leader's wait for group_commit_linger (d) since the last
+// group started, so that the batches arriving meanwhile join this one.
+// Each wait is drawn between half and one and a half of d: writers that
+// started together (processes draining one backlog) would otherwise commit
+// in step, every commit racing the others' (measured: a third of the
+// commits lost with fixed waits); so does the first commit. It ends early when ctx does; the group
+// is then written (and fails, or not) as it would have been without it.
+func (q *queue) linger(ctx context.Context, d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	q.mu.Lock()
+	if q.started.IsZero() {
+		// The first commit waits too: writers started together would
+		// otherwise all put their first at once.
+		q.started = time.Now()
+	}
+	wait := time.Until(q.started.Add(d/2 + rand.N(d)))
+	q.mu.Unlock()
+	if wait <= 0 {
+		return
+	}
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+	case <-ctx.Done():
+	}
 }
 
 // A leader of a table whose batches have been arriving together (its last
@@ -269,6 +307,7 @@ func (q *queue) take(leader *member, maxRecords, maxBytes int) []*member {
 	clear(q.waiting[len(rest):])
 	q.waiting = rest
 	q.grouped = len(group) > 1
+	q.started = time.Now()
 	return group
 }
 
@@ -345,6 +384,7 @@ func (t *table) write(ctx context.Context, b *sdk.Batch, appID string) error {
 		t.queue.next()
 		return m.err
 	}
+	t.queue.linger(ctx, t.env.opts.groupLinger)
 	t.queue.gather(ctx)
 	t.lead(ctx, t.queue.take(m, groupMaxRecords, t.env.opts.groupMaxBytes))
 	return m.err

@@ -504,3 +504,68 @@ func TestGatherWaitsForABurst(t *testing.T) {
 		})
 	}
 }
+
+// group_commit_linger: a commit due sooner than the linger after the last
+// one started waits, and the batches that arrive meanwhile (here one every
+// 20 ms, each of its own partition) join it: one commit instead of one
+// each. Without the linger each batch commits as it comes.
+func TestGroupLingerGathersBatchesArrivingApart(t *testing.T) {
+	for _, linger := range []time.Duration{0, time.Second} {
+		t.Run(fmt.Sprint("linger=", linger), func(t *testing.T) {
+			tb, store, stats := groupTable(t)
+			close(store.gate)
+			tb.env.opts.groupLinger = linger
+			if err := tb.write(context.Background(), idBatch(0, 0, 2), appOf(0)); err != nil {
+				t.Fatal(err)
+			}
+			tb.queue.mu.Lock()
+			start := tb.queue.started // the next linger counts from here
+			tb.queue.mu.Unlock()
+			var pipes []*pipe
+			for p := 1; p <= 4; p++ {
+				pipes = append(pipes, consume(context.Background(), tb, idBatch(p, 0, 2), appOf(p), nil))
+				time.Sleep(20 * time.Millisecond)
+			}
+			for i, p := range pipes {
+				if err := p.wait(t); err != nil {
+					t.Errorf("batch %d: %v", i+1, err)
+				}
+			}
+			took := time.Since(start)
+			c := stats.commits.Load()
+			switch {
+			case linger > 0 && (c != 2 || took < linger/2):
+				t.Errorf("%d commits in %v, want 2: the four batches waited for the linger and went as one", c, took)
+			case linger == 0 && c < 3:
+				t.Errorf("%d commits, want about 5: without a linger each batch commits as it comes", c)
+			}
+			if n := rowsOf(t, tb); n != 10 {
+				t.Errorf("%d rows, want 10", n)
+			}
+		})
+	}
+}
+
+// A linger the caller's context ends is cut short: the group is written.
+func TestGroupLingerEndsWithTheContext(t *testing.T) {
+	var q queue
+	q.started = time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	q.linger(ctx, time.Hour)
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("linger took %v after its context ended", took)
+	}
+}
+
+func TestGroupLingerIsBounded(t *testing.T) {
+	for _, v := range []string{"-1s", "11s"} {
+		def, _ := json.Marshal(map[string]any{"key": "bad", "plugin_config": map[string]any{
+			"table_uri": "file:///tmp/x", "group_commit_linger": v}})
+		_, err := sdk.Open(def, (&sdktest.Logs{}).Log)
+		if sdk.StatusOf(err) != sdk.StatusBadConfig || !strings.Contains(fmt.Sprint(err), `"group_commit_linger"`) {
+			t.Errorf("open with group_commit_linger %s: %v", v, err)
+		}
+	}
+}

@@ -123,6 +123,9 @@ func (s *Sink) Open(ctx context.Context, cfg *Config, host *sdk.Host) error {
 	if err := cfg.checkSchemaEvolution(); err != nil {
 		return err
 	}
+	if cfg.GroupLinger < 0 || cfg.GroupLinger > maxGroupLinger {
+		return sdk.BadConfigf("plugin_config key %q: %s is not between 0s and %s", keyGroupLinger, cfg.GroupLinger, maxGroupLinger)
+	}
 	if cfg.GroupMaxBytes <= 0 {
 		return sdk.BadConfigf("plugin_config key %q: %d is not a positive number of bytes", keyGroupMaxBytes, cfg.GroupMaxBytes)
 	}
@@ -159,7 +162,7 @@ func (s *Sink) Open(ctx context.Context, cfg *Config, host *sdk.Host) error {
 		},
 		log: host.Logger, spawn: host.Go,
 		opts: tableOptions{exactlyOnce: cfg.ExactlyOnce, skipEmpty: cfg.SkipEmptyPayloads, metadataColumns: cfg.MetadataColumns,
-			addColumns: cfg.SchemaEvolution == evolveAddColumns, derive: derive, create: create, groupMaxBytes: cfg.GroupMaxBytes,
+			addColumns: cfg.SchemaEvolution == evolveAddColumns, derive: derive, create: create, groupMaxBytes: cfg.GroupMaxBytes, groupLinger: cfg.GroupLinger,
 			typesFromSchema: cfg.ColumnTypes == columnTypesValueSchema, changes: chg},
 		stats: &s.stats, ckpt: s.ckpt, requests: &s.requests, commits: &s.commits,
 		compact: compact, compactStats: s.comp,

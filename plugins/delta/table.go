@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/picomq/heavy-sinks/plugins/delta/deltalog"
 	"github.com/picomq/heavy-sinks/plugins/delta/internal/encode"
@@ -91,6 +92,7 @@ type tableOptions struct {
 	create          *definition         // the table create_table makes; nil when off
 	typesFromSchema bool                // column_types = "value_schema" (valueschema.go)
 	groupMaxBytes   int                 // group_commit_max_bytes (group.go)
+	groupLinger     time.Duration       // group_commit_linger (group.go)
 	changes         *changes.Config     // write_mode = "upsert" (upsert.go); nil: append
 }
 
