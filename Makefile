@@ -109,7 +109,9 @@ bench-formats: build services pyenv
 # Delta table (file:// and MinIO), first with the spec's defaults, then with batches in flight, group commits
 # and a latency bound: records/s, produce-to-commit p50/p95/p99, table versions/s, lag, runtime and host
 # CPU/record, peak RSS, lost commit races. More flags in PARTITIONBENCH, e.g. the three-process drain:
-# PARTITIONBENCH="-processes 3 -partitions 12 -backlog 50000 -batch-length 100", or -targets redshift
+# PARTITIONBENCH="-processes 3 -partitions 12 -backlog 500000 -batch-length 100", with pipelined batches and
+# spaced commits: add -topic-key max_in_flight=64 -topic-key max_in_flight_per_partition=16
+# -plugin-key group_commit_linger=500ms (docs/delta.md, Many writers of one table); or -targets redshift
 # -copy-latency 1s -commit-latency 600ms.
 PARTITIONBENCH ?=
 bench-partitions: build services pyenv

@@ -36,10 +36,12 @@ var (
 	drainTimeout  = flag.Duration("drain-timeout", 3*time.Minute, "longest wait for the last commit after producing")
 	cpuProfile    = flag.String("cpuprofile", "", "directory for a pprof CPU profile of each picomq-connect process")
 	topicKeys     bench.TopicKeys
+	pluginKeys    pluginKeyFlag
 )
 
 func init() {
 	flag.Var(&topicKeys, "topic-key", "another [[topics]] key, name=value (repeat it): -topic-key max_in_flight=16")
+	flag.Var(&pluginKeys, "plugin-key", "another plugin_config key, name=value, the value a string (repeat it): -plugin-key group_commit_linger=500ms")
 }
 
 func main() { bench.Main("partitionbench", runAll) }
@@ -101,6 +103,9 @@ func runAll() error {
 	fmt.Printf("partitionbench: broker %s; topic of %d partitions; %s; %d picomq-connect process(es) (%s) in one group; %.0f-byte records (make bench-delta's), %s compression\n",
 		strings.Join(brokers, ","), *partitions, mode, *processes, filepath.Base(*connectBin), float64(raw)/float64(len(payloads)), *compression)
 	fmt.Printf("[[topics]]: %s\n", strings.Join(blockKeys(), "; "))
+	if len(pluginKeys) > 0 {
+		fmt.Printf("plugin_config, more: %v\n", map[string]string(pluginKeys))
+	}
 
 	stamp := fmt.Sprint(time.Now().UnixNano())
 	for _, name := range bench.SplitList(*targets) {
@@ -155,4 +160,21 @@ func report(name string, t target, r result) {
 	if r.metricsMissing {
 		fmt.Println("  (a process's /metrics lacked some of these counters: picomq_connect_batch_records, picomq_plugin_sink_commits_total, picomq_plugin_sink_commit_conflicts_total)")
 	}
+}
+
+// pluginKeyFlag collects a repeated -plugin-key name=value (flag.Value).
+type pluginKeyFlag map[string]string
+
+func (k *pluginKeyFlag) String() string { return fmt.Sprint(map[string]string(*k)) }
+
+func (k *pluginKeyFlag) Set(v string) error {
+	name, value, ok := strings.Cut(v, "=")
+	if !ok || name == "" {
+		return fmt.Errorf("-plugin-key %q: want name=value", v)
+	}
+	if *k == nil {
+		*k = pluginKeyFlag{}
+	}
+	(*k)[name] = value
+	return nil
 }

@@ -58,7 +58,11 @@ func run(cl *kgo.Client, adm *kadm.Client, brokers []string, dist, work string, 
 		return r, err
 	}
 	defFile := filepath.Join(work, key+".toml")
-	def := bench.SinkDefinition(key, t.lib(), []string{topic}, blockKeys(), t.config(name))
+	cfg := t.config(name)
+	for k, v := range pluginKeys {
+		cfg[k] = v
+	}
+	def := bench.SinkDefinition(key, t.lib(), []string{topic}, blockKeys(), cfg)
 	if err := os.WriteFile(defFile, []byte(def), 0o644); err != nil {
 		return r, err
 	}
