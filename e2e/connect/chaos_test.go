@@ -45,8 +45,8 @@ func TestChaosBothSinksExactlyOnce(t *testing.T) {
 // three picomq-connect processes in one group per sink, each block with
 // batches of several partitions in flight (max_in_flight), up to three of
 // one partition pipelined (max_in_flight_per_partition), and a latency
-// bound, the Delta sink committing them as group commits with compaction
-// on, the Redshift sink loading them as group loads; runtimes and hosts
+// bound, the Delta sink committing them as group commits (spaced by
+// group_commit_linger) with compaction on, the Redshift sink loading them as group loads; runtimes and hosts
 // killed with SIGKILL, MinIO and PostgreSQL restarted. Every record lands
 // exactly once in both, the groups' offsets reach the ends, some Delta
 // commit holds several partitions' txn actions, compaction ran, no file
@@ -57,7 +57,7 @@ func TestChaosManyPartitionsGroupCommits(t *testing.T) {
 	r := newChaosRig(t, map[string]int32{"orders": 12})
 	deltaGroup := r.writeDeltaDef(chaosBlock{batchLength: 100, pollInterval: "100ms",
 		extraTopic:  "max_in_flight = 12\nmax_in_flight_per_partition = 3\nmax_batch_latency = \"300ms\"",
-		extraConfig: "compaction = true\ncompaction_min_files = 4\ncompaction_idle = \"0s\""})
+		extraConfig: "compaction = true\ncompaction_min_files = 4\ncompaction_idle = \"0s\"\ngroup_commit_linger = \"300ms\""})
 	rsGroup := r.writeRedshiftDef(chaosBlock{batchLength: 100, pollInterval: "200ms",
 		extraTopic: "max_in_flight = 12\nmax_in_flight_per_partition = 3\nmax_batch_latency = \"500ms\""})
 	r.connectArgs = []string{"--log-level", "debug"} // for checkPipelined
