@@ -437,7 +437,10 @@ func (c *consumer) follow(ctx context.Context, f *flight, b hostclient.Batch, se
 	if d.Outcome == OK {
 		// Written; kept only if every batch before it is (see above).
 		if err := predecessorEnd(ctx, p); err != nil {
-			c.s.cfg.Observer.Delivered(d) // the call was made; its records go again
+			// The call was made, but its records go again: counted as
+			// a retry, not as records delivered.
+			d.Outcome, d.Err = Retry, err
+			c.s.cfg.Observer.Delivered(d)
 			return err
 		}
 	}
