@@ -115,6 +115,12 @@ func (g *gates) of(b hostclient.Batch) <-chan struct{} {
 	return nil
 }
 
+// decide is a fakeplugin.Plugin.Decide that holds each batch at its gate
+// and answers OK.
+func (g *gates) decide(b hostclient.Batch, _ int) fakeplugin.Result {
+	return fakeplugin.Result{Gate: g.of(b)}
+}
+
 // inFlightBlock is a block on "p" with batches of 5 and max_in_flight n.
 func inFlightBlock(n int) string {
 	return fmt.Sprintf("[[topics]]\ntopics = [\"p\"]\nschema = \"json\"\nbatch_length = 5\npoll_interval = \"50ms\"\nmax_in_flight = %d\n", n)
@@ -208,7 +214,7 @@ func TestInFlightOneHoldsBlock(t *testing.T) {
 	const parts, per = 2, 10
 	var g gates
 	g.hold(0, 0, 1)
-	p := &fakeplugin.Plugin{Decide: func(b hostclient.Batch, _ int) fakeplugin.Result { return fakeplugin.Result{Gate: g.of(b)} }}
+	p := &fakeplugin.Plugin{Decide: g.decide}
 	kf := partitioned(t, parts, per)
 	h := newHarness(t, kf, inFlightBlock(1), fake(p))
 	h.start()
@@ -386,9 +392,7 @@ func TestInFlightShutdown(t *testing.T) {
 	var g gates
 	g.hold(0, 0, 1)
 	g.hold(1, 0, 1)
-	p := &fakeplugin.Plugin{Concurrent: true, Decide: func(b hostclient.Batch, _ int) fakeplugin.Result {
-		return fakeplugin.Result{Gate: g.of(b)}
-	}}
+	p := &fakeplugin.Plugin{Concurrent: true, Decide: g.decide}
 	kf := partitioned(t, parts, per)
 	blocks := "[[topics]]\ntopics = [\"p\"]\nschema = \"json\"\nbatch_length = 5\npoll_interval = \"1h\"\nmax_in_flight = 3\n"
 	h := newHarness(t, kf, blocks, fake(p))
@@ -427,9 +431,7 @@ func TestInFlightRevokedWaits(t *testing.T) {
 	var g gates
 	g.hold(0, 0, 1)
 	g.hold(1, 0, 1)
-	pa := &fakeplugin.Plugin{Concurrent: true, Decide: func(b hostclient.Batch, _ int) fakeplugin.Result {
-		return fakeplugin.Result{Gate: g.of(b)}
-	}}
+	pa := &fakeplugin.Plugin{Concurrent: true, Decide: g.decide}
 	kf := partitioned(t, parts, per)
 	blocks := "[[topics]]\ntopics = [\"p\"]\nschema = \"json\"\nbatch_length = 5\npoll_interval = \"100ms\"\nmax_in_flight = 2\n"
 	a := newHarness(t, kf, blocks, fake(pa))
@@ -456,21 +458,7 @@ func TestInFlightRevokedWaits(t *testing.T) {
 	if err := b.stop(); err != nil {
 		t.Fatal(err)
 	}
-	count := map[string]int{}
-	for _, h := range []*harness{a, b} {
-		for _, l := range h.lines() {
-			for _, r := range l.Records {
-				count[fmt.Sprintf("%d@%d", l.Partition, r.Offset)]++
-			}
-		}
-	}
-	for part := range parts {
-		for o := range per {
-			if k := fmt.Sprintf("%d@%d", part, o); count[k] != 1 {
-				t.Errorf("%s delivered %d times", k, count[k])
-			}
-		}
-	}
+	checkDeliveredOnce(t, parts, per, a, b)
 }
 
 // The loop keeps polling while a slow partition's batch is in the plugin,
@@ -480,9 +468,7 @@ func TestInFlightSlowPartitionBounded(t *testing.T) {
 	const per = 300
 	var g gates
 	g.hold(0, 0, 1)
-	p := &fakeplugin.Plugin{Concurrent: true, Decide: func(b hostclient.Batch, _ int) fakeplugin.Result {
-		return fakeplugin.Result{Gate: g.of(b)}
-	}}
+	p := &fakeplugin.Plugin{Concurrent: true, Decide: g.decide}
 	kf := partitioned(t, 2, per)
 	h := newHarness(t, kf, inFlightBlock(2), fake(p))
 	h.budget = pipeline.NewBudget(0)
@@ -536,5 +522,27 @@ func TestInFlightDeadLetters(t *testing.T) {
 	}
 	if s := p.Snapshot(); s.Overlaps != 0 || s.MaxRunning > n {
 		t.Errorf("%d overlapping calls of a partition, %d at once", s.Overlaps, s.MaxRunning)
+	}
+}
+
+// checkDeliveredOnce fails unless the harnesses' plugins, together, were
+// delivered every record of partitions 0..parts-1 of "p", offsets
+// 0..per-1, exactly once (a partition that moved between them included).
+func checkDeliveredOnce(t *testing.T, parts, per int, hs ...*harness) {
+	t.Helper()
+	count := map[string]int{}
+	for _, h := range hs {
+		for _, l := range h.lines() {
+			for _, r := range l.Records {
+				count[fmt.Sprintf("%d@%d", l.Partition, r.Offset)]++
+			}
+		}
+	}
+	for part := range parts {
+		for o := range per {
+			if k := fmt.Sprintf("%d@%d", part, o); count[k] != 1 {
+				t.Errorf("%s delivered %d times", k, count[k])
+			}
+		}
 	}
 }

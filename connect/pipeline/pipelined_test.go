@@ -93,9 +93,7 @@ func TestPipelinedOverlap(t *testing.T) {
 	const parts, per = 2, 20
 	var g gates
 	g.hold(0, 0, 1)
-	p := &fakeplugin.Plugin{Concurrent: true, Pipelining: true, Decide: func(b hostclient.Batch, _ int) fakeplugin.Result {
-		return fakeplugin.Result{Gate: g.of(b)}
-	}}
+	p := &fakeplugin.Plugin{Concurrent: true, Pipelining: true, Decide: g.decide}
 	kf := partitioned(t, parts, per)
 	h := newHarness(t, kf, pipelinedBlock(4, 3), fake(p))
 	h.start()
@@ -239,9 +237,7 @@ func TestPipelinedFollowerLandsAfterHead(t *testing.T) {
 	const per = 15
 	var g gates
 	g.hold(0, 0, 1)
-	p := &fakeplugin.Plugin{Concurrent: true, Pipelining: true, Unordered: true, Decide: func(b hostclient.Batch, _ int) fakeplugin.Result {
-		return fakeplugin.Result{Gate: g.of(b)}
-	}}
+	p := &fakeplugin.Plugin{Concurrent: true, Pipelining: true, Unordered: true, Decide: g.decide}
 	kf := partitioned(t, 1, per)
 	h := newHarness(t, kf, pipelinedBlock(3, 3), fake(p))
 	h.start()
@@ -281,9 +277,7 @@ func TestPipelinedNotDeclared(t *testing.T) {
 	const parts, per = 2, 10
 	var g gates
 	g.hold(0, 0, 1)
-	p := &fakeplugin.Plugin{Concurrent: true, Decide: func(b hostclient.Batch, _ int) fakeplugin.Result {
-		return fakeplugin.Result{Gate: g.of(b)}
-	}}
+	p := &fakeplugin.Plugin{Concurrent: true, Decide: g.decide}
 	kf := partitioned(t, parts, per)
 	h := newHarness(t, kf, pipelinedBlock(4, 3), fake(p))
 	h.start()
@@ -309,9 +303,7 @@ func TestPipelinedDefaultOneAtATime(t *testing.T) {
 	const parts, per = 2, 10
 	var g gates
 	g.hold(0, 0, 1)
-	p := &fakeplugin.Plugin{Concurrent: true, Pipelining: true, Decide: func(b hostclient.Batch, _ int) fakeplugin.Result {
-		return fakeplugin.Result{Gate: g.of(b)}
-	}}
+	p := &fakeplugin.Plugin{Concurrent: true, Pipelining: true, Decide: g.decide}
 	kf := partitioned(t, parts, per)
 	h := newHarness(t, kf, inFlightBlock(4), fake(p))
 	h.start()
@@ -398,9 +390,7 @@ func TestPipelinedShutdown(t *testing.T) {
 	const per = 13
 	var g gates
 	g.hold(0, 0, 1)
-	p := &fakeplugin.Plugin{Concurrent: true, Pipelining: true, Decide: func(b hostclient.Batch, _ int) fakeplugin.Result {
-		return fakeplugin.Result{Gate: g.of(b)}
-	}}
+	p := &fakeplugin.Plugin{Concurrent: true, Pipelining: true, Decide: g.decide}
 	kf := partitioned(t, 1, per)
 	blocks := "[[topics]]\ntopics = [\"p\"]\nschema = \"json\"\nbatch_length = 5\npoll_interval = \"1h\"\nmax_in_flight = 2\nmax_in_flight_per_partition = 2\n"
 	h := newHarness(t, kf, blocks, fake(p))
@@ -433,9 +423,7 @@ func TestPipelinedRevokedWaitsAll(t *testing.T) {
 	var g gates
 	g.hold(0, 0, 1)
 	g.hold(1, 0, 1)
-	pa := &fakeplugin.Plugin{Concurrent: true, Pipelining: true, Decide: func(b hostclient.Batch, _ int) fakeplugin.Result {
-		return fakeplugin.Result{Gate: g.of(b)}
-	}}
+	pa := &fakeplugin.Plugin{Concurrent: true, Pipelining: true, Decide: g.decide}
 	kf := partitioned(t, parts, per)
 	blocks := "[[topics]]\ntopics = [\"p\"]\nschema = \"json\"\nbatch_length = 5\npoll_interval = \"100ms\"\nmax_in_flight = 6\nmax_in_flight_per_partition = 3\n"
 	a := newHarness(t, kf, blocks, fake(pa))
@@ -466,21 +454,7 @@ func TestPipelinedRevokedWaitsAll(t *testing.T) {
 	if err := b.stop(); err != nil {
 		t.Fatal(err)
 	}
-	count := map[string]int{}
-	for _, h := range []*harness{a, b} {
-		for _, l := range h.lines() {
-			for _, r := range l.Records {
-				count[fmt.Sprintf("%d@%d", l.Partition, r.Offset)]++
-			}
-		}
-	}
-	for part := range parts {
-		for o := range per {
-			if k := fmt.Sprintf("%d@%d", part, o); count[k] != 1 {
-				t.Errorf("%s delivered %d times", k, count[k])
-			}
-		}
-	}
+	checkDeliveredOnce(t, parts, per, a, b)
 }
 
 // errors_tolerance = "all": a follower holding a record the runtime cannot
