@@ -91,8 +91,9 @@ func notWritten(topic string, partition uint32, rangeLast uint64) error {
 
 // NewPending returns a Pending for b, unanswered, and the function that
 // answers it (ok: answered OK), for tests of a sink's pipelining (set
-// b.Self, and a follower's Pred, to it). The SDK's sequencer makes the
-// Pendings of real batches itself; a sink never calls this.
+// b.Self, and a follower's Pred, to it); call answer once, as the SDK
+// answers a batch once. The SDK's sequencer makes the Pendings of real
+// batches itself; a sink never calls this.
 func NewPending(b *Batch) (p *Pending, answer func(ok bool)) {
 	p = newPending(b)
 	return p, p.finish
