@@ -2,11 +2,13 @@ package pipeline
 
 import (
 	"bytes"
+	"compress/gzip"
 	"fmt"
 	"runtime"
 	"testing"
 
 	"github.com/klauspost/compress/s2"
+	"github.com/klauspost/compress/zstd"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -49,7 +51,8 @@ func TestDecompressBuffersReused(t *testing.T) {
 }
 
 // A buffer fits the snappy batch it is asked for (kgo's snappy decodes
-// into it only then); other codecs get a guess; a batch above the largest
+// into it only then); a batch whose size its codec does not say gets none
+// (a guess from the compressed size is far off for JSON); a batch above the largest
 // class, or a buffer a codec grew to another size, is left to the GC.
 func TestDecompressBufferSizes(t *testing.T) {
 	var rp recordPool
@@ -59,8 +62,22 @@ func TestDecompressBufferSizes(t *testing.T) {
 			t.Errorf("snappy batch of %d bytes: buffer of len %d cap %d", n, len(b), cap(b))
 		}
 	}
-	if b := rp.GetDecompressBytes(make([]byte, 1000), kgo.CodecZstd); cap(b) < 4000 {
-		t.Errorf("zstd batch of 1000 compressed bytes: buffer of cap %d, want at least 4000", cap(b))
+	// JSON compresses far beyond any fixed guess: zstd and gzip say the size.
+	js := bytes.Repeat([]byte(`{"id":1,"customer":"acme","amount":"12.50"},`), 6000)
+	var gz bytes.Buffer
+	w := gzip.NewWriter(&gz)
+	w.Write(js)
+	w.Close()
+	enc, _ := zstd.NewWriter(nil)
+	for codec, src := range map[kgo.CompressionCodecType][]byte{kgo.CodecGzip: gz.Bytes(), kgo.CodecZstd: enc.EncodeAll(js, nil)} {
+		if b := rp.GetDecompressBytes(src, codec); cap(b) < len(js) || cap(b) > 2*len(js)+bytes.MinRead {
+			t.Errorf("codec %d, %d bytes from %d: buffer of cap %d", codec, len(js), len(src), cap(b))
+		}
+	}
+	for _, codec := range []kgo.CompressionCodecType{kgo.CodecLz4, kgo.CodecZstd, kgo.CodecGzip} {
+		if b := rp.GetDecompressBytes([]byte{1, 2, 3}, codec); b != nil {
+			t.Errorf("codec %d, size unknown: a pooled buffer of cap %d, want nil (kgo allocates)", codec, cap(b))
+		}
 	}
 	if b := rp.GetDecompressBytes(s2.EncodeSnappy(nil, make([]byte, 8<<20+1)), kgo.CodecSnappy); b != nil {
 		t.Errorf("a batch above the largest class got a pooled buffer of cap %d", cap(b))
