@@ -23,8 +23,8 @@ import (
 // leads: it takes its own batch and those waiting behind it (up to
 // groupMaxRecords records and group_commit_max_bytes payload bytes, its own
 // batch always), writes them as one commit — one encoder run over every member,
-// so one data file per partition value, a txn action per member, each
-// member's recorded rejections — and answers each member. Then it hands the
+// so one data file per partition value, a txn action per partition (a
+// pipelined chain shares its partition's), each member's recorded rejections — and answers each member. Then it hands the
 // queue to the first batch that arrived meanwhile, which leads the next
 // group. Unless group_commit_linger is set there is no linger timer: a
 // group is what queued while the previous commit ran (and, once batches
@@ -69,6 +69,7 @@ const groupMaxRecords = 100_000
 type member struct {
 	b     *sdk.Batch
 	appID string
+	bytes int // b.PayloadBytes(), counted once: take passes over the queue under its lock
 	// pred is b.Pred while the predecessor's answer is not known to the
 	// queue (nil once it was answered OK); after is the member of the
 	// same group that holds it, set by take. Both under queue.mu until
@@ -122,8 +123,9 @@ const maxGroupLinger = 10 * time.Second
 // Each wait is drawn between half and one and a half of d: writers that
 // started together (processes draining one backlog) would otherwise commit
 // in step, every commit racing the others' (measured: a third of the
-// commits lost with fixed waits); so does the first commit. It ends early when ctx does; the group
-// is then written (and fails, or not) as it would have been without it.
+// commits lost with fixed waits). The first commit waits too. It ends
+// early when ctx does; the group is then written (and fails, or not) as
+// it would have been without it.
 func (q *queue) linger(ctx context.Context, d time.Duration) {
 	if d <= 0 {
 		return
@@ -268,12 +270,8 @@ func (q *queue) take(leader *member, maxRecords, maxBytes int) []*member {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	group := []*member{leader}
-	records, bytes := len(leader.b.Records), leader.b.PayloadBytes()
+	records, bytes := len(leader.b.Records), leader.bytes
 	tail := map[string]*member{leader.appID: leader} // each application's last member
-	holds := map[*sdk.Pending]*member{}
-	if leader.b.Self != nil {
-		holds[leader.b.Self] = leader
-	}
 	rest := q.waiting
 	for added := true; added; {
 		added = false
@@ -283,22 +281,18 @@ func (q *queue) take(leader *member, maxRecords, maxBytes int) []*member {
 				m.answer(m.pred.NotWritten())
 				continue
 			}
-			var after *member
-			if m.pred != nil {
-				after = holds[m.pred]
-			}
-			n, nb := len(m.b.Records), m.b.PayloadBytes()
+			n, nb := len(m.b.Records), m.bytes
 			last, in := tail[m.appID]
-			if m.pred != nil && after == nil || in && (after == nil || after != last) || records+n > maxRecords || bytes+nb > maxBytes {
+			follows := m.pred != nil && in && last.b.Self == m.pred
+			if (m.pred != nil || in) && !follows || records+n > maxRecords || bytes+nb > maxBytes {
 				kept = append(kept, m)
 				continue
 			}
-			m.after = after
+			if follows {
+				m.after = last
+			}
 			group = append(group, m)
 			tail[m.appID] = m
-			if m.b.Self != nil {
-				holds[m.b.Self] = m
-			}
 			records, bytes = records+n, bytes+nb
 			added = true
 		}
@@ -342,7 +336,7 @@ func (q *queue) close() {
 // write appends the batch to the table, in a group commit with the batches
 // that wait for the table with it, and returns the batch's answer.
 func (t *table) write(ctx context.Context, b *sdk.Batch, appID string) error {
-	m := &member{b: b, appID: appID, pred: b.Pred, wake: make(chan struct{})}
+	m := &member{b: b, appID: appID, bytes: b.PayloadBytes(), pred: b.Pred, wake: make(chan struct{})}
 	if m.pred != nil && !t.coGroups(b) {
 		if err := m.pred.Wait(ctx); err != nil {
 			return err
