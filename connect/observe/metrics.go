@@ -300,9 +300,9 @@ var (
 	inFlightDesc = prometheus.NewDesc("picomq_connect_batches_in_flight",
 		"Batches of the sink handed to consume() and not answered yet: at most one per block, or the sum of the blocks' max_in_flight.", []string{"sink_key"}, nil)
 	followedDesc = prometheus.NewDesc("picomq_connect_pipelined_batches_total",
-		"Batches handed to consume() while the batch before them of their partition was unanswered (max_in_flight_per_partition above 1, ABI 1.5 follows).", []string{"sink_key"}, nil)
+		"Batches handed to consume() while the batch before them of their partition was unanswered (max_in_flight_per_partition above 1; ABI 1.5, follows set).", []string{"sink_key"}, nil)
 	unsentDesc = prometheus.NewDesc("picomq_connect_pipelined_batches_unsent_total",
-		"Pipelined batches not delivered or not kept because the batch before them failed or was not written; their records were sent again.", []string{"sink_key"}, nil)
+		"Pipelined batches not delivered or not kept: their one attempt was not OK, or a batch before them failed or was not written; their records were sent again.", []string{"sink_key"}, nil)
 	newestDesc = prometheus.NewDesc("picomq_connect_committed_event_timestamp_seconds",
 		"Unix time of the newest Kafka record timestamp among the sink's batches consume() returned OK for (event time, as the producer or broker set it).", sinkTableLabels, nil)
 	ageDesc = prometheus.NewDesc("picomq_connect_committed_event_age_seconds",

@@ -33,8 +33,8 @@ type plan struct {
 	truncated []encode.TruncatedTimestamps
 	up        *upsertPlan // write_mode = "upsert": the keys the group changes
 
-	// With exactly-once, a txn action per member and the rejections the
-	// commit records (rejections.go).
+	// With exactly-once, a txn action per partition (a chain's at its last
+	// offset) and the rejections the commit records (rejections.go).
 	apps []deltalog.App
 	info map[string]json.RawMessage
 }
