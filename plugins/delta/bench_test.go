@@ -245,12 +245,12 @@ func BenchmarkConsumePipelined(b *testing.B) {
 							answer(err == nil)
 						}
 					}
-					wg.Add(2)
 					if mode == "wait" {
+						wg.Add(1)
 						go func() { defer wg.Done(); consume(f, answerF); consume(s, nil) }()
-						wg.Done()
 						continue
 					}
+					wg.Add(2)
 					var answerS func(bool)
 					s.Self, answerS = sdk.NewPending(s)
 					s.Pred, s.Follows = f.Self, &f.RangeLast

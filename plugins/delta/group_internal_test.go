@@ -454,17 +454,22 @@ func TestGroupMaxBytesMustBePositive(t *testing.T) {
 	}
 }
 
-// describe() tells a runtime that batches delivered at once pay.
-func TestDescribeDeclaresConcurrentConsume(t *testing.T) {
+// describe() tells a runtime that batches delivered at once pay
+// (concurrent_consume), and that a partition's next batch may come before
+// the one before it was answered (pipelined, ABI 1.5).
+func TestDescribeDeclaresConcurrentAndPipelined(t *testing.T) {
 	raw, err := sdk.Describe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	var d struct {
-		ConcurrentConsume bool `json:"concurrent_consume"`
+	var d map[string]any
+	if err := json.Unmarshal(raw, &d); err != nil {
+		t.Fatal(err)
 	}
-	if err := json.Unmarshal(raw, &d); err != nil || !d.ConcurrentConsume {
-		t.Errorf("describe: concurrent_consume %v (%v)", d.ConcurrentConsume, err)
+	for _, k := range []string{"concurrent_consume", "pipelined"} {
+		if d[k] != true {
+			t.Errorf("describe: %s = %v, want true", k, d[k])
+		}
 	}
 }
 

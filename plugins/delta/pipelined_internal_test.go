@@ -2,7 +2,6 @@ package delta
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -397,21 +396,6 @@ func TestPipelinedWaitsWhenNotCoGrouped(t *testing.T) {
 				t.Errorf("commits %v", got)
 			}
 		})
-	}
-}
-
-// describe() tells a runtime it may send a partition's next batch before
-// the one before it was answered.
-func TestDescribeDeclaresPipelined(t *testing.T) {
-	raw, err := sdk.Describe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var d struct {
-		Pipelined bool `json:"pipelined"`
-	}
-	if err := json.Unmarshal(raw, &d); err != nil || !d.Pipelined {
-		t.Errorf("describe: pipelined %v (%v)", d.Pipelined, err)
 	}
 }
 
