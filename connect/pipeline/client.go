@@ -173,7 +173,7 @@ func clientOpts(brokers []string, t definition.Topic) ([]kgo.Opt, error) {
 	if c.PartitionBytes > 0 {
 		opts = append(opts, kgo.FetchMaxPartitionBytes(c.PartitionBytes))
 	}
-	minBytes, maxWait := fetchShape(t)
+	minBytes, maxWait, _ := fetchShape(t)
 	if minBytes > 0 {
 		opts = append(opts, kgo.FetchMinBytes(minBytes))
 	}

@@ -37,14 +37,28 @@ type bucket struct {
 	bytes  int64     // what recs count against the Budget
 	flying int       // how many of recs, at the head, flights hold (inflight.go)
 	turn   uint64    // when its last flight started, in launches
+	node   int32     // the broker its partition's records came from (its leader when they came; -1: unknown)
 }
 
 // due reports whether b flushes a batch smaller than batch_length now:
-// poll_interval passed without a new record, or (max_batch_latency set)
-// its oldest record has waited that long.
+// poll_interval passed without a new record (quiet), or (max_batch_latency
+// set) its oldest record has waited that long.
 func (c *consumer) due(b *bucket, now time.Time) bool {
-	return b.pending() > 0 && (now.Sub(b.last) >= c.t.PollInterval ||
+	return b.pending() > 0 && (c.quiet(b, now) ||
 		c.t.MaxBatchLatency > 0 && now.Sub(b.first) >= c.t.MaxBatchLatency)
+}
+
+// quiet reports whether poll_interval passed without a new record for b.
+// With the runtime's own fetch settings a fetch may wait as long as
+// poll_interval, so b is quiet only once its broker also answered a fetch
+// after b's last records (fetchClock), or one more fetch wait passed
+// without an answer.
+func (c *consumer) quiet(b *bucket, now time.Time) bool {
+	since := now.Sub(b.last)
+	if since < c.t.PollInterval {
+		return false
+	}
+	return c.fetched == nil || since >= c.t.PollInterval+c.fetchWait || c.fetched.answeredSince(b.node, b.last)
 }
 
 // sweeping reports whether buckets flush together now: with
@@ -91,7 +105,12 @@ type consumer struct {
 	attemptsMu sync.Mutex
 	attempts   map[tp]mark // survives rewinds
 	scratch    scratch     // the decode buffers of the loop's own deliveries
-	wake       waker       // a flight returned: wakes the poll
+	wake       waker       // a flight returned, or a fetch answered that a bucket waits for: wakes the poll
+	// fetched is when each broker last answered a fetch, with the
+	// runtime's own fetch settings only (nil otherwise; see quiet);
+	// fetchWait is their wait.
+	fetched   *fetchClock
+	fetchWait time.Duration
 
 	mu      sync.Mutex // the loop holds it while it buffers, lands and starts batches; revocations take it
 	buckets map[tp]*bucket
@@ -115,8 +134,12 @@ type consumer struct {
 }
 
 func newConsumer(s *Sink, t definition.Topic, opts []kgo.Opt) *consumer {
-	return &consumer{s: s, t: t, opts: opts, attempts: map[tp]mark{}, dlqReady: map[string]bool{}, depth: s.depth(t),
+	c := &consumer{s: s, t: t, opts: opts, attempts: map[tp]mark{}, dlqReady: map[string]bool{}, depth: s.depth(t),
 		log: s.log.With("block", t.Index, "group", t.ConsumerGroup), dec: s.cfg.Decoders[t.Index], live: context.Background()}
+	if _, wait, derived := fetchShape(t); derived {
+		c.fetched, c.fetchWait = newFetchClock(&c.wake), wait
+	}
+	return c
 }
 
 // warnFetchWait says, at start, that a block's fetches may wait as long as
@@ -205,6 +228,9 @@ func (c *consumer) session(ctx, work context.Context) error {
 		}
 	}
 	opts := append(slices.Clip(c.opts), kgo.OnPartitionsAssigned(assigned), kgo.OnPartitionsRevoked(drop(false)), kgo.OnPartitionsLost(drop(true)))
+	if c.fetched != nil {
+		opts = append(opts, kgo.WithHooks(c.fetched))
+	}
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		endSession(nil)
@@ -262,6 +288,9 @@ func (c *consumer) session(ctx, work context.Context) error {
 					b.first = now
 				}
 				b.last = now
+				if c.fetched != nil {
+					b.node, _, _ = cl.PartitionLeader(bk.topic, bk.partition)
+				}
 			}
 			b.recs = append(b.recs, r)
 			n := recordBytes(r)
@@ -341,17 +370,26 @@ func (c *consumer) release() {
 // poll_interval without a new record or, with max_batch_latency, its oldest
 // record has waited that long. A bucket whose partition has a batch in
 // flight, or any while every slot is taken, waits for a flight to land
-// instead, which wakes the poll.
+// instead, which wakes the poll. With the fetch clock, a bucket whose
+// broker has not answered since its last records is due at quiet's bound,
+// and the fetch that settles the answer wakes the poll before it.
 func (c *consumer) nextIdleFlush() (time.Time, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	var at time.Time
+	var at, wakeFrom time.Time
 	if !c.room() {
+		c.armFetchClock(wakeFrom)
 		return at, false
 	}
 	for k, b := range c.buckets {
 		if c.idle(k, b) {
 			t := b.last.Add(c.t.PollInterval)
+			if c.fetched != nil && !c.fetched.answeredSince(b.node, b.last) {
+				if wakeFrom.IsZero() || t.Before(wakeFrom) {
+					wakeFrom = t
+				}
+				t = t.Add(c.fetchWait)
+			}
 			if c.t.MaxBatchLatency > 0 {
 				if l := b.first.Add(c.t.MaxBatchLatency); l.Before(t) {
 					t = l
@@ -362,7 +400,23 @@ func (c *consumer) nextIdleFlush() (time.Time, bool) {
 			}
 		}
 	}
+	c.armFetchClock(wakeFrom)
 	return at, !at.IsZero()
+}
+
+// armFetchClock sets when a fetch written wakes the poll (zero: never).
+// An answer settled between nextIdleFlush's look and this delays a flush
+// by at most one fetch wait: the next fetch wakes the poll, or the bound
+// passes.
+func (c *consumer) armFetchClock(from time.Time) {
+	if c.fetched == nil {
+		return
+	}
+	if from.IsZero() {
+		c.fetched.wakeFrom.Store(0)
+	} else {
+		c.fetched.wakeFrom.Store(from.UnixNano())
+	}
 }
 
 // sortedKeys orders buckets so that flushes are deterministic.

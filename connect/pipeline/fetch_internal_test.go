@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -28,14 +29,14 @@ func TestFetchShapeDerivedFromBlock(t *testing.T) {
 		minBytes int32
 		maxWait  time.Duration
 	}{
-		{"defaults", ``, 1000 * 256, 50 * time.Millisecond},
-		{"poll_interval", `poll_interval = "30ms"`, 1000 * 256, 15 * time.Millisecond},
+		{"defaults", ``, 1000 * 256, 100 * time.Millisecond},
+		{"poll_interval", `poll_interval = "30ms"`, 1000 * 256, 30 * time.Millisecond},
 		{"max_batch_latency shorter", "poll_interval = \"400ms\"\nmax_batch_latency = \"80ms\"", 1000 * 256, 40 * time.Millisecond},
 		{"max_batch_latency longer", "poll_interval = \"400ms\"\nmax_batch_latency = \"2s\"", 1000 * 256, 200 * time.Millisecond},
 		{"wait at most 500 ms", `poll_interval = "10s"`, 1000 * 256, 500 * time.Millisecond},
 		{"wait at least 10 ms", `poll_interval = "5ms"`, 1000 * 256, 10 * time.Millisecond},
-		{"small batches", `batch_length = 10`, 10 * 256, 50 * time.Millisecond},
-		{"min bytes at most 1 MiB", `batch_length = 100000`, 1 << 20, 50 * time.Millisecond},
+		{"small batches", `batch_length = 10`, 10 * 256, 100 * time.Millisecond},
+		{"min bytes at most 1 MiB", `batch_length = 100000`, 1 << 20, 100 * time.Millisecond},
 		{"min bytes set", "[topics.properties]\n\"fetch.min.bytes\" = 5000", 5000, kgoMaxWait},
 		{"wait set", "[topics.properties]\n\"fetch.wait.max.ms\" = 300", kgoMinBytes, 300 * time.Millisecond},
 		{"both set", "[topics.properties]\n\"fetch.min.bytes\" = 7\n\"fetch.wait.max.ms\" = 20", 7, 20 * time.Millisecond},
@@ -59,6 +60,10 @@ func TestFetchShapeDerivedFromBlock(t *testing.T) {
 			}
 			if got := cl.OptValue(kgo.FetchMaxWait).(time.Duration); got != c.maxWait {
 				t.Errorf("fetch.wait.max.ms %v, want %v", got, c.maxWait)
+			}
+			// Only the runtime's own settings turn the fetch clock on.
+			if _, _, derived := fetchShape(def.Topics[0]); derived != !strings.Contains(c.block, "properties") {
+				t.Errorf("derived %v", derived)
 			}
 		})
 	}

@@ -174,7 +174,10 @@ type harness struct {
 	shutdownTimeout time.Duration
 	// budget, when set, is the sink's Config.Budget.
 	budget *pipeline.Budget
-	logs   logbuf.Buffer // the sink's log lines, for a test to look for an event
+	// derivedFetch leaves the fetch settings to the runtime; otherwise
+	// the client's fetches wait at most 50ms, for quick tests.
+	derivedFetch bool
+	logs         logbuf.Buffer // the sink's log lines, for a test to look for an event
 }
 
 // logged reports whether a logged line contains s.
@@ -290,8 +293,12 @@ func (h *harness) start() {
 	if brokers == nil {
 		brokers = h.kf.ListenAddrs()
 	}
+	clientOpts := []kgo.Opt{kgo.FetchMaxWait(50 * time.Millisecond)}
+	if h.derivedFetch {
+		clientOpts = nil
+	}
 	h.sink = pipeline.New(h.def, out, pipeline.Config{Brokers: brokers, Logger: log, Backoff: h.backoff.wait, Observer: &h.seen,
-		OpenBackoff: h.openBackoff.wait, DecodeBackoff: h.decodeBackoff.wait, Decoders: h.decoders, ShutdownTimeout: h.shutdownTimeout, Budget: h.budget, ClientOpts: []kgo.Opt{kgo.FetchMaxWait(50 * time.Millisecond)}})
+		OpenBackoff: h.openBackoff.wait, DecodeBackoff: h.decodeBackoff.wait, Decoders: h.decoders, ShutdownTimeout: h.shutdownTimeout, Budget: h.budget, ClientOpts: clientOpts})
 	runCtx, cancel := context.WithCancel(ctx)
 	h.cancel, h.done = cancel, make(chan error, 1)
 	go func() { h.done <- h.sink.Run(runCtx) }()

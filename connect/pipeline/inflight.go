@@ -459,16 +459,17 @@ func (c *consumer) landRevoked(work context.Context, parts map[string][]int32, l
 }
 
 // poll returns the next records. With max_in_flight > 1 a flight that
-// returns ends the poll, so that the loop lands it at once; and while the
+// returns ends the poll, so that the loop lands it at once; so does a
+// fetch answer that a bucket waits for (fetchClock); and while the
 // budget is over with batches in flight (flush started all it could) the
 // loop waits for one to land instead of buffering more.
 func (c *consumer) poll(ctx context.Context, cl *kgo.Client) kgo.Fetches {
-	if !c.async() {
+	if !c.async() && c.fetched == nil {
 		return cl.PollRecords(ctx, c.t.BatchLength)
 	}
 	ctx, disarm := c.wake.arm(ctx)
 	defer disarm()
-	if c.s.cfg.Budget.over() && c.inFlight() > 0 {
+	if c.async() && c.s.cfg.Budget.over() && c.inFlight() > 0 {
 		<-ctx.Done()
 		return nil
 	}
