@@ -137,7 +137,7 @@ func newConsumer(s *Sink, t definition.Topic, opts []kgo.Opt) *consumer {
 	c := &consumer{s: s, t: t, opts: opts, attempts: map[tp]mark{}, dlqReady: map[string]bool{}, depth: s.depth(t),
 		log: s.log.With("block", t.Index, "group", t.ConsumerGroup), dec: s.cfg.Decoders[t.Index], live: context.Background()}
 	if _, wait, derived := fetchShape(t); derived {
-		c.fetched, c.fetchWait = newFetchClock(&c.wake), wait
+		c.fetched, c.fetchWait = newFetchClock(&c.wake, t.PollInterval), wait
 	}
 	return c
 }
@@ -253,6 +253,11 @@ func (c *consumer) session(ctx, work context.Context) error {
 		c.release()
 	}()
 	c.cl = cl
+	if c.fetched != nil {
+		// What the client waits, should its options have overridden
+		// the derived wait (Config.ClientOpts): quiet's bound.
+		c.fetchWait = cl.OptValue(kgo.FetchMaxWait).(time.Duration)
+	}
 	go c.s.refreshEnds(sctx, cl)
 	for {
 		pctx, cancel := context.Context(sctx), context.CancelFunc(func() {})
@@ -376,18 +381,19 @@ func (c *consumer) release() {
 func (c *consumer) nextIdleFlush() (time.Time, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	var at, wakeFrom time.Time
+	var at time.Time
 	if !c.room() {
-		c.armFetchClock(wakeFrom)
+		c.waitForAnswers(false)
 		return at, false
 	}
+	// The clock learns which bucket waits before the buckets are looked
+	// at: an answer settled after this wakes the poll, one settled before
+	// is seen by the look.
+	c.waitForAnswers(true)
 	for k, b := range c.buckets {
 		if c.idle(k, b) {
 			t := b.last.Add(c.t.PollInterval)
 			if c.fetched != nil && !c.fetched.answeredSince(b.node, b.last) {
-				if wakeFrom.IsZero() || t.Before(wakeFrom) {
-					wakeFrom = t
-				}
 				t = t.Add(c.fetchWait)
 			}
 			if c.t.MaxBatchLatency > 0 {
@@ -400,22 +406,28 @@ func (c *consumer) nextIdleFlush() (time.Time, bool) {
 			}
 		}
 	}
-	c.armFetchClock(wakeFrom)
 	return at, !at.IsZero()
 }
 
-// armFetchClock sets when a fetch written wakes the poll (zero: never).
-// An answer settled between nextIdleFlush's look and this delays a flush
-// by at most one fetch wait: the next fetch wakes the poll, or the bound
-// passes.
-func (c *consumer) armFetchClock(from time.Time) {
+// waitForAnswers tells the fetch clock the last arrival of the bucket that
+// has waited longest (any: none waits). Buckets that flush by
+// batch_length or max_batch_latency first only make a spare wake.
+func (c *consumer) waitForAnswers(any bool) {
 	if c.fetched == nil {
 		return
 	}
-	if from.IsZero() {
-		c.fetched.wakeFrom.Store(0)
+	var since time.Time
+	if any {
+		for k, b := range c.buckets {
+			if c.idle(k, b) && (since.IsZero() || b.last.Before(since)) {
+				since = b.last
+			}
+		}
+	}
+	if since.IsZero() {
+		c.fetched.waitSince.Store(0)
 	} else {
-		c.fetched.wakeFrom.Store(from.UnixNano())
+		c.fetched.waitSince.Store(since.UnixNano())
 	}
 }
 

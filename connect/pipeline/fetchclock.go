@@ -38,24 +38,42 @@ const fetchKey = 1
 // a fetch is written is settled: if it held records of a bucket, that
 // bucket's last arrival is after it.
 type fetchClock struct {
+	brokers sync.Map // node ID → *brokerFetches
+	// waitSince (Unix nanoseconds; 0: none) is the last arrival of the
+	// bucket that has waited longest for its broker's answer (see
+	// nextIdleFlush).
+	waitSince    atomic.Int64
+	pollInterval time.Duration
+	wake         *waker
+}
+
+// brokerFetches is one broker's fetch answers.
+type brokerFetches struct {
 	mu      sync.Mutex
-	read    map[int32]time.Time // by broker node ID: when a fetch answer was last read
-	settled map[int32]time.Time // by broker node ID: the read time of the last answer settled
-	// wakeFrom (Unix nanoseconds; 0: never) is when the first bucket
-	// waiting for its broker's answer is past poll_interval: a fetch
-	// written from then on wakes the poll. Not before, or a steady
-	// stream's every fetch would wake it once more.
-	wakeFrom atomic.Int64
-	wake     *waker
+	read    time.Time // when an answer was last read
+	settled time.Time // the read time of the last answer settled
+	// carried: the answer last read held records. The client calls the
+	// batch hook while it decodes an answer, after the read hook and
+	// before the next fetch is written.
+	carried atomic.Bool
 }
 
 var (
-	_ kgo.HookBrokerRead  = (*fetchClock)(nil)
-	_ kgo.HookBrokerWrite = (*fetchClock)(nil)
+	_ kgo.HookBrokerRead     = (*fetchClock)(nil)
+	_ kgo.HookBrokerWrite    = (*fetchClock)(nil)
+	_ kgo.HookFetchBatchRead = (*fetchClock)(nil)
 )
 
-func newFetchClock(wake *waker) *fetchClock {
-	return &fetchClock{read: map[int32]time.Time{}, settled: map[int32]time.Time{}, wake: wake}
+func newFetchClock(wake *waker, pollInterval time.Duration) *fetchClock {
+	return &fetchClock{wake: wake, pollInterval: pollInterval}
+}
+
+func (f *fetchClock) broker(node int32) *brokerFetches {
+	if b, ok := f.brokers.Load(node); ok {
+		return b.(*brokerFetches)
+	}
+	b, _ := f.brokers.LoadOrStore(node, &brokerFetches{})
+	return b.(*brokerFetches)
 }
 
 // OnBrokerRead runs in the client's connection goroutine when a response
@@ -64,22 +82,42 @@ func (f *fetchClock) OnBrokerRead(meta kgo.BrokerMetadata, key int16, _ int, _, 
 	if key != fetchKey || err != nil {
 		return
 	}
+	b := f.broker(meta.NodeID)
+	b.carried.Store(false)
 	now := time.Now()
-	f.mu.Lock()
-	f.read[meta.NodeID] = now
-	f.mu.Unlock()
+	b.mu.Lock()
+	b.read = now
+	b.mu.Unlock()
+}
+
+// OnFetchBatchRead runs for each record batch the client decodes.
+func (f *fetchClock) OnFetchBatchRead(meta kgo.BrokerMetadata, _ string, _ int32, _ kgo.FetchBatchMetrics) {
+	f.broker(meta.NodeID).carried.Store(true)
 }
 
 // OnBrokerWrite runs when a request was written: a fetch settles the
-// broker's last answer.
+// broker's last answer. An answer that held records wakes the loop by
+// itself (its poll returns them). An empty one that may end the wait of
+// the bucket waiting longest wakes the poll: at once, or when that bucket
+// is poll_interval old if that is later (an empty answer can come just
+// before, to a fetch written while the poll took the bucket's last
+// records).
 func (f *fetchClock) OnBrokerWrite(meta kgo.BrokerMetadata, key int16, _ int, _, _ time.Duration, err error) {
 	if key != fetchKey || err != nil {
 		return
 	}
-	f.mu.Lock()
-	f.settled[meta.NodeID] = f.read[meta.NodeID]
-	f.mu.Unlock()
-	if from := f.wakeFrom.Load(); from != 0 && time.Now().UnixNano() >= from {
+	b := f.broker(meta.NodeID)
+	b.mu.Lock()
+	b.settled = b.read
+	read := b.read.UnixNano()
+	b.mu.Unlock()
+	since := f.waitSince.Load()
+	if b.carried.Load() || since == 0 || read <= since {
+		return
+	}
+	if d := time.Until(time.Unix(0, since).Add(f.pollInterval)); d > 0 {
+		time.AfterFunc(d, f.wake.poke)
+	} else {
 		f.wake.poke()
 	}
 }
@@ -88,15 +126,19 @@ func (f *fetchClock) OnBrokerWrite(meta kgo.BrokerMetadata, key int16, _ int, _,
 // settled. An unknown node (-1: the partition's leader not known) is
 // answered by any broker's.
 func (f *fetchClock) answeredSince(node int32, t time.Time) bool {
-	f.mu.Lock()
-	defer f.mu.Unlock()
+	settledAfter := func(b *brokerFetches) bool {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		return b.settled.After(t)
+	}
 	if node >= 0 {
-		return f.settled[node].After(t)
+		b, ok := f.brokers.Load(node)
+		return ok && settledAfter(b.(*brokerFetches))
 	}
-	for _, at := range f.settled {
-		if at.After(t) {
-			return true
-		}
-	}
-	return false
+	answered := false
+	f.brokers.Range(func(_, b any) bool {
+		answered = settledAfter(b.(*brokerFetches))
+		return !answered
+	})
+	return answered
 }

@@ -10,81 +10,121 @@ import (
 	"github.com/picomq/heavy-sinks/connect/definition"
 )
 
-// A bucket past poll_interval is quiet only once its broker's fetch answer
-// read after its last records is settled by the next fetch written; while
-// it waits, the poll's deadline is the bound (poll_interval plus one fetch
-// wait) and a settling write past poll_interval wakes the poll. Another
-// broker's answer does not count, and without any answer the bound makes
-// it quiet.
-func TestQuietWaitsForSettledFetchAnswer(t *testing.T) {
-	const pollInterval, wait = 100 * time.Millisecond, 100 * time.Millisecond
+// clockedConsumer is a consumer with the fetch clock and one bucket of
+// partition a/0, led by broker 1, whose last records came at last.
+func clockedConsumer(pollInterval, wait time.Duration, last time.Time) (*consumer, *bucket) {
 	c := &consumer{t: definition.Topic{PollInterval: pollInterval, MaxInFlight: 1}, buckets: map[tp]*bucket{}, flying: map[tp][]*flight{}, depth: 1}
-	c.fetched, c.fetchWait = newFetchClock(&c.wake), wait
-	k := tp{"a", 0}
-	last := time.Now().Add(-pollInterval - 10*time.Millisecond)
+	c.fetched, c.fetchWait = newFetchClock(&c.wake, pollInterval), wait
 	b := &bucket{recs: []*kgo.Record{{}}, last: last, first: last, node: 1}
-	c.buckets[k] = b
-	read := func(node int32) { c.fetched.OnBrokerRead(kgo.BrokerMetadata{NodeID: node}, fetchKey, 100, 0, 0, nil) }
-	write := func(node int32, key int16) {
-		c.fetched.OnBrokerWrite(kgo.BrokerMetadata{NodeID: node}, key, 100, 0, 0, nil)
-	}
-	quiet := func() bool { return c.quiet(b, time.Now()) }
+	c.buckets[tp{"a", 0}] = b
+	return c, b
+}
 
+// answer is broker node answering a fetch (with records or empty) and the
+// client writing its next fetch, which settles the answer.
+func answer(f *fetchClock, node int32, records bool) {
+	meta := kgo.BrokerMetadata{NodeID: node}
+	f.OnBrokerRead(meta, fetchKey, 100, 0, 0, nil)
+	if records {
+		f.OnFetchBatchRead(meta, "a", 1, kgo.FetchBatchMetrics{})
+	}
+	f.OnBrokerWrite(meta, fetchKey, 100, 0, 0, nil)
+}
+
+// woken reports whether the poll armed before was woken within d.
+func woken(ctx context.Context, d time.Duration) bool {
+	select {
+	case <-ctx.Done():
+		return true
+	case <-time.After(d):
+		return false
+	}
+}
+
+// A bucket past poll_interval is quiet only once its broker answered a
+// fetch after its last records and the client wrote its next fetch
+// (settled); until then the poll's deadline is the bound, poll_interval
+// plus one fetch wait, after which it is quiet anyway. Another broker's
+// answer and an answer read but not settled do not count.
+func TestQuietWaitsForSettledFetchAnswer(t *testing.T) {
+	const pollInterval, wait = 2 * time.Second, 3 * time.Second
+	last := time.Now().Add(-pollInterval - 100*time.Millisecond)
+	c, b := clockedConsumer(pollInterval, wait, last)
+	quiet := func() bool { return c.quiet(b, time.Now()) }
 	if quiet() {
 		t.Fatal("quiet with no fetch answered since its last records")
 	}
-	at, ok := c.nextIdleFlush()
-	if want := last.Add(pollInterval + wait); !ok || !at.Equal(want) {
-		t.Fatalf("next idle flush %v %v, want the bound %v", at, ok, want)
+	if at, ok := c.nextIdleFlush(); !ok || !at.Equal(last.Add(pollInterval+wait)) {
+		t.Fatalf("next idle flush %v %v, want the bound %v", at, ok, last.Add(pollInterval+wait))
 	}
-	if from := c.fetched.wakeFrom.Load(); from != last.Add(pollInterval).UnixNano() {
-		t.Fatalf("a fetch wakes the poll from %v, want from %v", time.Unix(0, from), last.Add(pollInterval))
-	}
-	read(2)
-	write(2, fetchKey)
-	read(1)     // read, not settled: its records may not have been polled yet
-	write(1, 3) // a Metadata request settles nothing
+	answer(c.fetched, 2, false)
+	c.fetched.OnBrokerRead(kgo.BrokerMetadata{NodeID: 1}, fetchKey, 100, 0, 0, nil)
+	c.fetched.OnBrokerWrite(kgo.BrokerMetadata{NodeID: 1}, 3, 100, 0, 0, nil) // a Metadata request settles nothing
 	if quiet() {
 		t.Fatal("quiet on another broker's answer, or on an answer not settled")
 	}
-	_, disarm := c.wake.arm(context.Background()) // takes the pokes so far (another broker's fetch pokes too: harmless)
-	disarm()
-	ctx, disarm := c.wake.arm(context.Background())
-	write(1, fetchKey)
+	c.fetched.OnBrokerWrite(kgo.BrokerMetadata{NodeID: 1}, fetchKey, 100, 0, 0, nil)
 	if !quiet() {
 		t.Fatal("not quiet after its broker's answer was settled")
 	}
-	select {
-	case <-ctx.Done():
-	default:
-		t.Fatal("the settling fetch did not wake the poll")
+	if at, ok := c.nextIdleFlush(); !ok || !at.Equal(last.Add(pollInterval)) {
+		t.Fatalf("next idle flush %v %v, want %v", at, ok, last.Add(pollInterval))
 	}
-	disarm()
-	if at, ok := c.nextIdleFlush(); !ok || !at.Equal(last.Add(pollInterval)) || c.fetched.wakeFrom.Load() != 0 {
-		t.Fatalf("next idle flush %v %v (fetches wake from %d): want %v, no fetch waking", at, ok, c.fetched.wakeFrom.Load(), last.Add(pollInterval))
+	// Unknown leader: any broker's settled answer.
+	b.node = -1
+	if !quiet() {
+		t.Fatal("a bucket of unknown leader not quiet after an answer")
 	}
-
-	// Records just arrived: a fetch written before poll_interval passed
-	// does not wake the poll (a steady stream's every fetch would).
-	b.last = time.Now()
-	c.nextIdleFlush()
-	ctx, disarm = c.wake.arm(context.Background())
-	defer disarm()
-	if ctx.Err() != nil {
-		t.Fatal("a poke left over")
-	}
-	read(1)
-	write(1, fetchKey)
-	if ctx.Err() != nil {
-		t.Fatal("a fetch written before poll_interval passed woke the poll")
-	}
-
 	// A broker that answers nothing: quiet at the bound.
-	b.last = time.Now().Add(-pollInterval - wait)
-	b.node = 3
+	b.node, b.last = 4, time.Now().Add(-pollInterval-wait)
 	if !quiet() {
 		t.Fatal("not quiet at poll_interval plus one fetch wait")
 	}
+}
+
+// The settled answer that may end a bucket's wait wakes the poll when it
+// was empty: at once when the bucket is poll_interval old, else when it
+// is. An answer that held records wakes nothing: its poll returns them.
+func TestEmptyFetchAnswerWakesThePoll(t *testing.T) {
+	t.Run("past poll_interval", func(t *testing.T) {
+		c, _ := clockedConsumer(2*time.Second, 2*time.Second, time.Now().Add(-3*time.Second))
+		c.nextIdleFlush()
+		ctx, disarm := c.wake.arm(context.Background())
+		defer disarm()
+		answer(c.fetched, 1, true)
+		if ctx.Err() != nil {
+			t.Fatal("an answer with records woke the poll")
+		}
+		answer(c.fetched, 1, false)
+		if ctx.Err() == nil {
+			t.Fatal("an empty answer after the bucket's last records did not wake the poll")
+		}
+	})
+	t.Run("before poll_interval", func(t *testing.T) {
+		const pollInterval = 300 * time.Millisecond
+		c, _ := clockedConsumer(pollInterval, pollInterval, time.Now())
+		c.nextIdleFlush()
+		ctx, disarm := c.wake.arm(context.Background())
+		defer disarm()
+		answer(c.fetched, 1, false)
+		if ctx.Err() != nil {
+			t.Fatal("woken before the bucket was poll_interval old")
+		}
+		if !woken(ctx, 10*time.Second) {
+			t.Fatal("not woken once the bucket was poll_interval old")
+		}
+	})
+	t.Run("no bucket waits", func(t *testing.T) {
+		c, b := clockedConsumer(time.Second, time.Second, time.Now().Add(-2*time.Second))
+		b.recs = nil
+		c.nextIdleFlush()
+		ctx, disarm := c.wake.arm(context.Background())
+		defer disarm()
+		answer(c.fetched, 1, false)
+		if woken(ctx, 50*time.Millisecond) {
+			t.Fatal("woken with no bucket waiting")
+		}
+	})
 }
 
 // Without the runtime's own fetch settings the clock is off and a bucket

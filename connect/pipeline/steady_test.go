@@ -26,6 +26,9 @@ func TestSteadyStreamDerivedFetchesFullBatches(t *testing.T) {
 		t.Fatal(err)
 	}
 	sizes, _ := a.get()
+	if len(sizes) == 0 {
+		t.Fatal("no batch delivered")
+	}
 	// A producer that stalls for poll_interval on a loaded machine makes
 	// a true idle gap: allow one short batch besides the last.
 	short := 0
