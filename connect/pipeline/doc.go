@@ -73,6 +73,8 @@
 // decompression buffers kgo decodes fetches into), connopts.go (a block's
 // connection options for other clients: picomq-connect audit), export.go (the decoding,
 // client options and dead-letter records of a batch, for connect/redrive), fetch.go (fetch.min.bytes and
-// fetch.wait.max.ms derived from a block that sets neither), status.go (committed
+// fetch.wait.max.ms derived from a block that sets neither), fetchclock.go
+// (when each broker last answered a fetch whose records the loop has: an
+// idle bucket told from the gap between two long fetches), status.go (committed
 // offset, high watermark and lag per assigned topic-partition).
 package pipeline
