@@ -22,11 +22,12 @@ func storageRequests(t *testing.T, h uint64) requestCounts {
 // conditional put of the commit, plus one get: the check that the log still
 // holds the commit the snapshot ended on (a table replaced under the sink),
 // made after the files are stored. Nothing lists the log. When another writer
-// commits, the lost race reads the winner, and the next batch also reads by
-// name what others committed since before its put, until a batch finds
-// nobody else wrote.
+// commits, the lost race reads the winner, and the batches after it also
+// read by name what others committed since before their put, until no
+// other writer's commit was seen for a while (aloneAfter: table_internal_test).
 func TestSteadyStateRequestsPerBatch(t *testing.T) {
-	dir := smallTable(t, nil)
+	// No checkpoint within the test's versions: its reads are not a batch's.
+	dir := smallTable(t, map[string]string{"delta.checkpointInterval": "100"})
 	h, _ := openSink(t, "req", dir)
 	defer sdk.Close(h)
 	batch := func(first int) requestCounts {
@@ -69,21 +70,38 @@ func TestSteadyStateRequestsPerBatch(t *testing.T) {
 	if c := sinkMetrics(t, h)["commit_conflicts"].(float64); c != 1 {
 		t.Errorf("commit_conflicts = %v, want 1", c)
 	}
-	// Another writer was seen: catch up before the put once more.
+	// Another writer was seen: catch up before the put, also after a
+	// batch that went in right after our previous one (the other writer
+	// may just not have committed in between).
 	if got, want := batch(18), (requestCounts{get: 2, put: 4}); got != want {
 		t.Errorf("batch after the lost race: %+v, want %+v", got, want)
 	}
-	if got, want := batch(21), (requestCounts{get: 1, put: 4}); got != want {
-		t.Errorf("batch alone again: %+v, want %+v", got, want)
+	// The other writer commits version 9 between two of our commits: the
+	// next batch reads it by name before its put and loses no race.
+	snap, err = deltalog.Load(ctx, store, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := deltalog.CommitAppend(ctx, store, snap, deltalog.AppendCommit{AppID: "peer", AppVersion: 2}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := batch(21), (requestCounts{get: 3, put: 4}); got != want {
+		t.Errorf("batch after the other writer's second commit: %+v, want %+v", got, want)
+	}
+	if c := sinkMetrics(t, h)["commit_conflicts"].(float64); c != 1 {
+		t.Errorf("commit_conflicts = %v, want still 1: a batch put without reading the other writer's commit", c)
+	}
+	if got, want := batch(24), (requestCounts{get: 2, put: 4}); got != want {
+		t.Errorf("batch within aloneAfter of the other writer's commit: %+v, want %+v", got, want)
 	}
 	final, err := deltalog.Load(ctx, store, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if final.Version != 9 {
-		t.Errorf("table at version %d, want 9 (8 batches and the peer's commit)", final.Version)
+	if final.Version != 11 {
+		t.Errorf("table at version %d, want 11 (9 batches and the peer's 2 commits)", final.Version)
 	}
-	if v, _ := final.TxnVersion("picomq-delta-sink/req/req/0"); v != 23 {
-		t.Errorf("txn version %d, want 23", v)
+	if v, _ := final.TxnVersion("picomq-delta-sink/req/req/0"); v != 26 {
+		t.Errorf("txn version %d, want 26", v)
 	}
 }

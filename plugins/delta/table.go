@@ -38,9 +38,11 @@ type table struct {
 	// stale is set after any failed write: the next batch reads the log
 	// again before deciding what is already committed.
 	stale bool
-	// alone is set while our last commit went in right after the one
-	// before it at the first try: no other writer seen lately.
-	alone bool
+	// alone is set while no other writer's commit was seen lately (see
+	// put): the commit skips its catch-up read. crowded is when one was
+	// last seen (or a commit failed); zero: never.
+	alone   bool
+	crowded time.Time
 
 	enc    *encode.Encoder
 	encKey string          // the table definition enc was built for
