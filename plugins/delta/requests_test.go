@@ -24,7 +24,7 @@ func storageRequests(t *testing.T, h uint64) requestCounts {
 // made after the files are stored. Nothing lists the log. When another writer
 // commits, the lost race reads the winner, and the batches after it also
 // read by name what others committed since before their put, until no
-// other writer's commit was seen for a while (aloneAfter: table_internal_test).
+// other writer's commit was seen for a while (aloneAfter: alone_internal_test.go).
 func TestSteadyStateRequestsPerBatch(t *testing.T) {
 	// No checkpoint within the test's versions: its reads are not a batch's.
 	dir := smallTable(t, map[string]string{"delta.checkpointInterval": "100"})
