@@ -108,7 +108,7 @@ type consumer struct {
 	wake       waker       // a flight returned, or a fetch answered that a bucket waits for: wakes the poll
 	// fetched is when each broker last answered a fetch, with the
 	// runtime's own fetch settings only (nil otherwise; see quiet);
-	// fetchWait is their wait.
+	// fetchWait is the session's client's wait.
 	fetched   *fetchClock
 	fetchWait time.Duration
 
@@ -136,8 +136,8 @@ type consumer struct {
 func newConsumer(s *Sink, t definition.Topic, opts []kgo.Opt) *consumer {
 	c := &consumer{s: s, t: t, opts: opts, attempts: map[tp]mark{}, dlqReady: map[string]bool{}, depth: s.depth(t),
 		log: s.log.With("block", t.Index, "group", t.ConsumerGroup), dec: s.cfg.Decoders[t.Index], live: context.Background()}
-	if _, wait, derived := fetchShape(t); derived {
-		c.fetched, c.fetchWait = newFetchClock(&c.wake, t.PollInterval), wait
+	if _, _, derived := fetchShape(t); derived {
+		c.fetched = newFetchClock(&c.wake, t.PollInterval) // fetchWait: the session's client says
 	}
 	return c
 }
@@ -254,8 +254,8 @@ func (c *consumer) session(ctx, work context.Context) error {
 	}()
 	c.cl = cl
 	if c.fetched != nil {
-		// What the client waits, should its options have overridden
-		// the derived wait (Config.ClientOpts): quiet's bound.
+		// What the client waits (the derived wait, unless
+		// Config.ClientOpts overrode it): quiet's bound.
 		c.fetchWait = cl.OptValue(kgo.FetchMaxWait).(time.Duration)
 	}
 	go c.s.refreshEnds(sctx, cl)

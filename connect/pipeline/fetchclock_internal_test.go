@@ -31,6 +31,15 @@ func answer(f *fetchClock, node int32, records bool) {
 	f.OnBrokerWrite(meta, fetchKey, 100, 0, 0, nil)
 }
 
+// armedAfterLook is the poll armed after the loop looked at c's buckets
+// (nextIdleFlush), as the loop arms it; disarmed when the test ends.
+func armedAfterLook(t *testing.T, c *consumer) context.Context {
+	c.nextIdleFlush()
+	ctx, disarm := c.wake.arm(context.Background())
+	t.Cleanup(disarm)
+	return ctx
+}
+
 // woken reports whether the poll armed before was woken within d.
 func woken(ctx context.Context, d time.Duration) bool {
 	select {
@@ -88,9 +97,7 @@ func TestQuietWaitsForSettledFetchAnswer(t *testing.T) {
 func TestEmptyFetchAnswerWakesThePoll(t *testing.T) {
 	t.Run("past poll_interval", func(t *testing.T) {
 		c, _ := clockedConsumer(2*time.Second, 2*time.Second, time.Now().Add(-3*time.Second))
-		c.nextIdleFlush()
-		ctx, disarm := c.wake.arm(context.Background())
-		defer disarm()
+		ctx := armedAfterLook(t, c)
 		answer(c.fetched, 1, true)
 		if ctx.Err() != nil {
 			t.Fatal("an answer with records woke the poll")
@@ -103,9 +110,7 @@ func TestEmptyFetchAnswerWakesThePoll(t *testing.T) {
 	t.Run("before poll_interval", func(t *testing.T) {
 		const pollInterval = 300 * time.Millisecond
 		c, _ := clockedConsumer(pollInterval, pollInterval, time.Now())
-		c.nextIdleFlush()
-		ctx, disarm := c.wake.arm(context.Background())
-		defer disarm()
+		ctx := armedAfterLook(t, c)
 		answer(c.fetched, 1, false)
 		if ctx.Err() != nil {
 			t.Fatal("woken before the bucket was poll_interval old")
@@ -117,9 +122,7 @@ func TestEmptyFetchAnswerWakesThePoll(t *testing.T) {
 	t.Run("no bucket waits", func(t *testing.T) {
 		c, b := clockedConsumer(time.Second, time.Second, time.Now().Add(-2*time.Second))
 		b.recs = nil
-		c.nextIdleFlush()
-		ctx, disarm := c.wake.arm(context.Background())
-		defer disarm()
+		ctx := armedAfterLook(t, c)
 		answer(c.fetched, 1, false)
 		if woken(ctx, 50*time.Millisecond) {
 			t.Fatal("woken with no bucket waiting")

@@ -50,18 +50,22 @@ func TestSteadyStateRequestsPerBatch(t *testing.T) {
 		}
 	}
 
-	// Another writer commits version 6 behind the sink's back.
 	store, err := objstore.NewLocal(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	snap, err := deltalog.Load(ctx, store, nil)
-	if err != nil {
-		t.Fatal(err)
+	// peer is another writer committing behind the sink's back.
+	peer := func(appVersion int64) {
+		t.Helper()
+		snap, err := deltalog.Load(ctx, store, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := deltalog.CommitAppend(ctx, store, snap, deltalog.AppendCommit{AppID: "peer", AppVersion: appVersion}, nil); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if _, err := deltalog.CommitAppend(ctx, store, snap, deltalog.AppendCommit{AppID: "peer", AppVersion: 1}, nil); err != nil {
-		t.Fatal(err)
-	}
+	peer(1) // version 6
 	// Lost race: the put of 6 fails, the winner and the free name after
 	// it are read, the commit lands at 7.
 	if got, want := batch(15), (requestCounts{get: 3, put: 5}); got != want {
@@ -78,13 +82,7 @@ func TestSteadyStateRequestsPerBatch(t *testing.T) {
 	}
 	// The other writer commits version 9 between two of our commits: the
 	// next batch reads it by name before its put and loses no race.
-	snap, err = deltalog.Load(ctx, store, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := deltalog.CommitAppend(ctx, store, snap, deltalog.AppendCommit{AppID: "peer", AppVersion: 2}, nil); err != nil {
-		t.Fatal(err)
-	}
+	peer(2)
 	if got, want := batch(21), (requestCounts{get: 3, put: 4}); got != want {
 		t.Errorf("batch after the other writer's second commit: %+v, want %+v", got, want)
 	}
