@@ -3,6 +3,7 @@ package sdk
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -71,6 +72,25 @@ func (s *seqSink) waitEntered(t *testing.T, rangeLast uint64) seqCall {
 		t.Fatalf("the batch through %d did not reach the sink", rangeLast)
 	}
 	return seqCall{}
+}
+
+// waitEnteredAll waits for the batches through each of rangeLasts to reach
+// the sink, in any order, and nothing else.
+func (s *seqSink) waitEnteredAll(t *testing.T, rangeLasts ...uint64) map[uint64]seqCall {
+	t.Helper()
+	calls := map[uint64]seqCall{}
+	for range rangeLasts {
+		select {
+		case c := <-s.entered:
+			if !slices.Contains(rangeLasts, c.rangeLast) || calls[c.rangeLast] != (seqCall{}) {
+				t.Fatalf("the batch through %d reached the sink, want each of %v once", c.rangeLast, rangeLasts)
+			}
+			calls[c.rangeLast] = c
+		case <-time.After(5 * time.Second):
+			t.Fatalf("of the batches through %v only %d reached the sink", rangeLasts, len(calls))
+		}
+	}
+	return calls
 }
 
 func (s *seqSink) notEntered(t *testing.T, why string) {
@@ -207,9 +227,11 @@ func TestSequencerFollowerArrivesFirst(t *testing.T) {
 	gate := sink.gate(9)
 	p := seqBatch(0, 9, nil)
 	perr := goConsume(h, p)
-	sink.waitEntered(t, 9)
-	if call := sink.waitEntered(t, 19); call.pred != p.Self {
-		t.Fatalf("Pred = %+v, want the late predecessor's Self", call.pred)
+	// Once the predecessor is in progress both calls run: a pipelined,
+	// concurrent sink gets them in either order, the follower with Pred.
+	calls := sink.waitEnteredAll(t, 9, 19)
+	if calls[19].pred != p.Self {
+		t.Fatalf("Pred = %+v, want the late predecessor's Self", calls[19].pred)
 	}
 	gate <- nil
 	wantAnswer(t, perr, StatusOK, "")
