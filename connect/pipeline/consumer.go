@@ -120,10 +120,14 @@ type consumer struct {
 	landed map[string]map[int32]kgo.EpochOffset // delivered, not committed yet
 	failed map[tp]error                         // partitions whose batch failed: the block halts
 	paused map[tp]bool                          // partitions not fetched while their bucket is full
-	spare  []*scratch                           // decode buffers of flights that landed
-	turn   uint64                               // flights launched
-	cl     *kgo.Client
-	dlq    *kgo.Client // dead-letter producer, made at start with errors_tolerance = "all"
+	// failing are the partitions whose fetches fail, some paused for a
+	// while (fetcherr.go).
+	failing map[tp]*fetchFailure
+	renew   bool       // end the session for a new client (errRenew)
+	spare   []*scratch // decode buffers of flights that landed
+	turn    uint64     // flights launched
+	cl      *kgo.Client
+	dlq     *kgo.Client // dead-letter producer, made at start with errors_tolerance = "all"
 	// dlqReady are the dead-letter topics known to exist: checked at
 	// start, then on assignment (see ensureDeadLetters). Only run, before
 	// any client exists, and the assignment callback, between polls, use it.
@@ -193,10 +197,13 @@ func (c *consumer) run(ctx context.Context) error {
 	}
 	for {
 		err := c.session(ctx, work)
-		if !errors.Is(err, errRewind) {
+		switch {
+		case errors.Is(err, errRewind):
+			c.log.Warn("plugin process died with a batch in flight; resuming from the committed offsets", "event", "rewind")
+		case errors.Is(err, errRenew): // said when decided
+		default:
 			return err
 		}
-		c.log.Warn("plugin process died with a batch in flight; resuming from the committed offsets", "event", "rewind")
 	}
 }
 
@@ -204,6 +211,7 @@ func (c *consumer) run(ctx context.Context) error {
 // offsets to shutdown, a stop, or a rewind.
 func (c *consumer) session(ctx, work context.Context) error {
 	c.buckets, c.flying, c.failed, c.paused = map[tp]*bucket{}, map[tp][]*flight{}, map[tp]error{}, map[tp]bool{}
+	c.failing, c.renew = map[tp]*fetchFailure{}, false
 	c.nflying = 0
 	c.landed = map[string]map[int32]kgo.EpochOffset{}
 	drop := func(lost bool) func(context.Context, *kgo.Client, map[string][]int32) {
@@ -261,7 +269,11 @@ func (c *consumer) session(ctx, work context.Context) error {
 	go c.s.refreshEnds(sctx, cl)
 	for {
 		pctx, cancel := context.Context(sctx), context.CancelFunc(func() {})
-		if at, ok := c.nextIdleFlush(); ok {
+		at, ok := c.nextIdleFlush()
+		if r, paused := c.nextFetchResume(); paused && (!ok || r.Before(at)) {
+			at, ok = r, true
+		}
+		if ok {
 			pctx, cancel = context.WithDeadline(sctx, at)
 		}
 		fs := c.poll(pctx, cl)
@@ -269,11 +281,6 @@ func (c *consumer) session(ctx, work context.Context) error {
 		if fs.IsClientClosed() {
 			return errors.New("kafka client closed")
 		}
-		fs.EachError(func(topic string, p int32, err error) {
-			if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
-				c.log.Warn("fetch error", "event", "fetch_error", "topic", topic, "partition", p, "err", err)
-			}
-		})
 		c.s.sawFetches(cl, fs)
 		c.mu.Lock()
 		now := time.Now()
@@ -296,6 +303,9 @@ func (c *consumer) session(ctx, work context.Context) error {
 				if c.fetched != nil {
 					b.node, _, _ = cl.PartitionLeader(bk.topic, bk.partition)
 				}
+				if len(c.failing) > 0 {
+					c.fetchRecovered(cl, bk)
+				}
 			}
 			b.recs = append(b.recs, r)
 			n := recordBytes(r)
@@ -305,6 +315,8 @@ func (c *consumer) session(ctx, work context.Context) error {
 		if polled != 0 {
 			c.s.cfg.Budget.add(polled)
 		}
+		c.fetchFailed(cl, fs, now)
+		c.resumeFailedFetches(cl, now)
 		if sctx.Err() != nil {
 			c.mu.Unlock()
 			if ctx.Err() != nil {
@@ -320,11 +332,14 @@ func (c *consumer) session(ctx, work context.Context) error {
 		if c.async() {
 			c.throttle(cl)
 		}
-		halted := len(c.failed) > 0
+		halted, renew := len(c.failed) > 0, c.renew
 		c.mu.Unlock()
 		cl.AllowRebalance()
 		if halted {
 			return c.halt(work)
+		}
+		if renew {
+			return c.renewSession(work)
 		}
 	}
 }

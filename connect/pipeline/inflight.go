@@ -498,7 +498,9 @@ func (c *consumer) throttle(cl *kgo.Client) {
 	for k := range c.paused {
 		if b := c.buckets[k]; b == nil || b.pending() < c.t.BatchLength {
 			delete(c.paused, k)
-			add(&resume, k)
+			if !c.fetchPaused(k) {
+				add(&resume, k)
+			}
 		}
 	}
 	if pause != nil {
@@ -509,14 +511,17 @@ func (c *consumer) throttle(cl *kgo.Client) {
 	}
 }
 
-// unpause resumes fetching the partitions taken away that throttle
-// paused: a pause outlives rebalances, and a partition assigned again
-// later must be fetched. c.mu is held.
+// unpause resumes fetching the partitions taken away that throttle or a
+// fetch failure paused: a pause outlives rebalances, and a partition
+// assigned again later must be fetched. c.mu is held.
 func (c *consumer) unpause(cl *kgo.Client, parts map[string][]int32) {
 	var resume map[string][]int32
 	for topic, ps := range parts {
 		for _, p := range ps {
-			if k := (tp{topic, p}); c.paused[k] {
+			k := tp{topic, p}
+			paused := c.paused[k] || c.fetchPaused(k)
+			delete(c.failing, k)
+			if paused {
 				delete(c.paused, k)
 				if resume == nil {
 					resume = map[string][]int32{}
