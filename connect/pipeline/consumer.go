@@ -133,8 +133,9 @@ type consumer struct {
 	// any client exists, and the assignment callback, between polls, use it.
 	dlqReady map[string]bool
 
-	nflying int // batches in flight, every partition's (c.mu)
-	depth   int // a partition's batches in flight at most: see Sink.depth
+	nflying int       // batches in flight, every partition's (c.mu)
+	commits committer // the offsets to commit, sent one commit at a time (commit.go)
+	depth   int       // a partition's batches in flight at most: see Sink.depth
 }
 
 func newConsumer(s *Sink, t definition.Topic, opts []kgo.Opt) *consumer {
@@ -245,6 +246,8 @@ func (c *consumer) session(ctx, work context.Context) error {
 		return fmt.Errorf("kafka client: %w", err)
 	}
 	defer func() {
+		// The commits sent go first: leaving the group would fail them.
+		c.awaitCommits()
 		// The assignment callback may be waiting for the broker: end it
 		// first, since leaving the group waits for it. Leaving runs the
 		// revocation callback, which a blocked rebalance would hold
@@ -354,6 +357,10 @@ func (c *consumer) drop(work context.Context, cl *kgo.Client, parts map[string][
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.landRevoked(work, parts, lost)
+	// Every commit sent is answered before the partitions go: a late one
+	// could set a partition's offset after its next owner's (kgo: no async
+	// commit across a revocation).
+	c.awaitCommits()
 	for topic, ps := range parts {
 		for _, p := range ps {
 			k := tp{topic, p}
@@ -558,16 +565,10 @@ func (c *consumer) shutdown(work context.Context, reported map[tp]error) error {
 	return errors.Join(errs...)
 }
 
-// commitOffsets commits exactly these offsets and waits. A failed commit is
-// logged, not fatal: the batch was written, and it is delivered again
-// (which the plugins make harmless) after a restart or rebalance.
-func (c *consumer) commitOffsets(ctx context.Context, offsets map[string]map[int32]kgo.EpochOffset) {
-	var cerr error
-	c.cl.CommitOffsetsSync(ctx, offsets, func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
-		if err != nil {
-			cerr = err
-			return
-		}
+// committed takes a commit's answer: the sink's status, and a line per
+// topic-partition.
+func (c *consumer) committed(offsets map[string]map[int32]kgo.EpochOffset, resp *kmsg.OffsetCommitResponse, cerr error) {
+	if cerr == nil {
 		for _, t := range resp.Topics {
 			for _, p := range t.Partitions {
 				if e := kerr.ErrorForCode(p.ErrorCode); e != nil {
@@ -575,7 +576,7 @@ func (c *consumer) commitOffsets(ctx context.Context, offsets map[string]map[int
 				}
 			}
 		}
-	})
+	}
 	c.s.sawCommit(offsets, cerr == nil)
 	// One line per topic-partition, with the keys every other line uses.
 	for topic, ps := range offsets {

@@ -75,7 +75,9 @@
 // client options and dead-letter records of a batch, for connect/redrive), fetch.go (fetch.min.bytes and
 // fetch.wait.max.ms derived from a block that sets neither), fetchclock.go
 // (when each broker last answered a fetch whose records the loop has: an
-// idle bucket told from the gap between two long fetches), fetcherr.go (a
+// idle bucket told from the gap between two long fetches), commit.go (the
+// offsets of landed batches sent one commit at a time, the loop not
+// waiting for the broker), fetcherr.go (a
 // partition whose fetches fail paused with backoff, its warnings spaced; a
 // deleted topic's new session), status.go (committed
 // offset, high watermark and lag per assigned topic-partition).

@@ -310,15 +310,6 @@ func (c *consumer) land(f *flight) {
 	}
 }
 
-// commitLanded commits the offsets of the batches that landed since the
-// last commit, with one synchronous commit; c.mu is held.
-func (c *consumer) commitLanded(ctx context.Context) {
-	if len(c.landed) > 0 {
-		c.commitOffsets(ctx, c.landed)
-		c.landed = map[string]map[int32]kgo.EpochOffset{}
-	}
-}
-
 // settle lands every flight that has returned and commits them; c.mu is
 // held. It does not wait.
 func (c *consumer) settle(work context.Context) {
@@ -454,6 +445,7 @@ func (c *consumer) landRevoked(work context.Context, parts map[string][]int32, l
 				delete(c.landed, topic)
 			}
 		}
+		c.forgetWaiting(parts)
 	}
 	c.commitLanded(work)
 }
