@@ -352,7 +352,9 @@ func (c *consumer) session(ctx, work context.Context) error {
 // committed: its next owner fetches them from the group's offset. A batch
 // being delivered finishes first (we wait for mu, then for its flight),
 // and only its own offset is committed, before the callback returns;
-// never for a lost partition, which another member may own already.
+// never for a lost partition, which another member may own already (its
+// offsets waiting for a commit are dropped; one already sent carries the
+// member's lost generation, which the broker refuses).
 func (c *consumer) drop(work context.Context, cl *kgo.Client, parts map[string][]int32, lost bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -525,8 +527,9 @@ func (c *consumer) flush(work context.Context, now time.Time) {
 }
 
 // shutdown lands the batches in flight, flushes every bucket but the
-// failed partitions', and commits what was delivered with one synchronous
-// commit. With max_in_flight > 1 the flush runs as many batches at once.
+// failed partitions', and commits what was delivered with one commit,
+// which the session's end waits for (awaitCommits). With max_in_flight > 1
+// the flush runs as many batches at once.
 // It returns the failures of the partitions not in reported.
 func (c *consumer) shutdown(work context.Context, reported map[tp]error) error {
 	c.mu.Lock()

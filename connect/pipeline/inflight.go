@@ -20,7 +20,7 @@ import (
 // partition's bucket, delivered by deliver (attempts, backoff, dead
 // letters), then landed: an OK batch leaves its bucket and the budget and
 // its offset joins c.landed, which the loop commits (the batches that
-// landed together share one CommitOffsetsSync); a failed one marks its
+// landed together share one commit: commit.go); a failed one marks its
 // partition in c.failed, which halts the block.
 //
 // With max_in_flight = 1 (the default) a flight runs in the loop that
@@ -404,7 +404,8 @@ func (c *consumer) halt(work context.Context) error {
 	switch {
 	case len(stops) > 0:
 		// A stop: what the other partitions buffered is flushed too,
-		// then committed with one synchronous commit.
+		// then committed with one commit, waited for at the session's
+		// end.
 		return errors.Join(append(append(stops, cut...), c.shutdown(work, reported))...)
 	case rewind:
 		return errRewind
