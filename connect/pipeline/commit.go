@@ -2,8 +2,11 @@ package pipeline
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"sync"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -113,5 +116,31 @@ func (c *consumer) awaitCommits() {
 	}
 	for m.sending {
 		m.idle.Wait()
+	}
+}
+
+// committed takes a commit's answer: the sink's status, and a line per
+// topic-partition.
+func (c *consumer) committed(offsets map[string]map[int32]kgo.EpochOffset, resp *kmsg.OffsetCommitResponse, cerr error) {
+	if cerr == nil {
+		for _, t := range resp.Topics {
+			for _, p := range t.Partitions {
+				if e := kerr.ErrorForCode(p.ErrorCode); e != nil {
+					cerr = errors.Join(cerr, fmt.Errorf("%s[%d]: %w", t.Topic, p.Partition, e))
+				}
+			}
+		}
+	}
+	c.s.sawCommit(offsets, cerr == nil)
+	// One line per topic-partition, with the keys every other line uses.
+	for topic, ps := range offsets {
+		for p, o := range ps {
+			if cerr != nil {
+				c.log.Warn("commit failed; the batch will be delivered again after a restart or rebalance",
+					"event", "commit_failed", "topic", topic, "partition", p, "offset", o.Offset, "err", cerr)
+			} else {
+				c.log.Debug("committed", "event", "committed", "topic", topic, "partition", p, "offset", o.Offset)
+			}
+		}
 	}
 }

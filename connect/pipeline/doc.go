@@ -56,7 +56,7 @@
 // a *RefusedError.
 //
 // File map: sink.go (a sink, its state, Run), open.go (opening, with
-// backoff), consumer.go (the poll and bucket loop, commits, assignments,
+// backoff), consumer.go (the poll and bucket loop, assignments,
 // revocations, the shutdown flush), inflight.go (batches in flight:
 // starting, landing and committing them, halting on a failure, pausing a
 // full partition, the start warnings for a plugin that serialises them or
@@ -77,7 +77,7 @@
 // (when each broker last answered a fetch whose records the loop has: an
 // idle bucket told from the gap between two long fetches), commit.go (the
 // offsets of landed batches sent one commit at a time, the loop not
-// waiting for the broker), fetcherr.go (a
+// waiting for the broker; each answer taken), fetcherr.go (a
 // partition whose fetches fail paused with backoff, its warnings spaced; a
 // deleted topic's new session), status.go (committed
 // offset, high watermark and lag per assigned topic-partition).
