@@ -29,6 +29,7 @@ import (
 	"github.com/picomq/heavy-sinks/connect/child"
 	"github.com/picomq/heavy-sinks/connect/decode"
 	"github.com/picomq/heavy-sinks/connect/definition"
+	"github.com/picomq/heavy-sinks/connect/gomaxprocs"
 	"github.com/picomq/heavy-sinks/connect/observe"
 	"github.com/picomq/heavy-sinks/connect/pipeline"
 	"github.com/picomq/heavy-sinks/connect/preflight"
@@ -183,6 +184,9 @@ func run(args []string) (code int) {
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
+	// One Go processor while the runtime is quiet, every one while it is
+	// busy: connect/gomaxprocs says why.
+	go gomaxprocs.Govern(ctx, os.Getenv, log)
 
 	// One child process per library, shared by every sink that uses it;
 	// it starts with its first sink's open.

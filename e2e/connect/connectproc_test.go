@@ -50,6 +50,7 @@ type connectProc struct {
 	bin, host, plugins, brokers, defs          string
 	log                                        string
 	args                                       []string // more flags, before the definitions
+	env                                        []string // more environment, KEY=value
 	mu                                         sync.Mutex
 	cmd                                        *exec.Cmd
 	exited                                     chan struct{}
@@ -79,6 +80,9 @@ func (r *connectProc) start() {
 	args := append([]string{"--brokers", r.brokers, "--plugin-dir", r.plugins, "--host", r.host,
 		"--workers", "2", "--shutdown-timeout", "60s"}, r.args...)
 	cmd := exec.Command(r.bin, append(args, r.defs)...)
+	if len(r.env) > 0 {
+		cmd.Env = append(os.Environ(), r.env...)
+	}
 	cmd.Stdout, cmd.Stderr = f, f
 	if err := cmd.Start(); err != nil {
 		r.t.Fatal(err)
