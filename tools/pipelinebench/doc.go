@@ -15,6 +15,10 @@
 //     reports the end-to-end latency (record timestamp at produce → the
 //     group's committed offset passing it, p50/p99) and whether the lag
 //     grows;
+//  4. reads step 2's topic again with the Kafka client alone, in a child
+//     process of this binary (-floor-consume): franz-go with its
+//     defaults, no group, no commits, no sink. Its CPU per record is the
+//     part of the runtime's figure no runtime on that client goes below;
 //
 // and prints the median of each figure over the repeats, with its range:
 // on a shared machine one run is noise.
@@ -43,7 +47,7 @@
 //
 // File map: main.go (flags, the repeats, the medians), plugin.go (the
 // plugin-only run), pipeline.go (a run through picomq-connect: producing,
-// commits, latencies, lag), formats.go (the -formats variants: the
+// commits, latencies, lag), floor.go (the Kafka client alone), formats.go (the -formats variants: the
 // workload encoded as Avro and protobuf, the transform chain, their
 // table).
 package main

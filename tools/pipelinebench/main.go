@@ -35,7 +35,14 @@ var (
 	hostStart   = flag.String("host-start", "runtime", "how the plugin-only host starts: runtime (as picomq-connect starts it, connect/child) or bench (bench.StartHost, no quarantine: the old comparison)")
 )
 
-func main() { bench.Main("pipelinebench", run) }
+func main() {
+	bench.Main("pipelinebench", func() error {
+		if *floorTopic != "" {
+			return floorConsume()
+		}
+		return run()
+	})
+}
 
 func run() error {
 	if *hostStart != "runtime" && *hostStart != "bench" {
@@ -123,6 +130,8 @@ func run() error {
 			f.get("pipe/s", 0), f.get("runtime µs", 2), f.get("child µs", 2))
 		fmt.Printf("  runtime overhead: %s %% of the plugin-only CPU per record (target ≤ 15 %%); runtime+child vs plugin-only %s %%; child vs plugin-only %s %%\n",
 			f.get("overhead %", 1), f.get("total vs plugin %", 1), f.get("child vs plugin %", 1))
+		fmt.Printf("  the Kafka client alone (franz-go's defaults, no group, no commits) on the same topic: %s µs/record, %s %% of the plugin-only CPU; the runtime above it: %s µs/record, %s %%\n",
+			f.get("floor µs", 2), f.get("floor %", 1), f.get("above floor µs", 2), f.get("above floor %", 1))
 		fmt.Printf("  end-to-end latency with the backlog (all produced at once): p50 %s ms, p99 %s ms\n", f.get("backlog p50", 0), f.get("backlog p99", 0))
 		if *steady > 0 {
 			fmt.Printf("steady at %.0f %% of each run's capacity for %v: %s records/s, e2e latency p50 %s ms, p99 %s ms, lag at end of producing %s\n",
@@ -202,6 +211,14 @@ func repeat(cl *kgo.Client, adm *kadm.Client, brokers []string, env bench.Env, w
 		f.add(v.String()+" vs json µs", f.last(v.String()+" runtime µs")-f.last("json runtime µs"))
 	}
 	rcpu, ccpu := bench.US(p.runtimeCPU)/float64(p.records), bench.US(p.hostCPU)/float64(p.records)
+	fcpu, err := floor(brokers, topic, p.records)
+	if err != nil {
+		return err
+	}
+	f.add("floor µs", bench.US(fcpu)/float64(p.records))
+	f.add("floor %", 100*f.last("floor µs")/pcpu)
+	f.add("above floor µs", rcpu-f.last("floor µs"))
+	f.add("above floor %", 100*f.last("above floor µs")/pcpu)
 	capacity := float64(p.records) / p.elapsed.Seconds()
 	f.add("plugin/s", float64(plugin.records)/plugin.elapsed.Seconds())
 	f.add("plugin µs", pcpu)
@@ -213,7 +230,7 @@ func repeat(cl *kgo.Client, adm *kadm.Client, brokers []string, env bench.Env, w
 	f.add("child vs plugin %", 100*(ccpu-pcpu)/pcpu)
 	f.add("backlog p50", bench.MS(bench.Percentile(p.latencies, 0.5)))
 	f.add("backlog p99", bench.MS(bench.Percentile(p.latencies, 0.99)))
-	line := fmt.Sprintf("  run %d: plugin-only %.2f µs/record; pipeline %.0f records/s, runtime %.2f, child %.2f µs/record", i+1, pcpu, capacity, rcpu, ccpu)
+	line := fmt.Sprintf("  run %d: plugin-only %.2f µs/record; pipeline %.0f records/s, runtime %.2f, child %.2f µs/record; Kafka client alone %.2f µs/record", i+1, pcpu, capacity, rcpu, ccpu, f.last("floor µs"))
 	if *steady > 0 {
 		rate := *rateShare * capacity
 		s, err := pipeline(cl, adm, brokers, env.Dist, work, t, topic+".steady", tables["steady"], variant{format: "json"}, data, rate)
