@@ -7,10 +7,10 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/picomq/heavy-sinks/internal/proccpu"
 	"github.com/picomq/heavy-sinks/plugins/delta/deltalog"
 	"github.com/picomq/heavy-sinks/plugins/delta/objstore"
 	"github.com/picomq/heavy-sinks/shared/sdk"
@@ -41,7 +41,7 @@ func TestCompactionMeasure(t *testing.T) {
 		batches[i] = benchBatch(i, 1000)
 	}
 	const perPartition = 50
-	cpu0, start := processCPU(), time.Now()
+	cpu0, start := processCPU(t), time.Now()
 	next := uint64(0)
 	for b := range n / 1000 {
 		batch := batches[b%len(batches)]
@@ -63,7 +63,7 @@ func TestCompactionMeasure(t *testing.T) {
 	for sink(t, h)["compactions"] < float64(partitions) && time.Now().Before(deadline) {
 		time.Sleep(200 * time.Millisecond)
 	}
-	cpu := processCPU() - cpu0
+	cpu := processCPU(t) - cpu0
 	m := sink(t, h)
 	sdk.Close(h)
 
@@ -90,10 +90,13 @@ func TestCompactionMeasure(t *testing.T) {
 	t.Logf("live data files per partition value: %d partition values, at most %d files each (%v)", len(files), maxFiles, files)
 }
 
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+func processCPU(t *testing.T) time.Duration {
+	t.Helper()
+	d, err := proccpu.Self()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
 }
 
 func sink(t *testing.T, h uint64) map[string]float64 {
