@@ -4,23 +4,25 @@ import (
 	"context"
 	"log/slog"
 	"runtime"
-	"syscall"
 	"time"
+
+	"github.com/picomq/heavy-sinks/internal/proccpu"
 )
 
 // The thresholds are in cores: CPU seconds of the whole process per second.
 const (
-	// raiseAt: a tenth of a core is about 50,000 records/s through the
-	// runtime, a backlog being drained. With one processor, a goroutine
-	// that has work waits while another runs (the loop handing the child
-	// its next batch behind a fetch being decompressed), and a drain is
-	// where the child must not wait; with more, the drain costs the same
-	// CPU per record (docs/runtime.md, "Processors").
-	raiseAt = 0.1
+	// raiseAt: a twentieth of a core is about 25,000 records/s through the
+	// runtime at a backlog drain's 2 µs per record, or a few thousand at a
+	// many-partition stream's 15-20. With one processor, a goroutine that
+	// has work waits while another runs (the loop handing the child its
+	// next batch behind a fetch being decompressed); one processor is for
+	// the light, steady traffic where waking idle processors is most of
+	// what the runtime spends.
+	raiseAt = 0.05
 	// lowerAt and quietFor: back to one processor only after a long quiet
 	// spell well below raiseAt, so a load near the threshold does not make
 	// the processors go up and down (each change stops the world briefly).
-	lowerAt  = 0.05
+	lowerAt  = 0.025
 	quietFor = 30 * time.Second
 	// every: how often the process CPU is read.
 	every = time.Second
@@ -31,28 +33,36 @@ const (
 // container's limit) while it is busy. It returns at once, changing
 // nothing, when getenv("GOMAXPROCS") is set or Go's default is already one
 // processor. log gets one debug line (event "processors") per change.
-// When ctx ends, Go's default is restored.
 func Govern(ctx context.Context, getenv func(string) string, log *slog.Logger) {
 	if getenv("GOMAXPROCS") != "" || runtime.GOMAXPROCS(0) <= 1 {
 		return
 	}
+	lastCPU, err := proccpu.Self()
+	if err != nil {
+		return // nothing to go by: Go's default
+	}
 	runtime.GOMAXPROCS(1)
+	// Go's default again once governing ends: the shutdown flush that
+	// follows is work, and a caller that governs again starts afresh.
 	defer runtime.SetDefaultGOMAXPROCS()
 	tick := time.NewTicker(every)
 	defer tick.Stop()
 	var raised bool
 	var quiet time.Duration
-	lastCPU, lastAt := cpuTime(), time.Now()
+	lastAt := time.Now()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-tick.C:
 		}
-		used, at := cpuTime(), time.Now()
+		used, err := proccpu.Self()
+		if err != nil {
+			continue // the next step measures from the last good reading
+		}
+		at := time.Now()
 		step := at.Sub(lastAt)
-		if step <= 0 || used < lastCPU {
-			lastCPU, lastAt = used, at
+		if step <= 0 {
 			continue
 		}
 		busy := (used - lastCPU).Seconds() / step.Seconds()
@@ -70,7 +80,7 @@ func Govern(ctx context.Context, getenv func(string) string, log *slog.Logger) {
 		} else {
 			runtime.GOMAXPROCS(1)
 		}
-		log.Debug("processors", "event", "processors", "gomaxprocs", runtime.GOMAXPROCS(0), "cores_used", busy)
+		log.Debug("Go processors changed", "event", "processors", "gomaxprocs", runtime.GOMAXPROCS(0), "cores_used", busy)
 	}
 }
 
@@ -89,14 +99,4 @@ func decide(raised bool, busy float64, quiet, step time.Duration) (bool, time.Du
 		return false, 0
 	}
 	return true, quiet
-}
-
-// cpuTime is the CPU the process used so far (user and system, every
-// thread; not its children, the plugin hosts); 0 if it cannot be read.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -39,13 +39,18 @@ func TestDecide(t *testing.T) {
 }
 
 // TestGovernLive runs Govern in this process: one processor while the
-// test is idle, Go's default once two goroutines burn CPU.
+// test is idle (for a few of its steps), Go's default once two goroutines
+// burn CPU, and Go's default again when it returns.
 func TestGovernLive(t *testing.T) {
+	before := runtime.GOMAXPROCS(0)
+	t.Cleanup(func() { runtime.GOMAXPROCS(before) })
+	// Go's default, which is what Govern raises to, whatever GOMAXPROCS
+	// or go test -cpu set for this process.
+	runtime.SetDefaultGOMAXPROCS()
 	full := runtime.GOMAXPROCS(0)
 	if full < 2 {
-		t.Skipf("GOMAXPROCS is %d: Govern has nothing to change on this machine", full)
+		t.Skipf("Go's default is %d processor: Govern has nothing to change on this machine", full)
 	}
-	t.Cleanup(func() { runtime.SetDefaultGOMAXPROCS() })
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -54,7 +59,11 @@ func TestGovernLive(t *testing.T) {
 	}()
 	defer func() { cancel(); <-done }()
 
-	waitProcs(t, func(n int) bool { return n == 1 }, "one processor while idle")
+	waitProcs(t, func(n int) bool { return n == 1 }, "one processor at the start")
+	time.Sleep(every*2 + every/2) // idle for two steps and a half
+	if n := runtime.GOMAXPROCS(0); n != 1 {
+		t.Fatalf("GOMAXPROCS %d while the test was idle, want 1", n)
+	}
 	var stop atomic.Bool
 	defer stop.Store(true)
 	for range 2 {
@@ -64,13 +73,25 @@ func TestGovernLive(t *testing.T) {
 		}()
 	}
 	waitProcs(t, func(n int) bool { return n == full }, "every processor under load")
+	stop.Store(true)
+
+	cancel()
+	<-done
+	if n := runtime.GOMAXPROCS(0); n != full {
+		t.Fatalf("GOMAXPROCS %d after Govern returned, want Go's default %d", n, full)
+	}
 }
 
 func TestGovernLeavesAnOperatorsChoice(t *testing.T) {
 	before := runtime.GOMAXPROCS(0)
+	if before < 2 {
+		t.Skipf("GOMAXPROCS is %d: Govern would return at once anyway", before)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
 	returned := make(chan struct{})
 	go func() {
-		Govern(context.Background(), func(k string) string {
+		Govern(ctx, func(k string) string {
 			if k == "GOMAXPROCS" {
 				return "3"
 			}
