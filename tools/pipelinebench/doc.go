@@ -17,8 +17,9 @@
 //     grows;
 //  4. reads step 2's topic again with the Kafka client alone, in a child
 //     process of this binary (-floor-consume): franz-go with its
-//     defaults, no group, no commits, no sink. Its CPU per record is the
-//     part of the runtime's figure no runtime on that client goes below;
+//     defaults, no group, no commits, no sink, GOGC=400 as the runtime.
+//     Its CPU per record, from its first record to its last, estimates
+//     the part of the runtime's figure that is the client's;
 //
 // and prints the median of each figure over the repeats, with its range:
 // on a shared machine one run is noise.
