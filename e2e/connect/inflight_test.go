@@ -115,7 +115,7 @@ func runInFlight(t *testing.T, topicExtra string, parts int32, per int) ([]inFli
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer cl.Close()
+	t.Cleanup(cl.Close) // after the topic's deletion below: cleanups run last first
 	adm := kadm.NewClient(cl)
 	ctx := context.Background()
 	if _, err := adm.CreateTopic(ctx, parts, 1, nil, topic); err != nil {
