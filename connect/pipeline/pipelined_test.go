@@ -399,6 +399,16 @@ func TestPipelinedShutdown(t *testing.T) {
 	if !p.Wait(10*time.Second, func(s fakeplugin.State) bool { return runningOf(s, 0) == 2 }) {
 		t.Fatal("the two batches never were in the plugin at once")
 	}
+	// The loop polls batch_length records at a time: the stop must come
+	// once it polled the last three too, which the shutdown flushes.
+	// (Records the client holds but the loop has not polled are not the
+	// runtime's buffer: the next start delivers them. A stop right after
+	// the second batch started made this test fail once in CI.)
+	var all int64
+	for _, v := range jsonPayloads(0, per) {
+		all += int64(len(v))
+	}
+	poll.Until(t, 10*time.Second, "every record polled", func() bool { return h.budget.Used() == all })
 	stopped := make(chan error, 1)
 	go func() { stopped <- h.stop() }()
 	time.Sleep(300 * time.Millisecond)
