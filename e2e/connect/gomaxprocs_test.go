@@ -3,13 +3,10 @@ package connect_test
 import (
 	"context"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
 	"runtime"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -90,21 +87,9 @@ record_path = %q
 	}
 }
 
+// gomaxprocsSample is the runtime's go_sched_gomaxprocs_threads (the Go
+// collector's) on its /metrics at addr.
 func gomaxprocsSample(t *testing.T, addr string) int {
 	t.Helper()
-	resp, err := http.Get("http://" + addr + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	m := regexp.MustCompile(`(?m)^go_sched_gomaxprocs_threads (\S+)$`).FindSubmatch(body)
-	if m == nil {
-		t.Fatalf("no go_sched_gomaxprocs_threads in /metrics:\n%s", body)
-	}
-	n, err := strconv.ParseFloat(string(m[1]), 64)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return int(n)
+	return int(sample(t, metricsText(t, "http://"+addr), "go_sched_gomaxprocs_threads"))
 }
