@@ -3,9 +3,10 @@ package delta_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -77,12 +78,38 @@ func checkpointVersions(t *testing.T, dir string) []int64 {
 	return out
 }
 
-// copyTable copies a table directory.
+// copyTable copies a table directory. The sink may still be writing to
+// it: _last_checkpoint is written to a temporary file and renamed after
+// the checkpoint it names exists, so a file that vanishes during the copy
+// is skipped (cp -r failed on one such file in CI).
 func copyTable(t *testing.T, src string) string {
 	t.Helper()
 	dst := filepath.Join(t.TempDir(), filepath.Base(src))
-	if out, err := exec.Command("cp", "-r", src, dst).CombinedOutput(); err != nil {
-		t.Fatalf("cp: %v %s", err, out)
+	err := filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(src, path)
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
+		}
+		b, err := os.ReadFile(path)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dst, rel), b, 0o644)
+	})
+	if err != nil {
+		t.Fatalf("copying %s: %v", src, err)
 	}
 	return dst
 }
