@@ -29,7 +29,9 @@
  *              struct_size PICOMQ_BATCH_SIZE_1_0; 4: pass a 1.2 host's
  *              batch, PICOMQ_BATCH_SIZE_1_2; 8: pass a 1.3 host's batch,
  *              PICOMQ_BATCH_SIZE_1_3; 16: pass a 1.4 host's batch,
- *              PICOMQ_BATCH_SIZE_1_4), u32 attempt, u32 partition,
+ *              PICOMQ_BATCH_SIZE_1_4; 32: pass every empty byte string
+ *              and array as a non-NULL pointer that is no address, as a
+ *              Rust host passes an empty slice), u32 attempt, u32 partition,
  *              bytes topic, bytes schema, ?bytes value_schema (ABI 1.3;
  *              not passed with flag 2 or 4), ?redrive (ABI 1.4: bytes
  *              topic, u32 partition, u32 n, n * u64 offset, n == count;
@@ -73,7 +75,8 @@
  *   Everything lent to a plugin (config, batch, records, headers, byte
  *   strings, error and output buffers, the init table) is heap memory of its
  *   own. Byte strings are not NUL-terminated and are never NULL except an
- *   absent key; empty record and header arrays are NULL. When the call
+ *   absent key; empty record and header arrays are NULL (CONSUME flag 32
+ *   aside). When the call
  *   returns, the host overwrites that memory with 0xA5 and keeps it in a
  *   quarantine (-q) before freeing it, so a plugin that kept a pointer reads
  *   0xA5 bytes rather than plausible data.
@@ -133,7 +136,8 @@ enum {
   CONSUME_BATCH_1_0 = 2,
   CONSUME_BATCH_1_2 = 4,
   CONSUME_BATCH_1_3 = 8,
-  CONSUME_BATCH_1_4 = 16
+  CONSUME_BATCH_1_4 = 16,
+  CONSUME_DANGLING = 32
 };
 
 /* ---- small utilities ---------------------------------------------------- */
@@ -884,6 +888,41 @@ static int parse_records(cursor *c, uint32_t count, picomq_record *recs,
   return 1;
 }
 
+/* A pointer to nothing, as Rust's empty slices carry (NonNull::dangling: the
+ * alignment, never an address). The header allows any non-NULL pointer with
+ * len 0 for an empty, present string; a plugin must not read it or keep it
+ * where its runtime checks pointers (Go aborts on one below 4096). */
+#define DANGLING ((void *)(uintptr_t)8)
+
+static void dangle_bytes(picomq_bytes *b) {
+  if (b->ptr && b->len == 0) b->ptr = DANGLING;
+}
+
+/* CONSUME flag 32: every empty, present byte string and every empty array of
+ * the batch becomes DANGLING. An absent one (ptr NULL) stays NULL. */
+static void dangle_batch(picomq_batch *batch, size_t bsize, picomq_header *hdrs,
+                         size_t nheaders) {
+  dangle_bytes(&batch->topic);
+  dangle_bytes(&batch->schema);
+  if (bsize >= PICOMQ_BATCH_SIZE_1_3) dangle_bytes(&batch->value_schema);
+  if (bsize >= PICOMQ_BATCH_SIZE_1_4 && batch->redrive_topic.ptr) {
+    dangle_bytes(&batch->redrive_topic);
+    if (batch->record_count == 0)
+      batch->redrive_offsets = DANGLING;
+  }
+  for (size_t i = 0; i < nheaders; i++) {
+    dangle_bytes(&hdrs[i].key);
+    dangle_bytes(&hdrs[i].value);
+  }
+  picomq_record *recs = (picomq_record *)batch->records;
+  for (size_t i = 0; i < batch->record_count; i++) {
+    dangle_bytes(&recs[i].key);
+    dangle_bytes(&recs[i].payload);
+    if (recs[i].header_count == 0) recs[i].headers = DANGLING;
+  }
+  if (batch->record_count == 0) batch->records = DANGLING;
+}
+
 /* What the reject callback of one consume collected (ABI 1.1). */
 typedef struct {
   pthread_t thread; /* the thread calling consume */
@@ -1013,6 +1052,7 @@ static void op_consume(cursor *c, result *r) {
   parse_records(c, count, recs, hdrs, &nheaders);
   batch->records = recs;
   batch->record_count = count;
+  if (flags & CONSUME_DANGLING) dangle_batch(batch, bsize, hdrs, nheaders);
   rejects rj = {.thread = pthread_self(), .record_count = count};
   if ((flags & CONSUME_REJECT) && bsize > PICOMQ_BATCH_SIZE_1_0) {
     rj.seen = xmalloc(count);

@@ -40,6 +40,16 @@ type Config struct {
 	// can never be written (ABI 1.1): rejected when the host accepts
 	// rejections, otherwise the batch fails FATAL as with ABI 1.0.
 	RejectPrefix string `config:"reject_prefix" doc:"Reject records whose payload starts with this (ABI 1.1)"`
+	// LogLines makes a plugin that logs a lot from goroutines whose
+	// stacks grow and shrink: the Go runtime copies a stack it shrinks
+	// and checks every pointer in it, so a host's log_ctx held as a Go
+	// pointer fails there when it is not an address (the C host passes
+	// small integers).
+	LogLines int `config:"log_lines" doc:"Per consume, log this many lines from 4 goroutines, each after deepening its stack"`
+	// GrowStack makes the Go runtime copy the consume goroutine's stack
+	// while a record's byte slices are on it: a copy checks every
+	// pointer, so a slice of the host's that points at no address fails.
+	GrowStack bool `config:"grow_stack" doc:"While record i is in hand, recurse (i+1) * 64 KiB deep"`
 }
 
 func main() {}
@@ -167,6 +177,9 @@ func (s *sink) Consume(ctx context.Context, b *sdk.Batch) error {
 			return nil
 		}
 	}
+	if s.cfg.LogLines > 0 {
+		s.logMany(b.Topic)
+	}
 	if b.Pred != nil {
 		// The pipelined rule: written only after the batch before it.
 		if err := b.Pred.Wait(ctx); err != nil {
@@ -199,6 +212,9 @@ func (s *sink) Consume(ctx context.Context, b *sdk.Batch) error {
 		if b.Rejected(i) {
 			continue
 		}
+		if s.cfg.GrowStack {
+			_ = deepen(64 * (i + 1))
+		}
 		rr := recordedRecord{Offset: r.Offset, Timestamp: r.Timestamp, Payload: base64.StdEncoding.EncodeToString(r.Payload), Headers: [][2]string{}}
 		if r.Key != nil {
 			k := base64.StdEncoding.EncodeToString(r.Key)
@@ -221,6 +237,45 @@ func (s *sink) Consume(ctx context.Context, b *sdk.Batch) error {
 		s.host.Logger.Info("batch recorded", "topic", b.Topic, "records", len(b.Records), "last_offset", b.LastOffset())
 	}
 	return nil
+}
+
+// logMany logs cfg.LogLines lines from 4 goroutines. Before each line a
+// goroutine recurses deep enough to grow its stack to 64 KiB and returns,
+// so the collector (the tests run the host with a tiny GOGC) finds a stack
+// worth shrinking while the line goes out. The consume goroutine logs too.
+func (s *sink) logMany(topic string) {
+	const goroutines = 4
+	var g sdk.Group
+	for w := range goroutines + 1 {
+		work := func() error {
+			for i := w; i < s.cfg.LogLines; i += goroutines + 1 {
+				_ = deepen(64)
+				garbage.Store(make([]byte, 4096)) // work for the collector
+				s.host.Logger.Info("log line", "topic", topic, "line", i)
+			}
+			return nil
+		}
+		if w == goroutines {
+			_ = work()
+			continue
+		}
+		g.Go(work)
+	}
+	_ = g.Wait()
+}
+
+var garbage atomic.Value
+
+// deepen uses about n KiB of stack.
+//
+//go:noinline
+func deepen(n int) byte {
+	var frame [1024]byte
+	frame[n%len(frame)] = byte(n)
+	if n == 0 {
+		return frame[0]
+	}
+	return deepen(n-1) + frame[(n*7)%len(frame)]
 }
 
 func (s *sink) Metrics() map[string]any {

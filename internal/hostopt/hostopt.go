@@ -45,6 +45,7 @@ type Call struct {
 	Batch1_2  bool // consume passes a 1.2 host's batch (no value_schema)
 	Batch1_3  bool // consume passes a 1.3 host's batch (no redrive fields)
 	Batch1_4  bool // consume passes a 1.4 host's batch (no pipelined fields)
+	Dangling  bool // consume passes empty byte strings and arrays as a pointer that is no address
 	Calls     *int // receives how many times describe or metrics was called
 	// ABI, if set, is the version load passes to init instead of the host's.
 	ABI *[2]uint32

@@ -70,6 +70,7 @@ const (
 	consumeBatch1_2 = 4  // CONSUME: pass a 1.2 host's batch (struct_size without the 1.3 value_schema)
 	consumeBatch1_3 = 8  // CONSUME: pass a 1.3 host's batch (struct_size without the 1.4 redrive fields)
 	consumeBatch1_4 = 16 // CONSUME: pass a 1.4 host's batch (struct_size without the 1.5 pipelined fields)
+	consumeDangling = 32 // CONSUME: pass empty byte strings and arrays as a pointer that is no address
 	logLate         = 1  // LOG: the context was not live
 	logNullMsg      = 2  // LOG: msg was NULL
 )
@@ -273,6 +274,7 @@ func encodeConsume(e *encoder, lib uint32, handle uint64, cc *callConfig, b *Bat
 		{cc.Batch1_2, consumeBatch1_2},
 		{cc.Batch1_3, consumeBatch1_3},
 		{cc.Batch1_4, consumeBatch1_4},
+		{cc.Dangling, consumeDangling},
 	} {
 		if f.on {
 			flags |= f.bit

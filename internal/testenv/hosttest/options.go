@@ -68,5 +68,11 @@ func Batch1_3() hostclient.CallOption { return func(c *callConfig) { c.Batch1_3 
 // range_last and no batch as pipelined.
 func Batch1_4() hostclient.CallOption { return func(c *callConfig) { c.Batch1_4 = true } }
 
+// DanglingEmpties makes Consume pass every empty byte string (topic,
+// schema, key, header, payload) and every empty array (records, headers,
+// redrive offsets) as a non-NULL pointer that is no address, as a Rust host
+// passes an empty slice. The header allows it; an absent key stays NULL.
+func DanglingEmpties() hostclient.CallOption { return func(c *callConfig) { c.Dangling = true } }
+
 // NoLog makes Open pass log == NULL, so the plugin logs to stderr.
 func NoLog() hostclient.CallOption { return func(c *callConfig) { c.NoLog = true } }

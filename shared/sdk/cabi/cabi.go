@@ -5,8 +5,8 @@ package cabi
 #include <stdlib.h>
 #include "picomq_sink.h"
 
-void picomq_cabi_call_log(picomq_log_fn fn, void *ctx, int32_t level, const char *msg, size_t len);
-void picomq_cabi_call_reject(picomq_reject_fn fn, void *ctx, size_t index, picomq_reject_reason reason, const char *msg, size_t len);
+void picomq_cabi_call_log(picomq_log_fn fn, uintptr_t ctx, int32_t level, const char *msg, size_t len);
+void picomq_cabi_call_reject(const picomq_batch *batch, size_t index, picomq_reject_reason reason, const char *msg, size_t len);
 char **picomq_cabi_environ(void);
 */
 import "C"
@@ -32,8 +32,10 @@ func picomq_sink_v1_describe(out *C.char, outCap C.size_t, outLen *C.size_t) (st
 	return writeOut(doc, out, outCap, outLen)
 }
 
+// logCtx is an integer, never a Go pointer: see picomq_cabi_call_log.
+//
 //export picomq_sink_v1_open
-func picomq_sink_v1_open(config *C.char, configLen C.size_t, logFn C.picomq_log_fn, logCtx unsafe.Pointer,
+func picomq_sink_v1_open(config *C.char, configLen C.size_t, logFn C.picomq_log_fn, logCtx C.uintptr_t,
 	out *C.picomq_instance, errBuf *C.char, errCap C.size_t) (st C.picomq_status) {
 	defer guard(&st, errBuf, errCap)
 	if out == nil || (config == nil && configLen > 0) {
@@ -75,7 +77,7 @@ func picomq_sink_v1_consume(inst C.picomq_instance, cb *C.picomq_batch, errBuf *
 	// host's batch has reject set).
 	for _, r := range b.Rejections() {
 		msg := r.Err.Error()
-		C.picomq_cabi_call_reject(cb.reject, cb.reject_ctx, C.size_t(r.Index), C.picomq_reject_reason(r.Reason),
+		C.picomq_cabi_call_reject(cb, C.size_t(r.Index), C.picomq_reject_reason(r.Reason),
 			(*C.char)(unsafe.Pointer(unsafe.StringData(msg))), C.size_t(len(msg)))
 	}
 	return C.PICOMQ_OK
@@ -199,9 +201,9 @@ func batchFromC(cb *C.picomq_batch) (*sdk.Batch, error) {
 		return nil, sdk.Fatalf("consume: NULL records with record_count %d", n)
 	}
 	b := &sdk.Batch{
-		Topic:     string(view(cb.topic)),
+		Topic:     string(view(&cb.topic)),
 		Partition: uint32(cb.partition),
-		Schema:    string(view(cb.schema)),
+		Schema:    string(view(&cb.schema)),
 		Attempt:   uint32(cb.attempt),
 		Records:   make([]sdk.Record, n),
 	}
@@ -210,7 +212,7 @@ func batchFromC(cb *C.picomq_batch) (*sdk.Batch, error) {
 	}
 	// ABI 1.3: a 1.2 host's batch ends before value_schema.
 	if uintptr(cb.struct_size) >= unsafe.Offsetof(cb.value_schema)+unsafe.Sizeof(cb.value_schema) {
-		b.ValueSchema = view(cb.value_schema)
+		b.ValueSchema = view(&cb.value_schema)
 	}
 	// ABI 1.4: a 1.3 host's batch ends before the redrive fields. The
 	// offsets are copied: n words, and the sink may keep them in a group.
@@ -218,7 +220,7 @@ func batchFromC(cb *C.picomq_batch) (*sdk.Batch, error) {
 		if n > 0 && cb.redrive_offsets == nil {
 			return nil, sdk.Fatalf("consume: redrive batch with NULL redrive_offsets and record_count %d", n)
 		}
-		r := &sdk.Redrive{Topic: string(view(cb.redrive_topic)), Partition: uint32(cb.redrive_partition), Offsets: make([]uint64, n)}
+		r := &sdk.Redrive{Topic: string(view(&cb.redrive_topic)), Partition: uint32(cb.redrive_partition), Offsets: make([]uint64, n)}
 		if n > 0 {
 			for i, o := range unsafe.Slice(cb.redrive_offsets, n) {
 				r.Offsets[i] = uint64(o)
@@ -254,26 +256,34 @@ func batchFromC(cb *C.picomq_batch) (*sdk.Batch, error) {
 		r := &b.Records[i]
 		r.Offset = uint64(cr.offset)
 		r.Timestamp = int64(cr.timestamp_ms)
-		r.Key = view(cr.key)
-		r.Payload = view(cr.payload)
+		r.Key = view(&cr.key)
+		r.Payload = view(&cr.payload)
 		if hc := int(cr.header_count); hc > 0 {
 			if cr.headers == nil {
 				return nil, sdk.Fatalf("consume: record %d has NULL headers with header_count %d", i, hc)
 			}
 			r.Headers = headers[:hc:hc]
 			headers = headers[hc:]
-			for j, ch := range unsafe.Slice(cr.headers, hc) {
-				r.Headers[j] = sdk.Header{Key: view(ch.key), Value: view(ch.value)}
+			chs := unsafe.Slice(cr.headers, hc)
+			for j := range chs {
+				r.Headers[j] = sdk.Header{Key: view(&chs[j].key), Value: view(&chs[j].value)}
 			}
 		}
 	}
 	return b, nil
 }
 
-// view returns host bytes without copying; nil for an absent value.
-func view(p C.picomq_bytes) []byte {
-	if p.ptr == nil {
+// view returns host bytes without copying; nil for an absent value. It
+// takes the host's struct by address and never copies an empty value's
+// pointer: the header allows any non-NULL one there (a Rust host passes its
+// empty slices' dangling pointer), and Go aborts the process when it copies
+// a stack holding a pointer below 4096 (see picomq_cabi_call_log).
+func view(p *C.picomq_bytes) []byte {
+	switch {
+	case p.ptr == nil:
 		return nil
+	case p.len == 0:
+		return []byte{}
 	}
 	return unsafe.Slice((*byte)(unsafe.Pointer(p.ptr)), int(p.len))
 }

@@ -6,29 +6,36 @@
 
 #define HIDDEN __attribute__((visibility("hidden")))
 
+/* Go must never hold a host value that is not an address in a pointer (see
+ * picomq_cabi_call_log). So the wrappers pass a buffer of capacity 0, which may
+ * carry any pointer (an empty Rust slice's is dangling), as NULL, and log_ctx
+ * as an integer. */
+#define BUF(p, cap) ((cap) ? (p) : NULL)
+
 static picomq_status describe_fn(char *out, size_t out_cap, size_t *out_len) {
-  return picomq_sink_v1_describe(out, out_cap, out_len);
+  return picomq_sink_v1_describe(BUF(out, out_cap), out_cap, out_len);
 }
 
 static picomq_status open_fn(const char *config, size_t config_len,
                              picomq_log_fn log, void *log_ctx,
                              picomq_instance *out, char *err, size_t err_cap) {
-  return picomq_sink_v1_open((char *)config, config_len, log, log_ctx, out, err,
-                             err_cap);
+  return picomq_sink_v1_open((char *)BUF(config, config_len), config_len, log,
+                             (uintptr_t)log_ctx, out, BUF(err, err_cap), err_cap);
 }
 
 static picomq_status consume_fn(picomq_instance inst, const picomq_batch *batch,
                                 char *err, size_t err_cap) {
-  return picomq_sink_v1_consume(inst, (picomq_batch *)batch, err, err_cap);
+  return picomq_sink_v1_consume(inst, (picomq_batch *)batch, BUF(err, err_cap),
+                                err_cap);
 }
 
 static picomq_status metrics_fn(picomq_instance inst, char *out, size_t out_cap,
                                 size_t *out_len) {
-  return picomq_sink_v1_metrics(inst, out, out_cap, out_len);
+  return picomq_sink_v1_metrics(inst, BUF(out, out_cap), out_cap, out_len);
 }
 
 static picomq_status close_fn(picomq_instance inst, char *err, size_t err_cap) {
-  return picomq_sink_v1_close(inst, err, err_cap);
+  return picomq_sink_v1_close(inst, BUF(err, err_cap), err_cap);
 }
 
 picomq_status picomq_sink_plugin_init(uint32_t host_major, uint32_t host_minor,
@@ -55,15 +62,20 @@ picomq_status picomq_sink_plugin_init(uint32_t host_major, uint32_t host_minor,
   return PICOMQ_OK;
 }
 
-HIDDEN void picomq_cabi_call_log(picomq_log_fn fn, void *ctx, int32_t level,
+/* The host's ctx values are opaque and need not be addresses (the C host
+ * passes small integers as log_ctx): Go holds log_ctx as an integer and never
+ * loads reject_ctx, which is read here from the batch. A value below 4096 in
+ * a Go pointer makes the Go runtime abort the process ("invalid pointer found
+ * on stack") when it copies the stack holding it. */
+HIDDEN void picomq_cabi_call_log(picomq_log_fn fn, uintptr_t ctx, int32_t level,
                                  const char *msg, size_t len) {
-  fn(ctx, level, msg, len);
+  fn((void *)ctx, level, msg, len);
 }
 
-HIDDEN void picomq_cabi_call_reject(picomq_reject_fn fn, void *ctx,
-                                    size_t index, picomq_reject_reason reason,
+HIDDEN void picomq_cabi_call_reject(const picomq_batch *batch, size_t index,
+                                    picomq_reject_reason reason,
                                     const char *msg, size_t len) {
-  fn(ctx, index, reason, msg, len);
+  batch->reject(batch->reject_ctx, index, reason, msg, len);
 }
 
 /* The process environment as the C library holds it: setenv(3) updates
