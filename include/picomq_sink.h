@@ -115,7 +115,9 @@ typedef int32_t picomq_status;
 #define PICOMQ_LOG_ERROR 8
 
 /* A borrowed byte string. ptr == NULL means "absent" (e.g. a record without
- * a key); ptr != NULL with len == 0 is an empty, present value. */
+ * a key); ptr != NULL with len == 0 is an empty, present value, and then ptr
+ * may be any non-NULL value (an empty Rust slice's dangling pointer): the
+ * plugin never reads through it. The same holds for an empty array. */
 typedef struct picomq_bytes {
   const uint8_t *ptr;
   size_t len;
@@ -277,7 +279,8 @@ typedef struct picomq_batch {
 typedef uint64_t picomq_instance;
 
 /* Log callback. msg is UTF-8 and not NUL-terminated: a message followed by
- * its attributes as key=value pairs. ctx is the pointer given to open. */
+ * its attributes as key=value pairs. ctx is the log_ctx given to open, opaque
+ * to the plugin: any value, not necessarily an address (as reject_ctx). */
 typedef void (*picomq_log_fn)(void *ctx, int32_t level, const char *msg,
                               size_t msg_len);
 
