@@ -14,7 +14,10 @@
 # needs instances of its own (to restart them) runs `start postgres minio`
 # with its own PICOMQ_SERVICES_DIR, ports and PICOMQ_SERVICES_ENV_FILE.
 #
-# Every command is idempotent. Quiet on success; logs go to $STATE/logs.
+# Every command is idempotent. Quiet on success; logs go to $STATE/logs. Start
+# and stop hold a lock on the state directory, so two of them (say `make unit`
+# and `make e2e` at once) run one after the other instead of racing two
+# copies of a service for one port and one pid file.
 #
 # Knobs (environment):
 #   PICOMQ_SERVICES_DIR   state directory          (default /tmp/picomq-services)
@@ -163,7 +166,7 @@ synchronous_commit = off
 full_page_writes = off
 EOF
     fi
-    as_pg "$PG_BIN/pg_ctl" -D "$PG_DATA" -l "$LOGS/postgres.log" -w -t 60 start >>"$LOGS/postgres-ctl.log" 2>&1 \
+    as_pg "$PG_BIN/pg_ctl" -D "$PG_DATA" -l "$LOGS/postgres.log" -w -t 60 start >>"$LOGS/postgres-ctl.log" 2>&1 9>&- \
       || die "PostgreSQL did not start, see $LOGS/postgres.log"
   fi
 
@@ -350,7 +353,7 @@ stop_pid() {
 spawn() {
   local pidfile="$1" log="$2"
   shift 2
-  setsid "$@" >>"$log" 2>&1 </dev/null &
+  setsid "$@" >>"$log" 2>&1 </dev/null 9>&- &
   echo $! >"$pidfile"
 }
 
@@ -946,9 +949,19 @@ SELECTED=("$@")
 for n in "${SELECTED[@]}"; do
   case " ${ALL_SERVICES[*]} " in *" $n "*) ;; *) die "unknown service $n (known: ${ALL_SERVICES[*]})" ;; esac
 done
+# lock_state waits for any other start or stop of this state directory. The
+# lock is fd 9, which every service started closes (spawn, start_pg): a
+# service holding it would keep the next start or stop waiting forever.
+lock_state() {
+  mkdir -p "$STATE"
+  exec 9>"$STATE/services.lock"
+  flock 9 || die "could not lock $STATE/services.lock"
+}
+
 case "$cmd" in
   start)
     need_python
+    lock_state
     mkdir -p "$STATE" "$LOGS"
     chmod 755 "$STATE"
     # Azurite's npm install and Kafka's Maven resolution are mostly
@@ -971,6 +984,7 @@ case "$cmd" in
     write_env
     ;;
   stop)
+    lock_state
     mkdir -p "$LOGS"
     if wanted registry; then stop_registry; fi
     if wanted kafka; then stop_kafka; fi
