@@ -2,10 +2,10 @@ package abi_test
 
 import (
 	"fmt"
+	"maps"
 	"path/filepath"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 
 	"github.com/picomq/heavy-sinks/internal/testenv/hosttest"
@@ -22,18 +22,27 @@ import (
 // the collector shrank a stack while a line was on its way out (a CI run
 // lost a Delta sink host that way; this test failed 4 runs in 5 then). It
 // logs a lot from stacks that grow and shrink under a tiny GOGC; every line
-// must arrive and the host live.
+// must arrive with its instance's ctx, and the host live.
 func TestLogContextIsOpaque(t *testing.T) {
 	const (
 		instances = 3
 		batches   = 200
 		lines     = 2000
 	)
-	var logged atomic.Int64
+	var (
+		mu     sync.Mutex
+		logged = map[uint64]int{} // "log line"s by ctx; a late one counts as ctx 0
+	)
 	h := startHost(t, hostclient.Workers(instances), hostclient.Env("GOGC=1", "GODEBUG=asyncpreemptoff=1"),
 		hostclient.KeepLogs(1), hostclient.OnLog(func(l hostclient.LogLine) {
 			if strings.HasPrefix(l.Message, "log line ") {
-				logged.Add(1)
+				ctx := l.Ctx
+				if l.Late {
+					ctx = 0
+				}
+				mu.Lock()
+				logged[ctx]++
+				mu.Unlock()
 			}
 		}))
 	lib, err := h.Load(testPlugin(t, "a"))
@@ -42,6 +51,7 @@ func TestLogContextIsOpaque(t *testing.T) {
 	}
 	var wg sync.WaitGroup
 	errs := make(chan error, instances)
+	want := map[uint64]int{}
 	for i := range instances {
 		rec := filepath.Join(t.TempDir(), "rec.jsonl")
 		inst, err := lib.Open(definition(t, fmt.Sprintf("logs_%d", i), map[string]any{"record_path": rec, "log_lines": lines}))
@@ -52,6 +62,7 @@ func TestLogContextIsOpaque(t *testing.T) {
 		if inst.Ctx() == 0 || inst.Ctx() >= 4096 {
 			t.Fatalf("instance %d has log ctx %d; the test needs one in [1, 4096)", i, inst.Ctx())
 		}
+		want[inst.Ctx()] = batches * lines
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -72,8 +83,10 @@ func TestLogContextIsOpaque(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if got, want := logged.Load(), int64(instances*batches*lines); got != want {
-		t.Fatalf("%d log lines arrived, want %d", got, want)
+	mu.Lock()
+	defer mu.Unlock()
+	if !maps.Equal(logged, want) {
+		t.Fatalf("log lines by ctx %v, want %v", logged, want)
 	}
 }
 
