@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -53,6 +54,7 @@ type connectProc struct {
 	env                                        []string // more environment, KEY=value
 	mu                                         sync.Mutex
 	cmd                                        *exec.Cmd
+	logFrom                                    int64 // the log's size when cmd started: its lines come after
 	exited                                     chan struct{}
 	code                                       int
 	starts, runtimeKills, hostKills, selfExits int
@@ -77,6 +79,10 @@ func (r *connectProc) start() {
 	}
 	defer f.Close()
 	fmt.Fprintf(f, "---- start %d\n", r.starts+1)
+	logFrom, err := f.Seek(0, io.SeekEnd)
+	if err != nil {
+		r.t.Fatal(err)
+	}
 	args := append([]string{"--brokers", r.brokers, "--plugin-dir", r.plugins, "--host", r.host,
 		"--workers", "2", "--shutdown-timeout", "60s"}, r.args...)
 	cmd := exec.Command(r.bin, append(args, r.defs)...)
@@ -89,7 +95,7 @@ func (r *connectProc) start() {
 	}
 	exited := make(chan struct{})
 	r.mu.Lock()
-	r.cmd, r.exited = cmd, exited
+	r.cmd, r.exited, r.logFrom = cmd, exited, logFrom
 	r.starts++
 	r.mu.Unlock()
 	go func() {
@@ -147,8 +153,16 @@ func (r *connectProc) chaosKill(rng *rand.Rand) {
 	r.start()
 }
 
-// stop sends SIGTERM and returns the exit code.
+// stop sends SIGTERM and returns the exit code. It first waits, for at
+// most 30 s, until the process has started a sink: a SIGTERM before the
+// runtime installs its handler (Go's package init, reading the
+// definitions) ends it by the signal, exit -1, which is every program's
+// default and not what the tests check. A chaos run met that when its last
+// start found every offset committed already and stopped it at once.
 func (r *connectProc) stop() int {
+	for deadline := time.Now().Add(30 * time.Second); r.running() && !r.sinkStarted() && time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond)
+	}
 	r.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-r.exited:
@@ -214,6 +228,17 @@ func (r *connectProc) summary() string {
 }
 
 // tail is the end of the runtime's log.
+// sinkStarted reports whether the current process logged a sink's start,
+// which it does once it handles SIGTERM.
+func (r *connectProc) sinkStarted() bool {
+	b, _ := os.ReadFile(r.log)
+	if int64(len(b)) <= r.logFrom {
+		return false
+	}
+	lines := string(b[r.logFrom:])
+	return strings.Contains(lines, "event=sink_started") || strings.Contains(lines, `"event":"sink_started"`)
+}
+
 func (r *connectProc) tail() string {
 	b, _ := os.ReadFile(r.log)
 	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
