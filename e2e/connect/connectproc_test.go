@@ -227,7 +227,6 @@ func (r *connectProc) summary() string {
 	return strings.Join(parts, ", ")
 }
 
-// tail is the end of the runtime's log.
 // sinkStarted reports whether the current process logged a sink's start,
 // which it does once it handles SIGTERM.
 func (r *connectProc) sinkStarted() bool {
@@ -239,6 +238,7 @@ func (r *connectProc) sinkStarted() bool {
 	return strings.Contains(lines, "event=sink_started") || strings.Contains(lines, `"event":"sink_started"`)
 }
 
+// tail is the end of the runtime's log.
 func (r *connectProc) tail() string {
 	b, _ := os.ReadFile(r.log)
 	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
